@@ -1,0 +1,276 @@
+//! The running gateway: shared state, routes, start-up and shutdown.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use chrono::Utc;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+use crate::catalog::Catalog;
+use crate::config::ServeSettings;
+use crate::dealers;
+use crate::directory::Directory;
+use crate::manifest;
+use crate::mcp::{self, session::Sessions};
+use crate::store::Store;
+
+/// Bundled demo dealers (2 organizations, 5 rooftops, US and Canada).
+pub const DEMO_DEALERS: &str = include_str!("../../demo/dealers.yaml");
+
+/// Everything a request may use. Immutable after start except the caches.
+pub struct AppState {
+    pub settings: ServeSettings,
+    pub catalog: Catalog,
+    pub store: Arc<dyn Store>,
+    pub directory: Directory,
+    pub sessions: Sessions,
+    /// Public base URL without a trailing slash.
+    pub public_base: String,
+    /// The self-description served at `/conformance/claim.json`.
+    pub claim: Value,
+    pub claim_digest: String,
+    allowed_hosts: Vec<String>,
+    allowed_origins: Vec<String>,
+}
+
+const LOOPBACK_HOSTS: [&str; 4] = ["localhost", "127.0.0.1", "[::1]", "::1"];
+
+impl AppState {
+    pub fn new(
+        settings: ServeSettings,
+        catalog: Catalog,
+        store: Arc<dyn Store>,
+        bound: SocketAddr,
+    ) -> Self {
+        let public_base = settings.public_base(bound);
+        let mut allowed_hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect();
+        allowed_hosts.extend(settings.allowed_hosts.iter().map(|h| h.trim().to_ascii_lowercase()));
+        if let Some(host) = public_base
+            .split_once("://")
+            .map(|(_, rest)| rest.split('/').next().unwrap_or(""))
+        {
+            allowed_hosts.push(mcp::host_without_port(host));
+        }
+        if !bound.ip().is_unspecified() {
+            allowed_hosts.push(mcp::host_without_port(&bound.to_string()));
+        }
+        let allowed_origins = settings
+            .allowed_origins
+            .iter()
+            .map(|o| o.trim().trim_end_matches('/').to_ascii_lowercase())
+            .collect();
+        let claim = manifest::self_description(&catalog);
+        let claim_digest = manifest::json_digest(&claim);
+        let directory = Directory::new(store.clone(), Duration::from_secs(settings.directory_refresh_seconds.max(1)));
+        let sessions = Sessions::new(
+            settings.max_legacy_sessions,
+            Duration::from_secs(settings.legacy_session_idle_seconds.max(1)),
+        );
+        Self {
+            settings,
+            catalog,
+            store,
+            directory,
+            sessions,
+            public_base,
+            claim,
+            claim_digest,
+            allowed_hosts,
+            allowed_origins,
+        }
+    }
+
+    /// Host allowlist (DNS-rebinding defence).
+    pub fn host_allowed(&self, host: &str) -> bool {
+        self.allowed_hosts.iter().any(|h| h == host)
+    }
+
+    /// Origin allowlist: loopback origins and the configured ones.
+    pub fn origin_allowed(&self, origin: &str) -> bool {
+        let origin = origin.trim().trim_end_matches('/').to_ascii_lowercase();
+        if self.allowed_origins.contains(&origin) {
+            return true;
+        }
+        let Some((scheme, rest)) = origin.split_once("://") else {
+            return false;
+        };
+        matches!(scheme, "http" | "https")
+            && !rest.contains('/')
+            && LOOPBACK_HOSTS.contains(&mcp::host_without_port(rest).as_str())
+    }
+
+    /// `ttlMs` for directory-derived results: how long until this replica
+    /// may serve a newer directory.
+    pub fn directory_ttl_ms(&self) -> u64 {
+        u64::try_from(self.directory.refresh_interval().as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+/// The HTTP routes.
+pub fn router(state: Arc<AppState>) -> Router {
+    let timeout = Duration::from_secs(state.settings.request_timeout_seconds.max(1));
+    Router::new()
+        .route("/mcp", post(mcp::post).get(mcp::get).delete(mcp::delete))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/schemas/{file}", get(schema_file))
+        .route("/policy", get(policy))
+        .route("/conformance/claim.json", get(claim))
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            timeout,
+        ))
+        .with_state(state)
+}
+
+async fn healthz() -> Response {
+    json_ok(&json!({"status": "ok", "service": "dealer-agent-gateway", "version": env!("CARGO_PKG_VERSION")}))
+}
+
+async fn readyz(State(state): State<Arc<AppState>>) -> Response {
+    match state.store.ping().await {
+        Ok(()) => json_ok(&json!({"status": "ready"})),
+        Err(e) => {
+            tracing::warn!(error = %e, "readiness check failed");
+            let body = serde_json::to_vec(&json!({"status": "unavailable", "reason": "store unreachable"})).unwrap_or_default();
+            (StatusCode::SERVICE_UNAVAILABLE, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+        }
+    }
+}
+
+async fn schema_file(State(state): State<Arc<AppState>>, Path(file): Path<String>) -> Response {
+    match state.catalog.schema_documents.get(&file) {
+        Some(doc) => json_ok(doc),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// The enforced policy in machine-readable form: the catalog's safety
+/// metadata per tool and the publication policy per rooftop.
+async fn policy(State(state): State<Arc<AppState>>) -> Response {
+    let tools: Vec<Value> = state
+        .catalog
+        .tools
+        .iter()
+        .map(|t| json!({"name": t.name, "profile": t.profile, "scope": t.scope, "safety": t.safety}))
+        .collect();
+    let rooftops: Vec<Value> = match state.directory.snapshot().await {
+        Ok(snap) => snap
+            .organizations
+            .iter()
+            .flat_map(|o| {
+                o.rooftops.iter().filter(|r| r.settings.anonymous_reads).map(|r| {
+                    json!({"organization_id": o.organization_id, "rooftop_id": r.rooftop_id, "anonymous_reads": true})
+                })
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    json_ok(&json!({
+        "tools": tools,
+        "published_rooftops": rooftops,
+        "authority": "Availability is authoritative only from a source the dealer designates; imported files are dealer_asserted and never verified_current."
+    }))
+}
+
+async fn claim(State(state): State<Arc<AppState>>) -> Response {
+    json_ok(&state.claim)
+}
+
+fn json_ok(v: &Value) -> Response {
+    let mut r = (StatusCode::OK, serde_json::to_vec(v).unwrap_or_default()).into_response();
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+/// Load the bundled demo (or `--seed-dealers`) when the store is empty.
+pub async fn seed_if_empty(
+    settings: &ServeSettings,
+    catalog: &Catalog,
+    store: &dyn Store,
+) -> Result<Option<String>, crate::Error> {
+    if !store.is_empty().await? {
+        return Ok(None);
+    }
+    let (name, bytes, source) = match &settings.seed_dealers {
+        Some(path) => (
+            path.display().to_string(),
+            std::fs::read(path).map_err(|e| crate::Error::Io(format!("{}: {e}", path.display())))?,
+            format!("dealers-file:{}", path.display()),
+        ),
+        None if settings.no_demo => return Ok(None),
+        None => ("demo/dealers.yaml".to_owned(), DEMO_DEALERS.as_bytes().to_vec(), "bundled-demo".to_owned()),
+    };
+    let records = dealers::parse(catalog, &name, &bytes, &source, Utc::now())?;
+    store.upsert_organizations(&records).await?;
+    Ok(Some(name))
+}
+
+/// A started server (the seam integration tests use).
+pub struct Running {
+    pub addr: SocketAddr,
+    pub state: Arc<AppState>,
+}
+
+/// Open the store, seed it, bind, and return the state plus the listener.
+pub async fn prepare(
+    settings: ServeSettings,
+    database_url: &str,
+) -> Result<(Arc<AppState>, TcpListener), crate::Error> {
+    let catalog = Catalog::load()?;
+    let store = crate::store::open(database_url).await?;
+    if let Some(seeded) = seed_if_empty(&settings, &catalog, store.as_ref()).await? {
+        tracing::info!(seed = %seeded, "store was empty; loaded dealers");
+    }
+    let listener = TcpListener::bind(settings.listen)
+        .await
+        .map_err(|e| crate::Error::Io(format!("cannot listen on {}: {e}", settings.listen)))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| crate::Error::Io(e.to_string()))?;
+    let state = Arc::new(AppState::new(settings, catalog, store, bound));
+    Ok((state, listener))
+}
+
+/// Serve until `shutdown` resolves, then finish in-flight requests.
+pub async fn serve(
+    listener: TcpListener,
+    state: Arc<AppState>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), crate::Error> {
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+        .map_err(|e| crate::Error::Io(e.to_string()))
+}
+
+/// Resolves on ctrl-c or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    tracing::info!("shutdown requested; finishing in-flight requests");
+}

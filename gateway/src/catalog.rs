@@ -1,0 +1,543 @@
+//! The tool catalog: `capabilities.yaml` plus the project's JSON Schemas.
+//!
+//! `capabilities.yaml` is the single source of every tool's metadata
+//! (DAP-CORE-012): `tools/list`, the manifest and policy checks all come from
+//! it. Both it and `schemas/` are compiled into the binary and loaded once at
+//! start; validators are compiled once here and shared by every request.
+//!
+//! `tools/list` must publish self-contained schemas (no unresolved cross-file
+//! `$ref`), so each tool's input and output definition is *bundled*: every
+//! definition it reaches is copied into one `$defs` under its own name. The
+//! schema files therefore keep definition names unique across files, which
+//! [`Catalog::load`] checks.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+/// The catalog as shipped with this binary.
+const CAPABILITIES_YAML: &str = include_str!("../../capabilities.yaml");
+
+/// Every schema file shipped with this binary, by file name.
+pub const SCHEMA_FILES: &[(&str, &str)] = &[
+    ("common.schema.json", include_str!("../../schemas/common.schema.json")),
+    ("dealer.schema.json", include_str!("../../schemas/dealer.schema.json")),
+    ("vehicle.schema.json", include_str!("../../schemas/vehicle.schema.json")),
+    ("pricing.schema.json", include_str!("../../schemas/pricing.schema.json")),
+    ("manifest.schema.json", include_str!("../../schemas/manifest.schema.json")),
+    ("error.schema.json", include_str!("../../schemas/error.schema.json")),
+    (
+        "dealers-file.schema.json",
+        include_str!("../../schemas/dealers-file.schema.json"),
+    ),
+];
+
+const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
+
+/// Why the catalog could not be loaded. Any of these stops the server at
+/// start: a gateway must never serve a catalog it cannot enforce.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error("capabilities.yaml is not valid: {0}")]
+    Yaml(String),
+    #[error("schema file {file} is not valid JSON: {message}")]
+    SchemaJson { file: String, message: String },
+    #[error("schema reference {reference} cannot be resolved: {reason}")]
+    Reference { reference: String, reason: String },
+    #[error("definition name {name} is defined in both {first} and {second}; names must be unique across schema files")]
+    DuplicateDefinition { name: String, first: String, second: String },
+    #[error("schema {reference} does not compile: {message}")]
+    Compile { reference: String, message: String },
+    #[error("catalog inconsistency: {0}")]
+    Inconsistent(String),
+}
+
+/// MCP tool annotations (untrusted hints, DAP-CORE-013).
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Annotations {
+    pub read_only_hint: bool,
+    pub destructive_hint: bool,
+    pub idempotent_hint: bool,
+    pub open_world_hint: bool,
+}
+
+/// The DAP safety metadata of one tool, published in its `_meta` and
+/// enforced by policy (DAP-CORE-012).
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Safety {
+    pub effect: String,
+    pub public_access: PublicAccess,
+    pub confirmation: String,
+    pub idempotency: String,
+    pub pii_input: String,
+    pub pii_output: String,
+    pub retention: String,
+    pub reversible: bool,
+    pub legal_or_financial_commitment: bool,
+    pub freshness_authority: String,
+    pub audit: String,
+}
+
+/// Who may call a tool without credentials (catalog `public_access`).
+#[derive(Debug, Clone, Copy, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum PublicAccess {
+    /// Anyone, always.
+    Allowed,
+    /// Anonymous callers see only rooftops whose publication policy allows it.
+    AllowedByDealerPolicy,
+    /// Anonymous callers are rate limited; authenticated callers are not.
+    RateLimitedOrAuthenticated,
+    /// Credentials are required.
+    Authenticated,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCatalog {
+    catalog_version: u32,
+    bundle: String,
+    schema_base: String,
+    profiles: Vec<Profile>,
+    tools: Vec<RawTool>,
+    /// Documentation only: profiles a later release will add.
+    #[serde(default)]
+    #[expect(dead_code, reason = "read by humans, ignored by the loader")]
+    planned_profiles: Option<Value>,
+}
+
+/// One conformance profile the gateway serves.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub id: String,
+    pub status: String,
+    pub depends_on: Vec<String>,
+    pub scopes: Vec<String>,
+    pub tools: Vec<String>,
+    pub resources: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTool {
+    name: String,
+    title: String,
+    description: String,
+    profile: String,
+    scope: Option<String>,
+    input_schema: String,
+    output_schema: String,
+    annotations: Annotations,
+    safety: Safety,
+}
+
+/// One tool with its bundled schemas and compiled validators.
+pub struct Tool {
+    pub name: String,
+    pub title: String,
+    pub description: String,
+    pub profile: String,
+    pub scope: Option<String>,
+    pub annotations: Annotations,
+    pub safety: Safety,
+    pub input_schema: Value,
+    pub output_schema: Value,
+    input_validator: jsonschema::Validator,
+    output_validator: jsonschema::Validator,
+}
+
+impl std::fmt::Debug for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tool").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+/// One schema violation, safe to show to the caller: it names the place and
+/// the rule, never the offending value (DAP-ERR-002).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FieldError {
+    /// JSON pointer into the instance (`""` is the root).
+    pub instance_location: String,
+    /// The JSON Schema keyword that failed.
+    pub keyword: String,
+    /// A value-free explanation.
+    pub explanation: String,
+}
+
+/// The loaded catalog.
+#[derive(Debug)]
+pub struct Catalog {
+    pub bundle: String,
+    pub schema_base: String,
+    pub profiles: Vec<Profile>,
+    /// Sorted by name (deterministic `tools/list`, MCP).
+    pub tools: Vec<Tool>,
+    by_name: HashMap<String, usize>,
+    /// The schema files as parsed, by file name (served at `/schemas/`).
+    pub schema_documents: BTreeMap<String, Value>,
+    dealers_file_validator: jsonschema::Validator,
+}
+
+impl Catalog {
+    /// Load and check the catalog shipped with this binary.
+    pub fn load() -> Result<Self, CatalogError> {
+        Self::from_sources(CAPABILITIES_YAML, SCHEMA_FILES)
+    }
+
+    /// Load and check a catalog from the given sources (used by tests).
+    pub fn from_sources(yaml: &str, schema_files: &[(&str, &str)]) -> Result<Self, CatalogError> {
+        let raw: RawCatalog =
+            yaml_serde::from_str(yaml).map_err(|e| CatalogError::Yaml(e.to_string()))?;
+        if raw.catalog_version != 1 {
+            return Err(CatalogError::Yaml(format!(
+                "catalog_version {} is not supported (expected 1)",
+                raw.catalog_version
+            )));
+        }
+        let mut documents = BTreeMap::new();
+        for (file, text) in schema_files {
+            let doc: Value = serde_json::from_str(text).map_err(|e| CatalogError::SchemaJson {
+                file: (*file).to_owned(),
+                message: e.to_string(),
+            })?;
+            documents.insert((*file).to_owned(), doc);
+        }
+        let definitions = index_definitions(&documents)?;
+
+        let mut tools = Vec::with_capacity(raw.tools.len());
+        for t in raw.tools {
+            let input_schema = bundle(&definitions, &t.input_schema)?;
+            let output_schema = bundle(&definitions, &t.output_schema)?;
+            if input_schema.get("type") != Some(&json!("object")) {
+                return Err(CatalogError::Inconsistent(format!(
+                    "tool {}: input schema root must be type object (MCP)",
+                    t.name
+                )));
+            }
+            let input_validator = compile(&t.input_schema, &input_schema)?;
+            let output_validator = compile(&t.output_schema, &output_schema)?;
+            tools.push(Tool {
+                name: t.name,
+                title: t.title,
+                description: t.description,
+                profile: t.profile,
+                scope: t.scope,
+                annotations: t.annotations,
+                safety: t.safety,
+                input_schema,
+                output_schema,
+                input_validator,
+                output_validator,
+            });
+        }
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        let dealers_file_schema =
+            bundle(&definitions, "dealers-file.schema.json#/$defs/dealersFile")?;
+        let dealers_file_validator = compile("dealers-file", &dealers_file_schema)?;
+
+        let by_name = tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name.clone(), i))
+            .collect::<HashMap<_, _>>();
+        let catalog = Catalog {
+            bundle: raw.bundle,
+            schema_base: raw.schema_base,
+            profiles: raw.profiles,
+            tools,
+            by_name,
+            schema_documents: documents,
+            dealers_file_validator,
+        };
+        catalog.check_consistency()?;
+        Ok(catalog)
+    }
+
+    /// Profiles and tools must point at each other exactly once.
+    fn check_consistency(&self) -> Result<(), CatalogError> {
+        if self.by_name.len() != self.tools.len() {
+            return Err(CatalogError::Inconsistent("duplicate tool name".into()));
+        }
+        for tool in &self.tools {
+            if !valid_tool_name(&tool.name) {
+                return Err(CatalogError::Inconsistent(format!(
+                    "tool name {} breaks the MCP name rule [A-Za-z0-9_.-]{{1,128}}",
+                    tool.name
+                )));
+            }
+            let Some(profile) = self.profiles.iter().find(|p| p.id == tool.profile) else {
+                return Err(CatalogError::Inconsistent(format!(
+                    "tool {} names unknown profile {}",
+                    tool.name, tool.profile
+                )));
+            };
+            if !profile.tools.contains(&tool.name) {
+                return Err(CatalogError::Inconsistent(format!(
+                    "profile {} does not list its tool {}",
+                    profile.id, tool.name
+                )));
+            }
+            if let Some(scope) = &tool.scope
+                && !profile.scopes.contains(scope)
+            {
+                return Err(CatalogError::Inconsistent(format!(
+                    "tool {} requires scope {scope} that profile {} does not declare",
+                    tool.name, profile.id
+                )));
+            }
+            if !tool.annotations.read_only_hint {
+                return Err(CatalogError::Inconsistent(format!(
+                    "tool {} is not read-only; this gateway serves read-only profiles only",
+                    tool.name
+                )));
+            }
+        }
+        for profile in &self.profiles {
+            for name in &profile.tools {
+                if !self.by_name.contains_key(name) {
+                    return Err(CatalogError::Inconsistent(format!(
+                        "profile {} lists tool {name} that the catalog does not define",
+                        profile.id
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The tool named `name`, if the catalog defines it.
+    pub fn tool(&self, name: &str) -> Option<&Tool> {
+        self.by_name.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// Validate a dealers file document (already parsed from YAML or JSON).
+    pub fn validate_dealers_file(&self, doc: &Value) -> Result<(), Vec<FieldError>> {
+        collect_errors(&self.dealers_file_validator, doc)
+    }
+
+    /// Every resource URI or template the catalog's profiles declare.
+    pub fn resources(&self) -> Vec<String> {
+        let set: BTreeSet<&String> = self.profiles.iter().flat_map(|p| &p.resources).collect();
+        set.into_iter().cloned().collect()
+    }
+}
+
+impl Tool {
+    /// Check tool arguments against the input schema (DAP-ERR-002: the
+    /// returned errors never carry input values).
+    pub fn validate_input(&self, args: &Value) -> Result<(), Vec<FieldError>> {
+        collect_errors(&self.input_validator, args)
+    }
+
+    /// Check a tool result against the output schema. The errors are for the
+    /// log only; callers see `dealeragent.internal`.
+    pub fn validate_output(&self, output: &Value) -> Result<(), Vec<FieldError>> {
+        collect_errors(&self.output_validator, output)
+    }
+}
+
+/// MCP tool-name rule: 1–128 characters from `[A-Za-z0-9_.-]`.
+pub fn valid_tool_name(name: &str) -> bool {
+    (1..=128).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
+const MAX_FIELD_ERRORS: usize = 100;
+
+fn collect_errors(validator: &jsonschema::Validator, instance: &Value) -> Result<(), Vec<FieldError>> {
+    if validator.is_valid(instance) {
+        return Ok(());
+    }
+    let mut out: Vec<FieldError> = Vec::new();
+    for error in validator.iter_errors(instance) {
+        let keyword = error.kind().keyword().to_owned();
+        let explanation = explain(error.kind());
+        let fe = FieldError {
+            instance_location: error.instance_path().to_string(),
+            keyword,
+            explanation,
+        };
+        if !out.contains(&fe) {
+            out.push(fe);
+        }
+        if out.len() == MAX_FIELD_ERRORS {
+            break;
+        }
+    }
+    Err(out)
+}
+
+/// A value-free explanation of one failed keyword. Only names that come from
+/// the schema itself (a required property) are quoted; nothing from the input.
+fn explain(kind: &jsonschema::error::ValidationErrorKind) -> String {
+    use jsonschema::error::ValidationErrorKind as K;
+    match kind {
+        K::Required { property } => match property.as_str() {
+            Some(name) => format!("Required property '{name}' is missing."),
+            None => "A required property is missing.".to_owned(),
+        },
+        K::AdditionalProperties { .. } | K::UnevaluatedProperties { .. } => {
+            "The object has a property that this schema does not allow.".to_owned()
+        }
+        other => format!(
+            "Value failed validation for keyword '{}'.",
+            other.keyword()
+        ),
+    }
+}
+
+/// Index every `$defs` entry of every file by name, refusing duplicates.
+fn index_definitions(
+    documents: &BTreeMap<String, Value>,
+) -> Result<HashMap<String, (String, Value)>, CatalogError> {
+    let mut defs: HashMap<String, (String, Value)> = HashMap::new();
+    for (file, doc) in documents {
+        let Some(file_defs) = doc.get("$defs").and_then(Value::as_object) else {
+            continue;
+        };
+        for (name, def) in file_defs {
+            if let Some((first, _)) = defs.get(name) {
+                return Err(CatalogError::DuplicateDefinition {
+                    name: name.clone(),
+                    first: first.clone(),
+                    second: file.clone(),
+                });
+            }
+            defs.insert(name.clone(), (file.clone(), def.clone()));
+        }
+    }
+    Ok(defs)
+}
+
+/// Split `file.schema.json#/$defs/name` into its parts.
+fn parse_reference(reference: &str) -> Option<(&str, &str)> {
+    let (file, pointer) = reference.split_once('#')?;
+    let name = pointer.strip_prefix("/$defs/")?;
+    if name.contains('/') {
+        return None;
+    }
+    Some((file, name))
+}
+
+/// Build a self-contained schema for one definition: `$ref` to it plus every
+/// definition it reaches, with cross-file references rewritten to local ones.
+pub fn bundle_reference(
+    documents: &BTreeMap<String, Value>,
+    reference: &str,
+) -> Result<Value, CatalogError> {
+    let definitions = index_definitions(documents)?;
+    bundle(&definitions, reference)
+}
+
+fn bundle(
+    definitions: &HashMap<String, (String, Value)>,
+    reference: &str,
+) -> Result<Value, CatalogError> {
+    let bad = |reason: &str| CatalogError::Reference {
+        reference: reference.to_owned(),
+        reason: reason.to_owned(),
+    };
+    let (file, root) = parse_reference(reference).ok_or_else(|| bad("expected FILE#/$defs/NAME"))?;
+    match definitions.get(root) {
+        Some((def_file, _)) if def_file == file => {}
+        Some(_) => return Err(bad("definition lives in another file")),
+        None => return Err(bad("no such definition")),
+    }
+    let mut out_defs = Map::new();
+    let mut queue = vec![root.to_owned()];
+    while let Some(name) = queue.pop() {
+        if out_defs.contains_key(&name) {
+            continue;
+        }
+        let (def_file, def) = definitions.get(&name).ok_or_else(|| CatalogError::Reference {
+            reference: name.clone(),
+            reason: "no such definition".into(),
+        })?;
+        let mut def = def.clone();
+        rewrite_refs(&mut def, def_file, definitions, &mut queue)?;
+        out_defs.insert(name, def);
+    }
+    let root_def = &out_defs[root];
+    let mut schema = Map::new();
+    schema.insert("$schema".into(), json!(DRAFT_2020_12));
+    if let Some(t) = root_def.get("type") {
+        schema.insert("type".into(), t.clone());
+    }
+    if let Some(d) = root_def.get("description") {
+        schema.insert("description".into(), d.clone());
+    }
+    schema.insert("$ref".into(), json!(format!("#/$defs/{root}")));
+    schema.insert("$defs".into(), Value::Object(sorted(out_defs)));
+    Ok(Value::Object(schema))
+}
+
+fn sorted(map: Map<String, Value>) -> Map<String, Value> {
+    let mut entries: Vec<_> = map.into_iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    entries.into_iter().collect()
+}
+
+fn rewrite_refs(
+    value: &mut Value,
+    current_file: &str,
+    definitions: &HashMap<String, (String, Value)>,
+    queue: &mut Vec<String>,
+) -> Result<(), CatalogError> {
+    match value {
+        Value::Object(map) => {
+            for (key, child) in map.iter_mut() {
+                if key == "$ref" {
+                    let Some(reference) = child.as_str() else {
+                        return Err(CatalogError::Reference {
+                            reference: child.to_string(),
+                            reason: "$ref must be a string".into(),
+                        });
+                    };
+                    let (file, name) = parse_reference(reference).ok_or_else(|| {
+                        CatalogError::Reference {
+                            reference: reference.to_owned(),
+                            reason: "only #/$defs/NAME and FILE#/$defs/NAME references are supported".into(),
+                        }
+                    })?;
+                    let target_file = if file.is_empty() { current_file } else { file };
+                    match definitions.get(name) {
+                        Some((f, _)) if f == target_file => {}
+                        _ => {
+                            return Err(CatalogError::Reference {
+                                reference: reference.to_owned(),
+                                reason: format!("no definition {name} in {target_file}"),
+                            });
+                        }
+                    }
+                    queue.push(name.to_owned());
+                    *child = json!(format!("#/$defs/{name}"));
+                } else {
+                    rewrite_refs(child, current_file, definitions, queue)?;
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                rewrite_refs(item, current_file, definitions, queue)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn compile(reference: &str, schema: &Value) -> Result<jsonschema::Validator, CatalogError> {
+    jsonschema::draft202012::options()
+        .should_validate_formats(true)
+        .build(schema)
+        .map_err(|e| CatalogError::Compile {
+            reference: reference.to_owned(),
+            message: e.to_string(),
+        })
+}

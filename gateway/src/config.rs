@@ -1,0 +1,96 @@
+//! Typed settings. Every flag has an environment variable and a `--help`
+//! line (issue 2, item 8); defaults give the embedded single-machine setup.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{ArgAction, Args};
+
+/// The default store: an embedded SQLite file relative to the working
+/// directory, created and migrated on first start.
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://./data/gateway.sqlite";
+
+/// Settings of `dealer-gateway serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeSettings {
+    /// Address to listen on. Use 127.0.0.1:0 for an ephemeral port.
+    #[arg(long, env = "DEALER_GATEWAY_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// Start with an empty store instead of loading the bundled demo dataset
+    /// when the store has no organizations.
+    #[arg(long, env = "DEALER_GATEWAY_NO_DEMO", action = ArgAction::SetTrue)]
+    pub no_demo: bool,
+
+    /// Reject modern MCP requests that omit MCP-Protocol-Version, Mcp-Method
+    /// or Mcp-Name (the strict upstream rule). By default omission is
+    /// tolerated when the body supplies the value (AAP ingress rule);
+    /// supplied conflicts are always rejected.
+    #[arg(long, env = "DEALER_GATEWAY_STRICT_MCP_HEADERS", action = ArgAction::SetTrue)]
+    pub strict_mcp_headers: bool,
+
+    /// Extra browser origins allowed to call /mcp (comma separated, exact
+    /// `scheme://host[:port]`). Loopback origins are always allowed; any
+    /// other Origin gets 403.
+    #[arg(long, env = "DEALER_GATEWAY_ALLOWED_ORIGINS", value_delimiter = ',')]
+    pub allowed_origins: Vec<String>,
+
+    /// Extra Host names accepted (comma separated, without port). Loopback
+    /// names and the host of --public-url are always accepted; any other
+    /// Host gets 403 (DNS-rebinding protection).
+    #[arg(long, env = "DEALER_GATEWAY_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub allowed_hosts: Vec<String>,
+
+    /// Largest accepted request body in bytes (larger: HTTP 413).
+    #[arg(long, env = "DEALER_GATEWAY_MAX_BODY_BYTES", default_value_t = 1_048_576)]
+    pub max_body_bytes: usize,
+
+    /// The public base URL of this gateway (used for schema and policy
+    /// links in the manifest). Defaults to http://<listen address>.
+    #[arg(long, env = "DEALER_GATEWAY_PUBLIC_URL")]
+    pub public_url: Option<String>,
+
+    /// Stable identifier of this gateway in the manifest.
+    #[arg(long, env = "DEALER_GATEWAY_ID", default_value = "gateway.dealer-agent-gateway.local")]
+    pub gateway_id: String,
+
+    /// Operator name published in the manifest.
+    #[arg(long, env = "DEALER_GATEWAY_OPERATOR_NAME", default_value = "Dealer Agent Gateway operator")]
+    pub operator_name: String,
+
+    /// Operator URL published in the manifest.
+    #[arg(long, env = "DEALER_GATEWAY_OPERATOR_URI")]
+    pub operator_uri: Option<String>,
+
+    /// How often each replica reloads the dealer directory from the store.
+    #[arg(long, env = "DEALER_GATEWAY_DIRECTORY_REFRESH_SECONDS", default_value_t = 30)]
+    pub directory_refresh_seconds: u64,
+
+    /// Longest time a request may run before it is answered with 503.
+    #[arg(long, env = "DEALER_GATEWAY_REQUEST_TIMEOUT_SECONDS", default_value_t = 30)]
+    pub request_timeout_seconds: u64,
+
+    /// Most concurrent legacy (2025-11-25) MCP sessions kept in memory; the
+    /// least recently used is dropped beyond it.
+    #[arg(long, env = "DEALER_GATEWAY_MAX_LEGACY_SESSIONS", default_value_t = 10_000)]
+    pub max_legacy_sessions: usize,
+
+    /// A legacy session idle for longer than this is forgotten (then 404).
+    #[arg(long, env = "DEALER_GATEWAY_LEGACY_SESSION_IDLE_SECONDS", default_value_t = 3600)]
+    pub legacy_session_idle_seconds: u64,
+
+    /// Dealers file to import at start instead of the bundled demo (applied
+    /// only when the store is empty).
+    #[arg(long, env = "DEALER_GATEWAY_SEED_DEALERS")]
+    pub seed_dealers: Option<PathBuf>,
+}
+
+impl ServeSettings {
+    /// The public base URL without a trailing slash.
+    pub fn public_base(&self, bound: SocketAddr) -> String {
+        match &self.public_url {
+            Some(url) => url.trim_end_matches('/').to_owned(),
+            None => format!("http://{bound}"),
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! The dealers file: parsing, validation and conversion to store records.
+//!
+//! Format: `schemas/dealers-file.schema.json`, documented in
+//! docs/dealers-file.md. Organizations use the DAP `dealerOrganization`
+//! wire names; each rooftop carries one `gateway_settings` object. A bad
+//! file is reported whole (every problem, each with the file, the JSON
+//! pointer and the rule) and nothing is written.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::catalog::Catalog;
+use crate::store::{
+    DealersImportSummary, FreshnessSla, OrganizationRecord, RooftopRecord, RooftopSettings,
+    SourceRecord,
+};
+
+/// Default freshness SLAs (seconds) when a rooftop does not configure them:
+/// inventory 15 min, availability 2 min (the DAP `verified_current` band),
+/// pricing 1 h.
+pub const DEFAULT_SLA: FreshnessSla = FreshnessSla {
+    inventory: 900,
+    availability: 120,
+    pricing: 3600,
+};
+
+/// One problem in a dealers file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// JSON pointer into the document (`""` = the root).
+    pub pointer: String,
+    /// What rule failed, without echoing the value.
+    pub rule: String,
+}
+
+/// A dealers file that cannot be imported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DealersFileError {
+    pub file: String,
+    pub problems: Vec<Problem>,
+}
+
+impl fmt::Display for DealersFileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{}: {} problem(s); nothing was imported",
+            self.file,
+            self.problems.len()
+        )?;
+        for p in &self.problems {
+            let pointer = if p.pointer.is_empty() { "/" } else { &p.pointer };
+            writeln!(f, "  {}: {}: {}", self.file, pointer, p.rule)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for DealersFileError {}
+
+/// Parse, validate and convert a dealers file.
+///
+/// `name` is how the file is reported (its path); `source_name` is recorded
+/// in provenance. The format is chosen by extension (`.json` is JSON,
+/// anything else YAML, which also accepts JSON).
+pub fn parse(
+    catalog: &Catalog,
+    name: &str,
+    bytes: &[u8],
+    source_name: &str,
+    observed_at: DateTime<Utc>,
+) -> Result<Vec<OrganizationRecord>, DealersFileError> {
+    let fail = |pointer: &str, rule: String| DealersFileError {
+        file: name.to_owned(),
+        problems: vec![Problem { pointer: pointer.to_owned(), rule }],
+    };
+    let doc: Value = if name.ends_with(".json") {
+        serde_json::from_slice(bytes).map_err(|e| {
+            fail("", format!("not valid JSON (line {}, column {})", e.line(), e.column()))
+        })?
+    } else {
+        let text = std::str::from_utf8(bytes)
+            .map_err(|_| fail("", "not valid UTF-8 text".to_owned()))?;
+        yaml_serde::from_str(text).map_err(|e| {
+            let at = e
+                .location()
+                .map(|l| format!(" (line {}, column {})", l.line(), l.column()))
+                .unwrap_or_default();
+            fail("", format!("not valid YAML{at}"))
+        })?
+    };
+
+    if let Err(errors) = catalog.validate_dealers_file(&doc) {
+        return Err(DealersFileError {
+            file: name.to_owned(),
+            problems: errors
+                .into_iter()
+                .map(|e| Problem {
+                    pointer: e.instance_location,
+                    rule: format!("{} (schema keyword '{}')", e.explanation, e.keyword),
+                })
+                .collect(),
+        });
+    }
+
+    let mut problems = Vec::new();
+    let records = convert(&doc, source_name, &digest(bytes), observed_at, &mut problems);
+    if problems.is_empty() {
+        Ok(records)
+    } else {
+        Err(DealersFileError {
+            file: name.to_owned(),
+            problems,
+        })
+    }
+}
+
+/// `sha256:<hex>` of the file bytes (DAP `source.content_digest`).
+pub fn digest(bytes: &[u8]) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+}
+
+/// Cross-field rules the schema cannot express, then conversion. The
+/// document is already schema-valid, so shapes are trusted here.
+fn convert(
+    doc: &Value,
+    source_name: &str,
+    content_digest: &str,
+    observed_at: DateTime<Utc>,
+    problems: &mut Vec<Problem>,
+) -> Vec<OrganizationRecord> {
+    let mut org_ids = HashSet::new();
+    let mut rooftop_ids: BTreeMap<String, String> = BTreeMap::new();
+    let mut out = Vec::new();
+    let orgs = doc["organizations"].as_array().cloned().unwrap_or_default();
+    for (oi, org) in orgs.iter().enumerate() {
+        let org_ptr = format!("/organizations/{oi}");
+        let organization_id = org["organization_id"].as_str().unwrap_or_default().to_owned();
+        if !org_ids.insert(organization_id.clone()) {
+            problems.push(Problem {
+                pointer: format!("{org_ptr}/organization_id"),
+                rule: "duplicate organization_id: each organization appears once per file".into(),
+            });
+        }
+        let mut rooftops = Vec::new();
+        for (ri, rooftop) in org["rooftops"].as_array().into_iter().flatten().enumerate() {
+            let ptr = format!("{org_ptr}/rooftops/{ri}");
+            let rooftop_id = rooftop["rooftop_id"].as_str().unwrap_or_default().to_owned();
+            if let Some(first) = rooftop_ids.insert(rooftop_id.clone(), ptr.clone()) {
+                problems.push(Problem {
+                    pointer: format!("{ptr}/rooftop_id"),
+                    rule: format!(
+                        "duplicate rooftop_id: already used at {first}; rooftop ids are unique across the gateway"
+                    ),
+                });
+            }
+            let gs = &rooftop["gateway_settings"];
+            let currency = gs["currency"].as_str().unwrap_or_default().to_owned();
+            if iso_currency::Currency::from_code(&currency).is_none() {
+                problems.push(Problem {
+                    pointer: format!("{ptr}/gateway_settings/currency"),
+                    rule: "not an active ISO 4217 currency code".into(),
+                });
+            }
+            if let Some(list) = rooftop["supported_currencies"].as_array()
+                && !list.iter().any(|c| c.as_str() == Some(currency.as_str()))
+            {
+                problems.push(Problem {
+                    pointer: format!("{ptr}/supported_currencies"),
+                    rule: "must include gateway_settings.currency, the currency of this rooftop's prices".into(),
+                });
+            }
+            let sla = &gs["freshness_sla_seconds"];
+            let sla_value = |key: &str, default: u32| {
+                sla[key]
+                    .as_u64()
+                    .and_then(|v| u32::try_from(v).ok())
+                    .unwrap_or(default)
+            };
+            let settings = RooftopSettings {
+                currency,
+                odometer_unit: gs["odometer_unit"].as_str().unwrap_or_default().to_owned(),
+                anonymous_reads: gs["publication"]["anonymous_reads"].as_bool().unwrap_or(false),
+                freshness_sla_seconds: FreshnessSla {
+                    inventory: sla_value("inventory", DEFAULT_SLA.inventory),
+                    availability: sla_value("availability", DEFAULT_SLA.availability),
+                    pricing: sla_value("pricing", DEFAULT_SLA.pricing),
+                },
+            };
+            let mut dap = rooftop.clone();
+            if let Some(map) = dap.as_object_mut() {
+                map.remove("gateway_settings");
+            }
+            rooftops.push(RooftopRecord {
+                rooftop_id,
+                dap,
+                settings,
+            });
+        }
+        out.push(OrganizationRecord {
+            organization_id,
+            name: org["name"].as_str().unwrap_or_default().to_owned(),
+            legal_name: org["legal_name"].as_str().map(str::to_owned),
+            extensions: org.get("extensions").cloned(),
+            rooftops,
+            source: SourceRecord {
+                source_name: source_name.to_owned(),
+                authority: "dealer_asserted".to_owned(),
+                content_digest: content_digest.to_owned(),
+                observed_at,
+            },
+        });
+    }
+    out
+}
+
+/// What importing `incoming` over `existing` would change (for `--dry-run`;
+/// the store computes the same numbers when it writes). Provenance (source
+/// and observation time) is not content: re-importing an identical file
+/// changes nothing.
+pub fn plan(existing: &[OrganizationRecord], incoming: &[OrganizationRecord]) -> DealersImportSummary {
+    let mut s = DealersImportSummary::default();
+    for org in incoming {
+        match existing.iter().find(|o| o.organization_id == org.organization_id) {
+            None => {
+                s.organizations_added += 1;
+                s.rooftops_added += count(org.rooftops.len());
+            }
+            Some(old) => {
+                let org_changed = old.name != org.name
+                    || old.legal_name != org.legal_name
+                    || old.extensions != org.extensions;
+                let mut rooftops_changed = false;
+                for r in &org.rooftops {
+                    match old.rooftops.iter().find(|o| o.rooftop_id == r.rooftop_id) {
+                        None => {
+                            s.rooftops_added += 1;
+                            rooftops_changed = true;
+                        }
+                        Some(o) if o != r => {
+                            s.rooftops_updated += 1;
+                            rooftops_changed = true;
+                        }
+                        Some(_) => {}
+                    }
+                }
+                for o in &old.rooftops {
+                    if !org.rooftops.iter().any(|r| r.rooftop_id == o.rooftop_id) {
+                        s.rooftops_removed += 1;
+                        rooftops_changed = true;
+                    }
+                }
+                if org_changed || rooftops_changed {
+                    s.organizations_updated += 1;
+                }
+            }
+        }
+    }
+    s
+}
+
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}

@@ -1,0 +1,84 @@
+//! The dealer directory: organizations and rooftops, cached in memory.
+//!
+//! The store is the system of record; every replica reloads the directory
+//! when its copy is older than `directory_refresh_seconds`, so a dealers
+//! import by the CLI (or on another replica) is served within that bound.
+//! Readers get an immutable `Arc` snapshot: one request sees one consistent
+//! directory, and the manifest tool and resource share one object
+//! (DAP-CORE-006).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use tokio::sync::Mutex;
+
+use crate::store::{OrganizationRecord, Store, StoreError};
+
+/// One immutable view of every organization.
+#[derive(Debug)]
+pub struct DirectorySnapshot {
+    pub organizations: Vec<OrganizationRecord>,
+    /// When this snapshot was read from the store.
+    pub loaded_at: DateTime<Utc>,
+    loaded_instant: Instant,
+}
+
+impl DirectorySnapshot {
+    pub fn organization(&self, organization_id: &str) -> Option<&OrganizationRecord> {
+        self.organizations
+            .iter()
+            .find(|o| o.organization_id == organization_id)
+    }
+
+    /// Seconds until this snapshot is refreshed (for MCP `ttlMs`).
+    pub fn remaining(&self, refresh: Duration) -> Duration {
+        refresh.saturating_sub(self.loaded_instant.elapsed())
+    }
+}
+
+/// The cache around the store.
+pub struct Directory {
+    store: Arc<dyn Store>,
+    refresh: Duration,
+    current: Mutex<Option<Arc<DirectorySnapshot>>>,
+}
+
+impl Directory {
+    pub fn new(store: Arc<dyn Store>, refresh: Duration) -> Self {
+        Self {
+            store,
+            refresh,
+            current: Mutex::new(None),
+        }
+    }
+
+    pub fn refresh_interval(&self) -> Duration {
+        self.refresh
+    }
+
+    /// The current snapshot, reloading it from the store when it is older
+    /// than the refresh interval. Concurrent callers share one reload.
+    pub async fn snapshot(&self) -> Result<Arc<DirectorySnapshot>, StoreError> {
+        let mut guard = self.current.lock().await;
+        if let Some(snap) = guard.as_ref()
+            && snap.loaded_instant.elapsed() < self.refresh
+        {
+            return Ok(snap.clone());
+        }
+        let organizations = self.store.list_organizations().await?;
+        let snap = Arc::new(DirectorySnapshot {
+            organizations,
+            loaded_at: Utc::now(),
+            loaded_instant: Instant::now(),
+        });
+        *guard = Some(snap.clone());
+        Ok(snap)
+    }
+
+    /// Drop the cached snapshot so the next read reloads (after an import
+    /// performed by this process).
+    pub async fn invalidate(&self) {
+        *self.current.lock().await = None;
+    }
+}

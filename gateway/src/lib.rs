@@ -1,0 +1,49 @@
+//! Dealer Agent Gateway: a read-only Dealer Agent Protocol 0.1 gateway over
+//! MCP 2026-07-28 (plus the 2025-11-25 handshake).
+//!
+//! Request flow and layout: ARCHITECTURE.md. Every module says why it
+//! exists; requirements are cited as `DAP-CORE-NNN`.
+
+/// Server state, routes, start-up and graceful shutdown.
+pub mod app;
+/// Principals and the visibility policy applied before any lookup.
+pub mod auth;
+/// `capabilities.yaml` and the JSON Schemas, compiled once.
+pub mod catalog;
+/// The command line.
+pub mod cli;
+/// Typed settings with environment variables.
+pub mod config;
+/// The dealers file: parse, validate, convert.
+pub mod dealers;
+/// The in-memory dealer directory over the store.
+pub mod directory;
+/// The DAP manifest, one object for tool and resource.
+pub mod manifest;
+/// The MCP endpoint, both eras.
+pub mod mcp;
+/// MCP resources over the reserved `dealeragent://` URIs.
+pub mod resources;
+/// The only module that speaks SQL.
+pub mod store;
+/// JSON logs.
+pub mod telemetry;
+/// One module per tool.
+pub mod tools;
+
+mod run;
+
+pub use run::run;
+
+/// Top-level failures of a command. Each maps to an exit code in `run`.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Catalog(#[from] catalog::CatalogError),
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
+    #[error("{0}")]
+    DealersFile(#[from] dealers::DealersFileError),
+    #[error("{0}")]
+    Io(String),
+}

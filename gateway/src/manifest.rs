@@ -1,0 +1,138 @@
+//! The DAP manifest: what this gateway serves, for whom, how fresh.
+//!
+//! One builder feeds both the `dealeragent.discovery.get_manifest` tool and
+//! the `dealeragent://manifest` resource (DAP-CORE-006). For one directory
+//! snapshot and one caller view the object is identical: its times derive
+//! from the snapshot, not from the request.
+
+use chrono::{Duration, SecondsFormat};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::app::AppState;
+use crate::auth::Principal;
+use crate::directory::DirectorySnapshot;
+use crate::mcp::{LEGACY_REVISION, MODERN_REVISION};
+use crate::tools::ToolError;
+
+/// How long a manifest stays valid after its directory snapshot was read.
+const MANIFEST_VALIDITY: Duration = Duration::hours(1);
+
+/// Build the manifest for `principal`, optionally narrowed to one
+/// organization. `NotFound` when nothing is visible: a manifest must list at
+/// least one organization and rooftop, and an invisible organization looks
+/// exactly like an absent one (DAP-CORE-031).
+pub fn build(
+    state: &AppState,
+    snapshot: &DirectorySnapshot,
+    principal: &Principal,
+    organization_id: Option<&str>,
+) -> Result<Value, ToolError> {
+    let mut organization_ids = Vec::new();
+    let mut rooftop_ids = Vec::new();
+    let mut sla = Map::new();
+    let mut inventory_max_age = 0u32;
+    for org in &snapshot.organizations {
+        if organization_id.is_some_and(|id| id != org.organization_id) {
+            continue;
+        }
+        let visible = principal.visible_rooftops(org);
+        if visible.is_empty() {
+            continue;
+        }
+        organization_ids.push(json!(org.organization_id));
+        for rooftop in visible {
+            rooftop_ids.push(json!(rooftop.rooftop_id));
+            let s = rooftop.settings.freshness_sla_seconds;
+            inventory_max_age = inventory_max_age.max(s.inventory);
+            sla.insert(
+                rooftop.rooftop_id.clone(),
+                json!({"inventory": s.inventory, "availability": s.availability, "pricing": s.pricing}),
+            );
+        }
+    }
+    if organization_ids.is_empty() {
+        return Err(ToolError::NotFound);
+    }
+
+    let base = &state.public_base;
+    let catalog = &state.catalog;
+    let capabilities: Vec<Value> = catalog
+        .profiles
+        .iter()
+        .map(|p| json!({"profile": p.id, "status": p.status, "tools": p.tools, "scopes": p.scopes}))
+        .collect();
+    let mut operator = json!({"name": state.settings.operator_name});
+    if let Some(uri) = &state.settings.operator_uri {
+        operator["uri"] = json!(uri);
+    }
+    let issued_at = snapshot.loaded_at;
+    let expires_at = issued_at + MANIFEST_VALIDITY;
+    Ok(json!({
+        "standard": "dealer-agent-protocol",
+        "standard_version": "0.1",
+        "mcp_revision": MODERN_REVISION,
+        "gateway_id": state.settings.gateway_id,
+        "operator": operator,
+        "organization_ids": organization_ids,
+        "rooftop_ids": rooftop_ids,
+        "capabilities": capabilities,
+        "resources": catalog.resources(),
+        "auth_modes": ["public"],
+        "tenant_routing": {
+            "organization_id_required": true,
+            "rooftop_id_required_for_unit_reads": true,
+            "group_delegation_explicit": true
+        },
+        "schema_base_uri": format!("{base}/schemas/"),
+        "policy_uri": format!("{base}/policy"),
+        "authority_policy": {
+            "uri": format!("{base}/policy#authority"),
+            "inventory_max_age_seconds": inventory_max_age,
+            "authoritative_availability_required_for_actions": true
+        },
+        "freshness_sla_seconds": sla,
+        "conformance": {
+            "claim_uri": format!("{base}/conformance/claim.json"),
+            "claim_digest": state.claim_digest,
+        },
+        "issued_at": issued_at.to_rfc3339_opts(SecondsFormat::Secs, true),
+        "expires_at": expires_at.to_rfc3339_opts(SecondsFormat::Secs, true),
+        "extensions": {
+            "dealergateway.mcp": {
+                "revisions": [MODERN_REVISION, LEGACY_REVISION],
+                "header_policy": if state.settings.strict_mcp_headers { "strict" } else { "tolerate_omission" }
+            },
+            "dealergateway.catalog": {
+                "bundle": catalog.bundle,
+                "tools": catalog.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>()
+            }
+        }
+    }))
+}
+
+/// The gateway's self-description published at `/conformance/claim.json`.
+/// It is an unsigned, self-declared statement of what this build serves;
+/// it is not a DAP conformance claim (that needs a signed test run).
+pub fn self_description(state_catalog: &crate::catalog::Catalog) -> Value {
+    json!({
+        "kind": "dealergateway.self-description/0.1",
+        "status": "self_declared_unsigned",
+        "note": "Not a DAP conformance claim: no signed conformance run backs it yet.",
+        "implementation": {
+            "name": "dealer-agent-gateway",
+            "version": env!("CARGO_PKG_VERSION"),
+        },
+        "specification": {"standard": "dealer-agent-protocol", "version": "0.1"},
+        "mcp_revisions": [MODERN_REVISION, LEGACY_REVISION],
+        "profiles": state_catalog.profiles.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(),
+        "tools": state_catalog.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+        "resources": state_catalog.resources(),
+    })
+}
+
+/// `sha256:<hex>` of a JSON document's compact serialization.
+pub fn json_digest(doc: &Value) -> String {
+    let bytes = serde_json::to_vec(doc).unwrap_or_default();
+    format!("sha256:{}", hex::encode(Sha256::digest(&bytes)))
+}

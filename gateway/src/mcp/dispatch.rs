@@ -1,0 +1,206 @@
+//! JSON-RPC method dispatch shared by both MCP eras.
+//!
+//! Each method returns its result body plus, for the six cacheable results
+//! of 2026-07-28, its cache hints. [`decorate`] then shapes it for the era:
+//! modern results carry `resultType`, server identity in `_meta` and
+//! `ttlMs`/`cacheScope`; legacy (2025-11-25) results carry none of these.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use super::Era;
+use super::error::RpcError;
+use crate::app::AppState;
+use crate::auth::Principal;
+use crate::resources;
+use crate::tools::{self, ToolContext};
+
+/// A method's result before era-specific decoration.
+pub struct MethodResult {
+    pub body: Map<String, Value>,
+    /// `(ttlMs, cacheScope)` for cacheable results (MCP caching).
+    pub cache: Option<(u64, &'static str)>,
+}
+
+/// Instructions for agents, sent by `server/discover` and `initialize`.
+pub const INSTRUCTIONS: &str = "Dealer Agent Protocol 0.1 gateway (read-only retail data). \
+Start with dealeragent.discovery.get_manifest to learn which organizations, rooftops, tools \
+and freshness SLAs this gateway serves. Every record carries provenance and freshness: treat \
+stale or unknown data as stale or unknown, never as current, and never describe an unknown \
+amount as zero.";
+
+/// The server identity (`serverInfo`).
+pub fn server_info() -> Value {
+    json!({"name": "dealer-agent-gateway", "title": "Dealer Agent Gateway", "version": env!("CARGO_PKG_VERSION")})
+}
+
+/// What the server offers; both eras advertise the same features.
+pub fn capabilities() -> Value {
+    json!({"tools": {}, "resources": {}})
+}
+
+/// Route one request. `principal` is already authenticated.
+pub async fn dispatch(
+    state: &Arc<AppState>,
+    era: Era,
+    method: &str,
+    params: &Value,
+    principal: &Principal,
+    trace_id: &str,
+) -> Result<MethodResult, RpcError> {
+    match (era, method) {
+        (Era::Modern, "server/discover") => Ok(MethodResult {
+            body: obj(json!({
+                "supportedVersions": super::SUPPORTED_REVISIONS,
+                "capabilities": capabilities(),
+                "instructions": INSTRUCTIONS,
+            })),
+            cache: Some((3_600_000, "public")),
+        }),
+        (Era::Legacy, "ping") => Ok(MethodResult { body: Map::new(), cache: None }),
+        (_, "tools/list") => {
+            reject_cursor(params)?;
+            Ok(MethodResult {
+                body: obj(json!({"tools": tool_list(state)})),
+                cache: Some((3_600_000, "public")),
+            })
+        }
+        (_, "tools/call") => tools_call(state, params, principal, trace_id).await,
+        (_, "resources/list") => {
+            reject_cursor(params)?;
+            let (list, scope) = resources::list(state, principal).await.map_err(|e| internal(&e))?;
+            Ok(MethodResult {
+                body: obj(json!({"resources": list})),
+                cache: Some((state.directory_ttl_ms(), scope)),
+            })
+        }
+        (_, "resources/templates/list") => {
+            reject_cursor(params)?;
+            Ok(MethodResult {
+                body: obj(json!({"resourceTemplates": resources::templates()})),
+                cache: Some((3_600_000, "public")),
+            })
+        }
+        (_, "resources/read") => {
+            let uri = params
+                .get("uri")
+                .and_then(Value::as_str)
+                .ok_or_else(|| RpcError::InvalidParams("params.uri must be a string".into()))?;
+            match resources::read(state, principal, uri).await {
+                Ok(Some((contents, ttl_ms, scope))) => Ok(MethodResult {
+                    body: obj(json!({"contents": [contents]})),
+                    cache: Some((ttl_ms, scope)),
+                }),
+                Ok(None) => Err(RpcError::ResourceNotFound {
+                    uri: uri.to_owned(),
+                    legacy: era == Era::Legacy,
+                }),
+                Err(e) => Err(internal(&e)),
+            }
+        }
+        _ => Err(RpcError::MethodNotFound),
+    }
+}
+
+fn internal(detail: &dyn std::fmt::Display) -> RpcError {
+    let error_id = format!("err.{}", uuid::Uuid::new_v4());
+    tracing::error!(error.id = %error_id, %detail, "method failed");
+    RpcError::Internal { error_id, unavailable: true }
+}
+
+/// We never issue list cursors (every list fits one page), so any cursor a
+/// client sends is not one of ours (MCP: invalid cursor -> -32602).
+fn reject_cursor(params: &Value) -> Result<(), RpcError> {
+    match params.get("cursor") {
+        None | Some(Value::Null) => Ok(()),
+        Some(_) => Err(RpcError::InvalidParams("unknown cursor; this list has a single page".into())),
+    }
+}
+
+fn obj(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// `tools/list` entries, from the catalog only. The catalog's DAP safety
+/// metadata goes into each tool's `_meta` (DAP-CORE-012).
+pub fn tool_list(state: &AppState) -> Vec<Value> {
+    state
+        .catalog
+        .tools
+        .iter()
+        .map(|t| {
+            let mut annotations = serde_json::to_value(&t.annotations).unwrap_or_default();
+            annotations["title"] = json!(t.title);
+            json!({
+                "name": t.name,
+                "title": t.title,
+                "description": t.description,
+                "inputSchema": t.input_schema,
+                "outputSchema": t.output_schema,
+                "annotations": annotations,
+                "_meta": {
+                    "com.dealeragentprotocol/catalog": {
+                        "profile": t.profile,
+                        "scope": t.scope,
+                        "safety": t.safety,
+                    }
+                }
+            })
+        })
+        .collect()
+}
+
+async fn tools_call(
+    state: &Arc<AppState>,
+    params: &Value,
+    principal: &Principal,
+    trace_id: &str,
+) -> Result<MethodResult, RpcError> {
+    let name = params
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::InvalidParams("params.name must be a string".into()))?;
+    let empty = Value::Object(Map::new());
+    let args = match params.get("arguments") {
+        None | Some(Value::Null) => &empty,
+        Some(a) => a,
+    };
+    let ctx = ToolContext {
+        state: state.clone(),
+        principal: principal.clone(),
+        trace_id: trace_id.to_owned(),
+    };
+    let outcome = tools::invoke(&ctx, name, args).await.ok_or_else(|| {
+        RpcError::InvalidParams("unknown tool; call tools/list for the tools this gateway serves".into())
+    })?;
+    let text = serde_json::to_string(&outcome.structured).unwrap_or_default();
+    Ok(MethodResult {
+        body: obj(json!({
+            "content": [{"type": "text", "text": text}],
+            "structuredContent": outcome.structured,
+            "isError": outcome.is_error,
+        })),
+        cache: None,
+    })
+}
+
+/// Shape a result for its era.
+pub fn decorate(era: Era, result: MethodResult) -> Value {
+    let mut body = result.body;
+    if era == Era::Modern {
+        body.insert("resultType".into(), json!("complete"));
+        if let Some((ttl, scope)) = result.cache {
+            body.insert("ttlMs".into(), json!(ttl));
+            body.insert("cacheScope".into(), json!(scope));
+        }
+        body.insert(
+            "_meta".into(),
+            json!({"io.modelcontextprotocol/serverInfo": server_info()}),
+        );
+    }
+    Value::Object(body)
+}

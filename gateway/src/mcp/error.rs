@@ -1,0 +1,105 @@
+//! Protocol-level failures (JSON-RPC errors) and their HTTP status.
+//!
+//! Only envelope, routing and infrastructure problems are JSON-RPC errors;
+//! a tool that ran and failed answers `isError: true` (DAP spec 11, MCP
+//! SEP-1303). Every modern-path rejection carries a JSON-RPC body so that a
+//! modern client never mistakes it for a legacy server (MCP.md section 3).
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use super::SUPPORTED_REVISIONS;
+
+/// Closed set of protocol errors. `status_and_body` maps each exactly once.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RpcError {
+    /// -32700: the body is not JSON.
+    Parse,
+    /// -32600: JSON, but not a single JSON-RPC 2.0 request.
+    InvalidRequest(String),
+    /// -32602 at the envelope: missing or malformed per-request `_meta`.
+    InvalidMeta(String),
+    /// -32020: a header is missing (strict mode) or disagrees with the body.
+    HeaderMismatch(String),
+    /// -32022: the requested protocol revision is not served.
+    UnsupportedVersion { requested: String },
+    /// -32601: unknown or removed method.
+    MethodNotFound,
+    /// -32602 from a method: bad params or an unknown tool.
+    InvalidParams(String),
+    /// Unknown resource: -32602 with `data.uri` (2026-07-28, SEP-2164) or
+    /// -32002 (2025-11-25).
+    ResourceNotFound { uri: String, legacy: bool },
+    /// -32600 on the legacy path: no session id; send initialize first.
+    SessionRequired,
+    /// Legacy session id unknown or terminated: HTTP 404.
+    SessionNotFound,
+    /// -32603: the gateway failed; the detail is logged under `error_id`.
+    Internal { error_id: String, unavailable: bool },
+}
+
+impl RpcError {
+    pub fn code(&self) -> i64 {
+        match self {
+            Self::Parse => -32700,
+            Self::InvalidRequest(_) | Self::SessionRequired | Self::SessionNotFound => -32600,
+            Self::InvalidMeta(_) | Self::InvalidParams(_) => -32602,
+            Self::HeaderMismatch(_) => -32020,
+            Self::UnsupportedVersion { .. } => -32022,
+            Self::MethodNotFound => -32601,
+            Self::ResourceNotFound { legacy: true, .. } => -32002,
+            Self::ResourceNotFound { legacy: false, .. } => -32602,
+            Self::Internal { .. } => -32603,
+        }
+    }
+
+    /// HTTP status, message and optional `data` of this error.
+    pub fn parts(&self) -> (StatusCode, String, Option<Value>) {
+        match self {
+            Self::Parse => (StatusCode::BAD_REQUEST, "Parse error: the body is not valid JSON".into(), None),
+            Self::InvalidRequest(m) => (StatusCode::BAD_REQUEST, format!("Invalid request: {m}"), None),
+            Self::InvalidMeta(m) => (StatusCode::BAD_REQUEST, format!("Invalid params: {m}"), None),
+            Self::HeaderMismatch(m) => (StatusCode::BAD_REQUEST, format!("Header mismatch: {m}"), None),
+            Self::UnsupportedVersion { requested } => (
+                StatusCode::BAD_REQUEST,
+                "Unsupported protocol version: send 2026-07-28 in _meta, or use the 2025-11-25 initialize handshake".into(),
+                Some(json!({"supported": SUPPORTED_REVISIONS, "requested": requested})),
+            ),
+            Self::MethodNotFound => (StatusCode::NOT_FOUND, "Method not found".into(), None),
+            Self::InvalidParams(m) => (StatusCode::OK, format!("Invalid params: {m}"), None),
+            Self::ResourceNotFound { uri, .. } => {
+                (StatusCode::OK, "Resource not found".into(), Some(json!({"uri": uri})))
+            }
+            Self::SessionRequired => (
+                StatusCode::BAD_REQUEST,
+                "Invalid request: missing Mcp-Session-Id; send initialize first (2025-11-25) or per-request _meta (2026-07-28)".into(),
+                None,
+            ),
+            Self::SessionNotFound => (
+                StatusCode::NOT_FOUND,
+                "Session not found: it ended or expired; send initialize again".into(),
+                None,
+            ),
+            Self::Internal { error_id, unavailable } => (
+                if *unavailable { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::OK },
+                format!("Internal error; quote error id {error_id} to the operator"),
+                None,
+            ),
+        }
+    }
+
+    /// The JSON-RPC error response. `id` is echoed when readable and omitted
+    /// (never `null`, which the MCP schema forbids) otherwise.
+    pub fn to_response_body(&self, id: Option<&Value>) -> (StatusCode, Value) {
+        let (status, message, data) = self.parts();
+        let mut error = json!({"code": self.code(), "message": message});
+        if let Some(data) = data {
+            error["data"] = data;
+        }
+        let mut body = json!({"jsonrpc": "2.0", "error": error});
+        if let Some(id) = id {
+            body["id"] = id.clone();
+        }
+        (status, body)
+    }
+}

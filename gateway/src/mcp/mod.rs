@@ -1,0 +1,449 @@
+//! The MCP endpoint (`POST /mcp`, plus GET/DELETE), both eras on one path.
+//!
+//! Check order for a POST (MCP.md sections 1.5, 3 and 7):
+//! 1. Host allowlist, then Origin allowlist (403): DNS-rebinding defence.
+//! 2. Content-Type (415), Accept (406 only when JSON is excluded), body size
+//!    (413), JSON parse (-32700), single JSON-RPC object (-32600; batches
+//!    are refused).
+//! 3. Notifications and client responses: 202, empty body.
+//! 4. Era, body first: per-request `_meta` with a protocol version, or a
+//!    non-handshake `MCP-Protocol-Version` header, selects 2026-07-28;
+//!    `initialize` selects the 2025-11-25 handshake; otherwise the request
+//!    must belong to a legacy session.
+//! 5. Modern ladder: `_meta` (-32602), then header/body agreement (-32020),
+//!    then version support (-32022) — so a mismatch wins over an unsupported
+//!    version, as the conformance suite requires — then dispatch
+//!    (404/-32601 for unknown and removed methods).
+
+mod dispatch;
+pub mod error;
+pub mod headers;
+pub mod session;
+
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value, json};
+
+use crate::app::AppState;
+use crate::auth::Principal;
+use error::RpcError;
+
+pub use dispatch::{capabilities, server_info, tool_list};
+
+/// The stateless revision this gateway implements (DAP-CORE-001).
+pub const MODERN_REVISION: &str = "2026-07-28";
+/// The handshake revision served for older clients.
+pub const LEGACY_REVISION: &str = "2025-11-25";
+/// Every revision served, newest first (`server/discover`, -32022 data).
+pub const SUPPORTED_REVISIONS: [&str; 2] = [MODERN_REVISION, LEGACY_REVISION];
+/// Revisions that use the initialize handshake; a header naming one of
+/// these does not by itself select the modern path.
+const HANDSHAKE_REVISIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+
+/// Which revision's rules a request follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    Modern,
+    Legacy,
+}
+
+/// `POST /mcp`.
+pub async fn post(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
+    if let Err(response) = check_host_and_origin(&state, &headers) {
+        return response;
+    }
+    if let Some(ct) = headers.get(header::CONTENT_TYPE) {
+        let is_json = ct
+            .to_str()
+            .ok()
+            .and_then(|v| v.split(';').next())
+            .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"));
+        if !is_json {
+            return plain_error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                RpcError::InvalidRequest("Content-Type must be application/json".into()),
+            );
+        }
+    }
+    if !accepts_json(&headers) {
+        return plain_error(
+            StatusCode::NOT_ACCEPTABLE,
+            RpcError::InvalidRequest("Accept excludes application/json, the only response type served".into()),
+        );
+    }
+    let limit = state.settings.max_body_bytes;
+    let declared_too_large = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        .is_some_and(|n| n > limit);
+    if declared_too_large {
+        return too_large(limit);
+    }
+    let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
+        return too_large(limit);
+    };
+    handle_message(&state, &headers, &bytes).await
+}
+
+fn too_large(limit: usize) -> Response {
+    plain_error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        RpcError::InvalidRequest(format!("request body exceeds {limit} bytes")),
+    )
+}
+
+/// An error with a forced status (transport-level refusals).
+fn plain_error(status: StatusCode, error: RpcError) -> Response {
+    let (_, body) = error.to_response_body(None);
+    json_response(status, &body, None)
+}
+
+fn json_response(status: StatusCode, body: &Value, session: Option<&str>) -> Response {
+    let mut response = (status, serde_json::to_vec(body).unwrap_or_default()).into_response();
+    let h = response.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    if let Some(id) = session.and_then(|s| HeaderValue::from_str(s).ok()) {
+        h.insert(headers::SESSION_ID, id);
+    }
+    response
+}
+
+fn rpc_error(error: &RpcError, id: Option<&Value>) -> Response {
+    let (status, body) = error.to_response_body(id);
+    json_response(status, &body, None)
+}
+
+/// JSON is served unless the client's Accept explicitly excludes it. A
+/// missing Accept, `*/*` or JSON-only Accept is fine (AAP ingress rule).
+fn accepts_json(headers: &HeaderMap) -> bool {
+    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
+        return true;
+    };
+    if accept.trim().is_empty() {
+        return true;
+    }
+    accept.split(',').any(|range| {
+        let mut parts = range.split(';');
+        let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+        let refused = parts.any(|p| {
+            let p = p.trim().replace(' ', "");
+            p == "q=0" || p == "q=0.0" || p == "q=0.00" || p == "q=0.000"
+        });
+        !refused && matches!(media.as_str(), "application/json" | "application/*" | "*/*")
+    })
+}
+
+/// DNS-rebinding defence: the Host must be one we serve, and a browser
+/// Origin must be allowed. Both refusals are 403 with a JSON-RPC body.
+fn check_host_and_origin(state: &AppState, headers: &HeaderMap) -> Result<(), Response> {
+    if let Some(host) = headers.get(header::HOST) {
+        let ok = host
+            .to_str()
+            .ok()
+            .map(host_without_port)
+            .is_some_and(|h| state.host_allowed(&h));
+        if !ok {
+            return Err(plain_error(
+                StatusCode::FORBIDDEN,
+                RpcError::InvalidRequest("Host is not served by this gateway".into()),
+            ));
+        }
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let ok = origin.to_str().ok().is_some_and(|o| state.origin_allowed(o));
+        if !ok {
+            return Err(plain_error(
+                StatusCode::FORBIDDEN,
+                RpcError::InvalidRequest("Origin is not allowed".into()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `example.com:8080` -> `example.com`; `[::1]:80` -> `[::1]`.
+pub fn host_without_port(host: &str) -> String {
+    let host = host.trim();
+    if let Some(rest) = host.strip_prefix('[') {
+        return match rest.split_once(']') {
+            Some((inner, _)) => format!("[{}]", inner.to_ascii_lowercase()),
+            None => host.to_ascii_lowercase(),
+        };
+    }
+    host.rsplit_once(':')
+        .map_or(host, |(h, _)| h)
+        .to_ascii_lowercase()
+}
+
+/// A JSON-RPC request id: a string or an integer (never null, never a
+/// fraction, per the MCP schema).
+fn valid_id(id: &Value) -> bool {
+    id.is_string() || id.is_i64() || id.is_u64()
+}
+
+async fn handle_message(state: &Arc<AppState>, headers: &HeaderMap, bytes: &Bytes) -> Response {
+    let Ok(message) = serde_json::from_slice::<Value>(bytes) else {
+        return rpc_error(&RpcError::Parse, None);
+    };
+    let Value::Object(message) = message else {
+        let why = if message.is_array() {
+            "batch requests are not supported; send one JSON-RPC object per POST"
+        } else {
+            "the body must be a JSON-RPC 2.0 object"
+        };
+        return rpc_error(&RpcError::InvalidRequest(why.into()), None);
+    };
+    let id = match message.get("id") {
+        None => None,
+        Some(id) if valid_id(id) => Some(id.clone()),
+        Some(_) => {
+            return rpc_error(
+                &RpcError::InvalidRequest("id must be a string or an integer".into()),
+                None,
+            );
+        }
+    };
+    if message.get("jsonrpc") != Some(&json!("2.0")) {
+        return rpc_error(&RpcError::InvalidRequest("jsonrpc must be \"2.0\"".into()), id.as_ref());
+    }
+    let method = match message.get("method") {
+        Some(Value::String(m)) => m.clone(),
+        Some(_) => {
+            return rpc_error(&RpcError::InvalidRequest("method must be a string".into()), id.as_ref());
+        }
+        None if id.is_some() && (message.contains_key("result") || message.contains_key("error")) => {
+            // A client's response to a server request (legacy transport);
+            // this server never sends requests, so there is nothing to match.
+            return accepted();
+        }
+        None => {
+            return rpc_error(&RpcError::InvalidRequest("method is required".into()), id.as_ref());
+        }
+    };
+    let params = match message.get("params") {
+        None => Value::Object(Map::new()),
+        Some(p @ Value::Object(_)) => p.clone(),
+        Some(_) => {
+            let error = RpcError::InvalidMeta("params must be an object".into());
+            return rpc_error(&error, id.as_ref());
+        }
+    };
+
+    let Some(id) = id else {
+        return notification(state, headers, &method);
+    };
+
+    let session_header = match headers::text(headers, headers::SESSION_ID) {
+        Ok(s) => s.map(str::to_owned),
+        Err(e) => return rpc_error(&e, Some(&id)),
+    };
+    let header_version = match headers::text(headers, headers::PROTOCOL_VERSION) {
+        Ok(v) => v.map(str::to_owned),
+        Err(e) => return rpc_error(&e, Some(&id)),
+    };
+    let meta_has_version = params
+        .get("_meta")
+        .and_then(Value::as_object)
+        .is_some_and(|m| m.contains_key(META_VERSION));
+    let header_is_modern = header_version
+        .as_deref()
+        .is_some_and(|v| !HANDSHAKE_REVISIONS.contains(&v));
+
+    let trace_id = format!("trace.{}", uuid::Uuid::new_v4());
+    // Authentication arrives with the security issue; until then every
+    // caller is anonymous, and nothing in `_meta` changes that.
+    let principal = Principal::Anonymous;
+
+    if meta_has_version || header_is_modern {
+        return modern(state, headers, &id, &method, &params, &principal, &trace_id).await;
+    }
+    if method == "initialize" {
+        return initialize(state, &id, &params);
+    }
+    let Some(session_id) = session_header else {
+        return rpc_error(&RpcError::SessionRequired, Some(&id));
+    };
+    let Some(session) = state.sessions.touch(&session_id) else {
+        return rpc_error(&RpcError::SessionNotFound, Some(&id));
+    };
+    if let Some(v) = header_version.as_deref()
+        && v != session.protocol_version
+    {
+        let error = RpcError::HeaderMismatch(
+            "MCP-Protocol-Version differs from the version negotiated for this session".into(),
+        );
+        return rpc_error(&error, Some(&id));
+    }
+    match dispatch::dispatch(state, Era::Legacy, &method, &params, &principal, &trace_id).await {
+        Ok(result) => {
+            let body = json!({"jsonrpc": "2.0", "id": id, "result": dispatch::decorate(Era::Legacy, result)});
+            json_response(StatusCode::OK, &body, None)
+        }
+        Err(RpcError::MethodNotFound) => {
+            // Legacy clients expect JSON-RPC errors on HTTP 200.
+            let (_, body) = RpcError::MethodNotFound.to_response_body(Some(&id));
+            json_response(StatusCode::OK, &body, None)
+        }
+        Err(e) => rpc_error(&e, Some(&id)),
+    }
+}
+
+fn accepted() -> Response {
+    let mut response = StatusCode::ACCEPTED.into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// Notifications get 202 and no body. A legacy session id must still be
+/// live (404 otherwise), and `notifications/initialized` completes the
+/// handshake.
+fn notification(state: &AppState, headers: &HeaderMap, method: &str) -> Response {
+    if let Ok(Some(session_id)) = headers::text(headers, headers::SESSION_ID) {
+        if state.sessions.touch(session_id).is_none() {
+            return rpc_error(&RpcError::SessionNotFound, None);
+        }
+        if method == "notifications/initialized" {
+            state.sessions.mark_initialized(session_id);
+        }
+    }
+    accepted()
+}
+
+/// The 2025-11-25 handshake. An unknown requested version, or 2026-07-28
+/// (which has no handshake), is answered with the legacy revision we serve.
+fn initialize(state: &AppState, id: &Value, params: &Value) -> Response {
+    let requested = params.get("protocolVersion").and_then(Value::as_str);
+    let (Some(_), Some(Value::Object(_)), Some(Value::Object(_))) =
+        (requested, params.get("capabilities"), params.get("clientInfo"))
+    else {
+        let error = RpcError::InvalidParams(
+            "initialize needs protocolVersion, capabilities and clientInfo".into(),
+        );
+        let (_, body) = error.to_response_body(Some(id));
+        return json_response(StatusCode::BAD_REQUEST, &body, None);
+    };
+    let session_id = state.sessions.create(LEGACY_REVISION);
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "result": {
+            "protocolVersion": LEGACY_REVISION,
+            "capabilities": capabilities(),
+            "serverInfo": server_info(),
+            "instructions": dispatch::INSTRUCTIONS,
+        }
+    });
+    json_response(StatusCode::OK, &body, Some(&session_id))
+}
+
+#[expect(clippy::too_many_arguments, reason = "one request's parts, passed once")]
+async fn modern(
+    state: &Arc<AppState>,
+    headers: &HeaderMap,
+    id: &Value,
+    method: &str,
+    params: &Value,
+    principal: &Principal,
+    trace_id: &str,
+) -> Response {
+    let strict = state.settings.strict_mcp_headers;
+    // 1. Required per-request _meta (-32602).
+    let meta = params.get("_meta").and_then(Value::as_object);
+    let version = meta.and_then(|m| m.get(META_VERSION)).and_then(Value::as_str);
+    let Some(version) = version else {
+        let error = RpcError::InvalidMeta(format!("_meta[\"{META_VERSION}\"] is required and must be a string"));
+        return rpc_error(&error, Some(id));
+    };
+    if !meta.and_then(|m| m.get(META_CAPABILITIES)).is_some_and(Value::is_object) {
+        let error = RpcError::InvalidMeta(format!("_meta[\"{META_CAPABILITIES}\"] is required and must be an object"));
+        return rpc_error(&error, Some(id));
+    }
+    if meta
+        .and_then(|m| m.get(META_CLIENT_INFO))
+        .is_some_and(|v| !v.is_object())
+    {
+        let error = RpcError::InvalidMeta(format!("_meta[\"{META_CLIENT_INFO}\"] must be an object when present"));
+        return rpc_error(&error, Some(id));
+    }
+    // 2. Header/body agreement (-32020), before version support.
+    let name = match method {
+        "tools/call" | "prompts/get" => params.get("name").and_then(Value::as_str),
+        "resources/read" => params.get("uri").and_then(Value::as_str),
+        _ => None,
+    };
+    let name_applies = matches!(method, "tools/call" | "prompts/get" | "resources/read");
+    let checks = [
+        headers::check(headers, headers::PROTOCOL_VERSION, "MCP-Protocol-Version", Some(version), strict),
+        headers::check(headers, headers::METHOD, "Mcp-Method", Some(method), strict),
+        if name_applies {
+            headers::check(headers, headers::NAME, "Mcp-Name", name, strict)
+        } else {
+            Ok(())
+        },
+    ];
+    for check in checks {
+        if let Err(e) = check {
+            return rpc_error(&e, Some(id));
+        }
+    }
+    // 3. Version support (-32022).
+    if version != MODERN_REVISION {
+        return rpc_error(&RpcError::UnsupportedVersion { requested: version.to_owned() }, Some(id));
+    }
+    // 4. Dispatch.
+    match dispatch::dispatch(state, Era::Modern, method, params, principal, trace_id).await {
+        Ok(result) => {
+            let body = json!({"jsonrpc": "2.0", "id": id, "result": dispatch::decorate(Era::Modern, result)});
+            json_response(StatusCode::OK, &body, None)
+        }
+        Err(e) => rpc_error(&e, Some(id)),
+    }
+}
+
+/// `GET /mcp`: no server-initiated stream is offered in either era, so GET
+/// is 405 (MCP allows it). A terminated legacy session is 404.
+pub async fn get(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    if let Err(response) = check_host_and_origin(&state, &headers) {
+        return response;
+    }
+    match headers::text(&headers, headers::SESSION_ID) {
+        Ok(Some(id)) if state.sessions.touch(id).is_none() => rpc_error(&RpcError::SessionNotFound, None),
+        Ok(Some(_)) => method_not_allowed("POST, DELETE"),
+        _ => method_not_allowed("POST"),
+    }
+}
+
+/// `DELETE /mcp`: ends a legacy session (200); unknown session 404; without
+/// a session there is nothing to delete (405).
+pub async fn delete(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    if let Err(response) = check_host_and_origin(&state, &headers) {
+        return response;
+    }
+    match headers::text(&headers, headers::SESSION_ID) {
+        Ok(Some(id)) if state.sessions.terminate(id) => {
+            let mut r = StatusCode::OK.into_response();
+            r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            r
+        }
+        Ok(Some(_)) => rpc_error(&RpcError::SessionNotFound, None),
+        _ => method_not_allowed("POST"),
+    }
+}
+
+fn method_not_allowed(allow: &'static str) -> Response {
+    let mut r = StatusCode::METHOD_NOT_ALLOWED.into_response();
+    r.headers_mut().insert(header::ALLOW, HeaderValue::from_static(allow));
+    r
+}

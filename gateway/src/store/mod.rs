@@ -1,0 +1,414 @@
+//! The store: the ONLY module that speaks SQL (ARCHITECTURE.md, STYLE.md §8).
+//!
+//! `Store` is expressed in domain types. Two implementations share one
+//! behaviour contract and one test suite: SQLite (the embedded default, WAL)
+//! and PostgreSQL (the shared store for several gateway replicas).
+//! Migrations live in `migrations/{sqlite,postgres}/` and run at open.
+
+mod postgres;
+mod sqlite;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+pub use postgres::PostgresStore;
+pub use sqlite::SqliteStore;
+
+/// Failures of the store layer. Closed: callers map every variant.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database could not be reached or refused the connection.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// Applying migrations failed at open.
+    #[error("store migration failed: {0}")]
+    Migration(String),
+    /// A query failed for a reason other than reachability.
+    #[error("store query failed: {0}")]
+    Query(String),
+    /// A stored document could not be decoded into its domain type.
+    #[error("stored record is corrupt: {0}")]
+    Corrupt(String),
+    /// The database URL names no supported backend.
+    #[error("unsupported database URL scheme (expected sqlite: or postgres:)")]
+    UnsupportedUrl,
+}
+
+/// Where an imported record came from (DAP `source`, `provenance`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceRecord {
+    /// e.g. `dealers-file:dealers.yaml` or `bundled-demo`.
+    pub source_name: String,
+    /// DAP `source.authority`, e.g. `dealer_asserted`.
+    pub authority: String,
+    /// `sha256:<hex>` of the imported file.
+    pub content_digest: String,
+    /// When the gateway observed (imported) the record.
+    pub observed_at: DateTime<Utc>,
+}
+
+/// Settings this gateway keeps per rooftop (the dealers file's
+/// `gateway_settings` object). Later issues add availability sources and
+/// pricing defaults.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RooftopSettings {
+    /// ISO 4217 code of the rooftop's prices.
+    pub currency: String,
+    /// Default odometer unit (`mi` or `km`) for feeds that omit one.
+    pub odometer_unit: String,
+    /// Whether anonymous callers may read this rooftop's published data.
+    pub anonymous_reads: bool,
+    /// Freshness SLAs in seconds (manifest `freshness_sla_seconds`).
+    pub freshness_sla_seconds: FreshnessSla,
+}
+
+/// Per-rooftop freshness SLAs in seconds (DAP manifest).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FreshnessSla {
+    pub inventory: u32,
+    pub availability: u32,
+    pub pricing: u32,
+}
+
+/// One rooftop as stored: its DAP wire object plus our settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RooftopRecord {
+    pub rooftop_id: String,
+    /// The DAP `rooftop` object exactly as it goes on the wire
+    /// (`rooftop_id`, `name`, `address`, `timezone`, `departments`, ...).
+    pub dap: serde_json::Value,
+    pub settings: RooftopSettings,
+}
+
+/// One dealer organization as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OrganizationRecord {
+    pub organization_id: String,
+    pub name: String,
+    pub legal_name: Option<String>,
+    /// DAP `extensions` bag of the organization, if any.
+    pub extensions: Option<serde_json::Value>,
+    /// In the order of the imported file.
+    pub rooftops: Vec<RooftopRecord>,
+    pub source: SourceRecord,
+}
+
+/// What an import of organizations changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DealersImportSummary {
+    pub organizations_added: u32,
+    pub organizations_updated: u32,
+    pub rooftops_added: u32,
+    pub rooftops_updated: u32,
+    pub rooftops_removed: u32,
+}
+
+/// The persistence contract. Every method is all-or-nothing.
+#[async_trait::async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Cheap reachability check for `/readyz`.
+    async fn ping(&self) -> Result<(), StoreError>;
+
+    /// True when no organization is stored (the demo loads only then).
+    async fn is_empty(&self) -> Result<bool, StoreError>;
+
+    /// Insert or update the given organizations in one transaction. For each
+    /// organization named, the stored rooftop set becomes exactly the given
+    /// one (rooftops absent from it are removed). Organizations not named are
+    /// untouched. Nothing is written if any statement fails.
+    ///
+    /// A `rooftop_id` names one rooftop gateway-wide. The import fails with
+    /// [`StoreError::Query`] (and writes nothing) when an organization lists a
+    /// rooftop id another organization keeps, or when the batch lists one
+    /// organization or rooftop id twice. A rooftop may move between two
+    /// organizations of the same batch when its old owner no longer lists it.
+    ///
+    /// Counting in the returned summary:
+    /// - an organization is *added* when it was not stored, and *updated* when
+    ///   its `name`, `legal_name` or `extensions` changed, or any of its
+    ///   rooftops was added, updated or removed, or their order changed;
+    /// - a rooftop is *added* when its organization did not keep it, *updated*
+    ///   when its `dap` object or settings changed (JSON equality: key order
+    ///   alone is not a change, although the new text is stored), and
+    ///   *removed* when its organization no longer lists it;
+    /// - re-importing identical content counts nothing. The organization's
+    ///   `source` (provenance of the latest import) is replaced on every
+    ///   import without counting as a change.
+    async fn upsert_organizations(
+        &self,
+        orgs: &[OrganizationRecord],
+    ) -> Result<DealersImportSummary, StoreError>;
+
+    /// Every organization, ordered by `organization_id`, rooftops in file order.
+    async fn list_organizations(&self) -> Result<Vec<OrganizationRecord>, StoreError>;
+
+    /// One organization by id.
+    async fn get_organization(
+        &self,
+        organization_id: &str,
+    ) -> Result<Option<OrganizationRecord>, StoreError>;
+
+    /// A named gateway secret (e.g. the cursor sealing key), created with
+    /// `generate` on first use and identical for every replica afterwards.
+    async fn get_or_create_secret(
+        &self,
+        name: &str,
+        generate: &(dyn Fn() -> Vec<u8> + Send + Sync),
+    ) -> Result<Vec<u8>, StoreError>;
+}
+
+/// Open the store named by `database_url` (`sqlite:` path or `postgres://`),
+/// creating the SQLite file and its directory when missing, and apply the
+/// backend's migrations.
+pub async fn open(database_url: &str) -> Result<Arc<dyn Store>, StoreError> {
+    if database_url.starts_with("postgres://") || database_url.starts_with("postgresql://") {
+        Ok(Arc::new(PostgresStore::open(database_url).await?))
+    } else if database_url.starts_with("sqlite:") {
+        Ok(Arc::new(SqliteStore::open(database_url).await?))
+    } else {
+        Err(StoreError::UnsupportedUrl)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Backend-neutral helpers shared by `sqlite.rs` and `postgres.rs`.
+// ---------------------------------------------------------------------------
+
+/// The unique index that makes a rooftop id name one rooftop gateway-wide.
+const ROOFTOP_ID_INDEX: &str = "rooftops_rooftop_id_unique";
+
+/// Advisory-lock key serialising dealer imports across PostgreSQL replicas
+/// ("DAPDEALR" in ASCII).
+const IMPORT_LOCK_KEY: i64 = 0x4441_5044_4541_4c52;
+
+/// A `Migrator` over migrations embedded by `build.rs` as
+/// `(version, description, sql)`, checksummed exactly as `sqlx::migrate!` does.
+fn embedded_migrator(migrations: &[(i64, &str, &'static str)]) -> sqlx::migrate::Migrator {
+    use sqlx::SqlSafeStr as _;
+    use sqlx::migrate::{Migration, MigrationType, Migrator};
+    Migrator::with_migrations(
+        migrations
+            .iter()
+            .map(|&(version, description, sql)| {
+                Migration::new(
+                    version,
+                    description.to_owned().into(),
+                    MigrationType::Simple,
+                    sql.into_sql_str(),
+                    false,
+                )
+            })
+            .collect(),
+    )
+}
+
+/// Map a sqlx error to the store's closed error enum.
+fn map_sqlx_error(error: sqlx::Error) -> StoreError {
+    match error {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => StoreError::Unavailable(error.to_string()),
+        sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_) => {
+            StoreError::Corrupt(error.to_string())
+        }
+        sqlx::Error::Database(db) => map_database_error(db.as_ref()),
+        other => StoreError::Query(other.to_string()),
+    }
+}
+
+fn map_database_error(db: &dyn sqlx::error::DatabaseError) -> StoreError {
+    if db.is_unique_violation() && violates_rooftop_id_index(db) {
+        // Normally caught earlier with the owner's name (see `rooftop_taken`);
+        // this is the backstop for a concurrent writer.
+        return StoreError::Query(format!(
+            "a rooftop_id already belongs to another organization \
+             (unique index {ROOFTOP_ID_INDEX}): {}",
+            db.message()
+        ));
+    }
+    if let Some(pg) = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
+        let code = pg.code();
+        // Class 08 connection exception; 57P01..03 admin/crash shutdown,
+        // cannot connect now; 53300 too many connections.
+        if code.starts_with("08") || code.starts_with("57P") || code == "53300" {
+            return StoreError::Unavailable(db.to_string());
+        }
+    }
+    if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+        // SQLITE_BUSY (5) / SQLITE_LOCKED (6), extended codes included: another
+        // process held the database past the busy timeout.
+        let primary = db.code().and_then(|c| c.parse::<i64>().ok()).map(|c| c & 0xff);
+        if matches!(primary, Some(5 | 6)) {
+            return StoreError::Unavailable(db.to_string());
+        }
+    }
+    StoreError::Query(db.to_string())
+}
+
+fn violates_rooftop_id_index(db: &dyn sqlx::error::DatabaseError) -> bool {
+    // PostgreSQL names the index; SQLite names the indexed column(s).
+    db.constraint() == Some(ROOFTOP_ID_INDEX)
+        || db.message() == "UNIQUE constraint failed: rooftops.rooftop_id"
+}
+
+/// The readable error for a rooftop id already kept by another organization.
+fn rooftop_taken(rooftop_id: &str, importing: &str, owner: &str) -> StoreError {
+    StoreError::Query(format!(
+        "rooftop_id '{rooftop_id}' already belongs to another organization: \
+         '{owner}' keeps it, so '{importing}' cannot list it \
+         (unique index {ROOFTOP_ID_INDEX}); nothing was imported"
+    ))
+}
+
+/// Compact JSON text of a document, as stored (key order preserved).
+fn json_text<T: Serialize + ?Sized>(value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value)
+        .map_err(|e| StoreError::Query(format!("cannot encode a JSON document: {e}")))
+}
+
+/// Reject batches that name an organization or a rooftop id twice.
+fn validate_import(orgs: &[OrganizationRecord]) -> Result<(), StoreError> {
+    use std::collections::HashMap;
+    let mut organizations = HashMap::new();
+    let mut rooftops: HashMap<&str, &str> = HashMap::new();
+    for org in orgs {
+        let id = org.organization_id.as_str();
+        if organizations.insert(id, ()).is_some() {
+            return Err(StoreError::Query(format!(
+                "organization_id '{id}' appears twice in one import; nothing was imported"
+            )));
+        }
+        for rooftop in &org.rooftops {
+            if let Some(first) = rooftops.insert(&rooftop.rooftop_id, id) {
+                return Err(StoreError::Query(format!(
+                    "rooftop_id '{}' already belongs to another organization: \
+                     both '{first}' and '{id}' list it \
+                     (unique index {ROOFTOP_ID_INDEX}); nothing was imported",
+                    rooftop.rooftop_id
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// How an imported item compares with what is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    Added,
+    Updated,
+    Unchanged,
+}
+
+/// What writing one imported organization must do; computed from the stored
+/// version inside the import transaction, then executed by the backend.
+struct OrganizationPlan<'a> {
+    org: &'a OrganizationRecord,
+    change: Change,
+    /// One per imported rooftop, in file order.
+    rooftops: Vec<RooftopPlan<'a>>,
+    /// Stored rooftop ids the import no longer lists.
+    removed: Vec<String>,
+}
+
+struct RooftopPlan<'a> {
+    rooftop: &'a RooftopRecord,
+    /// 0-based file order.
+    position: i32,
+    change: Change,
+    /// The stored row differs in any way (position, or document text such as
+    /// key order), so it must be rewritten even when `change` is `Unchanged`.
+    rewrite: bool,
+}
+
+fn plan_organization<'a>(
+    stored: Option<&OrganizationRecord>,
+    org: &'a OrganizationRecord,
+) -> Result<OrganizationPlan<'a>, StoreError> {
+    let mut rooftops = Vec::with_capacity(org.rooftops.len());
+    let mut order_changed = false;
+    for (index, rooftop) in org.rooftops.iter().enumerate() {
+        let position = i32::try_from(index)
+            .map_err(|_| StoreError::Query("too many rooftops in one organization".into()))?;
+        let before = stored.and_then(|s| {
+            s.rooftops
+                .iter()
+                .enumerate()
+                .find(|(_, r)| r.rooftop_id == rooftop.rooftop_id)
+        });
+        let (change, rewrite) = match before {
+            None => (Change::Added, true),
+            Some((stored_index, old)) => {
+                let same = old.dap == rooftop.dap && old.settings == rooftop.settings;
+                let same_text = json_text(&old.dap)? == json_text(&rooftop.dap)?;
+                let moved = stored_index != index;
+                order_changed |= moved;
+                let change = if same { Change::Unchanged } else { Change::Updated };
+                (change, !same || !same_text || moved)
+            }
+        };
+        rooftops.push(RooftopPlan {
+            rooftop,
+            position,
+            change,
+            rewrite,
+        });
+    }
+    let removed: Vec<String> = stored
+        .map(|s| {
+            s.rooftops
+                .iter()
+                .filter(|old| !org.rooftops.iter().any(|r| r.rooftop_id == old.rooftop_id))
+                .map(|old| old.rooftop_id.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    let change = match stored {
+        None => Change::Added,
+        Some(s) => {
+            let fields_changed = s.name != org.name
+                || s.legal_name != org.legal_name
+                || s.extensions != org.extensions;
+            let rooftops_changed = order_changed
+                || !removed.is_empty()
+                || rooftops.iter().any(|r| r.change != Change::Unchanged);
+            if fields_changed || rooftops_changed {
+                Change::Updated
+            } else {
+                Change::Unchanged
+            }
+        }
+    };
+    Ok(OrganizationPlan {
+        org,
+        change,
+        rooftops,
+        removed,
+    })
+}
+
+fn summarize(plans: &[OrganizationPlan<'_>]) -> DealersImportSummary {
+    let mut summary = DealersImportSummary::default();
+    for plan in plans {
+        match plan.change {
+            Change::Added => summary.organizations_added += 1,
+            Change::Updated => summary.organizations_updated += 1,
+            Change::Unchanged => {}
+        }
+        for rooftop in &plan.rooftops {
+            match rooftop.change {
+                Change::Added => summary.rooftops_added += 1,
+                Change::Updated => summary.rooftops_updated += 1,
+                Change::Unchanged => {}
+            }
+        }
+        summary.rooftops_removed += u32::try_from(plan.removed.len()).unwrap_or(u32::MAX);
+    }
+    summary
+}

@@ -1,0 +1,371 @@
+//! SQLite backend: the embedded default, one file in WAL mode.
+//!
+//! Schema: `migrations/sqlite/`. Timestamps are RFC 3339 text (UTC,
+//! microseconds), JSON documents are text (see the migration's header).
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
+    SqliteSynchronous,
+};
+use sqlx::types::Json;
+use sqlx::Row as _;
+
+use super::{
+    Change, DealersImportSummary, OrganizationPlan, OrganizationRecord, RooftopRecord, RooftopSettings,
+    SourceRecord, Store, StoreError, embedded_migrator, json_text, map_sqlx_error,
+    plan_organization, rooftop_taken, summarize, validate_import,
+};
+
+/// Migrations of this backend, embedded by `build.rs`.
+const MIGRATIONS: &[(i64, &str, &str)] = include!(concat!(env!("OUT_DIR"), "/migrations_sqlite.rs"));
+
+/// How long a statement waits for another writer's lock before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a caller waits for a pooled connection.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
+/// WAL allows concurrent readers beside the single writer.
+const MAX_CONNECTIONS: u32 = 8;
+
+/// The SQLite store.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    pub(super) pool: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Open (creating when missing) the database at `database_url`
+    /// (`sqlite://./data/gateway.sqlite`, `sqlite:///abs/path.sqlite`, or
+    /// `sqlite::memory:`), create the file's directory when missing, and
+    /// apply the migrations.
+    pub async fn open(database_url: &str) -> Result<Self, StoreError> {
+        let in_memory = database_url.contains(":memory:") || database_url.contains("mode=memory");
+        let options = SqliteConnectOptions::from_str(database_url)
+            .map_err(|e| StoreError::Unavailable(format!("invalid SQLite database URL: {e}")))?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            // The usual pairing with WAL: durable at checkpoints, no fsync per commit.
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(BUSY_TIMEOUT);
+        let pool_options = SqlitePoolOptions::new().acquire_timeout(ACQUIRE_TIMEOUT);
+        let pool_options = if in_memory {
+            // A private in-memory database lives as long as one connection
+            // holds it; keep exactly one, forever.
+            pool_options
+                .max_connections(1)
+                .min_connections(1)
+                .idle_timeout(None)
+                .max_lifetime(None)
+        } else {
+            if let Some(parent) = options.get_filename().parent()
+                && !parent.as_os_str().is_empty()
+            {
+                tokio::fs::create_dir_all(parent).await.map_err(|e| {
+                    StoreError::Unavailable(format!(
+                        "cannot create the database directory {}: {e}",
+                        parent.display()
+                    ))
+                })?;
+            }
+            pool_options.max_connections(MAX_CONNECTIONS)
+        };
+        let pool = pool_options
+            .connect_with(options)
+            .await
+            .map_err(|e| StoreError::Unavailable(format!("cannot open SQLite database: {e}")))?;
+        embedded_migrator(MIGRATIONS)
+            .run(&pool)
+            .await
+            .map_err(|e| StoreError::Migration(e.to_string()))?;
+        Ok(Self { pool })
+    }
+}
+
+#[async_trait::async_trait]
+impl Store for SqliteStore {
+    async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("select 1")
+            .execute(&self.pool)
+            .await
+            .map_err(map_sqlx_error)?;
+        Ok(())
+    }
+
+    async fn is_empty(&self) -> Result<bool, StoreError> {
+        let any: i64 = sqlx::query_scalar("select exists (select 1 from organizations)")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(map_sqlx_error)?;
+        Ok(any == 0)
+    }
+
+    async fn upsert_organizations(
+        &self,
+        orgs: &[OrganizationRecord],
+    ) -> Result<DealersImportSummary, StoreError> {
+        validate_import(orgs)?;
+        let now = timestamp(Utc::now());
+        // `begin immediate` takes the write lock up front: a deferred
+        // transaction that reads first could fail to upgrade (SQLITE_BUSY)
+        // when another writer commits in between.
+        let mut tx = self
+            .pool
+            .begin_with("begin immediate")
+            .await
+            .map_err(map_sqlx_error)?;
+
+        let mut plans = Vec::with_capacity(orgs.len());
+        for org in orgs {
+            let stored = load_organization(&mut tx, &org.organization_id).await?;
+            plans.push(plan_organization(stored.as_ref(), org)?);
+        }
+        // Removals first, so a rooftop may move to another organization of
+        // the same batch whatever the order of the two.
+        for plan in &plans {
+            for rooftop_id in &plan.removed {
+                sqlx::query("delete from rooftops where organization_id = ? and rooftop_id = ?")
+                    .bind(&plan.org.organization_id)
+                    .bind(rooftop_id)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(map_sqlx_error)?;
+            }
+        }
+        for plan in &plans {
+            check_rooftops_free(&mut tx, plan).await?;
+        }
+        for plan in &plans {
+            write_organization(&mut tx, plan, &now).await?;
+        }
+        tx.commit().await.map_err(map_sqlx_error)?;
+        Ok(summarize(&plans))
+    }
+
+    async fn list_organizations(&self) -> Result<Vec<OrganizationRecord>, StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(map_sqlx_error)?;
+        let org_rows = sqlx::query(
+            "select organization_id, name, legal_name, extensions, source
+             from organizations order by organization_id",
+        )
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(map_sqlx_error)?;
+        let rooftop_rows = sqlx::query(
+            "select organization_id, rooftop_id, dap, settings
+             from rooftops order by organization_id, position",
+        )
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(map_sqlx_error)?;
+
+        let mut orgs = org_rows
+            .iter()
+            .map(organization_from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        // Both lists are sorted by organization_id: merge them in one pass.
+        let mut next = 0;
+        for row in &rooftop_rows {
+            let organization_id: String = row.try_get("organization_id").map_err(map_sqlx_error)?;
+            while next < orgs.len() && orgs[next].organization_id < organization_id {
+                next += 1;
+            }
+            let Some(org) = orgs
+                .get_mut(next)
+                .filter(|o| o.organization_id == organization_id)
+            else {
+                return Err(StoreError::Corrupt(format!(
+                    "rooftop of unknown organization '{organization_id}'"
+                )));
+            };
+            org.rooftops.push(rooftop_from_row(row)?);
+        }
+        Ok(orgs)
+    }
+
+    async fn get_organization(
+        &self,
+        organization_id: &str,
+    ) -> Result<Option<OrganizationRecord>, StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(map_sqlx_error)?;
+        load_organization(&mut conn, organization_id).await
+    }
+
+    async fn get_or_create_secret(
+        &self,
+        name: &str,
+        generate: &(dyn Fn() -> Vec<u8> + Send + Sync),
+    ) -> Result<Vec<u8>, StoreError> {
+        if let Some(value) = read_secret(&self.pool, name).await? {
+            return Ok(value);
+        }
+        // Whoever inserts first wins; everyone then reads the winner's value.
+        sqlx::query(
+            "insert into gateway_secrets (name, value, created_at) values (?, ?, ?)
+             on conflict (name) do nothing",
+        )
+        .bind(name)
+        .bind(generate())
+        .bind(timestamp(Utc::now()))
+        .execute(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        read_secret(&self.pool, name).await?.ok_or_else(|| {
+            StoreError::Query(format!("secret '{name}' vanished right after its insert"))
+        })
+    }
+}
+
+/// RFC 3339, UTC, microseconds: fixed width, so stored values sort as text.
+fn timestamp(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+async fn read_secret(pool: &SqlitePool, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    sqlx::query_scalar("select value from gateway_secrets where name = ?")
+        .bind(name)
+        .fetch_optional(pool)
+        .await
+        .map_err(map_sqlx_error)
+}
+
+async fn load_organization(
+    conn: &mut SqliteConnection,
+    organization_id: &str,
+) -> Result<Option<OrganizationRecord>, StoreError> {
+    let Some(row) = sqlx::query(
+        "select organization_id, name, legal_name, extensions, source
+         from organizations where organization_id = ?",
+    )
+    .bind(organization_id)
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(map_sqlx_error)?
+    else {
+        return Ok(None);
+    };
+    let mut org = organization_from_row(&row)?;
+    let rooftop_rows = sqlx::query(
+        "select rooftop_id, dap, settings
+         from rooftops where organization_id = ? order by position",
+    )
+    .bind(organization_id)
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(map_sqlx_error)?;
+    org.rooftops = rooftop_rows
+        .iter()
+        .map(rooftop_from_row)
+        .collect::<Result<_, _>>()?;
+    Ok(Some(org))
+}
+
+/// An organization row, without its rooftops.
+fn organization_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<OrganizationRecord, StoreError> {
+    let extensions: Option<Json<serde_json::Value>> =
+        row.try_get("extensions").map_err(map_sqlx_error)?;
+    let source: Json<SourceRecord> = row.try_get("source").map_err(map_sqlx_error)?;
+    Ok(OrganizationRecord {
+        organization_id: row.try_get("organization_id").map_err(map_sqlx_error)?,
+        name: row.try_get("name").map_err(map_sqlx_error)?,
+        legal_name: row.try_get("legal_name").map_err(map_sqlx_error)?,
+        extensions: extensions.map(|Json(value)| value),
+        rooftops: Vec::new(),
+        source: source.0,
+    })
+}
+
+fn rooftop_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<RooftopRecord, StoreError> {
+    let dap: Json<serde_json::Value> = row.try_get("dap").map_err(map_sqlx_error)?;
+    let settings: Json<RooftopSettings> = row.try_get("settings").map_err(map_sqlx_error)?;
+    Ok(RooftopRecord {
+        rooftop_id: row.try_get("rooftop_id").map_err(map_sqlx_error)?,
+        dap: dap.0,
+        settings: settings.0,
+    })
+}
+
+/// Fail with a readable error when a rooftop this organization adds is kept
+/// by another organization (after this import's removals).
+async fn check_rooftops_free(
+    conn: &mut SqliteConnection,
+    plan: &OrganizationPlan<'_>,
+) -> Result<(), StoreError> {
+    for rooftop in plan
+        .rooftops
+        .iter()
+        .filter(|r| r.change == Change::Added)
+    {
+        let owner: Option<String> =
+            sqlx::query_scalar("select organization_id from rooftops where rooftop_id = ?")
+                .bind(&rooftop.rooftop.rooftop_id)
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err(map_sqlx_error)?;
+        if let Some(owner) = owner {
+            return Err(rooftop_taken(
+                &rooftop.rooftop.rooftop_id,
+                &plan.org.organization_id,
+                &owner,
+            ));
+        }
+    }
+    Ok(())
+}
+
+async fn write_organization(
+    conn: &mut SqliteConnection,
+    plan: &OrganizationPlan<'_>,
+    now: &str,
+) -> Result<(), StoreError> {
+    let org = plan.org;
+    let extensions = org.extensions.as_ref().map(json_text).transpose()?;
+    let source = json_text(&org.source)?;
+    // `updated_at` moves only when the content changed; `source` always
+    // records the latest import.
+    let updated_at = (plan.change != Change::Unchanged).then_some(now);
+    sqlx::query(
+        "insert into organizations
+             (organization_id, name, legal_name, extensions, source, created_at, updated_at)
+         values (?1, ?2, ?3, ?4, ?5, ?6, ?6)
+         on conflict (organization_id) do update set
+             name = excluded.name,
+             legal_name = excluded.legal_name,
+             extensions = excluded.extensions,
+             source = excluded.source,
+             updated_at = coalesce(?7, organizations.updated_at)",
+    )
+    .bind(&org.organization_id)
+    .bind(&org.name)
+    .bind(&org.legal_name)
+    .bind(extensions)
+    .bind(source)
+    .bind(now)
+    .bind(updated_at)
+    .execute(&mut *conn)
+    .await
+    .map_err(map_sqlx_error)?;
+
+    for rooftop in plan.rooftops.iter().filter(|r| r.rewrite) {
+        sqlx::query(
+            "insert into rooftops (organization_id, rooftop_id, position, dap, settings)
+             values (?, ?, ?, ?, ?)
+             on conflict (organization_id, rooftop_id) do update set
+                 position = excluded.position,
+                 dap = excluded.dap,
+                 settings = excluded.settings",
+        )
+        .bind(&org.organization_id)
+        .bind(&rooftop.rooftop.rooftop_id)
+        .bind(rooftop.position)
+        .bind(json_text(&rooftop.rooftop.dap)?)
+        .bind(json_text(&rooftop.rooftop.settings)?)
+        .execute(&mut *conn)
+        .await
+        .map_err(map_sqlx_error)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,162 @@
+//! Tool-level failures and the DAP error object (DAP errors.md, section 3 of
+//! the digest). A tool that ran and failed answers with MCP `isError: true`
+//! and this object as `structuredContent`; only protocol failures become
+//! JSON-RPC errors (DAP spec section 11).
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::{Value, json};
+
+use crate::catalog::FieldError;
+
+/// Every DAP error code, closed (error.schema.json `code`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    ValidationInvalid,
+    ProtocolUnsupportedRevision,
+    CapabilityUnsupported,
+    AuthRequired,
+    AuthInvalid,
+    ScopeInsufficient,
+    TenantForbidden,
+    ResourceNotFound,
+    VehicleUnavailable,
+    VehicleStale,
+    PricingIncomplete,
+    PricingEligibilityUnverified,
+    StateConflict,
+    RateLimited,
+    UpstreamUnavailable,
+    Internal,
+}
+
+impl ErrorCode {
+    /// Every code, for tests that must cover them all.
+    pub const ALL: [ErrorCode; 16] = [
+        Self::ValidationInvalid,
+        Self::ProtocolUnsupportedRevision,
+        Self::CapabilityUnsupported,
+        Self::AuthRequired,
+        Self::AuthInvalid,
+        Self::ScopeInsufficient,
+        Self::TenantForbidden,
+        Self::ResourceNotFound,
+        Self::VehicleUnavailable,
+        Self::VehicleStale,
+        Self::PricingIncomplete,
+        Self::PricingEligibilityUnverified,
+        Self::StateConflict,
+        Self::RateLimited,
+        Self::UpstreamUnavailable,
+        Self::Internal,
+    ];
+
+    /// The wire string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ValidationInvalid => "dealeragent.validation.invalid",
+            Self::ProtocolUnsupportedRevision => "dealeragent.protocol.unsupported_revision",
+            Self::CapabilityUnsupported => "dealeragent.capability.unsupported",
+            Self::AuthRequired => "dealeragent.auth.required",
+            Self::AuthInvalid => "dealeragent.auth.invalid",
+            Self::ScopeInsufficient => "dealeragent.scope.insufficient",
+            Self::TenantForbidden => "dealeragent.tenant.forbidden",
+            Self::ResourceNotFound => "dealeragent.resource.not_found",
+            Self::VehicleUnavailable => "dealeragent.vehicle.unavailable",
+            Self::VehicleStale => "dealeragent.vehicle.stale",
+            Self::PricingIncomplete => "dealeragent.pricing.incomplete",
+            Self::PricingEligibilityUnverified => "dealeragent.pricing.eligibility_unverified",
+            Self::StateConflict => "dealeragent.state.conflict",
+            Self::RateLimited => "dealeragent.rate_limited",
+            Self::UpstreamUnavailable => "dealeragent.upstream.unavailable",
+            Self::Internal => "dealeragent.internal",
+        }
+    }
+
+    /// `retryable` is derived from the code alone (DAP-ERR-001).
+    pub fn retryable(self) -> bool {
+        match self {
+            Self::VehicleStale
+            | Self::StateConflict
+            | Self::RateLimited
+            | Self::UpstreamUnavailable
+            | Self::Internal => true,
+            Self::ValidationInvalid
+            | Self::ProtocolUnsupportedRevision
+            | Self::CapabilityUnsupported
+            | Self::AuthRequired
+            | Self::AuthInvalid
+            | Self::ScopeInsufficient
+            | Self::TenantForbidden
+            | Self::ResourceNotFound
+            | Self::VehicleUnavailable
+            | Self::PricingIncomplete
+            | Self::PricingEligibilityUnverified => false,
+        }
+    }
+}
+
+/// Why a tool call failed. Closed: [`ToolError::to_dap`] maps every variant.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// Arguments broke the input schema or a cross-field rule.
+    #[error("the arguments are invalid")]
+    Validation { field_errors: Vec<FieldError> },
+    /// A semantic rule the schema cannot express; the message must not echo
+    /// input values.
+    #[error("{message}")]
+    Invalid { message: String, field_errors: Vec<FieldError> },
+    /// Absent, or present but not visible to this caller: one message for
+    /// both so foreign existence never leaks (DAP-CORE-031).
+    #[error("The requested resource was not found.")]
+    NotFound,
+    /// Anything unexpected. The detail is logged with `error_id`, never sent.
+    #[error("internal error: {detail}")]
+    Internal { detail: String },
+}
+
+impl ToolError {
+    pub fn internal(detail: impl std::fmt::Display) -> Self {
+        Self::Internal { detail: detail.to_string() }
+    }
+
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Self::Validation { .. } | Self::Invalid { .. } => ErrorCode::ValidationInvalid,
+            Self::NotFound => ErrorCode::ResourceNotFound,
+            Self::Internal { .. } => ErrorCode::Internal,
+        }
+    }
+
+    /// The DAP error object (error.schema.json).
+    pub fn to_dap(&self, error_id: &str, trace_id: &str, now: DateTime<Utc>) -> Value {
+        let code = self.code();
+        let (message, field_errors): (String, Option<&Vec<FieldError>>) = match self {
+            Self::Validation { field_errors } => (
+                "The arguments do not satisfy the tool's input schema.".to_owned(),
+                Some(field_errors),
+            ),
+            Self::Invalid { message, field_errors } => (message.clone(), Some(field_errors)),
+            Self::NotFound => (self.to_string(), None),
+            Self::Internal { .. } => (
+                format!("The gateway failed unexpectedly; quote error id {error_id} to the operator."),
+                None,
+            ),
+        };
+        let mut object = json!({
+            "error_id": error_id,
+            "code": code.as_str(),
+            "message": truncate(&message, 500),
+            "retryable": code.retryable(),
+            "trace_id": trace_id,
+            "created_at": now.to_rfc3339_opts(SecondsFormat::Millis, true),
+        });
+        if let Some(errors) = field_errors.filter(|e| !e.is_empty()) {
+            object["details"] = json!({ "field_errors": errors });
+        }
+        object
+    }
+}
+
+fn truncate(s: &str, max_chars: usize) -> String {
+    s.chars().take(max_chars).collect()
+}

@@ -1,0 +1,216 @@
+"""Drive the gateway with the official MCP Python SDK (mcp 2.3.0) as a real client.
+
+usage: python mcp_client_check.py URL [--mode 2026-07-28] [--mode legacy] [--wire]
+
+For each mode (default: both 2026-07-28 and legacy) it lists tools, calls the manifest
+tool, looks up the first organization with dealeragent.dealer.get, lists and reads the
+manifest resource, and sends invalid arguments. Each check prints one PASS/FAIL line;
+the exit status is non-zero when any check failed. The SDK validates every result
+against the negotiated revision's schema and every structuredContent against the
+tool's outputSchema, so a malformed answer surfaces as a FAIL with the SDK's message.
+
+Run it from a scratch directory (not from inside site-packages): the `mcp/types`
+package would otherwise shadow the standard library's `types`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import traceback
+from typing import Any
+
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+MANIFEST_TOOL = "dealeragent.discovery.get_manifest"
+DEALER_TOOL = "dealeragent.dealer.get"
+MANIFEST_URI = "dealeragent://manifest"
+REQUIRED_TOOLS = {MANIFEST_TOOL, DEALER_TOOL}
+# Fields of the manifest that identify the same authoritative object in the tool result
+# and the resource (DAP-CORE-006); issued_at/expires_at may differ between two reads.
+STABLE_MANIFEST_FIELDS = ("gateway_id", "organization_ids", "rooftop_ids", "capabilities")
+VALIDATION_ERROR_CODE = "dealeragent.validation.invalid"
+
+
+class Report:
+    def __init__(self) -> None:
+        self.passed = 0
+        self.failed: list[str] = []
+
+    def check(self, name: str, ok: bool, detail: str = "") -> bool:
+        line = f"{'PASS' if ok else 'FAIL'} {name}"
+        if detail and not ok:
+            line += f": {detail}"
+        print(line, flush=True)
+        if ok:
+            self.passed += 1
+        else:
+            self.failed.append(name)
+        return ok
+
+
+def text_of(result: Any) -> str | None:
+    """The concatenated text blocks of a CallToolResult, or None when it has none."""
+    texts = [block.text for block in result.content if getattr(block, "type", None) == "text"]
+    return "".join(texts) if texts else None
+
+
+def brief(value: Any, limit: int = 400) -> str:
+    s = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
+    return s if len(s) <= limit else s[:limit] + "..."
+
+
+async def run_mode(url: str, mode: str, wire: bool, report: Report) -> None:
+    p = f"[{mode}]"
+
+    async def on_request(req: httpx2.Request) -> None:
+        print(f"  >> {req.method} {req.headers.get('mcp-method', '')} {req.content.decode()[:300]}")
+
+    async def on_response(resp: httpx2.Response) -> None:
+        print(f"  << {resp.status_code} {resp.headers.get('content-type')} session={resp.headers.get('mcp-session-id')}")
+
+    hooks = {"request": [on_request], "response": [on_response]} if wire else {}
+    async with httpx2.AsyncClient(event_hooks=hooks, timeout=30) as http:
+        # cache=None: every call must reach the server, or the checks would test the SDK's cache.
+        async with Client(
+            streamable_http_client(url, http_client=http), mode=mode, read_timeout_seconds=20, cache=None
+        ) as client:
+            report.check(f"{p} connect (negotiated {client.protocol_version})", True)
+
+            # --- tools/list
+            tools = await client.list_tools()
+            names = [t.name for t in tools.tools]
+            report.check(f"{p} tools/list has no next cursor", tools.next_cursor is None, f"next_cursor={tools.next_cursor!r}")
+            report.check(
+                f"{p} tools/list contains {sorted(REQUIRED_TOOLS)}",
+                REQUIRED_TOOLS <= set(names),
+                f"got {names}",
+            )
+            report.check(f"{p} tools/list names are unique", len(names) == len(set(names)), f"got {names}")
+            for tool in tools.tools:
+                schema = tool.input_schema or {}
+                report.check(
+                    f"{p} tool {tool.name}: inputSchema root type object",
+                    schema.get("type") == "object",
+                    f"inputSchema={brief(schema)}",
+                )
+                report.check(
+                    f"{p} tool {tool.name}: has outputSchema",
+                    isinstance(tool.output_schema, dict) and bool(tool.output_schema),
+                    f"outputSchema={brief(tool.output_schema)}",
+                )
+
+            # --- the manifest tool
+            manifest: dict[str, Any] | None = None
+            r = await client.call_tool(MANIFEST_TOOL, {})
+            if report.check(f"{p} {MANIFEST_TOOL} {{}} is not an error", not r.is_error, brief(r.model_dump(by_alias=True, exclude_none=True))):
+                sc = r.structured_content
+                if report.check(f"{p} manifest has structuredContent object", isinstance(sc, dict), brief(sc)):
+                    manifest = sc
+                    report.check(
+                        f"{p} manifest standard == dealer-agent-protocol",
+                        sc.get("standard") == "dealer-agent-protocol",
+                        f"standard={sc.get('standard')!r}",
+                    )
+                    report.check(
+                        f"{p} manifest standard_version == 0.1",
+                        sc.get("standard_version") == "0.1",
+                        f"standard_version={sc.get('standard_version')!r}",
+                    )
+                    text = text_of(r)
+                    try:
+                        parsed = json.loads(text) if text is not None else None
+                    except ValueError as e:
+                        parsed = f"<not JSON: {e}>"
+                    report.check(
+                        f"{p} manifest text content parses to the structuredContent",
+                        parsed == sc,
+                        f"text={brief(text)}",
+                    )
+                    advertised = sorted({t for cap in sc.get("capabilities") or [] for t in cap.get("tools") or []})
+                    report.check(
+                        f"{p} tools/list equals the tools the manifest's capabilities advertise",
+                        sorted(names) == advertised,
+                        f"tools/list={sorted(names)} manifest={advertised}",
+                    )
+
+            # --- dealeragent.dealer.get for the first organization of the manifest
+            org_ids = (manifest or {}).get("organization_ids") or []
+            if report.check(f"{p} manifest lists an organization", bool(org_ids), brief(manifest)):
+                args = {"organization_id": org_ids[0]}
+                r = await client.call_tool(DEALER_TOOL, args)
+                if report.check(f"{p} {DEALER_TOOL} {brief(args)} is not an error", not r.is_error, brief(r.model_dump(by_alias=True, exclude_none=True))):
+                    sc = r.structured_content if isinstance(r.structured_content, dict) else {}
+                    rooftops = sc.get("rooftops")
+                    report.check(
+                        f"{p} {DEALER_TOOL} returns >= 1 rooftop",
+                        isinstance(rooftops, list) and len(rooftops) >= 1,
+                        f"structuredContent={brief(sc)}",
+                    )
+
+            # --- resources
+            resources = await client.list_resources()
+            uris = [str(x.uri) for x in resources.resources]
+            report.check(f"{p} resources/list includes {MANIFEST_URI}", MANIFEST_URI in uris, f"got {uris}")
+            rr = await client.read_resource(MANIFEST_URI)
+            contents = rr.contents
+            doc: Any = None
+            if report.check(f"{p} read {MANIFEST_URI} returns one text content", len(contents) == 1 and hasattr(contents[0], "text"), brief(rr.model_dump(by_alias=True, exclude_none=True))):
+                c = contents[0]
+                report.check(f"{p} read {MANIFEST_URI}: uri echoes the request", str(c.uri) == MANIFEST_URI, f"uri={c.uri}")
+                report.check(
+                    f"{p} read {MANIFEST_URI}: mimeType application/json",
+                    c.mime_type == "application/json",
+                    f"mimeType={c.mime_type!r}",
+                )
+                try:
+                    doc = json.loads(c.text)
+                except ValueError as e:
+                    report.check(f"{p} read {MANIFEST_URI}: JSON text", False, str(e))
+            if doc is not None and manifest is not None:
+                diff = [k for k in STABLE_MANIFEST_FIELDS if doc.get(k) != manifest.get(k)]
+                report.check(
+                    f"{p} manifest resource matches the manifest tool on {', '.join(STABLE_MANIFEST_FIELDS)}",
+                    not diff and all(k in doc for k in STABLE_MANIFEST_FIELDS),
+                    f"differs on {diff}",
+                )
+
+            # --- invalid arguments: a tool-level validation error, not a protocol error
+            bad = {"bogus": 1}
+            r = await client.call_tool(MANIFEST_TOOL, bad)
+            sc = r.structured_content if isinstance(r.structured_content, dict) else {}
+            report.check(
+                f"{p} {MANIFEST_TOOL} {brief(bad)} -> isError with code {VALIDATION_ERROR_CODE}",
+                r.is_error and sc.get("code") == VALIDATION_ERROR_CODE,
+                brief(r.model_dump(by_alias=True, exclude_none=True)),
+            )
+
+
+async def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("url")
+    ap.add_argument("--mode", action="append", choices=["2026-07-28", "legacy"], help="repeatable; default both")
+    ap.add_argument("--wire", action="store_true", help="print each HTTP request/response")
+    args = ap.parse_args()
+    report = Report()
+    for mode in args.mode or ["2026-07-28", "legacy"]:
+        print(f"== mode {mode} against {args.url}", flush=True)
+        try:
+            await run_mode(args.url, mode, args.wire, report)
+        except Exception as e:  # the SDK raises on protocol errors and schema-invalid results
+            detail = "".join(traceback.format_exception_only(type(e), e)).strip()
+            report.check(f"[{mode}] session ran to the end without an exception", False, detail)
+            traceback.print_exc()
+    total = report.passed + len(report.failed)
+    print(f"\nPython MCP client: {report.passed} of {total} checks passed")
+    for name in report.failed:
+        print(f"  FAILED: {name}")
+    return 1 if report.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
