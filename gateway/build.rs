@@ -64,8 +64,11 @@ fn migration_list(dir: &Path) -> String {
     let mut out = String::from("&[\n");
     for (version, description, path) in &migrations {
         let path = path.to_str().expect("migration paths are UTF-8");
-        writeln!(out, "    ({version}, {description:?}, include_str!({path:?})),")
-            .expect("write to a String");
+        writeln!(
+            out,
+            "    ({version}, {description:?}, include_str!({path:?})),"
+        )
+        .expect("write to a String");
     }
     out.push(']');
     out

@@ -51,8 +51,14 @@ impl AppState {
         bound: SocketAddr,
     ) -> Self {
         let public_base = settings.public_base(bound);
-        let mut allowed_hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect();
-        allowed_hosts.extend(settings.allowed_hosts.iter().map(|h| h.trim().to_ascii_lowercase()));
+        let mut allowed_hosts: Vec<String> =
+            LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect();
+        allowed_hosts.extend(
+            settings
+                .allowed_hosts
+                .iter()
+                .map(|h| h.trim().to_ascii_lowercase()),
+        );
         if let Some(host) = public_base
             .split_once("://")
             .map(|(_, rest)| rest.split('/').next().unwrap_or(""))
@@ -69,7 +75,10 @@ impl AppState {
             .collect();
         let claim = manifest::self_description(&catalog);
         let claim_digest = manifest::json_digest(&claim);
-        let directory = Directory::new(store.clone(), Duration::from_secs(settings.directory_refresh_seconds.max(1)));
+        let directory = Directory::new(
+            store.clone(),
+            Duration::from_secs(settings.directory_refresh_seconds.max(1)),
+        );
         let sessions = Sessions::new(
             settings.max_legacy_sessions,
             Duration::from_secs(settings.legacy_session_idle_seconds.max(1)),
@@ -132,7 +141,9 @@ pub fn router(state: Arc<AppState>) -> Router {
 }
 
 async fn healthz() -> Response {
-    json_ok(&json!({"status": "ok", "service": "dealer-agent-gateway", "version": env!("CARGO_PKG_VERSION")}))
+    json_ok(
+        &json!({"status": "ok", "service": "dealer-agent-gateway", "version": env!("CARGO_PKG_VERSION")}),
+    )
 }
 
 async fn readyz(State(state): State<Arc<AppState>>) -> Response {
@@ -140,8 +151,16 @@ async fn readyz(State(state): State<Arc<AppState>>) -> Response {
         Ok(()) => json_ok(&json!({"status": "ready"})),
         Err(e) => {
             tracing::warn!(error = %e, "readiness check failed");
-            let body = serde_json::to_vec(&json!({"status": "unavailable", "reason": "store unreachable"})).unwrap_or_default();
-            (StatusCode::SERVICE_UNAVAILABLE, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+            let body = serde_json::to_vec(
+                &json!({"status": "unavailable", "reason": "store unreachable"}),
+            )
+            .unwrap_or_default();
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::CONTENT_TYPE, "application/json")],
+                body,
+            )
+                .into_response()
         }
     }
 }
@@ -160,7 +179,9 @@ async fn policy(State(state): State<Arc<AppState>>) -> Response {
         .catalog
         .tools
         .iter()
-        .map(|t| json!({"name": t.name, "profile": t.profile, "scope": t.scope, "safety": t.safety}))
+        .map(
+            |t| json!({"name": t.name, "profile": t.profile, "scope": t.scope, "safety": t.safety}),
+        )
         .collect();
     let rooftops: Vec<Value> = match state.directory.snapshot().await {
         Ok(snap) => snap
@@ -187,7 +208,10 @@ async fn claim(State(state): State<Arc<AppState>>) -> Response {
 
 fn json_ok(v: &Value) -> Response {
     let mut r = (StatusCode::OK, serde_json::to_vec(v).unwrap_or_default()).into_response();
-    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     r
 }
 
@@ -203,11 +227,16 @@ pub async fn seed_if_empty(
     let (name, bytes, source) = match &settings.seed_dealers {
         Some(path) => (
             path.display().to_string(),
-            std::fs::read(path).map_err(|e| crate::Error::Io(format!("{}: {e}", path.display())))?,
+            std::fs::read(path)
+                .map_err(|e| crate::Error::Io(format!("{}: {e}", path.display())))?,
             format!("dealers-file:{}", path.display()),
         ),
         None if settings.no_demo => return Ok(None),
-        None => ("demo/dealers.yaml".to_owned(), DEMO_DEALERS.as_bytes().to_vec(), "bundled-demo".to_owned()),
+        None => (
+            "demo/dealers.yaml".to_owned(),
+            DEMO_DEALERS.as_bytes().to_vec(),
+            "bundled-demo".to_owned(),
+        ),
     };
     let records = dealers::parse(catalog, &name, &bytes, &source, Utc::now())?;
     store.upsert_organizations(&records).await?;
@@ -238,6 +267,27 @@ pub async fn prepare(
         .map_err(|e| crate::Error::Io(e.to_string()))?;
     let state = Arc::new(AppState::new(settings, catalog, store, bound));
     Ok((state, listener))
+}
+
+/// Start a server in this process on the settings' listen address (use
+/// port 0 for an ephemeral one) and return once the socket is bound. The
+/// server stops when `shutdown` resolves. Integration tests use this.
+pub async fn spawn(
+    settings: ServeSettings,
+    database_url: &str,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<Running, crate::Error> {
+    let (state, listener) = prepare(settings, database_url).await?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| crate::Error::Io(e.to_string()))?;
+    let serve_state = state.clone();
+    tokio::spawn(async move {
+        if let Err(e) = serve(listener, serve_state, shutdown).await {
+            tracing::error!(error = %e, "server stopped with an error");
+        }
+    });
+    Ok(Running { addr, state })
 }
 
 /// Serve until `shutdown` resolves, then finish in-flight requests.

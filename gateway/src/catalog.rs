@@ -21,12 +21,30 @@ const CAPABILITIES_YAML: &str = include_str!("../../capabilities.yaml");
 
 /// Every schema file shipped with this binary, by file name.
 pub const SCHEMA_FILES: &[(&str, &str)] = &[
-    ("common.schema.json", include_str!("../../schemas/common.schema.json")),
-    ("dealer.schema.json", include_str!("../../schemas/dealer.schema.json")),
-    ("vehicle.schema.json", include_str!("../../schemas/vehicle.schema.json")),
-    ("pricing.schema.json", include_str!("../../schemas/pricing.schema.json")),
-    ("manifest.schema.json", include_str!("../../schemas/manifest.schema.json")),
-    ("error.schema.json", include_str!("../../schemas/error.schema.json")),
+    (
+        "common.schema.json",
+        include_str!("../../schemas/common.schema.json"),
+    ),
+    (
+        "dealer.schema.json",
+        include_str!("../../schemas/dealer.schema.json"),
+    ),
+    (
+        "vehicle.schema.json",
+        include_str!("../../schemas/vehicle.schema.json"),
+    ),
+    (
+        "pricing.schema.json",
+        include_str!("../../schemas/pricing.schema.json"),
+    ),
+    (
+        "manifest.schema.json",
+        include_str!("../../schemas/manifest.schema.json"),
+    ),
+    (
+        "error.schema.json",
+        include_str!("../../schemas/error.schema.json"),
+    ),
     (
         "dealers-file.schema.json",
         include_str!("../../schemas/dealers-file.schema.json"),
@@ -45,8 +63,14 @@ pub enum CatalogError {
     SchemaJson { file: String, message: String },
     #[error("schema reference {reference} cannot be resolved: {reason}")]
     Reference { reference: String, reason: String },
-    #[error("definition name {name} is defined in both {first} and {second}; names must be unique across schema files")]
-    DuplicateDefinition { name: String, first: String, second: String },
+    #[error(
+        "definition name {name} is defined in both {first} and {second}; names must be unique across schema files"
+    )]
+    DuplicateDefinition {
+        name: String,
+        first: String,
+        second: String,
+    },
     #[error("schema {reference} does not compile: {message}")]
     Compile { reference: String, message: String },
     #[error("catalog inconsistency: {0}")]
@@ -152,7 +176,9 @@ pub struct Tool {
 
 impl std::fmt::Debug for Tool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tool").field("name", &self.name).finish_non_exhaustive()
+        f.debug_struct("Tool")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
     }
 }
 
@@ -350,7 +376,10 @@ pub fn valid_tool_name(name: &str) -> bool {
 
 const MAX_FIELD_ERRORS: usize = 100;
 
-fn collect_errors(validator: &jsonschema::Validator, instance: &Value) -> Result<(), Vec<FieldError>> {
+fn collect_errors(
+    validator: &jsonschema::Validator,
+    instance: &Value,
+) -> Result<(), Vec<FieldError>> {
     if validator.is_valid(instance) {
         return Ok(());
     }
@@ -385,10 +414,7 @@ fn explain(kind: &jsonschema::error::ValidationErrorKind) -> String {
         K::AdditionalProperties { .. } | K::UnevaluatedProperties { .. } => {
             "The object has a property that this schema does not allow.".to_owned()
         }
-        other => format!(
-            "Value failed validation for keyword '{}'.",
-            other.keyword()
-        ),
+        other => format!("Value failed validation for keyword '{}'.", other.keyword()),
     }
 }
 
@@ -443,7 +469,8 @@ fn bundle(
         reference: reference.to_owned(),
         reason: reason.to_owned(),
     };
-    let (file, root) = parse_reference(reference).ok_or_else(|| bad("expected FILE#/$defs/NAME"))?;
+    let (file, root) =
+        parse_reference(reference).ok_or_else(|| bad("expected FILE#/$defs/NAME"))?;
     match definitions.get(root) {
         Some((def_file, _)) if def_file == file => {}
         Some(_) => return Err(bad("definition lives in another file")),
@@ -455,10 +482,12 @@ fn bundle(
         if out_defs.contains_key(&name) {
             continue;
         }
-        let (def_file, def) = definitions.get(&name).ok_or_else(|| CatalogError::Reference {
-            reference: name.clone(),
-            reason: "no such definition".into(),
-        })?;
+        let (def_file, def) = definitions
+            .get(&name)
+            .ok_or_else(|| CatalogError::Reference {
+                reference: name.clone(),
+                reason: "no such definition".into(),
+            })?;
         let mut def = def.clone();
         rewrite_refs(&mut def, def_file, definitions, &mut queue)?;
         out_defs.insert(name, def);
@@ -499,12 +528,13 @@ fn rewrite_refs(
                             reason: "$ref must be a string".into(),
                         });
                     };
-                    let (file, name) = parse_reference(reference).ok_or_else(|| {
-                        CatalogError::Reference {
+                    let (file, name) =
+                        parse_reference(reference).ok_or_else(|| CatalogError::Reference {
                             reference: reference.to_owned(),
-                            reason: "only #/$defs/NAME and FILE#/$defs/NAME references are supported".into(),
-                        }
-                    })?;
+                            reason:
+                                "only #/$defs/NAME and FILE#/$defs/NAME references are supported"
+                                    .into(),
+                        })?;
                     let target_file = if file.is_empty() { current_file } else { file };
                     match definitions.get(name) {
                         Some((f, _)) if f == target_file => {}

@@ -16,7 +16,12 @@ pub struct Cli {
     pub database_url: String,
 
     /// Log filter (tracing EnvFilter syntax), e.g. `info` or `gateway=debug`.
-    #[arg(long, env = "DEALER_GATEWAY_LOG", default_value = "info", global = true)]
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_LOG",
+        default_value = "info",
+        global = true
+    )]
     pub log: String,
 
     #[command(subcommand)]

@@ -42,7 +42,11 @@ pub struct ServeSettings {
     pub allowed_hosts: Vec<String>,
 
     /// Largest accepted request body in bytes (larger: HTTP 413).
-    #[arg(long, env = "DEALER_GATEWAY_MAX_BODY_BYTES", default_value_t = 1_048_576)]
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_MAX_BODY_BYTES",
+        default_value_t = 1_048_576
+    )]
     pub max_body_bytes: usize,
 
     /// The public base URL of this gateway (used for schema and policy
@@ -51,11 +55,19 @@ pub struct ServeSettings {
     pub public_url: Option<String>,
 
     /// Stable identifier of this gateway in the manifest.
-    #[arg(long, env = "DEALER_GATEWAY_ID", default_value = "gateway.dealer-agent-gateway.local")]
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_ID",
+        default_value = "gateway.dealer-agent-gateway.local"
+    )]
     pub gateway_id: String,
 
     /// Operator name published in the manifest.
-    #[arg(long, env = "DEALER_GATEWAY_OPERATOR_NAME", default_value = "Dealer Agent Gateway operator")]
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_OPERATOR_NAME",
+        default_value = "Dealer Agent Gateway operator"
+    )]
     pub operator_name: String,
 
     /// Operator URL published in the manifest.
@@ -63,20 +75,36 @@ pub struct ServeSettings {
     pub operator_uri: Option<String>,
 
     /// How often each replica reloads the dealer directory from the store.
-    #[arg(long, env = "DEALER_GATEWAY_DIRECTORY_REFRESH_SECONDS", default_value_t = 30)]
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_DIRECTORY_REFRESH_SECONDS",
+        default_value_t = 30
+    )]
     pub directory_refresh_seconds: u64,
 
     /// Longest time a request may run before it is answered with 503.
-    #[arg(long, env = "DEALER_GATEWAY_REQUEST_TIMEOUT_SECONDS", default_value_t = 30)]
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_REQUEST_TIMEOUT_SECONDS",
+        default_value_t = 30
+    )]
     pub request_timeout_seconds: u64,
 
     /// Most concurrent legacy (2025-11-25) MCP sessions kept in memory; the
     /// least recently used is dropped beyond it.
-    #[arg(long, env = "DEALER_GATEWAY_MAX_LEGACY_SESSIONS", default_value_t = 10_000)]
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_MAX_LEGACY_SESSIONS",
+        default_value_t = 10_000
+    )]
     pub max_legacy_sessions: usize,
 
     /// A legacy session idle for longer than this is forgotten (then 404).
-    #[arg(long, env = "DEALER_GATEWAY_LEGACY_SESSION_IDLE_SECONDS", default_value_t = 3600)]
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_LEGACY_SESSION_IDLE_SECONDS",
+        default_value_t = 3600
+    )]
     pub legacy_session_idle_seconds: u64,
 
     /// Dealers file to import at start instead of the bundled demo (applied
@@ -86,6 +114,22 @@ pub struct ServeSettings {
 }
 
 impl ServeSettings {
+    /// The defaults of `dealer-gateway serve` with another listen address
+    /// (what integration tests and embedders start from).
+    pub fn with_listen(listen: SocketAddr) -> Self {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            settings: ServeSettings,
+        }
+        // Parse an empty command line so defaults come from one place (the
+        // attributes above). DEALER_GATEWAY_* variables still apply.
+        let mut settings = Wrapper::parse_from(["dealer-gateway"]).settings;
+        settings.listen = listen;
+        settings
+    }
+
     /// The public base URL without a trailing slash.
     pub fn public_base(&self, bound: SocketAddr) -> String {
         match &self.public_url {

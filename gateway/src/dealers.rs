@@ -53,7 +53,11 @@ impl fmt::Display for DealersFileError {
             self.problems.len()
         )?;
         for p in &self.problems {
-            let pointer = if p.pointer.is_empty() { "/" } else { &p.pointer };
+            let pointer = if p.pointer.is_empty() {
+                "/"
+            } else {
+                &p.pointer
+            };
             writeln!(f, "  {}: {}: {}", self.file, pointer, p.rule)?;
         }
         Ok(())
@@ -76,15 +80,21 @@ pub fn parse(
 ) -> Result<Vec<OrganizationRecord>, DealersFileError> {
     let fail = |pointer: &str, rule: String| DealersFileError {
         file: name.to_owned(),
-        problems: vec![Problem { pointer: pointer.to_owned(), rule }],
+        problems: vec![Problem {
+            pointer: pointer.to_owned(),
+            rule,
+        }],
     };
     let doc: Value = if name.ends_with(".json") {
         serde_json::from_slice(bytes).map_err(|e| {
-            fail("", format!("not valid JSON (line {}, column {})", e.line(), e.column()))
+            fail(
+                "",
+                format!("not valid JSON (line {}, column {})", e.line(), e.column()),
+            )
         })?
     } else {
-        let text = std::str::from_utf8(bytes)
-            .map_err(|_| fail("", "not valid UTF-8 text".to_owned()))?;
+        let text =
+            std::str::from_utf8(bytes).map_err(|_| fail("", "not valid UTF-8 text".to_owned()))?;
         yaml_serde::from_str(text).map_err(|e| {
             let at = e
                 .location()
@@ -108,7 +118,13 @@ pub fn parse(
     }
 
     let mut problems = Vec::new();
-    let records = convert(&doc, source_name, &digest(bytes), observed_at, &mut problems);
+    let records = convert(
+        &doc,
+        source_name,
+        &digest(bytes),
+        observed_at,
+        &mut problems,
+    );
     if problems.is_empty() {
         Ok(records)
     } else {
@@ -139,7 +155,10 @@ fn convert(
     let orgs = doc["organizations"].as_array().cloned().unwrap_or_default();
     for (oi, org) in orgs.iter().enumerate() {
         let org_ptr = format!("/organizations/{oi}");
-        let organization_id = org["organization_id"].as_str().unwrap_or_default().to_owned();
+        let organization_id = org["organization_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         if !org_ids.insert(organization_id.clone()) {
             problems.push(Problem {
                 pointer: format!("{org_ptr}/organization_id"),
@@ -149,7 +168,10 @@ fn convert(
         let mut rooftops = Vec::new();
         for (ri, rooftop) in org["rooftops"].as_array().into_iter().flatten().enumerate() {
             let ptr = format!("{org_ptr}/rooftops/{ri}");
-            let rooftop_id = rooftop["rooftop_id"].as_str().unwrap_or_default().to_owned();
+            let rooftop_id = rooftop["rooftop_id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
             if let Some(first) = rooftop_ids.insert(rooftop_id.clone(), ptr.clone()) {
                 problems.push(Problem {
                     pointer: format!("{ptr}/rooftop_id"),
@@ -184,7 +206,9 @@ fn convert(
             let settings = RooftopSettings {
                 currency,
                 odometer_unit: gs["odometer_unit"].as_str().unwrap_or_default().to_owned(),
-                anonymous_reads: gs["publication"]["anonymous_reads"].as_bool().unwrap_or(false),
+                anonymous_reads: gs["publication"]["anonymous_reads"]
+                    .as_bool()
+                    .unwrap_or(false),
                 freshness_sla_seconds: FreshnessSla {
                     inventory: sla_value("inventory", DEFAULT_SLA.inventory),
                     availability: sla_value("availability", DEFAULT_SLA.availability),
@@ -222,10 +246,16 @@ fn convert(
 /// the store computes the same numbers when it writes). Provenance (source
 /// and observation time) is not content: re-importing an identical file
 /// changes nothing.
-pub fn plan(existing: &[OrganizationRecord], incoming: &[OrganizationRecord]) -> DealersImportSummary {
+pub fn plan(
+    existing: &[OrganizationRecord],
+    incoming: &[OrganizationRecord],
+) -> DealersImportSummary {
     let mut s = DealersImportSummary::default();
     for org in incoming {
-        match existing.iter().find(|o| o.organization_id == org.organization_id) {
+        match existing
+            .iter()
+            .find(|o| o.organization_id == org.organization_id)
+        {
             None => {
                 s.organizations_added += 1;
                 s.rooftops_added += count(org.rooftops.len());

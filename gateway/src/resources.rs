@@ -36,7 +36,10 @@ pub fn templates() -> Vec<Value> {
 
 /// `resources/list`: the manifest plus every organization and rooftop the
 /// caller may see, and the cache scope of that view.
-pub async fn list(state: &AppState, principal: &Principal) -> Result<(Vec<Value>, &'static str), StoreError> {
+pub async fn list(
+    state: &AppState,
+    principal: &Principal,
+) -> Result<(Vec<Value>, &'static str), StoreError> {
     let snapshot = state.directory.snapshot().await?;
     let mut out = vec![json!({
         "uri": MANIFEST_URI,
@@ -132,7 +135,10 @@ mod tests {
     #[test]
     fn reserved_uris_parse_and_others_do_not() {
         assert_eq!(parse("dealeragent://manifest"), Some(Target::Manifest));
-        assert_eq!(parse("dealeragent://organization/org.a"), Some(Target::Organization("org.a")));
+        assert_eq!(
+            parse("dealeragent://organization/org.a"),
+            Some(Target::Organization("org.a"))
+        );
         assert_eq!(
             parse("dealeragent://organization/org.a/rooftop/roof.b"),
             Some(Target::Rooftop("org.a", "roof.b"))

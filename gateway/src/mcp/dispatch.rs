@@ -58,7 +58,10 @@ pub async fn dispatch(
             })),
             cache: Some((3_600_000, "public")),
         }),
-        (Era::Legacy, "ping") => Ok(MethodResult { body: Map::new(), cache: None }),
+        (Era::Legacy, "ping") => Ok(MethodResult {
+            body: Map::new(),
+            cache: None,
+        }),
         (_, "tools/list") => {
             reject_cursor(params)?;
             Ok(MethodResult {
@@ -69,7 +72,9 @@ pub async fn dispatch(
         (_, "tools/call") => tools_call(state, params, principal, trace_id).await,
         (_, "resources/list") => {
             reject_cursor(params)?;
-            let (list, scope) = resources::list(state, principal).await.map_err(|e| internal(&e))?;
+            let (list, scope) = resources::list(state, principal)
+                .await
+                .map_err(|e| internal(&e))?;
             Ok(MethodResult {
                 body: obj(json!({"resources": list})),
                 cache: Some((state.directory_ttl_ms(), scope)),
@@ -106,7 +111,10 @@ pub async fn dispatch(
 fn internal(detail: &dyn std::fmt::Display) -> RpcError {
     let error_id = format!("err.{}", uuid::Uuid::new_v4());
     tracing::error!(error.id = %error_id, %detail, "method failed");
-    RpcError::Internal { error_id, unavailable: true }
+    RpcError::Internal {
+        error_id,
+        unavailable: true,
+    }
 }
 
 /// We never issue list cursors (every list fits one page), so any cursor a
@@ -114,7 +122,9 @@ fn internal(detail: &dyn std::fmt::Display) -> RpcError {
 fn reject_cursor(params: &Value) -> Result<(), RpcError> {
     match params.get("cursor") {
         None | Some(Value::Null) => Ok(()),
-        Some(_) => Err(RpcError::InvalidParams("unknown cursor; this list has a single page".into())),
+        Some(_) => Err(RpcError::InvalidParams(
+            "unknown cursor; this list has a single page".into(),
+        )),
     }
 }
 
@@ -175,7 +185,9 @@ async fn tools_call(
         trace_id: trace_id.to_owned(),
     };
     let outcome = tools::invoke(&ctx, name, args).await.ok_or_else(|| {
-        RpcError::InvalidParams("unknown tool; call tools/list for the tools this gateway serves".into())
+        RpcError::InvalidParams(
+            "unknown tool; call tools/list for the tools this gateway serves".into(),
+        )
     })?;
     let text = serde_json::to_string(&outcome.structured).unwrap_or_default();
     Ok(MethodResult {

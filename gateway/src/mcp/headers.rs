@@ -24,7 +24,11 @@ pub fn text<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, R
         Some(value) => value
             .to_str()
             .map(|s| Some(s.trim_matches([' ', '\t'])))
-            .map_err(|_| RpcError::HeaderMismatch(format!("{name} contains characters that are not visible ASCII"))),
+            .map_err(|_| {
+                RpcError::HeaderMismatch(format!(
+                    "{name} contains characters that are not visible ASCII"
+                ))
+            }),
     }
 }
 
@@ -40,7 +44,9 @@ pub fn decode_sentinel(value: &str) -> Result<String, RpcError> {
             .decode(encoded)
             .ok()
             .and_then(|bytes| String::from_utf8(bytes).ok())
-            .ok_or_else(|| RpcError::HeaderMismatch("Mcp-Name has an invalid base64 sentinel".into())),
+            .ok_or_else(|| {
+                RpcError::HeaderMismatch("Mcp-Name has an invalid base64 sentinel".into())
+            }),
     }
 }
 

@@ -76,7 +76,9 @@ pub async fn post(State(state): State<Arc<AppState>>, headers: HeaderMap, body: 
     if !accepts_json(&headers) {
         return plain_error(
             StatusCode::NOT_ACCEPTABLE,
-            RpcError::InvalidRequest("Accept excludes application/json, the only response type served".into()),
+            RpcError::InvalidRequest(
+                "Accept excludes application/json, the only response type served".into(),
+            ),
         );
     }
     let limit = state.settings.max_body_bytes;
@@ -110,7 +112,10 @@ fn plain_error(status: StatusCode, error: RpcError) -> Response {
 fn json_response(status: StatusCode, body: &Value, session: Option<&str>) -> Response {
     let mut response = (status, serde_json::to_vec(body).unwrap_or_default()).into_response();
     let h = response.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     if let Some(id) = session.and_then(|s| HeaderValue::from_str(s).ok()) {
         h.insert(headers::SESSION_ID, id);
@@ -160,7 +165,10 @@ fn check_host_and_origin(state: &AppState, headers: &HeaderMap) -> Result<(), Re
         }
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
-        let ok = origin.to_str().ok().is_some_and(|o| state.origin_allowed(o));
+        let ok = origin
+            .to_str()
+            .ok()
+            .is_some_and(|o| state.origin_allowed(o));
         if !ok {
             return Err(plain_error(
                 StatusCode::FORBIDDEN,
@@ -214,20 +222,31 @@ async fn handle_message(state: &Arc<AppState>, headers: &HeaderMap, bytes: &Byte
         }
     };
     if message.get("jsonrpc") != Some(&json!("2.0")) {
-        return rpc_error(&RpcError::InvalidRequest("jsonrpc must be \"2.0\"".into()), id.as_ref());
+        return rpc_error(
+            &RpcError::InvalidRequest("jsonrpc must be \"2.0\"".into()),
+            id.as_ref(),
+        );
     }
     let method = match message.get("method") {
         Some(Value::String(m)) => m.clone(),
         Some(_) => {
-            return rpc_error(&RpcError::InvalidRequest("method must be a string".into()), id.as_ref());
+            return rpc_error(
+                &RpcError::InvalidRequest("method must be a string".into()),
+                id.as_ref(),
+            );
         }
-        None if id.is_some() && (message.contains_key("result") || message.contains_key("error")) => {
+        None if id.is_some()
+            && (message.contains_key("result") || message.contains_key("error")) =>
+        {
             // A client's response to a server request (legacy transport);
             // this server never sends requests, so there is nothing to match.
             return accepted();
         }
         None => {
-            return rpc_error(&RpcError::InvalidRequest("method is required".into()), id.as_ref());
+            return rpc_error(
+                &RpcError::InvalidRequest("method is required".into()),
+                id.as_ref(),
+            );
         }
     };
     let params = match message.get("params") {
@@ -325,9 +344,11 @@ fn notification(state: &AppState, headers: &HeaderMap, method: &str) -> Response
 /// (which has no handshake), is answered with the legacy revision we serve.
 fn initialize(state: &AppState, id: &Value, params: &Value) -> Response {
     let requested = params.get("protocolVersion").and_then(Value::as_str);
-    let (Some(_), Some(Value::Object(_)), Some(Value::Object(_))) =
-        (requested, params.get("capabilities"), params.get("clientInfo"))
-    else {
+    let (Some(_), Some(Value::Object(_)), Some(Value::Object(_))) = (
+        requested,
+        params.get("capabilities"),
+        params.get("clientInfo"),
+    ) else {
         let error = RpcError::InvalidParams(
             "initialize needs protocolVersion, capabilities and clientInfo".into(),
         );
@@ -348,7 +369,10 @@ fn initialize(state: &AppState, id: &Value, params: &Value) -> Response {
     json_response(StatusCode::OK, &body, Some(&session_id))
 }
 
-#[expect(clippy::too_many_arguments, reason = "one request's parts, passed once")]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one request's parts, passed once"
+)]
 async fn modern(
     state: &Arc<AppState>,
     headers: &HeaderMap,
@@ -361,20 +385,31 @@ async fn modern(
     let strict = state.settings.strict_mcp_headers;
     // 1. Required per-request _meta (-32602).
     let meta = params.get("_meta").and_then(Value::as_object);
-    let version = meta.and_then(|m| m.get(META_VERSION)).and_then(Value::as_str);
+    let version = meta
+        .and_then(|m| m.get(META_VERSION))
+        .and_then(Value::as_str);
     let Some(version) = version else {
-        let error = RpcError::InvalidMeta(format!("_meta[\"{META_VERSION}\"] is required and must be a string"));
+        let error = RpcError::InvalidMeta(format!(
+            "_meta[\"{META_VERSION}\"] is required and must be a string"
+        ));
         return rpc_error(&error, Some(id));
     };
-    if !meta.and_then(|m| m.get(META_CAPABILITIES)).is_some_and(Value::is_object) {
-        let error = RpcError::InvalidMeta(format!("_meta[\"{META_CAPABILITIES}\"] is required and must be an object"));
+    if !meta
+        .and_then(|m| m.get(META_CAPABILITIES))
+        .is_some_and(Value::is_object)
+    {
+        let error = RpcError::InvalidMeta(format!(
+            "_meta[\"{META_CAPABILITIES}\"] is required and must be an object"
+        ));
         return rpc_error(&error, Some(id));
     }
     if meta
         .and_then(|m| m.get(META_CLIENT_INFO))
         .is_some_and(|v| !v.is_object())
     {
-        let error = RpcError::InvalidMeta(format!("_meta[\"{META_CLIENT_INFO}\"] must be an object when present"));
+        let error = RpcError::InvalidMeta(format!(
+            "_meta[\"{META_CLIENT_INFO}\"] must be an object when present"
+        ));
         return rpc_error(&error, Some(id));
     }
     // 2. Header/body agreement (-32020), before version support.
@@ -385,7 +420,13 @@ async fn modern(
     };
     let name_applies = matches!(method, "tools/call" | "prompts/get" | "resources/read");
     let checks = [
-        headers::check(headers, headers::PROTOCOL_VERSION, "MCP-Protocol-Version", Some(version), strict),
+        headers::check(
+            headers,
+            headers::PROTOCOL_VERSION,
+            "MCP-Protocol-Version",
+            Some(version),
+            strict,
+        ),
         headers::check(headers, headers::METHOD, "Mcp-Method", Some(method), strict),
         if name_applies {
             headers::check(headers, headers::NAME, "Mcp-Name", name, strict)
@@ -400,7 +441,12 @@ async fn modern(
     }
     // 3. Version support (-32022).
     if version != MODERN_REVISION {
-        return rpc_error(&RpcError::UnsupportedVersion { requested: version.to_owned() }, Some(id));
+        return rpc_error(
+            &RpcError::UnsupportedVersion {
+                requested: version.to_owned(),
+            },
+            Some(id),
+        );
     }
     // 4. Dispatch.
     match dispatch::dispatch(state, Era::Modern, method, params, principal, trace_id).await {
@@ -419,7 +465,9 @@ pub async fn get(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
         return response;
     }
     match headers::text(&headers, headers::SESSION_ID) {
-        Ok(Some(id)) if state.sessions.touch(id).is_none() => rpc_error(&RpcError::SessionNotFound, None),
+        Ok(Some(id)) if state.sessions.touch(id).is_none() => {
+            rpc_error(&RpcError::SessionNotFound, None)
+        }
         Ok(Some(_)) => method_not_allowed("POST, DELETE"),
         _ => method_not_allowed("POST"),
     }
@@ -434,7 +482,8 @@ pub async fn delete(State(state): State<Arc<AppState>>, headers: HeaderMap) -> R
     match headers::text(&headers, headers::SESSION_ID) {
         Ok(Some(id)) if state.sessions.terminate(id) => {
             let mut r = StatusCode::OK.into_response();
-            r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            r.headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
             r
         }
         Ok(Some(_)) => rpc_error(&RpcError::SessionNotFound, None),
@@ -444,6 +493,7 @@ pub async fn delete(State(state): State<Arc<AppState>>, headers: HeaderMap) -> R
 
 fn method_not_allowed(allow: &'static str) -> Response {
     let mut r = StatusCode::METHOD_NOT_ALLOWED.into_response();
-    r.headers_mut().insert(header::ALLOW, HeaderValue::from_static(allow));
+    r.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static(allow));
     r
 }

@@ -37,7 +37,9 @@ impl Sessions {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
         // A poisoned lock only means another request panicked mid-update of
         // a plain map; the map itself is still consistent.
-        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Start a session and return its id: 128 random bits (UUID v4 from the

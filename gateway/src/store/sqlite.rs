@@ -7,21 +7,22 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use sqlx::Row as _;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
     SqliteSynchronous,
 };
 use sqlx::types::Json;
-use sqlx::Row as _;
 
 use super::{
-    Change, DealersImportSummary, OrganizationPlan, OrganizationRecord, RooftopRecord, RooftopSettings,
-    SourceRecord, Store, StoreError, embedded_migrator, json_text, map_sqlx_error,
+    Change, DealersImportSummary, OrganizationPlan, OrganizationRecord, RooftopRecord,
+    RooftopSettings, SourceRecord, Store, StoreError, embedded_migrator, json_text, map_sqlx_error,
     plan_organization, rooftop_taken, summarize, validate_import,
 };
 
 /// Migrations of this backend, embedded by `build.rs`.
-const MIGRATIONS: &[(i64, &str, &str)] = include!(concat!(env!("OUT_DIR"), "/migrations_sqlite.rs"));
+const MIGRATIONS: &[(i64, &str, &str)] =
+    include!(concat!(env!("OUT_DIR"), "/migrations_sqlite.rs"));
 
 /// How long a statement waits for another writer's lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -294,11 +295,7 @@ async fn check_rooftops_free(
     conn: &mut SqliteConnection,
     plan: &OrganizationPlan<'_>,
 ) -> Result<(), StoreError> {
-    for rooftop in plan
-        .rooftops
-        .iter()
-        .filter(|r| r.change == Change::Added)
-    {
+    for rooftop in plan.rooftops.iter().filter(|r| r.change == Change::Added) {
         let owner: Option<String> =
             sqlx::query_scalar("select organization_id from rooftops where rooftop_id = ?")
                 .bind(&rooftop.rooftop.rooftop_id)

@@ -287,7 +287,10 @@ async fn upsert_then_list_and_get_round_trip(store: &dyn Store) {
     let mut beta = org(
         "org-beta",
         "Beta Motors",
-        vec![rooftop("beta-2", "Beta North"), rooftop("beta-1", "Beta South")],
+        vec![
+            rooftop("beta-2", "Beta North"),
+            rooftop("beta-1", "Beta South"),
+        ],
     );
     beta.legal_name = None;
     beta.extensions = None;
@@ -394,7 +397,10 @@ async fn reordering_rooftops_updates_only_the_organization(store: &dyn Store) {
         .await
         .unwrap();
     assert_eq!(done, summary([0, 1], [0, 0, 0]));
-    assert_eq!(store.get_organization("org-a").await.unwrap(), Some(swapped));
+    assert_eq!(
+        store.get_organization("org-a").await.unwrap(),
+        Some(swapped)
+    );
 }
 
 async fn organizations_not_named_are_untouched(store: &dyn Store) {
@@ -422,7 +428,10 @@ async fn json_documents_keep_their_key_order(store: &dyn Store) {
     store.upsert_organizations(&[o]).await.unwrap();
 
     let stored = store.get_organization("org-k").await.unwrap().unwrap();
-    assert_eq!(serde_json::to_string(&stored.rooftops[0].dap).unwrap(), text);
+    assert_eq!(
+        serde_json::to_string(&stored.rooftops[0].dap).unwrap(),
+        text
+    );
     assert_eq!(
         serde_json::to_string(&stored.extensions).unwrap(),
         r#"{"x-z":1,"x-a":2}"#
@@ -455,7 +464,11 @@ async fn stolen_rooftop_fails_the_whole_import(store: &dyn Store) {
         "A renamed",
         vec![rooftop("a-1", "One"), rooftop("a-2", "Two")],
     );
-    let thief = org("org-b", "B", vec![rooftop("b-1", "Bee"), rooftop("z-1", "Mine")]);
+    let thief = org(
+        "org-b",
+        "B",
+        vec![rooftop("b-1", "Bee"), rooftop("z-1", "Mine")],
+    );
     let err = store
         .upsert_organizations(&[a_renamed, thief])
         .await
@@ -504,11 +517,19 @@ async fn duplicate_ids_in_one_batch_fail_the_whole_import(store: &dyn Store) {
 }
 
 async fn rooftop_may_move_between_organizations_of_one_batch(store: &dyn Store) {
-    let a = org("org-a", "A", vec![rooftop("r-1", "One"), rooftop("a-2", "Two")]);
+    let a = org(
+        "org-a",
+        "A",
+        vec![rooftop("r-1", "One"), rooftop("a-2", "Two")],
+    );
     let b = org("org-b", "B", vec![rooftop("b-1", "Bee")]);
     store.upsert_organizations(&[a, b]).await.unwrap();
     // The new owner is listed before the old one gives it up.
-    let b2 = org("org-b", "B", vec![rooftop("b-1", "Bee"), rooftop("r-1", "One")]);
+    let b2 = org(
+        "org-b",
+        "B",
+        vec![rooftop("b-1", "Bee"), rooftop("r-1", "One")],
+    );
     let a2 = org("org-a", "A", vec![rooftop("a-2", "Two")]);
     let done = store
         .upsert_organizations(&[b2.clone(), a2.clone()])

@@ -21,7 +21,12 @@ pub const NAME: &str = "dealeragent.dealer.get";
 pub const DEALER_DATA_MAX_AGE_SECONDS: i64 = 2_592_000;
 
 pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
-    let snapshot = ctx.state.directory.snapshot().await.map_err(ToolError::internal)?;
+    let snapshot = ctx
+        .state
+        .directory
+        .snapshot()
+        .await
+        .map_err(ToolError::internal)?;
     let organization_id = match args.get("organization_id").and_then(Value::as_str) {
         Some(id) => id.to_owned(),
         None => only_visible_organization(&snapshot, &ctx.principal)?,
@@ -30,7 +35,12 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
         .get("rooftop_ids")
         .and_then(Value::as_array)
         .map(|ids| ids.iter().filter_map(Value::as_str).collect());
-    organization_view(&snapshot, &ctx.principal, &organization_id, requested.as_deref())
+    organization_view(
+        &snapshot,
+        &ctx.principal,
+        &organization_id,
+        requested.as_deref(),
+    )
 }
 
 /// DAP's `dealerRequest` requires nothing, yet the manifest asserts
@@ -93,7 +103,11 @@ pub fn organization_view(
     };
     let observed_at = org.source.observed_at;
     let valid_until = observed_at + Duration::seconds(DEALER_DATA_MAX_AGE_SECONDS);
-    let state = if Utc::now() > valid_until { "stale" } else { "current" };
+    let state = if Utc::now() > valid_until {
+        "stale"
+    } else {
+        "current"
+    };
     let observed = observed_at.to_rfc3339_opts(SecondsFormat::Secs, true);
     let mut source = json!({
         "source_name": org.source.source_name,

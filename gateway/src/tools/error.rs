@@ -104,7 +104,10 @@ pub enum ToolError {
     /// A semantic rule the schema cannot express; the message must not echo
     /// input values.
     #[error("{message}")]
-    Invalid { message: String, field_errors: Vec<FieldError> },
+    Invalid {
+        message: String,
+        field_errors: Vec<FieldError>,
+    },
     /// Absent, or present but not visible to this caller: one message for
     /// both so foreign existence never leaks (DAP-CORE-031).
     #[error("The requested resource was not found.")]
@@ -116,7 +119,9 @@ pub enum ToolError {
 
 impl ToolError {
     pub fn internal(detail: impl std::fmt::Display) -> Self {
-        Self::Internal { detail: detail.to_string() }
+        Self::Internal {
+            detail: detail.to_string(),
+        }
     }
 
     pub fn code(&self) -> ErrorCode {
@@ -135,10 +140,15 @@ impl ToolError {
                 "The arguments do not satisfy the tool's input schema.".to_owned(),
                 Some(field_errors),
             ),
-            Self::Invalid { message, field_errors } => (message.clone(), Some(field_errors)),
+            Self::Invalid {
+                message,
+                field_errors,
+            } => (message.clone(), Some(field_errors)),
             Self::NotFound => (self.to_string(), None),
             Self::Internal { .. } => (
-                format!("The gateway failed unexpectedly; quote error id {error_id} to the operator."),
+                format!(
+                    "The gateway failed unexpectedly; quote error id {error_id} to the operator."
+                ),
                 None,
             ),
         };

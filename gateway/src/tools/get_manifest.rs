@@ -12,6 +12,11 @@ pub const NAME: &str = "dealeragent.discovery.get_manifest";
 
 pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
     let organization_id = args.get("organization_id").and_then(Value::as_str);
-    let snapshot = ctx.state.directory.snapshot().await.map_err(ToolError::internal)?;
+    let snapshot = ctx
+        .state
+        .directory
+        .snapshot()
+        .await
+        .map_err(ToolError::internal)?;
     manifest::build(&ctx.state, &snapshot, &ctx.principal, organization_id)
 }

@@ -53,7 +53,9 @@ pub async fn invoke(ctx: &ToolContext, name: &str, args: &Value) -> Option<ToolO
     let result = match tool.validate_input(args) {
         Err(field_errors) => Err(ToolError::Validation { field_errors }),
         Ok(()) => match dispatch(name, ctx, args).await {
-            None => Err(ToolError::internal(format!("tool {name} is in the catalog but not implemented"))),
+            None => Err(ToolError::internal(format!(
+                "tool {name} is in the catalog but not implemented"
+            ))),
             Some(Ok(output)) => match tool.validate_output(&output) {
                 Ok(()) => Ok(output),
                 Err(errors) => Err(ToolError::internal(format!(
@@ -65,7 +67,10 @@ pub async fn invoke(ctx: &ToolContext, name: &str, args: &Value) -> Option<ToolO
         },
     };
     Some(match result {
-        Ok(structured) => ToolOutcome { structured, is_error: false },
+        Ok(structured) => ToolOutcome {
+            structured,
+            is_error: false,
+        },
         Err(error) => {
             let error_id = format!("err.{}", uuid::Uuid::new_v4());
             if let ToolError::Internal { detail } = &error {

@@ -1,0 +1,221 @@
+//! Shared harness: a real gateway on 127.0.0.1:0 with a fresh store, and a
+//! small JSON-RPC client over real HTTP. No sleeps: `spawn` returns after
+//! the socket is bound.
+
+#![allow(dead_code, reason = "each test binary uses a different subset")]
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use gateway::config::ServeSettings;
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+pub const MODERN: &str = "2026-07-28";
+pub const LEGACY: &str = "2025-11-25";
+
+/// A running gateway; stopped when dropped.
+pub struct TestApp {
+    pub addr: SocketAddr,
+    pub url: String,
+    pub http: reqwest::Client,
+    pub db_dir: PathBuf,
+    _stop: oneshot::Sender<()>,
+}
+
+/// A fresh temporary directory for one test.
+pub fn temp_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("dealer-gw-test-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("create temp dir");
+    dir
+}
+
+/// The store URL for a test: SQLite in a fresh directory.
+pub fn sqlite_url(dir: &std::path::Path) -> String {
+    format!("sqlite://{}", dir.join("gateway.sqlite").display())
+}
+
+/// Start a gateway with the bundled demo data and default settings.
+pub async fn spawn() -> TestApp {
+    spawn_with(|_| {}).await
+}
+
+/// Start a gateway with adjusted settings.
+pub async fn spawn_with(adjust: impl FnOnce(&mut ServeSettings)) -> TestApp {
+    let mut settings = ServeSettings::with_listen("127.0.0.1:0".parse().unwrap());
+    adjust(&mut settings);
+    let dir = temp_dir();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let running = gateway::app::spawn(settings, &sqlite_url(&dir), async move {
+        let _ = stopped.await;
+    })
+    .await
+    .expect("gateway starts");
+    TestApp {
+        addr: running.addr,
+        url: format!("http://{}/mcp", running.addr),
+        http: reqwest::Client::new(),
+        db_dir: dir,
+        _stop: stop,
+    }
+}
+
+/// The per-request `_meta` of 2026-07-28.
+pub fn meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "gateway-tests", "version": "0"}
+    })
+}
+
+/// A well-formed modern request body.
+pub fn modern_body(id: i64, method: &str, mut params: Value) -> Value {
+    params["_meta"] = meta();
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// One HTTP response, decoded.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+    pub raw: String,
+}
+
+impl Reply {
+    pub fn result(&self) -> &Value {
+        assert!(
+            self.body.get("error").is_none(),
+            "unexpected error: {}",
+            self.raw
+        );
+        &self.body["result"]
+    }
+
+    pub fn error_code(&self) -> i64 {
+        self.body["error"]["code"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("no error in {}", self.raw))
+    }
+}
+
+impl TestApp {
+    pub fn base(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// POST raw bytes with exactly the given headers (plus Content-Type
+    /// unless overridden).
+    pub async fn post_raw(
+        &self,
+        headers: &[(&str, &str)],
+        body: impl Into<reqwest::Body>,
+    ) -> Reply {
+        let mut req = self.http.post(&self.url);
+        let mut has_ct = false;
+        for (k, v) in headers {
+            if k.eq_ignore_ascii_case("content-type") {
+                has_ct = true;
+            }
+            req = req.header(*k, *v);
+        }
+        if !has_ct {
+            req = req.header("content-type", "application/json");
+        }
+        let resp = req.body(body).send().await.expect("request sent");
+        decode(resp).await
+    }
+
+    /// POST a modern request with correct standard headers.
+    pub async fn modern(&self, method: &str, params: Value) -> Reply {
+        let body = modern_body(1, method, params);
+        let name = body["params"]
+            .get("name")
+            .or_else(|| body["params"].get("uri"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let mut headers = vec![
+            ("accept", "application/json, text/event-stream"),
+            ("mcp-protocol-version", MODERN),
+            ("mcp-method", method),
+        ];
+        if let Some(name) = name.as_deref() {
+            headers.push(("mcp-name", name));
+        }
+        self.post_raw(&headers, body.to_string()).await
+    }
+
+    /// Call a tool the modern way; returns the `result` object.
+    pub async fn call_tool(&self, name: &str, args: Value) -> Value {
+        let reply = self
+            .modern("tools/call", json!({"name": name, "arguments": args}))
+            .await;
+        assert_eq!(reply.status, 200, "{}", reply.raw);
+        reply.result().clone()
+    }
+
+    /// Legacy handshake; returns the session id.
+    pub async fn initialize_legacy(&self) -> String {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
+        let reply = self
+            .post_raw(
+                &[("accept", "application/json, text/event-stream")],
+                body.to_string(),
+            )
+            .await;
+        assert_eq!(reply.status, 200, "{}", reply.raw);
+        let session = reply
+            .headers
+            .get("mcp-session-id")
+            .expect("session id")
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let r = self
+            .post_raw(
+                &[
+                    ("mcp-session-id", &session),
+                    ("mcp-protocol-version", LEGACY),
+                ],
+                note.to_string(),
+            )
+            .await;
+        assert_eq!(r.status, 202);
+        session
+    }
+
+    /// A request inside a legacy session.
+    pub async fn legacy(&self, session: &str, method: &str, params: Value) -> Reply {
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+        self.post_raw(
+            &[
+                ("mcp-session-id", session),
+                ("mcp-protocol-version", LEGACY),
+                ("accept", "application/json, text/event-stream"),
+            ],
+            body.to_string(),
+        )
+        .await
+    }
+}
+
+async fn decode(resp: reqwest::Response) -> Reply {
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let raw = resp.text().await.expect("body");
+    let body = if raw.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&raw).unwrap_or(Value::Null)
+    };
+    Reply {
+        status,
+        headers,
+        body,
+        raw,
+    }
+}
