@@ -31,7 +31,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the MCP endpoint (POST /mcp) with /healthz and /readyz.
-    Serve(ServeSettings),
+    Serve(Box<ServeSettings>),
     /// Create the store if needed and apply its migrations, then exit.
     Migrate,
     /// Import data files into the store (all or nothing).

@@ -13,7 +13,7 @@ const EXIT_INVALID_INPUT: u8 = 2;
 
 pub async fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
-        Command::Serve(settings) => serve(settings, &cli.database_url).await,
+        Command::Serve(settings) => serve(*settings, &cli.database_url).await,
         Command::Migrate => migrate(&cli.database_url).await,
         Command::Import { what } => match what {
             ImportCommand::Dealers { file, dry_run } => {

@@ -58,7 +58,7 @@ pub enum Era {
 /// `POST /mcp`.
 pub async fn post(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
     if let Err(response) = check_host_and_origin(&state, &headers) {
-        return response;
+        return *response;
     }
     if let Some(ct) = headers.get(header::CONTENT_TYPE) {
         let is_json = ct
@@ -150,7 +150,7 @@ fn accepts_json(headers: &HeaderMap) -> bool {
 
 /// DNS-rebinding defence: the Host must be one we serve, and a browser
 /// Origin must be allowed. Both refusals are 403 with a JSON-RPC body.
-fn check_host_and_origin(state: &AppState, headers: &HeaderMap) -> Result<(), Response> {
+fn check_host_and_origin(state: &AppState, headers: &HeaderMap) -> Result<(), Box<Response>> {
     if let Some(host) = headers.get(header::HOST) {
         let ok = host
             .to_str()
@@ -158,10 +158,10 @@ fn check_host_and_origin(state: &AppState, headers: &HeaderMap) -> Result<(), Re
             .map(host_without_port)
             .is_some_and(|h| state.host_allowed(&h));
         if !ok {
-            return Err(plain_error(
+            return Err(Box::new(plain_error(
                 StatusCode::FORBIDDEN,
                 RpcError::InvalidRequest("Host is not served by this gateway".into()),
-            ));
+            )));
         }
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
@@ -170,10 +170,10 @@ fn check_host_and_origin(state: &AppState, headers: &HeaderMap) -> Result<(), Re
             .ok()
             .is_some_and(|o| state.origin_allowed(o));
         if !ok {
-            return Err(plain_error(
+            return Err(Box::new(plain_error(
                 StatusCode::FORBIDDEN,
                 RpcError::InvalidRequest("Origin is not allowed".into()),
-            ));
+            )));
         }
     }
     Ok(())
@@ -369,10 +369,6 @@ fn initialize(state: &AppState, id: &Value, params: &Value) -> Response {
     json_response(StatusCode::OK, &body, Some(&session_id))
 }
 
-#[expect(
-    clippy::too_many_arguments,
-    reason = "one request's parts, passed once"
-)]
 async fn modern(
     state: &Arc<AppState>,
     headers: &HeaderMap,
@@ -462,7 +458,7 @@ async fn modern(
 /// is 405 (MCP allows it). A terminated legacy session is 404.
 pub async fn get(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
     if let Err(response) = check_host_and_origin(&state, &headers) {
-        return response;
+        return *response;
     }
     match headers::text(&headers, headers::SESSION_ID) {
         Ok(Some(id)) if state.sessions.touch(id).is_none() => {
@@ -477,7 +473,7 @@ pub async fn get(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
 /// a session there is nothing to delete (405).
 pub async fn delete(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
     if let Err(response) = check_host_and_origin(&state, &headers) {
-        return response;
+        return *response;
     }
     match headers::text(&headers, headers::SESSION_ID) {
         Ok(Some(id)) if state.sessions.terminate(id) => {

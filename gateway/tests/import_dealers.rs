@@ -1,0 +1,203 @@
+//! `dealer-gateway import dealers FILE`, run as the real binary: precise
+//! reports, non-zero exit, and nothing written on any problem.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::{sqlite_url, temp_dir};
+
+const DEMO: &str = include_str!("../../demo/dealers.yaml");
+
+fn gateway(db: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dealer-gateway"))
+        .args(args)
+        .env("DEALER_GATEWAY_DATABASE_URL", db)
+        .env("DEALER_GATEWAY_LOG", "warn")
+        .output()
+        .expect("binary runs")
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+async fn organization_count(db: &str) -> usize {
+    gateway::store::open(db)
+        .await
+        .unwrap()
+        .list_organizations()
+        .await
+        .unwrap()
+        .len()
+}
+
+#[tokio::test]
+async fn valid_file_imports_and_identical_reimport_changes_nothing() {
+    let dir = temp_dir();
+    let db = sqlite_url(&dir);
+    let file = write(&dir, "dealers.yaml", DEMO);
+    let first = gateway(&db, &["import", "dealers", &file]);
+    assert!(first.status.success(), "{}", text(&first));
+    assert!(
+        text(&first).contains("organizations added 2"),
+        "{}",
+        text(&first)
+    );
+    let again = gateway(&db, &["import", "dealers", &file]);
+    assert!(again.status.success());
+    assert!(
+        text(&again).contains("added 0, updated 0"),
+        "{}",
+        text(&again)
+    );
+    assert_eq!(organization_count(&db).await, 2);
+}
+
+#[tokio::test]
+async fn reimport_updates_in_place_and_reports_removed_rooftops() {
+    let dir = temp_dir();
+    let db = sqlite_url(&dir);
+    let file = write(&dir, "dealers.yaml", DEMO);
+    assert!(gateway(&db, &["import", "dealers", &file]).status.success());
+    // Drop the Burnaby rooftop and rename the Canadian group.
+    let doc: serde_json::Value = yaml_serde::from_str(DEMO).unwrap();
+    let mut doc = doc;
+    let orgs = doc["organizations"].as_array_mut().unwrap();
+    let ca = orgs
+        .iter_mut()
+        .find(|o| o["organization_id"] == "org.maplecrest-motor-group")
+        .unwrap();
+    ca["name"] = "Maplecrest Motors".into();
+    ca["rooftops"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|r| r["rooftop_id"] != "roof.maplecrest-burnaby");
+    let changed = write(&dir, "changed.json", &doc.to_string());
+
+    let dry = gateway(&db, &["import", "dealers", &changed, "--dry-run"]);
+    assert!(dry.status.success(), "{}", text(&dry));
+    assert!(text(&dry).contains("nothing written"), "{}", text(&dry));
+    assert!(text(&dry).contains("removed 1"), "{}", text(&dry));
+
+    let store = gateway::store::open(&db).await.unwrap();
+    let before = store
+        .get_organization("org.maplecrest-motor-group")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(before.rooftops.len(), 2, "dry run wrote nothing");
+
+    let real = gateway(&db, &["import", "dealers", &changed]);
+    assert!(real.status.success(), "{}", text(&real));
+    assert!(text(&real).contains("updated 1"), "{}", text(&real));
+    let after = store
+        .get_organization("org.maplecrest-motor-group")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(after.name, "Maplecrest Motors");
+    assert_eq!(after.rooftops.len(), 1);
+}
+
+#[tokio::test]
+async fn every_problem_is_reported_with_pointer_and_rule_and_nothing_is_written() {
+    let dir = temp_dir();
+    let db = sqlite_url(&dir);
+    let bad = DEMO
+        .replacen("country: US", "country: usa-secret-value", 1)
+        .replacen("odometer_unit: mi", "odometer_unit: furlongs", 1);
+    assert_ne!(bad, DEMO);
+    let file = write(&dir, "bad.yaml", &bad);
+    let out = gateway(&db, &["import", "dealers", &file]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let report = text(&out);
+    assert!(report.contains("nothing was imported"), "{report}");
+    assert!(
+        report.contains("/organizations/0/rooftops/0/address/country"),
+        "{report}"
+    );
+    assert!(
+        report.contains("gateway_settings/odometer_unit"),
+        "{report}"
+    );
+    assert!(report.contains("bad.yaml"), "names the file: {report}");
+    assert!(
+        !report.contains("usa-secret-value"),
+        "never echoes values: {report}"
+    );
+    assert!(
+        !report.contains("furlongs"),
+        "never echoes values: {report}"
+    );
+    assert_eq!(organization_count(&db).await, 0);
+}
+
+#[tokio::test]
+async fn duplicate_rooftop_ids_and_currency_rules_are_cross_checked() {
+    let dir = temp_dir();
+    let db = sqlite_url(&dir);
+    let bad = DEMO
+        .replace(
+            "rooftop_id: roof.maplecrest-burnaby",
+            "rooftop_id: roof.lakeshore-chicago",
+        )
+        .replacen("currency: USD", "currency: XYZ", 1);
+    let file = write(&dir, "dup.yaml", &bad);
+    let out = gateway(&db, &["import", "dealers", &file]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let report = text(&out);
+    assert!(report.contains("duplicate rooftop_id"), "{report}");
+    assert!(report.contains("ISO 4217"), "{report}");
+    assert_eq!(organization_count(&db).await, 0);
+}
+
+#[tokio::test]
+async fn malformed_yaml_and_json_are_reported_with_position() {
+    let dir = temp_dir();
+    let db = sqlite_url(&dir);
+    let yaml = write(
+        &dir,
+        "broken.yaml",
+        "organizations: [\n  {organization_id: x,\n",
+    );
+    let out = gateway(&db, &["import", "dealers", &yaml]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out).contains("not valid YAML (line"),
+        "{}",
+        text(&out)
+    );
+    let json = write(&dir, "broken.json", "{\"organizations\": [}");
+    let out = gateway(&db, &["import", "dealers", &json]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out).contains("not valid JSON (line 1"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[tokio::test]
+async fn a_missing_file_is_a_clear_error() {
+    let dir = temp_dir();
+    let db = sqlite_url(&dir);
+    let out = gateway(&db, &["import", "dealers", "/nonexistent/dealers.yaml"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("/nonexistent/dealers.yaml: cannot read"),
+        "{}",
+        text(&out)
+    );
+}
