@@ -18,6 +18,8 @@ pub mod config;
 pub mod dealers;
 /// The in-memory dealer directory over the store.
 pub mod directory;
+/// Vehicles: the domain model and its wire rendering.
+pub mod inventory;
 /// The DAP manifest, one object for tool and resource.
 pub mod manifest;
 /// The MCP endpoint, both eras.

@@ -219,3 +219,124 @@ async fn decode(resp: reqwest::Response) -> Reply {
         raw,
     }
 }
+
+/// Send any prepared request and decode the reply (GET, DELETE, odd
+/// headers).
+pub async fn send(req: reqwest::RequestBuilder) -> Reply {
+    decode(req.send().await.expect("request sent")).await
+}
+
+/// A reply read from a raw socket: status line, headers (lower-cased
+/// names) and body bytes.
+#[derive(Debug)]
+pub struct RawReply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl RawReply {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    }
+}
+
+impl TestApp {
+    /// POST with exactly these headers: unlike [`TestApp::post_raw`] no
+    /// Content-Type is added.
+    pub async fn post_exact(
+        &self,
+        headers: &[(&str, &str)],
+        body: impl Into<reqwest::Body>,
+    ) -> Reply {
+        let mut req = self.http.post(&self.url);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        send(req.body(body)).await
+    }
+
+    /// The standard 2026-07-28 request headers for `method`, with
+    /// `Mcp-Name` when `name` is given.
+    pub fn modern_headers<'a>(method: &'a str, name: Option<&'a str>) -> Vec<(&'a str, &'a str)> {
+        let mut headers = vec![
+            ("accept", "application/json, text/event-stream"),
+            ("mcp-protocol-version", MODERN),
+            ("mcp-method", method),
+        ];
+        if let Some(name) = name {
+            headers.push(("mcp-name", name));
+        }
+        headers
+    }
+
+    /// Write one HTTP/1.1 request on a fresh TCP connection (with
+    /// `Connection: close`) and read the whole reply. For what an HTTP
+    /// client library will not send: chunked bodies, foreign Host headers,
+    /// bytes that are not UTF-8 in header values.
+    pub async fn raw_http(&self, head: &str, body: &[u8]) -> RawReply {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(self.addr)
+            .await
+            .expect("connect");
+        let mut request = head.as_bytes().to_vec();
+        request.extend_from_slice(body);
+        // The server may answer (and close) before reading everything.
+        let _ = stream.write_all(&request).await;
+        let _ = stream.flush().await;
+        let mut raw = Vec::new();
+        let _ = stream.read_to_end(&mut raw).await;
+        parse_raw_reply(&raw)
+    }
+}
+
+fn parse_raw_reply(raw: &[u8]) -> RawReply {
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no header end in {:?}", String::from_utf8_lossy(raw)));
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .expect("status line");
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let mut body = raw[split + 4..].to_vec();
+    if headers
+        .iter()
+        .any(|(k, v)| k == "transfer-encoding" && v.eq_ignore_ascii_case("chunked"))
+    {
+        body = dechunk(&body);
+    }
+    RawReply {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn dechunk(mut data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(eol) = data.windows(2).position(|w| w == b"\r\n") {
+        let size = usize::from_str_radix(
+            String::from_utf8_lossy(&data[..eol])
+                .split(';')
+                .next()
+                .unwrap_or("0")
+                .trim(),
+            16,
+        )
+        .unwrap_or(0);
+        if size == 0 || data.len() < eol + 2 + size {
+            break;
+        }
+        out.extend_from_slice(&data[eol + 2..eol + 2 + size]);
+        data = &data[(eol + 4 + size).min(data.len())..];
+    }
+    out
+}

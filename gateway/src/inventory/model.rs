@@ -1,0 +1,204 @@
+//! The vehicle record as imported and stored, independent of the file
+//! format it came from.
+//!
+//! Unknown is a value: every optional fact is an `Option`, and `None` is
+//! rendered as absent (or as an explicit unknown where DAP has one), never
+//! as zero, false or "included" (DAP Inventory CSV 0.1: an empty cell means
+//! unknown).
+
+use chrono::{DateTime, Utc};
+use pricing::Money;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Odometer unit (DAP `distance.unit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DistanceUnit {
+    Mi,
+    Km,
+}
+
+impl DistanceUnit {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Mi => "mi",
+            Self::Km => "km",
+        }
+    }
+
+    /// Exact length of one unit in millimetres. A mile is exactly
+    /// 1,609,344 mm (international mile, 1959); a kilometre 1,000,000 mm.
+    /// Comparing odometers in millimetres as integers is exact.
+    pub fn millimetres(self) -> i128 {
+        match self {
+            Self::Mi => 1_609_344,
+            Self::Km => 1_000_000,
+        }
+    }
+}
+
+/// An odometer reading with its unit (never assumed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Odometer {
+    pub value: i64,
+    pub unit: DistanceUnit,
+    /// DAP `odometer.status` (`actual|not_actual|exceeds_mechanical_limits|unknown`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<OdometerStatus>,
+}
+
+impl Odometer {
+    /// The reading in millimetres (exact).
+    pub fn millimetres(&self) -> i128 {
+        i128::from(self.value) * self.unit.millimetres()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OdometerStatus {
+    Actual,
+    NotActual,
+    ExceedsMechanicalLimits,
+    Unknown,
+}
+
+/// Where a vehicle record came from (DAP `source` + `provenance`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VehicleSource {
+    /// e.g. `dap-csv:lakeshore-chicago.csv`.
+    pub source_name: String,
+    /// The record's id in the source (the row's stock number or the JSON
+    /// record's id); `None` when the source has none.
+    pub source_record_id: Option<String>,
+    /// DAP `source.authority`: `dealer_asserted` for files unless the
+    /// rooftop configuration says otherwise.
+    pub authority: String,
+    /// `sha256:<hex>` of the imported file.
+    pub content_digest: String,
+    /// When the source observed the record (the row's `observed_at`).
+    pub observed_at: DateTime<Utc>,
+    /// Each transformation applied on the way in (DAP `transformations`,
+    /// at most 32 of at most 160 characters).
+    pub transformations: Vec<String>,
+}
+
+/// One vehicle as published by one rooftop in one snapshot.
+///
+/// Enumerated fields hold DAP wire strings that ingest has already checked
+/// against the schema enums (`condition`, `vehicle_type`, availability
+/// status, ...); they are kept as strings so the record mirrors the wire.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VehicleRecord {
+    /// Gateway-scoped stable id (DAP 6.1: never the VIN itself). Stable
+    /// across snapshots for the same (rooftop, VIN).
+    pub vehicle_id: String,
+    pub organization_id: String,
+    pub rooftop_id: String,
+    pub vin: Option<String>,
+    pub stock_number: Option<String>,
+    pub year: i32,
+    pub make: String,
+    pub model: String,
+    pub trim: Option<String>,
+    /// `new|used|certified|demo`.
+    pub condition: String,
+    /// `car|truck|suv|van|motorcycle|rv|trailer|other`.
+    pub vehicle_type: Option<String>,
+    pub body_style: Option<String>,
+    pub exterior_color: Option<String>,
+    pub interior_color: Option<String>,
+    pub odometer: Option<Odometer>,
+    /// DAP `powertrain` object as published (already schema-valid).
+    pub powertrain: Option<Value>,
+    pub features: Vec<String>,
+    /// DAP `mediaAsset` objects.
+    pub media: Vec<Value>,
+    /// HTTPS listing page.
+    pub listing_url: Option<String>,
+    pub window_sticker_url: Option<String>,
+    /// The advertised price; DAP requires one for a published vehicle.
+    pub advertised_price: Money,
+    /// Required dealer charges as DAP `dealerCharge` objects; `None` when
+    /// the source did not say (unknown, not "none").
+    pub required_dealer_charges: Option<Vec<Value>>,
+    /// Conditional adjustments as DAP `conditionalAdjustment` objects;
+    /// `None` when unknown.
+    pub conditional_adjustments: Option<Vec<Value>>,
+    /// `unknown|estimated|calculated|not_applicable`; `None` = unknown.
+    pub government_charges_status: Option<String>,
+    /// DAP availability status as asserted by the source
+    /// (`available|in_transit|on_hold|pending_sale|sold|unavailable|unknown`).
+    pub availability_status: String,
+    /// When the vehicle entered stock (inventory age basis).
+    pub stocked_at: Option<DateTime<Utc>>,
+    pub first_public_listing_at: Option<DateTime<Utc>>,
+    /// `available|not_available|restricted|unknown|conflicting` summary of
+    /// the history reports; `None` when no report information exists.
+    pub history_report_status: Option<String>,
+    /// DAP `historyReport`-like objects as published (see
+    /// schemas/inventory-cells.schema.json).
+    pub history_reports: Vec<Value>,
+    /// `manufacturer_cpo|dealer_certified|third_party_certified|not_certified|unknown`.
+    pub certification_type: Option<String>,
+    pub source: VehicleSource,
+}
+
+/// What a new snapshot changes against the previous one of its rooftop.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InventoryImportSummary {
+    /// Data rows read from the file (all of them valid, or nothing is written).
+    pub rows_read: u32,
+    /// Vehicle ids absent from the previous snapshot.
+    pub vehicles_added: u32,
+    /// Vehicle ids present before whose facts changed.
+    pub vehicles_changed: u32,
+    /// Vehicle ids present before whose facts are identical.
+    pub vehicles_unchanged: u32,
+    /// Vehicle ids of the previous snapshot missing from this one (they are
+    /// reported `withdrawn` for a grace period, then not found).
+    pub vehicles_removed: u32,
+}
+
+impl VehicleRecord {
+    /// True when the published facts differ. Provenance is not a fact of the
+    /// vehicle: re-importing the same row from a new file changes nothing.
+    pub fn facts_differ(&self, other: &VehicleRecord) -> bool {
+        let mut a = self.clone();
+        let b = other;
+        a.source = b.source.clone();
+        a != *b
+    }
+}
+
+/// Compare two snapshots of one rooftop by `vehicle_id`.
+pub fn diff_vehicles(previous: &[VehicleRecord], next: &[VehicleRecord]) -> InventoryImportSummary {
+    use std::collections::HashMap;
+    let before: HashMap<&str, &VehicleRecord> =
+        previous.iter().map(|v| (v.vehicle_id.as_str(), v)).collect();
+    let mut summary = InventoryImportSummary {
+        rows_read: saturating_u32(next.len()),
+        ..InventoryImportSummary::default()
+    };
+    let mut seen = 0usize;
+    for v in next {
+        match before.get(v.vehicle_id.as_str()) {
+            None => summary.vehicles_added += 1,
+            Some(old) => {
+                seen += 1;
+                if old.facts_differ(v) {
+                    summary.vehicles_changed += 1;
+                } else {
+                    summary.vehicles_unchanged += 1;
+                }
+            }
+        }
+    }
+    summary.vehicles_removed = saturating_u32(before.len().saturating_sub(seen));
+    summary
+}
+
+fn saturating_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
