@@ -150,7 +150,10 @@ async fn missing_wildcard_or_json_only_accept_is_answered_with_json() {
         Some("application/*"),
         Some("application/json, text/event-stream"),
     ] {
-        let mut headers = vec![("mcp-protocol-version", MODERN), ("mcp-method", "server/discover")];
+        let mut headers = vec![
+            ("mcp-protocol-version", MODERN),
+            ("mcp-method", "server/discover"),
+        ];
         if let Some(a) = accept {
             headers.push(("accept", a));
         }
@@ -242,7 +245,12 @@ async fn chunked_body_within_the_limit_is_served() {
 #[tokio::test]
 async fn invalid_json_is_400_parse_error_without_id() {
     let app = spawn().await;
-    for body in ["{\"jsonrpc\": \"2.0\", \"id\": 1,", "", "nope", "\u{feff}{}"] {
+    for body in [
+        "{\"jsonrpc\": \"2.0\", \"id\": 1,",
+        "",
+        "nope",
+        "\u{feff}{}",
+    ] {
         let r = app.post_raw(&discover_headers(), body).await;
         assert_eq!(r.status, 400, "{body:?}: {}", r.raw);
         assert_error_without_id(&r.body, -32700);
@@ -276,7 +284,14 @@ async fn non_object_json_is_invalid_request() {
 #[tokio::test]
 async fn null_fractional_or_structured_id_is_invalid_request() {
     let app = spawn().await;
-    for id in [json!(null), json!(1.5), json!(2.0), json!(true), json!({"a": 1}), json!([1])] {
+    for id in [
+        json!(null),
+        json!(1.5),
+        json!(2.0),
+        json!(true),
+        json!({"a": 1}),
+        json!([1]),
+    ] {
         let mut body = modern_body(1, "server/discover", json!({}));
         body["id"] = id.clone();
         let r = app.post_raw(&discover_headers(), body.to_string()).await;
@@ -323,7 +338,10 @@ async fn params_not_an_object_is_400_invalid_params() {
     for params in [json!([1, 2]), json!("x"), json!(null), json!(3)] {
         let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": params});
         let r = app
-            .post_raw(&TestApp::modern_headers("tools/list", None), body.to_string())
+            .post_raw(
+                &TestApp::modern_headers("tools/list", None),
+                body.to_string(),
+            )
             .await;
         assert_eq!(r.status, 400, "{params}: {}", r.raw);
         assert_eq!(r.error_code(), -32602);
@@ -416,6 +434,11 @@ async fn delete_without_session_is_405() {
 #[tokio::test]
 async fn get_with_a_foreign_origin_is_403() {
     let app = spawn().await;
-    let r = send(app.http.get(&app.url).header("origin", "https://evil.example.com")).await;
+    let r = send(
+        app.http
+            .get(&app.url)
+            .header("origin", "https://evil.example.com"),
+    )
+    .await;
     assert_eq!(r.status, 403, "{}", r.raw);
 }

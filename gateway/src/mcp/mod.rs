@@ -258,17 +258,9 @@ async fn handle_message(state: &Arc<AppState>, headers: &HeaderMap, bytes: &Byte
         }
     };
 
-    let Some(id) = id else {
-        return notification(state, headers, &method);
-    };
-
-    let session_header = match headers::text(headers, headers::SESSION_ID) {
-        Ok(s) => s.map(str::to_owned),
-        Err(e) => return rpc_error(&e, Some(&id)),
-    };
     let header_version = match headers::text(headers, headers::PROTOCOL_VERSION) {
         Ok(v) => v.map(str::to_owned),
-        Err(e) => return rpc_error(&e, Some(&id)),
+        Err(e) => return rpc_error(&e, id.as_ref()),
     };
     let meta_has_version = params
         .get("_meta")
@@ -277,18 +269,32 @@ async fn handle_message(state: &Arc<AppState>, headers: &HeaderMap, bytes: &Byte
     let header_is_modern = header_version
         .as_deref()
         .is_some_and(|v| !HANDSHAKE_REVISIONS.contains(&v));
+    let is_modern = meta_has_version || header_is_modern;
+
+    let Some(id) = id else {
+        // 2026-07-28 has no sessions: a stray Mcp-Session-Id is ignored there.
+        return if is_modern {
+            accepted()
+        } else {
+            notification(state, headers, &method)
+        };
+    };
 
     let trace_id = format!("trace.{}", uuid::Uuid::new_v4());
     // Authentication arrives with the security issue; until then every
     // caller is anonymous, and nothing in `_meta` changes that.
     let principal = Principal::Anonymous;
 
-    if meta_has_version || header_is_modern {
+    if is_modern {
         return modern(state, headers, &id, &method, &params, &principal, &trace_id).await;
     }
     if method == "initialize" {
         return initialize(state, &id, &params);
     }
+    let session_header = match headers::text(headers, headers::SESSION_ID) {
+        Ok(s) => s.map(str::to_owned),
+        Err(e) => return rpc_error(&e, Some(&id)),
+    };
     let Some(session_id) = session_header else {
         return rpc_error(&RpcError::SessionRequired, Some(&id));
     };
