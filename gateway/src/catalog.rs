@@ -49,6 +49,10 @@ pub const SCHEMA_FILES: &[(&str, &str)] = &[
         "dealers-file.schema.json",
         include_str!("../../schemas/dealers-file.schema.json"),
     ),
+    (
+        "inventory-cells.schema.json",
+        include_str!("../../schemas/inventory-cells.schema.json"),
+    ),
 ];
 
 const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";

@@ -1,4 +1,5 @@
-//! The command line: `serve`, `migrate`, `import dealers`.
+//! The command line: `serve`, `migrate`, `import dealers|inventory|bundle`,
+//! `demo generate`.
 
 use std::path::PathBuf;
 
@@ -39,6 +40,32 @@ pub enum Command {
         #[command(subcommand)]
         what: ImportCommand,
     },
+    /// Demo data.
+    Demo {
+        #[command(subcommand)]
+        what: DemoCommand,
+    },
+}
+
+/// The inventory feed formats (docs/inventory-feeds.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FeedFormatArg {
+    /// DAP Inventory CSV 0.1.
+    DapCsv,
+    /// A Dealer.com-style CSV export (header aliases, formatted prices).
+    DealerComCsv,
+    /// A JSON array of DAP vehicle records.
+    Json,
+}
+
+impl From<FeedFormatArg> for crate::ingest::FeedFormat {
+    fn from(f: FeedFormatArg) -> Self {
+        match f {
+            FeedFormatArg::DapCsv => Self::DapCsv,
+            FeedFormatArg::DealerComCsv => Self::DealerComCsv,
+            FeedFormatArg::Json => Self::Json,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -51,5 +78,56 @@ pub enum ImportCommand {
         /// Validate and report what would change, but write nothing.
         #[arg(long)]
         dry_run: bool,
+    },
+    /// Import one inventory file of one organization (see
+    /// docs/inventory-feeds.md). Each rooftop in the file gets a new
+    /// inventory snapshot; a file with any problem writes nothing.
+    Inventory {
+        /// The file to import (.csv or .json).
+        file: PathBuf,
+        /// The organization whose inventory this is.
+        #[arg(long)]
+        organization: String,
+        /// Only this rooftop: rows naming another rooftop are errors. Supplies
+        /// the rooftop to formats without a rooftop column (dealer-com-csv).
+        #[arg(long)]
+        rooftop: Option<String>,
+        /// The file format. Default: by extension (.json is json, .csv is
+        /// dap-csv); a Dealer.com export must be named explicitly.
+        #[arg(long, value_enum)]
+        format: Option<FeedFormatArg>,
+        /// Validate and report what would change, but write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Import a bundle directory: DIR/dealers.yaml, then every
+    /// DIR/inventory/*.csv (DAP Inventory CSV; the organization is the one
+    /// its rows name). Each file is all or nothing; one summary at the end.
+    Bundle {
+        /// The bundle directory.
+        dir: PathBuf,
+        /// Validate and report what would change, but write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DemoCommand {
+    /// Generate a fictional, reproducible demo bundle (dealers.yaml and
+    /// inventory/*.csv) for `import bundle`.
+    Generate {
+        /// Vehicles in total, spread over the rooftops.
+        #[arg(long, default_value_t = 500)]
+        vehicles: usize,
+        /// Rooftops to generate.
+        #[arg(long, default_value_t = 5)]
+        rooftops: usize,
+        /// Random seed: the same seed gives the same files.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Output directory (created if missing).
+        #[arg(long)]
+        out: PathBuf,
     },
 }

@@ -16,8 +16,12 @@ pub mod cli;
 pub mod config;
 /// The dealers file: parse, validate, convert.
 pub mod dealers;
+/// Deterministic demo data: a dealers file and DAP Inventory CSV feeds.
+pub mod demo;
 /// The in-memory dealer directory over the store.
 pub mod directory;
+/// Inventory feeds (DAP CSV, Dealer.com CSV, JSON): parse, validate, convert.
+pub mod ingest;
 /// Vehicles: the domain model and its wire rendering.
 pub mod inventory;
 /// The DAP manifest, one object for tool and resource.

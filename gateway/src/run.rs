@@ -1,33 +1,101 @@
 //! Running one CLI command to an exit code.
 
+use std::io::IsTerminal as _;
+use std::path::Path;
 use std::process::ExitCode;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 
 use crate::catalog::Catalog;
-use crate::cli::{Cli, Command, ImportCommand};
+use crate::cli::{Cli, Command, DemoCommand, FeedFormatArg, ImportCommand};
+use crate::ingest::{self, FeedFormat, IngestContext, IngestError, ParsedFeed, Progress};
+use crate::inventory::model::{InventoryImportSummary, diff_vehicles};
+use crate::store::{OrganizationRecord, Store};
 use crate::{Error, app, dealers, store};
 
-/// Exit code for input the user must fix (a bad file).
+/// Exit code for input the user must fix (a bad file, an unknown id).
 const EXIT_INVALID_INPUT: u8 = 2;
 
+/// Files at least this large show parse progress even when stderr is not a
+/// terminal.
+const PROGRESS_MIN_BYTES: usize = 8 * 1024 * 1024;
+
+/// How a command fails: bad input (exit 2, the report is printed as is) or
+/// any other failure (exit 1).
+#[derive(Debug)]
+enum Failure {
+    Gateway(Error),
+    BadInput(String),
+}
+
+impl<E: Into<Error>> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Self::Gateway(e.into())
+    }
+}
+
+impl Failure {
+    fn from_ingest(e: IngestError) -> Self {
+        if e.is_bad_input() {
+            Self::BadInput(e.to_string())
+        } else {
+            Self::Gateway(Error::Io(e.to_string()))
+        }
+    }
+}
+
 pub async fn run(cli: Cli) -> ExitCode {
-    let result = match cli.command {
-        Command::Serve(settings) => serve(*settings, &cli.database_url).await,
-        Command::Migrate => migrate(&cli.database_url).await,
+    let db = cli.database_url.as_str();
+    let result: Result<(), Failure> = match cli.command {
+        Command::Serve(settings) => serve(*settings, db).await.map_err(Failure::from),
+        Command::Migrate => migrate(db).await.map_err(Failure::from),
         Command::Import { what } => match what {
-            ImportCommand::Dealers { file, dry_run } => {
-                import_dealers(&cli.database_url, &file, dry_run).await
+            ImportCommand::Dealers { file, dry_run } => import_dealers(db, &file, dry_run)
+                .await
+                .map(|_| ())
+                .map_err(Failure::from),
+            ImportCommand::Inventory {
+                file,
+                organization,
+                rooftop,
+                format,
+                dry_run,
+            } => {
+                import_inventory(
+                    db,
+                    &file,
+                    &organization,
+                    rooftop.as_deref(),
+                    format,
+                    dry_run,
+                )
+                .await
             }
+            ImportCommand::Bundle { dir, dry_run } => import_bundle(db, &dir, dry_run).await,
+        },
+        Command::Demo { what } => match what {
+            DemoCommand::Generate {
+                vehicles,
+                rooftops,
+                seed,
+                out,
+            } => demo_generate(vehicles, rooftops, seed, &out),
         },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Error::DealersFile(e)) => {
+        Err(Failure::Gateway(Error::DealersFile(e))) => {
             eprint!("{e}");
             ExitCode::from(EXIT_INVALID_INPUT)
         }
-        Err(e) => {
+        Err(Failure::BadInput(report)) => {
+            eprint!("{report}");
+            if !report.ends_with('\n') {
+                eprintln!();
+            }
+            ExitCode::from(EXIT_INVALID_INPUT)
+        }
+        Err(Failure::Gateway(e)) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
@@ -65,9 +133,9 @@ async fn migrate(database_url: &str) -> Result<(), Error> {
 
 async fn import_dealers(
     database_url: &str,
-    file: &std::path::Path,
+    file: &Path,
     dry_run: bool,
-) -> Result<(), Error> {
+) -> Result<Vec<OrganizationRecord>, Error> {
     let catalog = Catalog::load()?;
     let name = file.display().to_string();
     let bytes = std::fs::read(file).map_err(|e| Error::Io(format!("{name}: cannot read: {e}")))?;
@@ -103,5 +171,312 @@ async fn import_dealers(
         ru = summary.rooftops_updated,
         rr = summary.rooftops_removed,
     );
+    Ok(records)
+}
+
+/// `import inventory FILE --organization ORG [--rooftop R] [--format F] [--dry-run]`.
+async fn import_inventory(
+    database_url: &str,
+    file: &Path,
+    organization: &str,
+    rooftop: Option<&str>,
+    format: Option<FeedFormatArg>,
+    dry_run: bool,
+) -> Result<(), Failure> {
+    let name = file.display().to_string();
+    let format = match format {
+        Some(f) => FeedFormat::from(f),
+        None => FeedFormat::from_file_name(&name).ok_or_else(|| {
+            Failure::BadInput(format!(
+                "{name}: cannot tell the format from the file name (.csv is dap-csv, .json is \
+                 json); give --format dap-csv|dealer-com-csv|json; nothing was imported"
+            ))
+        })?,
+    };
+    let bytes = std::fs::read(file).map_err(|e| Error::Io(format!("{name}: cannot read: {e}")))?;
+    let store = store::open(database_url).await?;
+    let org = store.get_organization(organization).await?.ok_or_else(|| {
+        Failure::BadInput(format!(
+            "organization {organization} is not in the store: import its dealers file first \
+                 (dealer-gateway import dealers FILE); nothing was imported"
+        ))
+    })?;
+    let now = Utc::now();
+    let ctx = IngestContext::for_organization(&org, rooftop, now);
+    let parsed = parse_file(format, file, &bytes, &ctx)?;
+    let results = write_or_plan(store.as_ref(), &parsed, dry_run, now).await?;
+    for line in report_lines(&name, &parsed, &results, dry_run) {
+        println!("{line}");
+    }
     Ok(())
+}
+
+/// Parse one file with a progress indicator; problems name the file by
+/// the path given.
+fn parse_file(
+    format: FeedFormat,
+    path: &Path,
+    bytes: &[u8],
+    ctx: &IngestContext,
+) -> Result<ParsedFeed, Failure> {
+    let shown = path.display().to_string();
+    let file_name = path
+        .file_name()
+        .map_or_else(|| shown.clone(), |n| n.to_string_lossy().into_owned());
+    let mut indicator = Indicator::new(&shown, bytes.len());
+    let parsed = ingest::parse_feed_with_progress(format, &file_name, bytes, ctx, &mut |p| {
+        indicator.update(p);
+    });
+    indicator.finish();
+    parsed.map_err(|e| {
+        let e = match e {
+            IngestError::Invalid {
+                format, problems, ..
+            } => IngestError::Invalid {
+                file: shown.clone(),
+                format,
+                problems,
+            },
+            IngestError::Unreadable { reason, .. } => IngestError::Unreadable {
+                file: shown.clone(),
+                reason,
+            },
+            other => other,
+        };
+        Failure::from_ingest(e)
+    })
+}
+
+/// What each rooftop of a parsed feed changed (or would change): rooftop,
+/// snapshot version (`None` for a dry run) and the summary.
+async fn write_or_plan(
+    store: &dyn Store,
+    parsed: &ParsedFeed,
+    dry_run: bool,
+    now: DateTime<Utc>,
+) -> Result<Vec<(String, Option<i64>, InventoryImportSummary)>, Failure> {
+    let org = parsed.organization_id.as_str();
+    let mut out = Vec::with_capacity(parsed.rooftops.len());
+    if dry_run {
+        for r in &parsed.rooftops {
+            let previous = match store.snapshot_history(org, &r.rooftop_id, 1).await?.first() {
+                Some(s) => store.snapshot_vehicles(&s.snapshot_id).await?,
+                None => Vec::new(),
+            };
+            out.push((
+                r.rooftop_id.clone(),
+                None,
+                diff_vehicles(&previous, &r.vehicles),
+            ));
+        }
+    } else {
+        let source = parsed.source_record(now);
+        for r in &parsed.rooftops {
+            let snapshot = store
+                .create_snapshot(org, &r.rooftop_id, &source, &r.vehicles)
+                .await?;
+            out.push((
+                r.rooftop_id.clone(),
+                Some(snapshot.version),
+                snapshot.summary,
+            ));
+        }
+    }
+    Ok(out)
+}
+
+fn report_lines(
+    name: &str,
+    parsed: &ParsedFeed,
+    results: &[(String, Option<i64>, InventoryImportSummary)],
+    dry_run: bool,
+) -> Vec<String> {
+    let mut lines = vec![format!(
+        "{verb} {name} ({format}, organization {org}): {rows} row(s) read, {n} rooftop(s)",
+        verb = if dry_run {
+            "dry run, nothing written:"
+        } else {
+            "imported"
+        },
+        format = parsed.format.name(),
+        org = parsed.organization_id,
+        rows = parsed.rows_read,
+        n = results.len(),
+    )];
+    for (rooftop, version, s) in results {
+        let snapshot = match version {
+            Some(v) => format!("snapshot version {v}"),
+            None => "no snapshot written".to_owned(),
+        };
+        lines.push(format!(
+            "  {rooftop}: {snapshot} — rows read {}, vehicles added {}, changed {}, unchanged {}, removed {}",
+            s.rows_read, s.vehicles_added, s.vehicles_changed, s.vehicles_unchanged, s.vehicles_removed
+        ));
+    }
+    lines
+}
+
+/// `import bundle DIR [--dry-run]`.
+async fn import_bundle(database_url: &str, dir: &Path, dry_run: bool) -> Result<(), Failure> {
+    let shown = dir.display().to_string();
+    let dealers_file = dir.join("dealers.yaml");
+    if !dealers_file.is_file() {
+        return Err(Failure::BadInput(format!(
+            "{shown}: a bundle needs dealers.yaml (and inventory/*.csv); nothing was imported"
+        )));
+    }
+    let organizations = import_dealers(database_url, &dealers_file, dry_run).await?;
+    let inventory_dir = dir.join("inventory");
+    let mut files: Vec<std::path::PathBuf> = match std::fs::read_dir(&inventory_dir) {
+        Ok(entries) => entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.is_file() && p.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv")))
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => {
+            return Err(Error::Io(format!("{}: cannot list: {e}", inventory_dir.display())).into());
+        }
+    };
+    files.sort();
+    let store = store::open(database_url).await?;
+    let mut lines = Vec::new();
+    let mut failed = Vec::new();
+    let mut vehicles = 0usize;
+    for path in &files {
+        let name = path.display().to_string();
+        let bytes =
+            std::fs::read(path).map_err(|e| Error::Io(format!("{name}: cannot read: {e}")))?;
+        let org = match ingest::dap_csv::organization_of(&bytes) {
+            Err(rule) => {
+                eprintln!(
+                    "{name}: cannot tell the organization: {rule}; nothing was imported from this file"
+                );
+                failed.push(name);
+                continue;
+            }
+            Ok(id) => match organizations.iter().find(|o| o.organization_id == id) {
+                Some(o) => Some(o.clone()),
+                None => store.get_organization(&id).await?,
+            },
+        };
+        let Some(org) = org else {
+            eprintln!(
+                "{name}: its organization_id names no organization of the bundle's dealers.yaml \
+                 or the store; nothing was imported from this file"
+            );
+            failed.push(name);
+            continue;
+        };
+        let now = Utc::now();
+        let ctx = IngestContext::for_organization(&org, None, now);
+        let parsed = match parse_file(FeedFormat::DapCsv, path, &bytes, &ctx) {
+            Ok(p) => p,
+            Err(Failure::BadInput(report)) => {
+                eprint!("{report}");
+                failed.push(name);
+                continue;
+            }
+            Err(other) => return Err(other),
+        };
+        let results = write_or_plan(store.as_ref(), &parsed, dry_run, now).await?;
+        vehicles += parsed
+            .rooftops
+            .iter()
+            .map(|r| r.vehicles.len())
+            .sum::<usize>();
+        lines.extend(report_lines(&name, &parsed, &results, dry_run));
+    }
+    for line in &lines {
+        println!("{line}");
+    }
+    println!(
+        "bundle {shown}{dry}: {ok} of {all} inventory file(s) {verb}, {vehicles} vehicle(s); {bad} file(s) with problems",
+        dry = if dry_run {
+            " (dry run, nothing written)"
+        } else {
+            ""
+        },
+        ok = files.len() - failed.len(),
+        all = files.len(),
+        verb = if dry_run { "valid" } else { "imported" },
+        bad = failed.len(),
+    );
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::BadInput(format!(
+            "{} inventory file(s) had problems and were not imported: {}",
+            failed.len(),
+            failed.join(", ")
+        )))
+    }
+}
+
+/// `demo generate --vehicles N --rooftops M --seed S --out DIR`.
+fn demo_generate(vehicles: usize, rooftops: usize, seed: u64, out: &Path) -> Result<(), Failure> {
+    let options = crate::demo::DemoOptions {
+        vehicles,
+        rooftops,
+        seed,
+    };
+    let summary = crate::demo::generate(&options, out).map_err(|e| match e {
+        crate::demo::DemoError::InvalidOptions(_) => Failure::BadInput(e.to_string()),
+        crate::demo::DemoError::Io { .. } => Failure::Gateway(Error::Io(e.to_string())),
+    })?;
+    println!(
+        "generated {}: {} organization(s), {} rooftop(s), {} vehicle(s) in {} file(s); \
+         load it with: dealer-gateway import bundle {}",
+        out.display(),
+        summary.organizations,
+        summary.rooftops,
+        summary.vehicles,
+        summary.files.len(),
+        out.display()
+    );
+    Ok(())
+}
+
+/// Parse progress on stderr: in place on a terminal, a line per 10 % for
+/// a large file otherwise; silent for small files off a terminal.
+struct Indicator<'a> {
+    name: &'a str,
+    tty: bool,
+    enabled: bool,
+    last: Option<u64>,
+}
+
+impl<'a> Indicator<'a> {
+    fn new(name: &'a str, bytes: usize) -> Self {
+        let tty = std::io::stderr().is_terminal();
+        Self {
+            name,
+            tty,
+            enabled: tty || bytes >= PROGRESS_MIN_BYTES,
+            last: None,
+        }
+    }
+
+    fn update(&mut self, p: Progress) {
+        if !self.enabled || p.bytes_total == 0 {
+            return;
+        }
+        let pct = p.bytes_done.saturating_mul(100) / p.bytes_total;
+        let step = if self.tty { pct } else { pct / 10 };
+        if self.last == Some(step) {
+            return;
+        }
+        self.last = Some(step);
+        if self.tty {
+            eprint!("\r{}: parsing {pct:>3}% ({} rows)", self.name, p.rows);
+        } else {
+            eprintln!("{}: parsing {pct}% ({} rows)", self.name, p.rows);
+        }
+    }
+
+    fn finish(&self) {
+        if self.enabled && self.tty && self.last.is_some() {
+            eprintln!();
+        }
+    }
 }

@@ -1,0 +1,366 @@
+//! A JSON array of DAP vehicle records (`vehicle.schema.json#/$defs/vehicle`)
+//! as another gateway or a dealer system publishes them.
+//!
+//! The parts the gateway computes are optional on the way in:
+//! `vehicle_id` (derived from the VIN like CSV rows when absent),
+//! `organization_id` (must be `--organization` when present), `rooftop_id`
+//! (`--rooftop` when absent), `availability` (status `unknown` when
+//! absent), `provenance` and `freshness`. Incoming freshness is ignored
+//! (the gateway computes its own); the first incoming provenance source is
+//! kept as the record's source, except that a file is never authoritative.
+//! Problems are reported per record: `row` is the array index and `column`
+//! a JSON pointer from the document root.
+
+use std::collections::HashSet;
+
+use pricing::{Currency, Money};
+use serde_json::Value;
+
+use super::rules::{self, Collector, Duplicates, Key, Transformations};
+use super::{Failure, FileSource, FormatResult, IngestContext, Progress};
+use crate::inventory::model::{
+    DistanceUnit, Odometer, OdometerStatus, VehicleRecord, VehicleSource,
+};
+
+pub(crate) fn parse(
+    bytes: &[u8],
+    ctx: &IngestContext,
+    source: &FileSource,
+    progress: &mut dyn FnMut(Progress),
+) -> FormatResult {
+    let doc: Value = match serde_json::from_slice(bytes) {
+        Ok(v) => v,
+        Err(e) => {
+            return (
+                0,
+                Err(Failure::Unreadable(format!(
+                    "not valid JSON (line {}, column {})",
+                    e.line(),
+                    e.column()
+                ))),
+            );
+        }
+    };
+    let Some(records) = doc.as_array() else {
+        return (
+            0,
+            Err(Failure::Unreadable(
+                "the document must be a JSON array of DAP vehicle records".into(),
+            )),
+        );
+    };
+    let validator = match rules::validators() {
+        Ok(v) => &v.json_vehicle,
+        Err(e) => return (0, Err(Failure::Unreadable(e))),
+    };
+    let total = bytes.len() as u64;
+    let mut problems = Collector::default();
+    let mut duplicates = Duplicates::default();
+    let mut vehicle_ids = HashSet::new();
+    let mut vehicles = Vec::with_capacity(records.len());
+    for (i, record) in records.iter().enumerate() {
+        rules::report_progress(
+            progress,
+            i + 1,
+            total * (i as u64 + 1) / records.len() as u64,
+            total,
+        );
+        let schema = rules::schema_problems(validator, record);
+        if !schema.is_empty() {
+            for (at, rule) in schema {
+                problems.add(i, &format!("/{i}{at}"), format!("{rule} (DAP vehicle)"));
+            }
+            continue;
+        }
+        let before = problems.len();
+        let v = convert(i, record, ctx, source, &mut duplicates, &mut problems);
+        if let Some(v) = v {
+            if !vehicle_ids.insert(v.vehicle_id.clone()) {
+                problems.add(
+                    i,
+                    &format!("/{i}/vehicle_id"),
+                    "duplicate vehicle_id: already used by an earlier record of this file",
+                );
+            } else if problems.len() == before {
+                vehicles.push(v);
+            }
+        }
+    }
+    progress(Progress {
+        rows: records.len(),
+        bytes_done: total,
+        bytes_total: total,
+    });
+    if problems.is_empty() {
+        (records.len(), Ok(vehicles))
+    } else {
+        (
+            records.len(),
+            Err(Failure::Problems(problems.into_problems())),
+        )
+    }
+}
+
+/// Convert one schema-valid record; `None` with problems when a rule fails.
+fn convert(
+    i: usize,
+    r: &Value,
+    ctx: &IngestContext,
+    source: &FileSource,
+    duplicates: &mut Duplicates,
+    p: &mut Collector,
+) -> Option<VehicleRecord> {
+    let at = |path: &str| format!("/{i}{path}");
+    let before = p.len();
+    let s = |v: &Value| v.as_str().map(str::to_owned);
+    let mut transformations = Transformations::default();
+
+    if let Some(org) = r["organization_id"].as_str()
+        && org != ctx.organization_id
+    {
+        p.add(
+            i,
+            &at("/organization_id"),
+            format!(
+                "names another organization than --organization {}",
+                ctx.organization_id
+            ),
+        );
+    }
+    let rooftop_id: Option<String> = match (r["rooftop_id"].as_str(), &ctx.rooftop) {
+        (Some(rid), Some(only)) if rid != only => {
+            p.add(
+                i,
+                &at("/rooftop_id"),
+                format!("names another rooftop than --rooftop {only}"),
+            );
+            None
+        }
+        (Some(rid), _) => Some(rid.to_owned()),
+        (None, Some(only)) => Some(only.clone()),
+        (None, None) => {
+            p.add(
+                i,
+                &at("/rooftop_id"),
+                "rooftop_id is required when --rooftop is not given",
+            );
+            None
+        }
+    };
+    let settings = rooftop_id.as_deref().and_then(|rid| {
+        let found = ctx.rooftop_settings(rid);
+        if found.is_none() {
+            p.add(
+                i,
+                &at("/rooftop_id"),
+                format!(
+                    "not a rooftop of organization {}; import the dealers file first",
+                    ctx.organization_id
+                ),
+            );
+        }
+        found
+    });
+    let currency: Option<Currency> =
+        settings.and_then(|s| p.check(i, &at("/rooftop_id"), rules::configured_currency(s)));
+
+    // Price: exact, in the rooftop currency.
+    let amount = &r["advertised_price"]["amount"];
+    if let (Some(c), Some(code)) = (currency, amount["currency"].as_str()) {
+        p.check(
+            i,
+            &at("/advertised_price/amount/currency"),
+            rules::same_currency(code, c),
+        );
+    }
+    let price = currency.and_then(|c| {
+        amount["amount_minor"]
+            .as_i64()
+            .map(|m| Money::from_minor(m, c))
+    });
+
+    if let Some(url) = r["listing_url"].as_str() {
+        p.check(i, &at("/listing_url"), rules::https_url(url));
+    }
+
+    let time = |path: &str, v: &Value, p: &mut Collector| {
+        v.as_str()
+            .and_then(|t| p.check(i, &at(path), rules::timestamp(t, ctx)))
+    };
+    let availability_observed = time(
+        "/availability/observed_at",
+        &r["availability"]["observed_at"],
+        p,
+    );
+    let tenure = &r["used_vehicle"]["inventory_tenure"];
+    let stocked_at = time(
+        "/used_vehicle/inventory_tenure/stocked_at",
+        &tenure["stocked_at"],
+        p,
+    );
+    let first_public_listing_at = time(
+        "/used_vehicle/inventory_tenure/first_public_listing_at",
+        &tenure["first_public_listing_at"],
+        p,
+    );
+
+    // The record's source: the first incoming provenance source, else the file.
+    let incoming = &r["provenance"]["sources"][0];
+    let source_observed = time(
+        "/provenance/sources/0/observed_at",
+        &incoming["observed_at"],
+        p,
+    );
+    let observed_at = if incoming.is_object() {
+        source_observed
+    } else {
+        availability_observed
+    };
+    if observed_at.is_none() && !incoming.is_object() && r["availability"]["observed_at"].is_null()
+    {
+        p.add(
+            i,
+            &at(""),
+            "no observation time: give availability.observed_at or a provenance source",
+        );
+    }
+    for t in r["provenance"]["transformations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        if let Some(t) = t.as_str() {
+            transformations.push(t);
+        }
+    }
+    let (source_name, source_record_id, authority, content_digest) = if incoming.is_object() {
+        let mut authority =
+            s(&incoming["authority"]).unwrap_or_else(|| super::FILE_AUTHORITY.into());
+        if authority == "authoritative_dealer_system" {
+            authority = super::FILE_AUTHORITY.to_owned();
+            transformations.push(
+                "source authority lowered to dealer_asserted: a file import is never authoritative",
+            );
+        }
+        (
+            s(&incoming["source_name"]).unwrap_or_else(|| source.source_name.clone()),
+            s(&incoming["source_record_id"]),
+            authority,
+            s(&incoming["content_digest"]).unwrap_or_else(|| source.content_digest.clone()),
+        )
+    } else {
+        (
+            source.source_name.clone(),
+            s(&r["vehicle_id"]).or_else(|| s(&r["stock_number"])),
+            super::FILE_AUTHORITY.to_owned(),
+            source.content_digest.clone(),
+        )
+    };
+
+    let vin = s(&r["vin"]);
+    let stock = s(&r["stock_number"]);
+    let vehicle_id = match (s(&r["vehicle_id"]), &vin, &rooftop_id) {
+        (Some(id), _, _) => Some(id),
+        (None, Some(v), Some(rid)) => Some(rules::vehicle_id(&ctx.organization_id, rid, v)),
+        (None, None, _) => {
+            p.add(
+                i,
+                &at("/vehicle_id"),
+                "vehicle_id is required when the record has no vin",
+            );
+            None
+        }
+        (None, Some(_), None) => None,
+    };
+    if let Some(rid) = &rooftop_id {
+        if let Some(v) = &vin
+            && let Some(first) = duplicates.first(Key::Vin, rid, v, i)
+        {
+            p.add(
+                i,
+                &at("/vin"),
+                rules::duplicate_rule(Key::Vin, &format!("record {first}")),
+            );
+        }
+        if let Some(st) = &stock
+            && let Some(first) = duplicates.first(Key::StockNumber, rid, st, i)
+        {
+            p.add(
+                i,
+                &at("/stock_number"),
+                rules::duplicate_rule(Key::StockNumber, &format!("record {first}")),
+            );
+        }
+    }
+
+    let odometer = r.get("odometer").and_then(|o| {
+        let unit = match o["unit"].as_str()? {
+            "mi" => DistanceUnit::Mi,
+            "km" => DistanceUnit::Km,
+            _ => return None,
+        };
+        let status = match o["status"].as_str() {
+            Some("actual") => Some(OdometerStatus::Actual),
+            Some("not_actual") => Some(OdometerStatus::NotActual),
+            Some("exceeds_mechanical_limits") => Some(OdometerStatus::ExceedsMechanicalLimits),
+            Some("unknown") => Some(OdometerStatus::Unknown),
+            _ => None,
+        };
+        Some(Odometer {
+            value: o["value"].as_i64()?,
+            unit,
+            status,
+        })
+    });
+
+    if p.len() != before {
+        return None;
+    }
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|x| x.as_str().map(str::to_owned))
+            .collect()
+    };
+    Some(VehicleRecord {
+        vehicle_id: vehicle_id?,
+        organization_id: ctx.organization_id.clone(),
+        rooftop_id: rooftop_id?,
+        vin,
+        stock_number: stock,
+        year: i32::try_from(r["year"].as_i64()?).ok()?,
+        make: s(&r["make"])?,
+        model: s(&r["model"])?,
+        trim: s(&r["trim"]),
+        condition: s(&r["condition"])?,
+        vehicle_type: s(&r["vehicle_type"]),
+        body_style: s(&r["body_style"]),
+        exterior_color: s(&r["exterior_color"]),
+        interior_color: s(&r["interior_color"]),
+        odometer,
+        powertrain: r.get("powertrain").cloned(),
+        features: strings(&r["features"]),
+        media: r["media"].as_array().cloned().unwrap_or_default(),
+        listing_url: s(&r["listing_url"]),
+        window_sticker_url: s(&r["window_sticker_url"]),
+        advertised_price: price?,
+        required_dealer_charges: None,
+        conditional_adjustments: None,
+        government_charges_status: None,
+        availability_status: s(&r["availability"]["status"]).unwrap_or_else(|| "unknown".into()),
+        stocked_at,
+        first_public_listing_at,
+        history_report_status: s(&r["used_vehicle"]["history_report_status"]),
+        history_reports: Vec::new(),
+        certification_type: s(&r["used_vehicle"]["certification_type"]),
+        source: VehicleSource {
+            source_name,
+            source_record_id,
+            authority,
+            content_digest,
+            observed_at: observed_at?,
+            transformations: transformations.into_vec(),
+        },
+    })
+}
