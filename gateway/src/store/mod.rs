@@ -12,8 +12,10 @@ mod tests;
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SubsecRound as _, Utc};
 use serde::{Deserialize, Serialize};
+
+use crate::inventory::model::{InventoryImportSummary, VehicleRecord};
 
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
@@ -107,6 +109,25 @@ pub struct DealersImportSummary {
     pub rooftops_removed: u32,
 }
 
+/// One immutable inventory snapshot of one rooftop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SnapshotRecord {
+    /// A UUID v7 string made by the store.
+    pub snapshot_id: String,
+    pub organization_id: String,
+    pub rooftop_id: String,
+    /// 1, 2, 3, ... per rooftop.
+    pub version: i64,
+    /// When the store wrote the snapshot (microsecond precision).
+    pub created_at: DateTime<Utc>,
+    /// The imported file (name, authority, digest, import time).
+    pub source: SourceRecord,
+    pub vehicle_count: u32,
+    /// Against the previous snapshot of the rooftop
+    /// ([`crate::inventory::model::diff_vehicles`]).
+    pub summary: InventoryImportSummary,
+}
+
 /// The persistence contract. Every method is all-or-nothing.
 #[async_trait::async_trait]
 pub trait Store: Send + Sync + 'static {
@@ -164,6 +185,50 @@ pub trait Store: Send + Sync + 'static {
         name: &str,
         generate: &(dyn Fn() -> Vec<u8> + Send + Sync),
     ) -> Result<Vec<u8>, StoreError>;
+
+    /// Create the next snapshot of (`organization_id`, `rooftop_id`) holding
+    /// exactly `vehicles`, in one transaction: its version is the previous
+    /// one + 1 (1 for the first), its summary is
+    /// [`diff_vehicles`](crate::inventory::model::diff_vehicles) against the
+    /// previous snapshot's vehicles (read inside the same transaction), and
+    /// every vehicle is inserted.
+    ///
+    /// Fails with [`StoreError::Query`] (and writes nothing) when the rooftop
+    /// is not a rooftop of the organization, when a vehicle's
+    /// `organization_id` or `rooftop_id` differs from the arguments, or when
+    /// two vehicles share a `vehicle_id`, `vin` or `stock_number`.
+    /// Concurrent imports of one rooftop are serialised (SQLite: the write
+    /// lock; PostgreSQL: a row lock on the rooftop), so versions never repeat.
+    async fn create_snapshot(
+        &self,
+        organization_id: &str,
+        rooftop_id: &str,
+        source: &SourceRecord,
+        vehicles: &[VehicleRecord],
+    ) -> Result<SnapshotRecord, StoreError>;
+
+    /// The newest snapshot of every rooftop that has one, ordered by
+    /// (`organization_id`, `rooftop_id`).
+    async fn latest_snapshots(&self) -> Result<Vec<SnapshotRecord>, StoreError>;
+
+    /// Snapshots of one rooftop, newest first, at most `limit`.
+    async fn snapshot_history(
+        &self,
+        organization_id: &str,
+        rooftop_id: &str,
+        limit: u32,
+    ) -> Result<Vec<SnapshotRecord>, StoreError>;
+
+    /// Every vehicle of a snapshot, ordered by `vehicle_id`. Empty for an
+    /// unknown snapshot id (e.g. one pruned meanwhile).
+    async fn snapshot_vehicles(&self, snapshot_id: &str) -> Result<Vec<VehicleRecord>, StoreError>;
+
+    /// Delete the snapshots that are superseded (not the newest of their
+    /// rooftop) and whose successor (the next version of the rooftop) was
+    /// created before `superseded_before`, with their vehicles; returns how
+    /// many snapshots were deleted. The newest snapshot of a rooftop is never
+    /// deleted.
+    async fn prune_snapshots(&self, superseded_before: DateTime<Utc>) -> Result<u64, StoreError>;
 }
 
 /// Open the store named by `database_url` (`sqlite:` path or `postgres://`),
@@ -304,6 +369,90 @@ fn validate_import(orgs: &[OrganizationRecord]) -> Result<(), StoreError> {
         }
     }
     Ok(())
+}
+
+/// Reject a snapshot batch with a vehicle of another rooftop or a repeated
+/// `vehicle_id`, `vin` or `stock_number`; returns the vehicle count.
+fn validate_snapshot(
+    organization_id: &str,
+    rooftop_id: &str,
+    vehicles: &[VehicleRecord],
+) -> Result<u32, StoreError> {
+    use std::collections::HashSet;
+    let count = u32::try_from(vehicles.len()).map_err(|_| {
+        StoreError::Query(format!(
+            "too many vehicles in one snapshot ({}); nothing was imported",
+            vehicles.len()
+        ))
+    })?;
+    let mut ids = HashSet::with_capacity(vehicles.len());
+    let mut vins = HashSet::with_capacity(vehicles.len());
+    let mut stock_numbers = HashSet::with_capacity(vehicles.len());
+    for v in vehicles {
+        if v.organization_id != organization_id || v.rooftop_id != rooftop_id {
+            return Err(StoreError::Query(format!(
+                "vehicle '{}' belongs to rooftop '{}' of organization '{}', not to rooftop \
+                 '{rooftop_id}' of organization '{organization_id}' being imported; \
+                 nothing was imported",
+                v.vehicle_id, v.rooftop_id, v.organization_id
+            )));
+        }
+        if !ids.insert(v.vehicle_id.as_str()) {
+            return Err(duplicate_in_snapshot(
+                "vehicle_id",
+                &v.vehicle_id,
+                rooftop_id,
+            ));
+        }
+        if let Some(vin) = &v.vin
+            && !vins.insert(vin.as_str())
+        {
+            return Err(duplicate_in_snapshot("vin", vin, rooftop_id));
+        }
+        if let Some(stock_number) = &v.stock_number
+            && !stock_numbers.insert(stock_number.as_str())
+        {
+            return Err(duplicate_in_snapshot(
+                "stock_number",
+                stock_number,
+                rooftop_id,
+            ));
+        }
+    }
+    Ok(count)
+}
+
+fn duplicate_in_snapshot(field: &str, value: &str, rooftop_id: &str) -> StoreError {
+    StoreError::Query(format!(
+        "{field} '{value}' appears more than once in one inventory import of rooftop \
+         '{rooftop_id}'; nothing was imported"
+    ))
+}
+
+/// The readable error for a snapshot of a rooftop the organization does not
+/// keep; `owner` is the organization that does keep it, if any.
+fn rooftop_not_of_organization(
+    rooftop_id: &str,
+    organization_id: &str,
+    owner: Option<&str>,
+) -> StoreError {
+    let kept = match owner {
+        Some(owner) => format!(" (it is a rooftop of organization '{owner}')"),
+        None => String::new(),
+    };
+    StoreError::Query(format!(
+        "rooftop '{rooftop_id}' is not a rooftop of organization '{organization_id}'{kept}; \
+         import the dealers file first; nothing was imported"
+    ))
+}
+
+/// A new snapshot's id (UUID v7: ordered by creation time) and creation time,
+/// truncated to the microseconds both backends store.
+fn new_snapshot_identity() -> (String, DateTime<Utc>) {
+    (
+        uuid::Uuid::now_v7().to_string(),
+        Utc::now().trunc_subsecs(6),
+    )
 }
 
 /// How an imported item compares with what is stored.

@@ -10,15 +10,17 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sqlx::Row as _;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions, PgRow};
 use sqlx::types::Json;
+use sqlx::{AssertSqlSafe, Row as _};
 
 use super::{
     Change, DealersImportSummary, IMPORT_LOCK_KEY, OrganizationPlan, OrganizationRecord,
-    RooftopRecord, RooftopSettings, SourceRecord, Store, StoreError, embedded_migrator, json_text,
-    map_sqlx_error, plan_organization, rooftop_taken, summarize, validate_import,
+    RooftopRecord, RooftopSettings, SnapshotRecord, SourceRecord, Store, StoreError,
+    embedded_migrator, json_text, map_sqlx_error, new_snapshot_identity, plan_organization,
+    rooftop_not_of_organization, rooftop_taken, summarize, validate_import, validate_snapshot,
 };
+use crate::inventory::model::{InventoryImportSummary, VehicleRecord, diff_vehicles};
 
 /// Migrations of this backend, embedded by `build.rs`.
 const MIGRATIONS: &[(i64, &str, &str)] =
@@ -29,6 +31,12 @@ const MIGRATIONS: &[(i64, &str, &str)] =
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Per replica; the gateway is read-mostly and queries are short.
 const MAX_CONNECTIONS: u32 = 10;
+/// `vehicles` rows per insert. Each insert binds four arrays whatever their
+/// length; this only bounds the size of one message.
+const VEHICLE_INSERT_BATCH: usize = 2000;
+/// The columns of a `SnapshotRecord`, for `snapshot_from_row`.
+const SNAPSHOT_COLUMNS: &str = "snapshot_id, organization_id, rooftop_id, version, created_at, \
+                                source, vehicle_count, summary";
 
 /// The PostgreSQL store.
 #[derive(Debug, Clone)]
@@ -202,6 +210,215 @@ impl Store for PostgresStore {
             StoreError::Query(format!("secret '{name}' vanished right after its insert"))
         })
     }
+
+    async fn create_snapshot(
+        &self,
+        organization_id: &str,
+        rooftop_id: &str,
+        source: &SourceRecord,
+        vehicles: &[VehicleRecord],
+    ) -> Result<SnapshotRecord, StoreError> {
+        let vehicle_count = validate_snapshot(organization_id, rooftop_id, vehicles)?;
+        // Encode everything before taking any lock.
+        let docs = vehicles
+            .iter()
+            .map(json_text)
+            .collect::<Result<Vec<_>, _>>()?;
+        let source_text = json_text(source)?;
+        let mut tx = self.pool.begin().await.map_err(map_sqlx_error)?;
+        // Locking the rooftop row serialises imports of this rooftop across
+        // replicas (other rooftops proceed in parallel). Under read committed
+        // every later statement sees what the previous holder committed, so
+        // the version read below is still the newest at commit.
+        let kept: Option<i32> = sqlx::query_scalar(
+            "select 1 from rooftops where organization_id = $1 and rooftop_id = $2
+             for no key update",
+        )
+        .bind(organization_id)
+        .bind(rooftop_id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(map_sqlx_error)?;
+        if kept.is_none() {
+            let owner: Option<String> =
+                sqlx::query_scalar("select organization_id from rooftops where rooftop_id = $1")
+                    .bind(rooftop_id)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(map_sqlx_error)?;
+            return Err(rooftop_not_of_organization(
+                rooftop_id,
+                organization_id,
+                owner.as_deref(),
+            ));
+        }
+        let previous: Option<(String, i64)> = sqlx::query_as(
+            "select snapshot_id, version from inventory_snapshots
+             where organization_id = $1 and rooftop_id = $2
+             order by version desc limit 1",
+        )
+        .bind(organization_id)
+        .bind(rooftop_id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(map_sqlx_error)?;
+        let (version, summary) = match previous {
+            None => (1, diff_vehicles(&[], vehicles)),
+            Some((previous_id, previous_version)) => {
+                let before = read_vehicles(&mut tx, &previous_id).await?;
+                (previous_version + 1, diff_vehicles(&before, vehicles))
+            }
+        };
+
+        let (snapshot_id, created_at) = new_snapshot_identity();
+        sqlx::query(
+            "insert into inventory_snapshots (snapshot_id, organization_id, rooftop_id, version,
+                 created_at, source, vehicle_count, summary)
+             values ($1, $2, $3, $4, $5, $6::json, $7, $8::json)",
+        )
+        .bind(&snapshot_id)
+        .bind(organization_id)
+        .bind(rooftop_id)
+        .bind(version)
+        .bind(created_at)
+        .bind(&source_text)
+        .bind(i64::from(vehicle_count))
+        .bind(json_text(&summary)?)
+        .execute(&mut *tx)
+        .await
+        .map_err(map_sqlx_error)?;
+        for (batch, batch_docs) in vehicles
+            .chunks(VEHICLE_INSERT_BATCH)
+            .zip(docs.chunks(VEHICLE_INSERT_BATCH))
+        {
+            let ids: Vec<&str> = batch.iter().map(|v| v.vehicle_id.as_str()).collect();
+            let vins: Vec<Option<&str>> = batch.iter().map(|v| v.vin.as_deref()).collect();
+            let stock_numbers: Vec<Option<&str>> =
+                batch.iter().map(|v| v.stock_number.as_deref()).collect();
+            let doc_texts: Vec<&str> = batch_docs.iter().map(String::as_str).collect();
+            // One statement per batch: four text arrays, unnested into rows.
+            sqlx::query(
+                "insert into vehicles (snapshot_id, vehicle_id, vin, stock_number, doc)
+                 select $1, t.vehicle_id, t.vin, t.stock_number, t.doc::json
+                 from unnest($2::text[], $3::text[], $4::text[], $5::text[])
+                      as t (vehicle_id, vin, stock_number, doc)",
+            )
+            .bind(&snapshot_id)
+            .bind(ids)
+            .bind(vins)
+            .bind(stock_numbers)
+            .bind(doc_texts)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?;
+        }
+        tx.commit().await.map_err(map_sqlx_error)?;
+        Ok(SnapshotRecord {
+            snapshot_id,
+            organization_id: organization_id.to_owned(),
+            rooftop_id: rooftop_id.to_owned(),
+            version,
+            created_at,
+            source: source.clone(),
+            vehicle_count,
+            summary,
+        })
+    }
+
+    async fn latest_snapshots(&self) -> Result<Vec<SnapshotRecord>, StoreError> {
+        // `collate "C"`: byte order, as on SQLite.
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "select {SNAPSHOT_COLUMNS} from inventory_snapshots as s
+             where version = (select max(m.version) from inventory_snapshots as m
+                              where m.organization_id = s.organization_id
+                                and m.rooftop_id = s.rooftop_id)
+             order by organization_id collate \"C\", rooftop_id collate \"C\""
+        )))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        rows.iter().map(snapshot_from_row).collect()
+    }
+
+    async fn snapshot_history(
+        &self,
+        organization_id: &str,
+        rooftop_id: &str,
+        limit: u32,
+    ) -> Result<Vec<SnapshotRecord>, StoreError> {
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "select {SNAPSHOT_COLUMNS} from inventory_snapshots
+             where organization_id = $1 and rooftop_id = $2
+             order by version desc limit $3"
+        )))
+        .bind(organization_id)
+        .bind(rooftop_id)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        rows.iter().map(snapshot_from_row).collect()
+    }
+
+    async fn snapshot_vehicles(&self, snapshot_id: &str) -> Result<Vec<VehicleRecord>, StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(map_sqlx_error)?;
+        read_vehicles(&mut conn, snapshot_id).await
+    }
+
+    async fn prune_snapshots(&self, superseded_before: DateTime<Utc>) -> Result<u64, StoreError> {
+        // A snapshot's successor is the next version of its rooftop; the
+        // newest has none, the subquery is null and the comparison false.
+        let deleted = sqlx::query(
+            "delete from inventory_snapshots
+             where (select n.created_at from inventory_snapshots as n
+                    where n.organization_id = inventory_snapshots.organization_id
+                      and n.rooftop_id = inventory_snapshots.rooftop_id
+                      and n.version > inventory_snapshots.version
+                    order by n.version limit 1) < $1",
+        )
+        .bind(superseded_before)
+        .execute(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?
+        .rows_affected();
+        Ok(deleted)
+    }
+}
+
+async fn read_vehicles(
+    conn: &mut PgConnection,
+    snapshot_id: &str,
+) -> Result<Vec<VehicleRecord>, StoreError> {
+    // `vehicle_id` is `collate "C"`: byte order, as on SQLite, from the
+    // primary key index.
+    let docs: Vec<Json<VehicleRecord>> =
+        sqlx::query_scalar("select doc from vehicles where snapshot_id = $1 order by vehicle_id")
+            .bind(snapshot_id)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(map_sqlx_error)?;
+    Ok(docs.into_iter().map(|Json(vehicle)| vehicle).collect())
+}
+
+/// A row of [`SNAPSHOT_COLUMNS`].
+fn snapshot_from_row(row: &PgRow) -> Result<SnapshotRecord, StoreError> {
+    let source: Json<SourceRecord> = row.try_get("source").map_err(map_sqlx_error)?;
+    let summary: Json<InventoryImportSummary> = row.try_get("summary").map_err(map_sqlx_error)?;
+    let vehicle_count: i64 = row.try_get("vehicle_count").map_err(map_sqlx_error)?;
+    Ok(SnapshotRecord {
+        snapshot_id: row.try_get("snapshot_id").map_err(map_sqlx_error)?,
+        organization_id: row.try_get("organization_id").map_err(map_sqlx_error)?,
+        rooftop_id: row.try_get("rooftop_id").map_err(map_sqlx_error)?,
+        version: row.try_get("version").map_err(map_sqlx_error)?,
+        created_at: row.try_get("created_at").map_err(map_sqlx_error)?,
+        source: source.0,
+        vehicle_count: u32::try_from(vehicle_count).map_err(|_| {
+            StoreError::Corrupt(format!(
+                "stored vehicle_count {vehicle_count} is out of range"
+            ))
+        })?,
+        summary: summary.0,
+    })
 }
 
 async fn read_secret(pool: &PgPool, name: &str) -> Result<Option<Vec<u8>>, StoreError> {

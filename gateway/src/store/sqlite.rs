@@ -7,18 +7,20 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use sqlx::Row as _;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
     SqliteSynchronous,
 };
 use sqlx::types::Json;
+use sqlx::{AssertSqlSafe, Row as _};
 
 use super::{
     Change, DealersImportSummary, OrganizationPlan, OrganizationRecord, RooftopRecord,
-    RooftopSettings, SourceRecord, Store, StoreError, embedded_migrator, json_text, map_sqlx_error,
-    plan_organization, rooftop_taken, summarize, validate_import,
+    RooftopSettings, SnapshotRecord, SourceRecord, Store, StoreError, embedded_migrator, json_text,
+    map_sqlx_error, new_snapshot_identity, plan_organization, rooftop_not_of_organization,
+    rooftop_taken, summarize, validate_import, validate_snapshot,
 };
+use crate::inventory::model::{InventoryImportSummary, VehicleRecord, diff_vehicles};
 
 /// Migrations of this backend, embedded by `build.rs`.
 const MIGRATIONS: &[(i64, &str, &str)] =
@@ -30,6 +32,12 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 /// WAL allows concurrent readers beside the single writer.
 const MAX_CONNECTIONS: u32 = 8;
+/// `vehicles` rows per multi-row insert: 1 + 4 × 500 bound parameters, far
+/// below SQLite's limit of 32766.
+const VEHICLE_INSERT_BATCH: usize = 500;
+/// The columns of a `SnapshotRecord`, for `snapshot_from_row`.
+const SNAPSHOT_COLUMNS: &str = "snapshot_id, organization_id, rooftop_id, version, created_at, \
+                                source, vehicle_count, summary";
 
 /// The SQLite store.
 #[derive(Debug, Clone)]
@@ -218,11 +226,248 @@ impl Store for SqliteStore {
             StoreError::Query(format!("secret '{name}' vanished right after its insert"))
         })
     }
+
+    async fn create_snapshot(
+        &self,
+        organization_id: &str,
+        rooftop_id: &str,
+        source: &SourceRecord,
+        vehicles: &[VehicleRecord],
+    ) -> Result<SnapshotRecord, StoreError> {
+        let vehicle_count = validate_snapshot(organization_id, rooftop_id, vehicles)?;
+        // Encode everything before taking the write lock.
+        let docs = vehicles
+            .iter()
+            .map(json_text)
+            .collect::<Result<Vec<_>, _>>()?;
+        let source_text = json_text(source)?;
+        // `begin immediate`: the write lock up front serialises concurrent
+        // imports, so the version read below is still the newest at commit.
+        let mut tx = self
+            .pool
+            .begin_with("begin immediate")
+            .await
+            .map_err(map_sqlx_error)?;
+        let kept: Option<i64> = sqlx::query_scalar(
+            "select 1 from rooftops where organization_id = ? and rooftop_id = ?",
+        )
+        .bind(organization_id)
+        .bind(rooftop_id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(map_sqlx_error)?;
+        if kept.is_none() {
+            let owner: Option<String> =
+                sqlx::query_scalar("select organization_id from rooftops where rooftop_id = ?")
+                    .bind(rooftop_id)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(map_sqlx_error)?;
+            return Err(rooftop_not_of_organization(
+                rooftop_id,
+                organization_id,
+                owner.as_deref(),
+            ));
+        }
+        let previous: Option<(String, i64)> = sqlx::query_as(
+            "select snapshot_id, version from inventory_snapshots
+             where organization_id = ? and rooftop_id = ?
+             order by version desc limit 1",
+        )
+        .bind(organization_id)
+        .bind(rooftop_id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(map_sqlx_error)?;
+        let (version, summary) = match previous {
+            None => (1, diff_vehicles(&[], vehicles)),
+            Some((previous_id, previous_version)) => {
+                let before = read_vehicles(&mut tx, &previous_id).await?;
+                (previous_version + 1, diff_vehicles(&before, vehicles))
+            }
+        };
+
+        let (snapshot_id, created_at) = new_snapshot_identity();
+        sqlx::query(
+            "insert into inventory_snapshots (snapshot_id, organization_id, rooftop_id, version,
+                 created_at, source, vehicle_count, summary)
+             values (?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&snapshot_id)
+        .bind(organization_id)
+        .bind(rooftop_id)
+        .bind(version)
+        .bind(timestamp(created_at))
+        .bind(&source_text)
+        .bind(i64::from(vehicle_count))
+        .bind(json_text(&summary)?)
+        .execute(&mut *tx)
+        .await
+        .map_err(map_sqlx_error)?;
+        for (batch, batch_docs) in vehicles
+            .chunks(VEHICLE_INSERT_BATCH)
+            .zip(docs.chunks(VEHICLE_INSERT_BATCH))
+        {
+            // Full batches share one SQL text, hence one cached prepared statement.
+            let mut query =
+                sqlx::query(AssertSqlSafe(vehicle_insert_sql(batch.len()))).bind(&snapshot_id);
+            for (vehicle, doc) in batch.iter().zip(batch_docs) {
+                query = query
+                    .bind(&vehicle.vehicle_id)
+                    .bind(&vehicle.vin)
+                    .bind(&vehicle.stock_number)
+                    .bind(doc);
+            }
+            query.execute(&mut *tx).await.map_err(map_sqlx_error)?;
+        }
+        tx.commit().await.map_err(map_sqlx_error)?;
+        Ok(SnapshotRecord {
+            snapshot_id,
+            organization_id: organization_id.to_owned(),
+            rooftop_id: rooftop_id.to_owned(),
+            version,
+            created_at,
+            source: source.clone(),
+            vehicle_count,
+            summary,
+        })
+    }
+
+    async fn latest_snapshots(&self) -> Result<Vec<SnapshotRecord>, StoreError> {
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "select {SNAPSHOT_COLUMNS} from inventory_snapshots as s
+             where version = (select max(m.version) from inventory_snapshots as m
+                              where m.organization_id = s.organization_id
+                                and m.rooftop_id = s.rooftop_id)
+             order by organization_id, rooftop_id"
+        )))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        rows.iter().map(snapshot_from_row).collect()
+    }
+
+    async fn snapshot_history(
+        &self,
+        organization_id: &str,
+        rooftop_id: &str,
+        limit: u32,
+    ) -> Result<Vec<SnapshotRecord>, StoreError> {
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "select {SNAPSHOT_COLUMNS} from inventory_snapshots
+             where organization_id = ? and rooftop_id = ?
+             order by version desc limit ?"
+        )))
+        .bind(organization_id)
+        .bind(rooftop_id)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        rows.iter().map(snapshot_from_row).collect()
+    }
+
+    async fn snapshot_vehicles(&self, snapshot_id: &str) -> Result<Vec<VehicleRecord>, StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(map_sqlx_error)?;
+        read_vehicles(&mut conn, snapshot_id).await
+    }
+
+    async fn prune_snapshots(&self, superseded_before: DateTime<Utc>) -> Result<u64, StoreError> {
+        // `begin immediate`: a deferred write could fail to upgrade its read
+        // lock when another writer commits in between.
+        let mut tx = self
+            .pool
+            .begin_with("begin immediate")
+            .await
+            .map_err(map_sqlx_error)?;
+        // A snapshot's successor is the next version of its rooftop; the
+        // newest has none, the subquery is null and the comparison false.
+        let deleted = sqlx::query(
+            "delete from inventory_snapshots
+             where (select n.created_at from inventory_snapshots as n
+                    where n.organization_id = inventory_snapshots.organization_id
+                      and n.rooftop_id = inventory_snapshots.rooftop_id
+                      and n.version > inventory_snapshots.version
+                    order by n.version limit 1) < ?",
+        )
+        .bind(timestamp(superseded_before))
+        .execute(&mut *tx)
+        .await
+        .map_err(map_sqlx_error)?
+        .rows_affected();
+        tx.commit().await.map_err(map_sqlx_error)?;
+        Ok(deleted)
+    }
 }
 
 /// RFC 3339, UTC, microseconds: fixed width, so stored values sort as text.
 fn timestamp(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+/// Parse a timestamp written by [`timestamp`].
+fn parse_timestamp(text: &str) -> Result<DateTime<Utc>, StoreError> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|at| at.with_timezone(&Utc))
+        .map_err(|e| StoreError::Corrupt(format!("stored timestamp {text:?}: {e}")))
+}
+
+/// `insert into vehicles` of `rows` rows; `?1` is the snapshot id.
+fn vehicle_insert_sql(rows: usize) -> String {
+    use std::fmt::Write as _;
+    let mut sql = String::with_capacity(80 + rows * 24);
+    sql.push_str("insert into vehicles (snapshot_id, vehicle_id, vin, stock_number, doc) values ");
+    for row in 0..rows {
+        let first = 2 + 4 * row;
+        if row > 0 {
+            sql.push_str(", ");
+        }
+        write!(
+            sql,
+            "(?1, ?{}, ?{}, ?{}, ?{})",
+            first,
+            first + 1,
+            first + 2,
+            first + 3
+        )
+        .expect("write to a String");
+    }
+    sql
+}
+
+async fn read_vehicles(
+    conn: &mut SqliteConnection,
+    snapshot_id: &str,
+) -> Result<Vec<VehicleRecord>, StoreError> {
+    let docs: Vec<Json<VehicleRecord>> =
+        sqlx::query_scalar("select doc from vehicles where snapshot_id = ? order by vehicle_id")
+            .bind(snapshot_id)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(map_sqlx_error)?;
+    Ok(docs.into_iter().map(|Json(vehicle)| vehicle).collect())
+}
+
+/// A row of [`SNAPSHOT_COLUMNS`].
+fn snapshot_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<SnapshotRecord, StoreError> {
+    let created_at: String = row.try_get("created_at").map_err(map_sqlx_error)?;
+    let source: Json<SourceRecord> = row.try_get("source").map_err(map_sqlx_error)?;
+    let summary: Json<InventoryImportSummary> = row.try_get("summary").map_err(map_sqlx_error)?;
+    let vehicle_count: i64 = row.try_get("vehicle_count").map_err(map_sqlx_error)?;
+    Ok(SnapshotRecord {
+        snapshot_id: row.try_get("snapshot_id").map_err(map_sqlx_error)?,
+        organization_id: row.try_get("organization_id").map_err(map_sqlx_error)?,
+        rooftop_id: row.try_get("rooftop_id").map_err(map_sqlx_error)?,
+        version: row.try_get("version").map_err(map_sqlx_error)?,
+        created_at: parse_timestamp(&created_at)?,
+        source: source.0,
+        vehicle_count: u32::try_from(vehicle_count).map_err(|_| {
+            StoreError::Corrupt(format!(
+                "stored vehicle_count {vehicle_count} is out of range"
+            ))
+        })?,
+        summary: summary.0,
+    })
 }
 
 async fn read_secret(pool: &SqlitePool, name: &str) -> Result<Option<Vec<u8>>, StoreError> {

@@ -12,10 +12,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use chrono::Utc;
 use serde_json::json;
 use sqlx::{AssertSqlSafe, Connection as _, Executor as _};
 
 use super::*;
+use crate::inventory::model::{InventoryImportSummary, VehicleRecord, diff_vehicles};
 
 const POSTGRES_URL_VAR: &str = "DEALER_GATEWAY_TEST_POSTGRES_URL";
 
@@ -202,6 +204,18 @@ backend_suite! {
         duplicate_ids_in_one_batch_fail_the_whole_import,
         rooftop_may_move_between_organizations_of_one_batch,
         secrets_are_created_once,
+        first_snapshot_is_version_1_with_everything_added,
+        next_snapshot_counts_changes_against_the_previous_one,
+        snapshot_vehicles_round_trip_exactly,
+        latest_snapshots_are_the_newest_per_rooftop,
+        snapshot_history_is_newest_first,
+        snapshot_of_a_rooftop_not_of_the_organization_fails,
+        snapshot_with_repeated_or_foreign_vehicles_fails,
+        prune_deletes_only_snapshots_superseded_before_the_cutoff,
+        dropping_a_rooftop_deletes_its_snapshots,
+        concurrent_imports_of_one_rooftop_get_distinct_versions,
+        large_snapshot_round_trip,
+        bulk_import_throughput,
     ],
     db: [
         migrations_apply_and_reapply,
@@ -270,6 +284,120 @@ fn summary(orgs: [u32; 2], rooftops: [u32; 3]) -> DealersImportSummary {
         rooftops_updated: rooftops[1],
         rooftops_removed: rooftops[2],
     }
+}
+
+fn inventory_source(digest: &str) -> SourceRecord {
+    SourceRecord {
+        source_name: "dap-csv:inventory.csv".into(),
+        authority: "dealer_asserted".into(),
+        content_digest: format!("sha256:{digest}"),
+        observed_at: "2026-12-01T09:30:00.987654321Z".parse().unwrap(),
+    }
+}
+
+/// Vehicle `n` of a rooftop: every optional fact filled or left unknown
+/// depending on `n`, nested JSON, money and nanosecond timestamps.
+fn vehicle(organization_id: &str, rooftop_id: &str, n: u32) -> VehicleRecord {
+    use crate::inventory::model::{DistanceUnit, Odometer, OdometerStatus, VehicleSource};
+    let even = n.is_multiple_of(2);
+    VehicleRecord {
+        vehicle_id: format!("veh-{rooftop_id}-{n:06}"),
+        organization_id: organization_id.into(),
+        rooftop_id: rooftop_id.into(),
+        vin: (n % 7 != 3).then(|| format!("1HGCM{rooftop_id}{n:08}")),
+        stock_number: (n % 5 != 4).then(|| format!("STK-{n}")),
+        year: 2020 + i32::try_from(n % 6).unwrap(),
+        make: "Honda".into(),
+        model: if even { "Civic" } else { "Accord" }.into(),
+        trim: even.then(|| "EX-L".into()),
+        condition: if even { "used" } else { "new" }.into(),
+        vehicle_type: Some("car".into()),
+        body_style: (!even).then(|| "sedan".into()),
+        exterior_color: Some("Platinum White Pearl".into()),
+        interior_color: None,
+        odometer: even.then_some(Odometer {
+            value: i64::from(n) * 1000 + 7,
+            unit: if n.is_multiple_of(4) {
+                DistanceUnit::Mi
+            } else {
+                DistanceUnit::Km
+            },
+            status: n.is_multiple_of(3).then_some(OdometerStatus::Actual),
+        }),
+        powertrain: Some(json!({
+            "fuel": "gasoline",
+            "engine": {"displacement_l": 1.5, "cylinders": 4, "turbo": true},
+            "transmission": "cvt",
+        })),
+        features: vec!["Apple CarPlay".into(), "Heated seats".into()],
+        media: vec![json!({"url": format!("https://cdn.example.com/{n}.jpg"), "kind": "photo"})],
+        listing_url: Some(format!("https://dealer.example.com/v/{n}")),
+        window_sticker_url: None,
+        advertised_price: pricing::Money::from_minor(
+            2_499_500 + i64::from(n),
+            pricing::Currency::USD,
+        ),
+        required_dealer_charges: even.then(|| {
+            vec![json!({"label": "Doc fee", "amount": {"amount_minor": 19900, "currency": "USD"}})]
+        }),
+        conditional_adjustments: None,
+        government_charges_status: Some("unknown".into()),
+        availability_status: "available".into(),
+        stocked_at: Some("2026-10-01T08:15:30.123456789Z".parse().unwrap()),
+        first_public_listing_at: even.then(|| "2026-10-02T00:00:00.000001Z".parse().unwrap()),
+        history_report_status: None,
+        history_reports: vec![],
+        certification_type: (!even).then(|| "not_certified".into()),
+        source: VehicleSource {
+            source_name: "dap-csv:inventory.csv".into(),
+            source_record_id: Some(format!("STK-{n}")),
+            authority: "dealer_asserted".into(),
+            content_digest: "sha256:feed".into(),
+            observed_at: "2026-12-01T09:00:00.000000999Z".parse().unwrap(),
+            transformations: vec!["odometer_unit_from_rooftop_default".into()],
+        },
+    }
+}
+
+fn vehicles(
+    organization_id: &str,
+    rooftop_id: &str,
+    range: std::ops::Range<u32>,
+) -> Vec<VehicleRecord> {
+    range
+        .map(|n| vehicle(organization_id, rooftop_id, n))
+        .collect()
+}
+
+/// org-a keeps a-1 and a-2, org-b keeps b-1.
+async fn seed_dealers(store: &dyn Store) {
+    store
+        .upsert_organizations(&[
+            org(
+                "org-a",
+                "A",
+                vec![rooftop("a-1", "One"), rooftop("a-2", "Two")],
+            ),
+            org("org-b", "B", vec![rooftop("b-1", "Bee")]),
+        ])
+        .await
+        .unwrap();
+}
+
+fn inventory_summary(rows_read: u32, counts: [u32; 4]) -> InventoryImportSummary {
+    InventoryImportSummary {
+        rows_read,
+        vehicles_added: counts[0],
+        vehicles_changed: counts[1],
+        vehicles_unchanged: counts[2],
+        vehicles_removed: counts[3],
+    }
+}
+
+/// Sorted by vehicle_id, as `snapshot_vehicles` returns them.
+fn sorted(mut vehicles: Vec<VehicleRecord>) -> Vec<VehicleRecord> {
+    vehicles.sort_by(|a, b| a.vehicle_id.cmp(&b.vehicle_id));
+    vehicles
 }
 
 // ---------------------------------------------------------------------------
@@ -555,6 +683,670 @@ async fn secrets_are_created_once(store: &dyn Store) {
         .await
         .unwrap();
     assert_eq!(other, vec![2; 16]);
+}
+
+async fn first_snapshot_is_version_1_with_everything_added(store: &dyn Store) {
+    seed_dealers(store).await;
+    let batch = vehicles("org-a", "a-1", 0..10);
+    let before = Utc::now();
+    let snapshot = store
+        .create_snapshot("org-a", "a-1", &inventory_source("s1"), &batch)
+        .await
+        .unwrap();
+    assert_eq!(snapshot.version, 1);
+    assert_eq!(snapshot.organization_id, "org-a");
+    assert_eq!(snapshot.rooftop_id, "a-1");
+    assert_eq!(snapshot.vehicle_count, 10);
+    assert_eq!(snapshot.source, inventory_source("s1"));
+    assert_eq!(snapshot.summary, inventory_summary(10, [10, 0, 0, 0]));
+    assert!(snapshot.created_at >= before - chrono::Duration::milliseconds(1));
+    let id = uuid::Uuid::parse_str(&snapshot.snapshot_id).expect("a UUID");
+    assert_eq!(id.get_version_num(), 7);
+    // What was returned is exactly what is stored.
+    assert_eq!(
+        store.latest_snapshots().await.unwrap(),
+        vec![snapshot.clone()]
+    );
+    assert_eq!(
+        store
+            .snapshot_vehicles(&snapshot.snapshot_id)
+            .await
+            .unwrap(),
+        sorted(batch)
+    );
+}
+
+async fn next_snapshot_counts_changes_against_the_previous_one(store: &dyn Store) {
+    seed_dealers(store).await;
+    let first = vehicles("org-a", "a-1", 0..6);
+    let one = store
+        .create_snapshot("org-a", "a-1", &inventory_source("s1"), &first)
+        .await
+        .unwrap();
+    // 0..=3 kept (1 with a new price), 4 and 5 kept but re-observed from a
+    // new file (provenance is not a fact), 2 removed, 6 added.
+    let mut second: Vec<VehicleRecord> = first.clone();
+    second[1].advertised_price = pricing::Money::from_minor(1_999_900, pricing::Currency::USD);
+    second[4].source.content_digest = "sha256:other-file".into();
+    second[5].source.observed_at = "2026-12-02T00:00:00Z".parse().unwrap();
+    second.remove(2);
+    second.push(vehicle("org-a", "a-1", 6));
+    let two = store
+        .create_snapshot("org-a", "a-1", &inventory_source("s2"), &second)
+        .await
+        .unwrap();
+    assert_eq!(two.version, 2);
+    assert_eq!(two.vehicle_count, 6);
+    assert_eq!(two.summary, inventory_summary(6, [1, 1, 4, 1]));
+    assert_ne!(two.snapshot_id, one.snapshot_id);
+    // The first snapshot is immutable and still readable.
+    assert_eq!(
+        store.snapshot_vehicles(&one.snapshot_id).await.unwrap(),
+        sorted(first)
+    );
+    assert_eq!(
+        store.snapshot_vehicles(&two.snapshot_id).await.unwrap(),
+        sorted(second.clone())
+    );
+    // Identical content again: all unchanged. An empty import removes all.
+    let three = store
+        .create_snapshot("org-a", "a-1", &inventory_source("s3"), &second)
+        .await
+        .unwrap();
+    assert_eq!(three.version, 3);
+    assert_eq!(three.summary, inventory_summary(6, [0, 0, 6, 0]));
+    let four = store
+        .create_snapshot("org-a", "a-1", &inventory_source("s4"), &[])
+        .await
+        .unwrap();
+    assert_eq!(four.version, 4);
+    assert_eq!(four.vehicle_count, 0);
+    assert_eq!(four.summary, inventory_summary(0, [0, 0, 0, 6]));
+    assert_eq!(
+        store.snapshot_vehicles(&four.snapshot_id).await.unwrap(),
+        vec![]
+    );
+    // Versions are per rooftop.
+    let other = store
+        .create_snapshot(
+            "org-a",
+            "a-2",
+            &inventory_source("s5"),
+            &vehicles("org-a", "a-2", 0..1),
+        )
+        .await
+        .unwrap();
+    assert_eq!(other.version, 1);
+}
+
+async fn snapshot_vehicles_round_trip_exactly(store: &dyn Store) {
+    seed_dealers(store).await;
+    // Inserted out of id order; every optional fact both known and unknown.
+    let mut batch = vehicles("org-b", "b-1", 0..24);
+    batch.reverse();
+    let mut odd = vehicle("org-b", "b-1", 100);
+    odd.vin = None;
+    odd.stock_number = None;
+    odd.powertrain = Some(
+        serde_json::from_str(
+            r#"{"z":{"nested":[1,2.5,-3e-7,{"k":null}]},"a":"ünïcødé \"quoted\" \\ \n","m":1e300}"#,
+        )
+        .unwrap(),
+    );
+    odd.media = vec![json!([]), json!({}), json!(null)];
+    odd.advertised_price = pricing::Money::from_minor(i64::MIN + 1, pricing::Currency::USD);
+    odd.required_dealer_charges = Some(vec![]);
+    odd.conditional_adjustments = Some(vec![json!({"type": "rebate", "amount": -50000})]);
+    odd.stocked_at = Some("1999-12-31T23:59:59.999999999Z".parse().unwrap());
+    odd.first_public_listing_at = None;
+    odd.features = vec![];
+    odd.source.source_record_id = None;
+    odd.source.transformations = vec![];
+    batch.push(odd);
+    let snapshot = store
+        .create_snapshot("org-b", "b-1", &inventory_source("rt"), &batch)
+        .await
+        .unwrap();
+    let stored = store
+        .snapshot_vehicles(&snapshot.snapshot_id)
+        .await
+        .unwrap();
+    assert_eq!(stored, sorted(batch.clone()));
+    // Byte-identical JSON too (key order, number text).
+    for (a, b) in stored.iter().zip(sorted(batch)) {
+        assert_eq!(
+            serde_json::to_string(a).unwrap(),
+            serde_json::to_string(&b).unwrap()
+        );
+    }
+    assert_eq!(
+        store.snapshot_vehicles("no-such-snapshot").await.unwrap(),
+        vec![]
+    );
+}
+
+async fn latest_snapshots_are_the_newest_per_rooftop(store: &dyn Store) {
+    seed_dealers(store).await;
+    assert_eq!(store.latest_snapshots().await.unwrap(), vec![]);
+    let src = inventory_source("l");
+    let b1 = store
+        .create_snapshot("org-b", "b-1", &src, &vehicles("org-b", "b-1", 0..2))
+        .await
+        .unwrap();
+    let mut a1 = None;
+    for n in 1..=3 {
+        a1 = Some(
+            store
+                .create_snapshot("org-a", "a-1", &src, &vehicles("org-a", "a-1", 0..n))
+                .await
+                .unwrap(),
+        );
+    }
+    // a-2 has no snapshot: it is not listed.
+    let latest = store.latest_snapshots().await.unwrap();
+    assert_eq!(latest, vec![a1.unwrap(), b1]);
+    assert_eq!(latest[0].version, 3);
+    assert_eq!(latest[0].vehicle_count, 3);
+}
+
+async fn snapshot_history_is_newest_first(store: &dyn Store) {
+    seed_dealers(store).await;
+    let mut made = Vec::new();
+    for n in 0..4 {
+        made.push(
+            store
+                .create_snapshot(
+                    "org-a",
+                    "a-1",
+                    &inventory_source(&format!("h{n}")),
+                    &vehicles("org-a", "a-1", 0..n),
+                )
+                .await
+                .unwrap(),
+        );
+    }
+    made.reverse();
+    assert_eq!(
+        store.snapshot_history("org-a", "a-1", 10).await.unwrap(),
+        made
+    );
+    assert_eq!(
+        store.snapshot_history("org-a", "a-1", 2).await.unwrap(),
+        made[..2].to_vec()
+    );
+    assert_eq!(
+        store.snapshot_history("org-a", "a-1", 0).await.unwrap(),
+        vec![]
+    );
+    assert_eq!(
+        store.snapshot_history("org-a", "a-2", 10).await.unwrap(),
+        vec![]
+    );
+    // The rooftop id alone does not match another organization's history.
+    assert_eq!(
+        store.snapshot_history("org-b", "a-1", 10).await.unwrap(),
+        vec![]
+    );
+    let versions: Vec<i64> = made.iter().map(|s| s.version).collect();
+    assert_eq!(versions, vec![4, 3, 2, 1]);
+}
+
+fn query_message(err: StoreError) -> String {
+    match err {
+        StoreError::Query(message) => message,
+        other => panic!("expected StoreError::Query, got {other:?}"),
+    }
+}
+
+async fn snapshot_of_a_rooftop_not_of_the_organization_fails(store: &dyn Store) {
+    seed_dealers(store).await;
+    let src = inventory_source("x");
+    // Unknown rooftop.
+    let message = query_message(
+        store
+            .create_snapshot("org-a", "a-9", &src, &vehicles("org-a", "a-9", 0..3))
+            .await
+            .unwrap_err(),
+    );
+    assert!(
+        message.contains("rooftop 'a-9' is not a rooftop of organization 'org-a'"),
+        "{message}"
+    );
+    assert!(
+        message.contains("import the dealers file first"),
+        "{message}"
+    );
+    // Another organization's rooftop.
+    let message = query_message(
+        store
+            .create_snapshot("org-a", "b-1", &src, &vehicles("org-a", "b-1", 0..3))
+            .await
+            .unwrap_err(),
+    );
+    assert!(
+        message.contains("rooftop 'b-1' is not a rooftop of organization 'org-a'"),
+        "{message}"
+    );
+    assert!(message.contains("'org-b'"), "{message}");
+    // Unknown organization.
+    let message = query_message(
+        store
+            .create_snapshot("org-z", "a-1", &src, &[])
+            .await
+            .unwrap_err(),
+    );
+    assert!(
+        message.contains("rooftop 'a-1' is not a rooftop of organization 'org-z'"),
+        "{message}"
+    );
+    assert_eq!(store.latest_snapshots().await.unwrap(), vec![]);
+    assert_eq!(
+        store.snapshot_history("org-b", "b-1", 10).await.unwrap(),
+        vec![]
+    );
+    assert_eq!(
+        store.snapshot_history("org-a", "a-9", 10).await.unwrap(),
+        vec![]
+    );
+}
+
+async fn snapshot_with_repeated_or_foreign_vehicles_fails(store: &dyn Store) {
+    seed_dealers(store).await;
+    let src = inventory_source("d");
+    let good = store
+        .create_snapshot("org-a", "a-1", &src, &vehicles("org-a", "a-1", 0..5))
+        .await
+        .unwrap();
+    let base = vehicles("org-a", "a-1", 10..20);
+
+    let mut dup_id = base.clone();
+    dup_id[7].vehicle_id = dup_id[2].vehicle_id.clone();
+    let mut dup_vin = base.clone();
+    dup_vin[9].vin = dup_vin[1].vin.clone();
+    let mut dup_stock = base.clone();
+    dup_stock[5].stock_number = Some("STK-10".into());
+    let mut foreign_rooftop = base.clone();
+    foreign_rooftop[3].rooftop_id = "a-2".into();
+    let mut foreign_org = base.clone();
+    foreign_org[4].organization_id = "org-b".into();
+    let cases = [
+        (dup_id, "vehicle_id 'veh-a-1-000012' appears more than once"),
+        (dup_vin, "vin '1HGCMa-100000011' appears more than once"),
+        (dup_stock, "stock_number 'STK-10' appears more than once"),
+        (
+            foreign_rooftop,
+            "vehicle 'veh-a-1-000013' belongs to rooftop 'a-2' of organization 'org-a'",
+        ),
+        (
+            foreign_org,
+            "vehicle 'veh-a-1-000014' belongs to rooftop 'a-1' of organization 'org-b'",
+        ),
+    ];
+    for (batch, expected) in cases {
+        let message = query_message(
+            store
+                .create_snapshot("org-a", "a-1", &src, &batch)
+                .await
+                .unwrap_err(),
+        );
+        assert!(message.contains(expected), "{message}");
+        assert!(message.contains("nothing was imported"), "{message}");
+        assert_eq!(store.latest_snapshots().await.unwrap(), vec![good.clone()]);
+        assert_eq!(
+            store.snapshot_history("org-a", "a-1", 10).await.unwrap(),
+            vec![good.clone()]
+        );
+    }
+    // Unknown VINs and stock numbers may repeat.
+    let mut unknowns = base;
+    for v in &mut unknowns {
+        v.vin = None;
+        v.stock_number = None;
+    }
+    let next = store
+        .create_snapshot("org-a", "a-1", &src, &unknowns)
+        .await
+        .unwrap();
+    assert_eq!(next.version, 2);
+}
+
+async fn prune_deletes_only_snapshots_superseded_before_the_cutoff(store: &dyn Store) {
+    seed_dealers(store).await;
+    let src = inventory_source("p");
+    let mut made = Vec::new();
+    for n in 1..=3 {
+        made.push(
+            store
+                .create_snapshot("org-a", "a-1", &src, &vehicles("org-a", "a-1", 0..n))
+                .await
+                .unwrap(),
+        );
+        // Distinct creation times, microsecond precision.
+        tokio::time::sleep(Duration::from_millis(3)).await;
+    }
+    let lone = store
+        .create_snapshot("org-b", "b-1", &src, &vehicles("org-b", "b-1", 0..2))
+        .await
+        .unwrap();
+    let [v1, v2, v3] = <[SnapshotRecord; 3]>::try_from(made).unwrap();
+    assert!(v1.created_at < v2.created_at && v2.created_at < v3.created_at);
+
+    // Nothing was superseded before v2 was created.
+    assert_eq!(store.prune_snapshots(v2.created_at).await.unwrap(), 0);
+    // v1 was superseded by v2 before the cutoff; v2's successor v3 was
+    // created at the cutoff, not before it.
+    assert_eq!(store.prune_snapshots(v3.created_at).await.unwrap(), 1);
+    assert_eq!(
+        store.snapshot_history("org-a", "a-1", 10).await.unwrap(),
+        vec![v3.clone(), v2.clone()]
+    );
+    assert_eq!(
+        store.snapshot_vehicles(&v1.snapshot_id).await.unwrap(),
+        vec![]
+    );
+    assert_eq!(
+        store
+            .snapshot_vehicles(&v2.snapshot_id)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    // Far in the future: every superseded snapshot goes, never the newest.
+    let future = Utc::now() + chrono::Duration::days(365);
+    assert_eq!(store.prune_snapshots(future).await.unwrap(), 1);
+    assert_eq!(store.prune_snapshots(future).await.unwrap(), 0);
+    assert_eq!(
+        store.snapshot_history("org-a", "a-1", 10).await.unwrap(),
+        vec![v3.clone()]
+    );
+    assert_eq!(
+        store.snapshot_vehicles(&v2.snapshot_id).await.unwrap(),
+        vec![]
+    );
+    assert_eq!(
+        store
+            .snapshot_vehicles(&v3.snapshot_id)
+            .await
+            .unwrap()
+            .len(),
+        3
+    );
+    assert_eq!(
+        store.latest_snapshots().await.unwrap(),
+        vec![v3.clone(), lone]
+    );
+    // Versions keep counting after a prune.
+    let v4 = store
+        .create_snapshot("org-a", "a-1", &src, &vehicles("org-a", "a-1", 0..4))
+        .await
+        .unwrap();
+    assert_eq!(v4.version, 4);
+    assert_eq!(v4.summary, inventory_summary(4, [1, 0, 3, 0]));
+}
+
+async fn dropping_a_rooftop_deletes_its_snapshots(store: &dyn Store) {
+    seed_dealers(store).await;
+    let src = inventory_source("c");
+    let a1 = store
+        .create_snapshot("org-a", "a-1", &src, &vehicles("org-a", "a-1", 0..3))
+        .await
+        .unwrap();
+    let a2 = store
+        .create_snapshot("org-a", "a-2", &src, &vehicles("org-a", "a-2", 0..3))
+        .await
+        .unwrap();
+    let b1 = store
+        .create_snapshot("org-b", "b-1", &src, &vehicles("org-b", "b-1", 0..3))
+        .await
+        .unwrap();
+
+    // Re-importing the dealers with a-1 changed (rewritten in place) and its
+    // order swapped keeps every snapshot.
+    let mut changed = rooftop("a-1", "One, renovated");
+    changed.settings.anonymous_reads = false;
+    let done = store
+        .upsert_organizations(&[org(
+            "org-a",
+            "A",
+            vec![rooftop("a-2", "Two"), changed.clone()],
+        )])
+        .await
+        .unwrap();
+    assert_eq!(done, summary([0, 1], [0, 1, 0]));
+    assert_eq!(
+        store.latest_snapshots().await.unwrap(),
+        vec![a1.clone(), a2.clone(), b1.clone()]
+    );
+
+    // Dropping a-2 from org-a deletes its snapshots and their vehicles.
+    let done = store
+        .upsert_organizations(&[org("org-a", "A", vec![changed])])
+        .await
+        .unwrap();
+    assert_eq!(done, summary([0, 1], [0, 0, 1]));
+    assert_eq!(
+        store.latest_snapshots().await.unwrap(),
+        vec![a1.clone(), b1.clone()]
+    );
+    assert_eq!(
+        store.snapshot_history("org-a", "a-2", 10).await.unwrap(),
+        vec![]
+    );
+    assert_eq!(
+        store.snapshot_vehicles(&a2.snapshot_id).await.unwrap(),
+        vec![]
+    );
+
+    // A rooftop moving to another organization leaves its snapshots behind
+    // (they name the old owner); the new owner starts again at version 1.
+    let done = store
+        .upsert_organizations(&[
+            org("org-a", "A", vec![]),
+            org(
+                "org-b",
+                "B",
+                vec![rooftop("b-1", "Bee"), rooftop("a-1", "One")],
+            ),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(done, summary([0, 2], [1, 0, 1]));
+    assert_eq!(store.latest_snapshots().await.unwrap(), vec![b1]);
+    assert_eq!(
+        store.snapshot_vehicles(&a1.snapshot_id).await.unwrap(),
+        vec![]
+    );
+    let moved = store
+        .create_snapshot("org-b", "a-1", &src, &vehicles("org-b", "a-1", 0..1))
+        .await
+        .unwrap();
+    assert_eq!(moved.version, 1);
+    assert_eq!(moved.summary, inventory_summary(1, [1, 0, 0, 0]));
+}
+
+async fn concurrent_imports_of_one_rooftop_get_distinct_versions(store: &dyn Store) {
+    seed_dealers(store).await;
+    let src = inventory_source("race");
+    let batches: Vec<Vec<VehicleRecord>> = (1..=6)
+        .map(|n| vehicles("org-a", "a-1", 0..n * 50))
+        .collect();
+    let results = futures_join_all(
+        batches
+            .iter()
+            .map(|batch| store.create_snapshot("org-a", "a-1", &src, batch)),
+    )
+    .await;
+    let mut versions: Vec<i64> = results.into_iter().map(|r| r.unwrap().version).collect();
+    versions.sort_unstable();
+    assert_eq!(versions, vec![1, 2, 3, 4, 5, 6]);
+    // Each summary was computed against the snapshot committed just before it.
+    let history = store.snapshot_history("org-a", "a-1", 10).await.unwrap();
+    for pair in history.windows(2) {
+        let (newer, older) = (&pair[0], &pair[1]);
+        let expected = diff_vehicles(
+            &store.snapshot_vehicles(&older.snapshot_id).await.unwrap(),
+            &store.snapshot_vehicles(&newer.snapshot_id).await.unwrap(),
+        );
+        assert_eq!(newer.summary, expected, "version {}", newer.version);
+    }
+}
+
+/// Poll every future to completion concurrently (no `futures` dependency).
+async fn futures_join_all<F: std::future::Future>(
+    futures: impl IntoIterator<Item = F>,
+) -> Vec<F::Output> {
+    let handles: Vec<_> = futures.into_iter().map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = handles.iter().map(|_| None).collect();
+    let mut handles: Vec<Option<_>> = handles.into_iter().map(Some).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (slot, output) in handles.iter_mut().zip(outputs.iter_mut()) {
+            if let Some(future) = slot {
+                match future.as_mut().poll(cx) {
+                    std::task::Poll::Ready(value) => {
+                        *output = Some(value);
+                        *slot = None;
+                    }
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    outputs
+        .into_iter()
+        .map(|o| o.expect("polled to completion"))
+        .collect()
+}
+
+async fn large_snapshot_round_trip(store: &dyn Store) {
+    const COUNT: u32 = 20_000;
+    seed_dealers(store).await;
+    let batch = vehicles("org-a", "a-1", 0..COUNT);
+    let started = Instant::now();
+    let snapshot = store
+        .create_snapshot("org-a", "a-1", &inventory_source("big"), &batch)
+        .await
+        .unwrap();
+    let written = started.elapsed();
+    assert_eq!(snapshot.vehicle_count, COUNT);
+    let started = Instant::now();
+    let stored = store
+        .snapshot_vehicles(&snapshot.snapshot_id)
+        .await
+        .unwrap();
+    let read = started.elapsed();
+    assert_eq!(stored.len(), COUNT as usize);
+    for n in [0, 1, 9_999, 12_345, COUNT - 1] {
+        assert_eq!(stored[n as usize], batch[n as usize], "vehicle {n}");
+    }
+    // A second import of the same 20k diffs against the first inside the transaction.
+    let started = Instant::now();
+    let again = store
+        .create_snapshot("org-a", "a-1", &inventory_source("big2"), &batch)
+        .await
+        .unwrap();
+    let rewritten = started.elapsed();
+    assert_eq!(again.summary, inventory_summary(COUNT, [0, 0, COUNT, 0]));
+    println!("20k vehicles: create {written:?}, read {read:?}, create with diff {rewritten:?}");
+}
+
+/// 100,000 vehicles over 200 rooftops, timed; only with
+/// `DEALER_GATEWAY_STORE_BENCH=1` (it takes a while in debug builds).
+async fn bulk_import_throughput(store: &dyn Store) {
+    if std::env::var("DEALER_GATEWAY_STORE_BENCH").as_deref() != Ok("1") {
+        println!("skipped bulk_import_throughput: DEALER_GATEWAY_STORE_BENCH is not 1");
+        return;
+    }
+    const ROOFTOPS: u32 = 200;
+    const PER_ROOFTOP: u32 = 500;
+    let orgs: Vec<OrganizationRecord> = (0..20)
+        .map(|o| {
+            org(
+                &format!("org-{o:02}"),
+                "Bench",
+                (0..ROOFTOPS / 20)
+                    .map(|r| rooftop(&format!("r-{o:02}-{r:02}"), "Bench rooftop"))
+                    .collect(),
+            )
+        })
+        .collect();
+    store.upsert_organizations(&orgs).await.unwrap();
+    let batches: Vec<(String, String, Vec<VehicleRecord>)> = orgs
+        .iter()
+        .flat_map(|o| {
+            o.rooftops.iter().map(|r| {
+                (
+                    o.organization_id.clone(),
+                    r.rooftop_id.clone(),
+                    vehicles(&o.organization_id, &r.rooftop_id, 0..PER_ROOFTOP),
+                )
+            })
+        })
+        .collect();
+    let total = ROOFTOPS * PER_ROOFTOP;
+    // The JSON work alone, for comparison (the store encodes every vehicle
+    // once and decodes the previous snapshot's vehicles for the diff).
+    let started = Instant::now();
+    let docs: Vec<String> = batches
+        .iter()
+        .flat_map(|(_, _, batch)| batch.iter().map(|v| serde_json::to_string(v).unwrap()))
+        .collect();
+    let encoded = started.elapsed();
+    let started = Instant::now();
+    for doc in &docs {
+        let _: VehicleRecord = serde_json::from_str(doc).unwrap();
+    }
+    println!(
+        "bench serde_json alone: encode {encoded:?}, decode {:?} ({} bytes per vehicle)",
+        started.elapsed(),
+        docs.iter().map(String::len).sum::<usize>() / docs.len()
+    );
+    drop(docs);
+    for round in ["first import", "re-import (diff against previous)"] {
+        let started = Instant::now();
+        for (organization_id, rooftop_id, batch) in &batches {
+            store
+                .create_snapshot(
+                    organization_id,
+                    rooftop_id,
+                    &inventory_source("bench"),
+                    batch,
+                )
+                .await
+                .unwrap();
+        }
+        let elapsed = started.elapsed();
+        println!(
+            "bench {round}: {total} vehicles in {elapsed:?} = {} rows/s",
+            rows_per_second(total, elapsed)
+        );
+    }
+    let started = Instant::now();
+    let mut read = 0usize;
+    for snapshot in store.latest_snapshots().await.unwrap() {
+        read += store
+            .snapshot_vehicles(&snapshot.snapshot_id)
+            .await
+            .unwrap()
+            .len();
+    }
+    let elapsed = started.elapsed();
+    assert_eq!(read, total as usize);
+    println!(
+        "bench read all latest: {read} vehicles in {elapsed:?} = {} rows/s",
+        rows_per_second(total, elapsed)
+    );
+}
+
+fn rows_per_second(rows: u32, elapsed: Duration) -> u128 {
+    u128::from(rows) * 1000 / elapsed.as_millis().max(1)
 }
 
 async fn migrations_apply_and_reapply(db: &TestDb) {
