@@ -10,7 +10,8 @@
 //   - a listed entry whose check (or, for a whole-scenario entry, whose scenario) no longer
 //     fails, fails the run (stale entry);
 //   - every entry names a scenario that was run and carries a non-empty `reason`.
-// WARNING checks are reported but do not fail the run (the suite's own exit code ignores them too).
+// WARNING and SKIPPED checks are reported but do not fail the run (the suite's own exit code
+// ignores them too).
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
@@ -55,6 +56,7 @@ const scenariosRun = new Map(); // scenario -> spec version
 const rows = [];
 const unexpected = [];
 const warnings = [];
+const skips = [];
 const matched = new Set();
 for (const run of runs) {
   const [version, scenario] = run.split('/');
@@ -62,17 +64,21 @@ for (const run of runs) {
   const files = findChecks(join(resultsDir, version, scenario));
   if (files.length !== 1) {
     problems.push(`${run}: expected one checks.json, found ${files.length} (the suite did not run the scenario?)`);
-    rows.push({ run, passed: 0, failed: 0, expectedFailed: 0, warnings: 0, verdict: 'NO RESULTS' });
+    rows.push({ run, passed: 0, failed: 0, expectedFailed: 0, warnings: 0, skipped: 0, verdict: 'NO RESULTS' });
     continue;
   }
   const checks = JSON.parse(readFileSync(files[0], 'utf8'));
   const whole = expected.find((e) => e.scenario === scenario && e.id === null);
-  let passed = 0, failed = 0, expectedFailed = 0, warned = 0;
+  let passed = 0, failed = 0, expectedFailed = 0, warned = 0, skipped = 0;
   const statusById = new Map();
   for (const c of checks) {
     const prev = statusById.get(c.id);
     if (prev !== 'FAILURE') statusById.set(c.id, c.status);
     if (c.status === 'SUCCESS') passed++;
+    else if (c.status === 'SKIPPED') {
+      skipped++;
+      skips.push(`${scenario}:${c.id} — ${c.errorMessage ?? (c.details ? JSON.stringify(c.details) : c.description ?? '')}`);
+    }
     else if (c.status === 'WARNING') {
       warned++;
       warnings.push(`${scenario}:${c.id} — ${c.errorMessage ?? c.description ?? ''}`);
@@ -95,16 +101,20 @@ for (const run of runs) {
     problems.push(`stale entry '${whole.check}': the scenario has no failing check now — remove it from ${expectedFile}`);
   }
   const verdict = failed > 0 ? 'FAIL' : expectedFailed > 0 ? 'PASS (expected failures)' : 'PASS';
-  rows.push({ run, passed, failed, expectedFailed, warnings: warned, verdict });
+  rows.push({ run, passed, failed, expectedFailed, warnings: warned, skipped, verdict });
 }
 for (const e of expected) {
   if (!scenariosRun.has(e.scenario)) problems.push(`entry '${e.check}' names a scenario that this run does not execute`);
 }
 
 const w = Math.max(...rows.map((r) => r.run.length), 8);
-console.log(`\n${'scenario'.padEnd(w)}  passed  failed  expected  warnings  verdict`);
+console.log(`\n${'scenario'.padEnd(w)}  passed  failed  expected  warnings  skipped  verdict`);
 for (const r of rows) {
-  console.log(`${r.run.padEnd(w)}  ${String(r.passed).padStart(6)}  ${String(r.failed).padStart(6)}  ${String(r.expectedFailed).padStart(8)}  ${String(r.warnings).padStart(8)}  ${r.verdict}`);
+  console.log(`${r.run.padEnd(w)}  ${String(r.passed).padStart(6)}  ${String(r.failed).padStart(6)}  ${String(r.expectedFailed).padStart(8)}  ${String(r.warnings).padStart(8)}  ${String(r.skipped).padStart(7)}  ${r.verdict}`);
+}
+if (skips.length) {
+  console.log('\nSkipped by the suite (not applicable to this server):');
+  for (const x of skips) console.log(`  - ${x}`);
 }
 if (warnings.length) {
   console.log('\nWarnings (reported, not failing):');

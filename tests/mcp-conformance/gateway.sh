@@ -2,15 +2,27 @@
 # Start and stop a real `dealer-gateway serve` for the external-peer checks.
 # Sourced by scripts/mcp-conformance and scripts/mcp-python-client-check.
 #
+#   gateway_ensure_binary                      GATEWAY_BIN as given, else builds the debug binary
 #   gateway_start NAME [extra serve args...]   sets GW_URL (…/mcp), GW_BASE, GW_PID, GW_DIR
 #   gateway_stop                               SIGTERM, expects a graceful exit within 15 s
 #
 # The server gets a private SQLite file with the bundled demo data and port 0; the port is
 # read from the "listening on http://127.0.0.1:<port>/mcp" line it prints on stdout.
 
-GATEWAY_BIN=${GATEWAY_BIN:-target/debug/dealer-gateway}
 GW_PID=
 GW_DIR=
+
+gateway_ensure_binary() {
+  if [[ -z "${GATEWAY_BIN:-}" ]]; then
+    # Cheap when up to date; guarantees a standalone run never tests a stale binary.
+    cargo build -q -p gateway --bin dealer-gateway || return 1
+    GATEWAY_BIN=${CARGO_TARGET_DIR:-target}/debug/dealer-gateway
+  fi
+  if [[ ! -x "$GATEWAY_BIN" ]]; then
+    echo "no gateway binary at $GATEWAY_BIN" >&2
+    return 1
+  fi
+}
 
 gateway_start() {
   local name=$1
@@ -19,8 +31,8 @@ gateway_start() {
   "$GATEWAY_BIN" serve --listen 127.0.0.1:0 --database-url "sqlite://$GW_DIR/gw.sqlite" "$@" \
     >"$GW_DIR/stdout.log" 2>"$GW_DIR/stderr.log" &
   GW_PID=$!
-  local i line=
-  for i in $(seq 1 300); do
+  local line=
+  for _ in $(seq 1 300); do
     line=$(grep -o -m 1 'listening on http://127\.0\.0\.1:[0-9]*/mcp' "$GW_DIR/stdout.log" || true)
     [[ -n "$line" ]] && break
     if ! kill -0 "$GW_PID" 2>/dev/null; then
@@ -53,10 +65,10 @@ gateway_start() {
 
 gateway_stop() {
   [[ -n "$GW_PID" ]] || return 0
-  local pid=$GW_PID rc=0 i
+  local pid=$GW_PID rc=0
   GW_PID=
   kill -TERM "$pid" 2>/dev/null || return 0
-  for i in $(seq 1 150); do
+  for _ in $(seq 1 150); do
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done

@@ -1,8 +1,8 @@
 """Drive the gateway with the official MCP Python SDK (mcp 2.3.0) as a real client.
 
-usage: python mcp_client_check.py URL [--mode 2026-07-28] [--mode legacy] [--wire]
+usage: python mcp_client_check.py URL [--mode 2026-07-28|legacy|auto]... [--wire]
 
-For each mode (default: both 2026-07-28 and legacy) it lists tools, calls the manifest
+For each mode (default: 2026-07-28, legacy, and auto, which must pick 2026-07-28) it lists tools, calls the manifest
 tool, looks up the first organization with dealeragent.dealer.get, lists and reads the
 manifest resource, and sends invalid arguments. Each check prints one PASS/FAIL line;
 the exit status is non-zero when any check failed. The SDK validates every result
@@ -80,6 +80,13 @@ async def run_mode(url: str, mode: str, wire: bool, report: Report) -> None:
             streamable_http_client(url, http_client=http), mode=mode, read_timeout_seconds=20, cache=None
         ) as client:
             report.check(f"{p} connect (negotiated {client.protocol_version})", True)
+            if mode == "auto":
+                # The SDK's auto mode probes server/discover first; a dual-era gateway must win it.
+                report.check(
+                    f"{p} server/discover probe selects 2026-07-28",
+                    client.protocol_version == "2026-07-28",
+                    f"negotiated {client.protocol_version}",
+                )
 
             # --- tools/list
             tools = await client.list_tools()
@@ -193,11 +200,11 @@ async def run_mode(url: str, mode: str, wire: bool, report: Report) -> None:
 async def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("url")
-    ap.add_argument("--mode", action="append", choices=["2026-07-28", "legacy"], help="repeatable; default both")
+    ap.add_argument("--mode", action="append", choices=["2026-07-28", "legacy", "auto"], help="repeatable; default all three")
     ap.add_argument("--wire", action="store_true", help="print each HTTP request/response")
     args = ap.parse_args()
     report = Report()
-    for mode in args.mode or ["2026-07-28", "legacy"]:
+    for mode in args.mode or ["2026-07-28", "legacy", "auto"]:
         print(f"== mode {mode} against {args.url}", flush=True)
         try:
             await run_mode(args.url, mode, args.wire, report)
