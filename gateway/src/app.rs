@@ -18,6 +18,7 @@ use crate::catalog::Catalog;
 use crate::config::ServeSettings;
 use crate::dealers;
 use crate::directory::Directory;
+use crate::inventory::live::LiveInventory;
 use crate::manifest;
 use crate::mcp::{self, session::Sessions};
 use crate::store::Store;
@@ -31,6 +32,11 @@ pub struct AppState {
     pub catalog: Catalog,
     pub store: Arc<dyn Store>,
     pub directory: Directory,
+    /// The per-snapshot inventory indexes this replica serves.
+    pub inventory: LiveInventory,
+    /// Key sealing pagination cursors; shared by every replica through the
+    /// store so a cursor from one replica opens on another.
+    pub cursor_key: Vec<u8>,
     pub sessions: Sessions,
     /// Public base URL without a trailing slash.
     pub public_base: String,
@@ -49,6 +55,7 @@ impl AppState {
         catalog: Catalog,
         store: Arc<dyn Store>,
         bound: SocketAddr,
+        cursor_key: Vec<u8>,
     ) -> Self {
         let public_base = settings.public_base(bound);
         let mut allowed_hosts: Vec<String> =
@@ -79,6 +86,10 @@ impl AppState {
             store.clone(),
             Duration::from_secs(settings.directory_refresh_seconds.max(1)),
         );
+        let inventory = LiveInventory::new(
+            store.clone(),
+            Duration::from_secs(settings.inventory_refresh_seconds.max(1)),
+        );
         let sessions = Sessions::new(
             settings.max_legacy_sessions,
             Duration::from_secs(settings.legacy_session_idle_seconds.max(1)),
@@ -88,6 +99,8 @@ impl AppState {
             catalog,
             store,
             directory,
+            inventory,
+            cursor_key,
             sessions,
             public_base,
             claim,
@@ -238,10 +251,65 @@ pub async fn seed_if_empty(
             "bundled-demo".to_owned(),
         ),
     };
-    let records = dealers::parse(catalog, &name, &bytes, &source, Utc::now())?;
+    let now = Utc::now();
+    let records = dealers::parse(catalog, &name, &bytes, &source, now)?;
     store.upsert_organizations(&records).await?;
+    if settings.seed_dealers.is_none() {
+        seed_demo_inventory(store, &records, now).await?;
+    }
     Ok(Some(name))
 }
+
+/// The bundled demo's inventory: generated for the demo rooftops with
+/// timestamps relative to now (a few deliberately stale), then imported
+/// through the same feed parser and snapshot path as any dealer file.
+async fn seed_demo_inventory(
+    store: &dyn Store,
+    organizations: &[crate::store::OrganizationRecord],
+    now: chrono::DateTime<Utc>,
+) -> Result<(), crate::Error> {
+    for org in organizations {
+        let rooftops: Vec<(String, String, String, String)> = org
+            .rooftops
+            .iter()
+            .map(|r| {
+                (
+                    org.organization_id.clone(),
+                    r.rooftop_id.clone(),
+                    r.settings.currency.clone(),
+                    r.settings.odometer_unit.clone(),
+                )
+            })
+            .collect();
+        let ctx = crate::ingest::IngestContext::for_organization(org, None, now);
+        for (file_name, bytes) in crate::demo::demo_feeds(&rooftops, DEMO_SEED, now) {
+            let parsed = crate::ingest::parse_feed(
+                crate::ingest::FeedFormat::DapCsv,
+                &file_name,
+                &bytes,
+                &ctx,
+            )
+            .map_err(|e| {
+                crate::Error::Io(format!("bundled demo feed {file_name} is invalid: {e}"))
+            })?;
+            let source = parsed.source_record(now);
+            for rooftop in &parsed.rooftops {
+                store
+                    .create_snapshot(
+                        &org.organization_id,
+                        &rooftop.rooftop_id,
+                        &source,
+                        &rooftop.vehicles,
+                    )
+                    .await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Seed of the bundled demo inventory (deterministic vehicles).
+const DEMO_SEED: u64 = 2026;
 
 /// A started server (the seam integration tests use).
 pub struct Running {
@@ -265,7 +333,23 @@ pub async fn prepare(
     let bound = listener
         .local_addr()
         .map_err(|e| crate::Error::Io(e.to_string()))?;
-    let state = Arc::new(AppState::new(settings, catalog, store, bound));
+    let cursor_key = store
+        .get_or_create_secret("inventory-cursor-hmac-sha256", &random_key)
+        .await?;
+    let state = Arc::new(AppState::new(settings, catalog, store, bound, cursor_key));
+    // Build the inventory indexes before taking traffic, so the first
+    // request is not the one that pays for loading every snapshot.
+    let directory = state.directory.snapshot().await?;
+    let view = state.inventory.view(&directory).await?;
+    tracing::info!(
+        inventory.rooftops = view.rooftops.len(),
+        inventory.vehicles = view
+            .rooftops
+            .values()
+            .map(|r| r.latest.len())
+            .sum::<usize>(),
+        "inventory loaded"
+    );
     Ok((state, listener))
 }
 
@@ -288,6 +372,16 @@ pub async fn spawn(
         }
     });
     Ok(Running { addr, state })
+}
+
+/// 256 bits from the OS CSPRNG (two v4 UUIDs carry 244 random bits; the
+/// SHA-256 of both spreads them over the whole key).
+fn random_key() -> Vec<u8> {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(uuid::Uuid::new_v4().as_bytes());
+    h.update(uuid::Uuid::new_v4().as_bytes());
+    h.finalize().to_vec()
 }
 
 /// Serve until `shutdown` resolves, then finish in-flight requests.

@@ -42,6 +42,15 @@ impl Principal {
         }
     }
 
+    /// What a pagination cursor is bound to: a cursor issued to one caller
+    /// is refused for any other (DAP-CORE-026..028). Hashed inside the
+    /// sealed cursor, so it never appears in it.
+    pub fn grant_fingerprint(&self) -> String {
+        match self {
+            Principal::Anonymous => "anonymous".to_owned(),
+        }
+    }
+
     /// The audit/log subject; never a token.
     pub fn subject(&self) -> &str {
         match self {

@@ -82,6 +82,14 @@ pub struct ServeSettings {
     )]
     pub directory_refresh_seconds: u64,
 
+    /// How often each replica checks the store for new inventory snapshots.
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_INVENTORY_REFRESH_SECONDS",
+        default_value_t = 5
+    )]
+    pub inventory_refresh_seconds: u64,
+
     /// Longest time a request may run before it is answered with 503.
     #[arg(
         long,

@@ -31,6 +31,13 @@ pub fn templates() -> Vec<Value> {
             "description": "One rooftop of a dealer organization, as a DAP dealerOrganization narrowed to that rooftop.",
             "mimeType": "application/json"
         }),
+        json!({
+            "uriTemplate": "dealeragent://organization/{organization_id}/rooftop/{rooftop_id}/vehicle/{vehicle_id}",
+            "name": "vehicle",
+            "title": "Vehicle",
+            "description": "One published vehicle (DAP vehicle) with provenance and freshness; short-lived: re-read it rather than caching it past its ttl.",
+            "mimeType": "application/json"
+        }),
     ]
 }
 
@@ -77,6 +84,7 @@ enum Target<'a> {
     Manifest,
     Organization(&'a str),
     Rooftop(&'a str, &'a str),
+    Vehicle(&'a str, &'a str, &'a str),
 }
 
 fn parse(uri: &str) -> Option<Target<'_>> {
@@ -89,6 +97,9 @@ fn parse(uri: &str) -> Option<Target<'_>> {
     match segments.as_slice() {
         [org] if ok(org) => Some(Target::Organization(org)),
         [org, "rooftop", rooftop] if ok(org) && ok(rooftop) => Some(Target::Rooftop(org, rooftop)),
+        [org, "rooftop", rooftop, "vehicle", vehicle] if ok(org) && ok(rooftop) && ok(vehicle) => {
+            Some(Target::Vehicle(org, rooftop, vehicle))
+        }
         _ => None,
     }
 }
@@ -105,8 +116,17 @@ pub async fn read(
         return Ok(None);
     };
     let snapshot = state.directory.snapshot().await?;
-    let ttl = state.directory_ttl_ms();
+    let mut ttl = state.directory_ttl_ms();
     let document = match target {
+        Target::Vehicle(org, rooftop, vehicle_id) => {
+            match vehicle(state, &snapshot, principal, org, rooftop, vehicle_id).await? {
+                Some((doc, vehicle_ttl)) => {
+                    ttl = vehicle_ttl;
+                    Ok(doc)
+                }
+                None => Err(ToolError::NotFound),
+            }
+        }
         Target::Manifest => manifest::build(state, &snapshot, principal, None),
         Target::Organization(org) => dealer_get::organization_view(&snapshot, principal, org, None),
         Target::Rooftop(org, rooftop) => {
@@ -128,6 +148,50 @@ pub async fn read(
     }
 }
 
+/// The longest a vehicle resource may be cached: availability and prices
+/// move, so vehicle documents are short-lived (DAP: nonpublic or volatile
+/// data uses short ttls).
+const VEHICLE_MAX_TTL_MS: u64 = 60_000;
+
+/// A vehicle resource: the same policy and lookup as
+/// `dealeragent.inventory.get_vehicle` by `vehicle_id`. The ttl is at most
+/// a minute, never past the record's validity, and 0 once it is stale or
+/// withdrawn.
+async fn vehicle(
+    state: &AppState,
+    directory: &crate::directory::DirectorySnapshot,
+    principal: &Principal,
+    organization_id: &str,
+    rooftop_id: &str,
+    vehicle_id: &str,
+) -> Result<Option<(Value, u64)>, StoreError> {
+    let Ok(rooftop) =
+        crate::tools::policy::authorize_rooftop(directory, principal, organization_id, rooftop_id)
+    else {
+        return Ok(None);
+    };
+    let view = state.inventory.view(directory).await?;
+    let Some(found) = crate::tools::get_vehicle::lookup(
+        &view,
+        &rooftop.rooftop_id,
+        crate::tools::get_vehicle::Selector::VehicleId(vehicle_id),
+    ) else {
+        return Ok(None);
+    };
+    let doc = crate::tools::get_vehicle::render_found(&found);
+    let ttl = doc["freshness"]["valid_until"]
+        .as_str()
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .filter(|_| doc["freshness"]["state"] == "current")
+        .map_or(0, |until| {
+            let left = (until.with_timezone(&chrono::Utc) - chrono::Utc::now()).num_milliseconds();
+            u64::try_from(left.max(0))
+                .unwrap_or(0)
+                .min(VEHICLE_MAX_TTL_MS)
+        });
+    Ok(Some((doc, ttl)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +210,10 @@ mod tests {
         assert_eq!(parse("dealeragent://organization/"), None);
         assert_eq!(parse("dealeragent://organization/org.a/rooftop/"), None);
         assert_eq!(parse("dealeragent://organization/org.a/vehicle/x"), None);
+        assert_eq!(
+            parse("dealeragent://organization/org.a/rooftop/roof.b/vehicle/veh.c"),
+            Some(Target::Vehicle("org.a", "roof.b", "veh.c"))
+        );
         assert_eq!(parse("file:///etc/passwd"), None);
     }
 }

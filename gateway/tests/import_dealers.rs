@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{sqlite_url, temp_dir};
+use common::{temp_dir, test_database_url};
 
 const DEMO: &str = include_str!("../../demo/dealers.yaml");
 
@@ -46,7 +46,7 @@ async fn organization_count(db: &str) -> usize {
 #[tokio::test]
 async fn valid_file_imports_and_identical_reimport_changes_nothing() {
     let dir = temp_dir();
-    let db = sqlite_url(&dir);
+    let db = test_database_url(&dir).await;
     let file = write(&dir, "dealers.yaml", DEMO);
     let first = gateway(&db, &["import", "dealers", &file]);
     assert!(first.status.success(), "{}", text(&first));
@@ -68,7 +68,7 @@ async fn valid_file_imports_and_identical_reimport_changes_nothing() {
 #[tokio::test]
 async fn reimport_updates_in_place_and_reports_removed_rooftops() {
     let dir = temp_dir();
-    let db = sqlite_url(&dir);
+    let db = test_database_url(&dir).await;
     let file = write(&dir, "dealers.yaml", DEMO);
     assert!(gateway(&db, &["import", "dealers", &file]).status.success());
     // Drop the Burnaby rooftop and rename the Canadian group.
@@ -114,7 +114,7 @@ async fn reimport_updates_in_place_and_reports_removed_rooftops() {
 #[tokio::test]
 async fn every_problem_is_reported_with_pointer_and_rule_and_nothing_is_written() {
     let dir = temp_dir();
-    let db = sqlite_url(&dir);
+    let db = test_database_url(&dir).await;
     let bad = DEMO
         .replacen("country: US", "country: usa-secret-value", 1)
         .replacen("odometer_unit: mi", "odometer_unit: furlongs", 1);
@@ -147,7 +147,7 @@ async fn every_problem_is_reported_with_pointer_and_rule_and_nothing_is_written(
 #[tokio::test]
 async fn duplicate_rooftop_ids_and_currency_rules_are_cross_checked() {
     let dir = temp_dir();
-    let db = sqlite_url(&dir);
+    let db = test_database_url(&dir).await;
     let bad = DEMO
         .replace(
             "rooftop_id: roof.maplecrest-burnaby",
@@ -166,7 +166,7 @@ async fn duplicate_rooftop_ids_and_currency_rules_are_cross_checked() {
 #[tokio::test]
 async fn malformed_yaml_and_json_are_reported_with_position() {
     let dir = temp_dir();
-    let db = sqlite_url(&dir);
+    let db = test_database_url(&dir).await;
     let yaml = write(
         &dir,
         "broken.yaml",
@@ -192,7 +192,7 @@ async fn malformed_yaml_and_json_are_reported_with_position() {
 #[tokio::test]
 async fn a_missing_file_is_a_clear_error() {
     let dir = temp_dir();
-    let db = sqlite_url(&dir);
+    let db = test_database_url(&dir).await;
     let out = gateway(&db, &["import", "dealers", "/nonexistent/dealers.yaml"]);
     assert!(!out.status.success());
     assert!(

@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{sqlite_url, temp_dir};
+use common::{temp_dir, test_database_url};
 
 const LAKESHORE: &str = "org.lakeshore-auto-group";
 const MAPLECREST: &str = "org.maplecrest-motor-group";
@@ -41,9 +41,9 @@ fn text(o: &Output) -> String {
 }
 
 /// A fresh store with the demo dealers imported.
-fn store_with_dealers() -> (PathBuf, String) {
+async fn store_with_dealers() -> (PathBuf, String) {
     let dir = temp_dir();
-    let db = sqlite_url(&dir);
+    let db = test_database_url(&dir).await;
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../demo/dealers.yaml");
     let out = gateway(&db, &["import", "dealers", &demo.display().to_string()]);
     assert!(out.status.success(), "{}", text(&out));
@@ -81,7 +81,7 @@ async fn latest_vehicles(
 
 #[tokio::test]
 async fn valid_dap_csv_creates_one_snapshot_per_rooftop_and_reimport_reports_exact_changes() {
-    let (_dir, db) = store_with_dealers();
+    let (_dir, db) = store_with_dealers().await;
     let first = import(&db, &fixture("lakeshore.csv"), LAKESHORE, &[]);
     assert!(first.status.success(), "{}", text(&first));
     let out = text(&first);
@@ -164,7 +164,7 @@ async fn valid_dap_csv_creates_one_snapshot_per_rooftop_and_reimport_reports_exa
 
 #[tokio::test]
 async fn a_file_with_several_bad_rows_reports_every_problem_and_writes_nothing() {
-    let (_dir, db) = store_with_dealers();
+    let (_dir, db) = store_with_dealers().await;
     let file = fixture("lakeshore-bad.csv");
     let out = import(&db, &file, LAKESHORE, &[]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
@@ -221,7 +221,7 @@ async fn a_file_with_several_bad_rows_reports_every_problem_and_writes_nothing()
 
 #[tokio::test]
 async fn dealer_com_export_converts_prices_statuses_and_takes_the_rooftop_unit() {
-    let (_dir, db) = store_with_dealers();
+    let (_dir, db) = store_with_dealers().await;
     let file = fixture("dealer-com-export.csv");
     // Without --format a .csv is read as DAP CSV and its headers are refused.
     let wrong = import(&db, &file, LAKESHORE, &["--rooftop", GRAND_RAPIDS]);
@@ -285,7 +285,7 @@ async fn dealer_com_export_converts_prices_statuses_and_takes_the_rooftop_unit()
 
 #[tokio::test]
 async fn a_cad_rooftop_row_priced_in_usd_is_refused() {
-    let (_dir, db) = store_with_dealers();
+    let (_dir, db) = store_with_dealers().await;
     let file = fixture("maplecrest-usd.csv");
     let out = import(&db, &file, MAPLECREST, &[]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
@@ -301,7 +301,7 @@ async fn a_cad_rooftop_row_priced_in_usd_is_refused() {
 
 #[tokio::test]
 async fn a_future_observed_at_is_refused() {
-    let (_dir, db) = store_with_dealers();
+    let (_dir, db) = store_with_dealers().await;
     let file = fixture("future.csv");
     let out = import(&db, &file, LAKESHORE, &[]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
@@ -317,7 +317,7 @@ async fn a_future_observed_at_is_refused() {
 
 #[tokio::test]
 async fn json_records_import_and_keep_their_ids_and_sources() {
-    let (_dir, db) = store_with_dealers();
+    let (_dir, db) = store_with_dealers().await;
     let out = import(&db, &fixture("maplecrest-toronto.json"), MAPLECREST, &[]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("(json, organization"), "{}", text(&out));
@@ -337,7 +337,7 @@ async fn json_records_import_and_keep_their_ids_and_sources() {
 
 #[tokio::test]
 async fn dry_run_and_unknown_organization_write_nothing() {
-    let (_dir, db) = store_with_dealers();
+    let (_dir, db) = store_with_dealers().await;
     let dry = import(&db, &fixture("lakeshore.csv"), LAKESHORE, &["--dry-run"]);
     assert!(dry.status.success(), "{}", text(&dry));
     assert!(text(&dry).contains("no snapshot written"), "{}", text(&dry));
@@ -372,7 +372,7 @@ async fn dry_run_and_unknown_organization_write_nothing() {
 #[tokio::test]
 async fn bundle_imports_dealers_then_each_inventory_file_all_or_nothing() {
     let dir = temp_dir();
-    let db = sqlite_url(&dir);
+    let db = test_database_url(&dir).await;
     let bundle = dir.join("bundle");
     std::fs::create_dir_all(bundle.join("inventory")).unwrap();
     std::fs::copy(
@@ -414,7 +414,7 @@ async fn bundle_imports_dealers_then_each_inventory_file_all_or_nothing() {
 #[tokio::test]
 async fn generated_demo_bundle_imports() {
     let dir = temp_dir();
-    let db = sqlite_url(&dir);
+    let db = test_database_url(&dir).await;
     let out_dir = dir.join("generated");
     let generate = gateway(
         &db,

@@ -770,7 +770,7 @@ async fn resources_list_with_a_cursor_is_invalid_params() {
 }
 
 #[tokio::test]
-async fn resources_templates_list_has_the_two_templates() {
+async fn resources_templates_list_has_the_organization_rooftop_and_vehicle_templates() {
     let app = spawn().await;
     let r = app.modern("resources/templates/list", json!({})).await;
     assert_eq!(r.status, 200, "{}", r.raw);
@@ -788,7 +788,8 @@ async fn resources_templates_list_has_the_two_templates() {
         templates,
         [
             "dealeragent://organization/{organization_id}",
-            "dealeragent://organization/{organization_id}/rooftop/{rooftop_id}"
+            "dealeragent://organization/{organization_id}/rooftop/{rooftop_id}",
+            "dealeragent://organization/{organization_id}/rooftop/{rooftop_id}/vehicle/{vehicle_id}"
         ]
     );
 }

@@ -6,4 +6,12 @@
 //! one snapshot so pages never mix two imports. Each vehicle keeps its own
 //! rooftop and provenance (DAP-CORE-032/033).
 
+pub mod cursor;
+pub mod index;
+pub mod live;
 pub mod model;
+pub mod render;
+pub mod search;
+
+#[cfg(test)]
+mod tests;

@@ -175,8 +175,10 @@ impl VehicleRecord {
 /// Compare two snapshots of one rooftop by `vehicle_id`.
 pub fn diff_vehicles(previous: &[VehicleRecord], next: &[VehicleRecord]) -> InventoryImportSummary {
     use std::collections::HashMap;
-    let before: HashMap<&str, &VehicleRecord> =
-        previous.iter().map(|v| (v.vehicle_id.as_str(), v)).collect();
+    let before: HashMap<&str, &VehicleRecord> = previous
+        .iter()
+        .map(|v| (v.vehicle_id.as_str(), v))
+        .collect();
     let mut summary = InventoryImportSummary {
         rows_read: saturating_u32(next.len()),
         ..InventoryImportSummary::default()

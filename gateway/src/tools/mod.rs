@@ -8,6 +8,9 @@
 pub mod dealer_get;
 mod error;
 pub mod get_manifest;
+pub mod get_vehicle;
+pub mod inventory_search;
+pub mod policy;
 
 use std::sync::Arc;
 
@@ -29,7 +32,12 @@ pub struct ToolContext {
 
 /// The names of every tool implemented in code. A test checks this equals
 /// the catalog (`capabilities.yaml`) exactly.
-pub const IMPLEMENTED: &[&str] = &[get_manifest::NAME, dealer_get::NAME];
+pub const IMPLEMENTED: &[&str] = &[
+    get_manifest::NAME,
+    dealer_get::NAME,
+    inventory_search::NAME,
+    get_vehicle::NAME,
+];
 
 /// Outcome of one tool call: the structured content and whether it is an
 /// error object (MCP `isError`).
@@ -42,6 +50,8 @@ async fn dispatch(name: &str, ctx: &ToolContext, args: &Value) -> Option<Result<
     Some(match name {
         get_manifest::NAME => get_manifest::call(ctx, args).await,
         dealer_get::NAME => dealer_get::call(ctx, args).await,
+        inventory_search::NAME => inventory_search::call(ctx, args).await,
+        get_vehicle::NAME => get_vehicle::call(ctx, args).await,
         _ => return None,
     })
 }

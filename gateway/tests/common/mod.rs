@@ -20,6 +20,8 @@ pub struct TestApp {
     pub url: String,
     pub http: reqwest::Client,
     pub db_dir: PathBuf,
+    /// The store this gateway uses (SQLite file or PostgreSQL database).
+    pub database_url: String,
     _stop: oneshot::Sender<()>,
 }
 
@@ -45,8 +47,9 @@ pub async fn spawn_with(adjust: impl FnOnce(&mut ServeSettings)) -> TestApp {
     let mut settings = ServeSettings::with_listen("127.0.0.1:0".parse().unwrap());
     adjust(&mut settings);
     let dir = temp_dir();
+    let database_url = test_database_url(&dir).await;
     let (stop, stopped) = oneshot::channel::<()>();
-    let running = gateway::app::spawn(settings, &sqlite_url(&dir), async move {
+    let running = gateway::app::spawn(settings, &database_url, async move {
         let _ = stopped.await;
     })
     .await
@@ -56,7 +59,37 @@ pub async fn spawn_with(adjust: impl FnOnce(&mut ServeSettings)) -> TestApp {
         url: format!("http://{}/mcp", running.addr),
         http: reqwest::Client::new(),
         db_dir: dir,
+        database_url,
         _stop: stop,
+    }
+}
+
+/// The store for one test: a fresh PostgreSQL database when
+/// `DEALER_GATEWAY_TEST_POSTGRES_URL` is set (the second run of
+/// `./scripts/test`), else SQLite in the test's own directory. Every
+/// integration test thus runs on both backends.
+pub async fn test_database_url(dir: &std::path::Path) -> String {
+    match std::env::var("DEALER_GATEWAY_TEST_POSTGRES_URL") {
+        Ok(admin) if !admin.is_empty() => {
+            use sqlx::Connection as _;
+            let name = format!("itest_{}", uuid::Uuid::new_v4().simple());
+            let mut conn = sqlx::PgConnection::connect(&admin)
+                .await
+                .expect("connect to PostgreSQL");
+            sqlx::query(sqlx::AssertSqlSafe(format!("create database {name}")))
+                .execute(&mut conn)
+                .await
+                .expect("create test database");
+            let base = admin.rsplit_once('/').map_or(admin.as_str(), |(b, _)| b);
+            format!("{base}/{name}")
+        }
+        _ => {
+            assert!(
+                std::env::var("REQUIRE_POSTGRES").as_deref() != Ok("1"),
+                "REQUIRE_POSTGRES=1 but DEALER_GATEWAY_TEST_POSTGRES_URL is not set"
+            );
+            sqlite_url(dir)
+        }
     }
 }
 

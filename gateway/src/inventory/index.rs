@@ -1,0 +1,609 @@
+//! The immutable in-memory index of one rooftop snapshot.
+//!
+//! A [`SnapshotIndex`] is built once from the vehicles of one snapshot and
+//! never changes afterwards; readers share it through an `Arc`, so a search
+//! never sees two imports mixed and needs no lock. Everything a search
+//! filters or sorts on is precomputed into one 64-byte row per vehicle
+//! (one cache line), enumerations are small integer codes, repeated
+//! strings (make, model) are interned per snapshot, and the free-text
+//! query runs against a deduplicated vocabulary of lower-cased words
+//! instead of per-vehicle strings.
+//!
+//! Memory: each record is kept as one compact JSON string (a tree of
+//! `serde_json::Value` for media and charges costs several times its text),
+//! and is decoded only for the few vehicles a page renders
+//! ([`SnapshotIndex::record`]). Identifiers live in contiguous arenas.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+
+use super::model::VehicleRecord;
+
+/// The identity of one snapshot, as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotMeta {
+    pub snapshot_id: String,
+    pub organization_id: String,
+    pub rooftop_id: String,
+    /// Monotonic per rooftop (the store's snapshot version).
+    pub version: i64,
+    /// When the snapshot was imported.
+    pub created_at: DateTime<Utc>,
+}
+
+/// `condition` codes (DAP `vehicleCondition`), in wire order.
+pub(crate) const CONDITIONS: [&str; 4] = ["new", "used", "certified", "demo"];
+/// `vehicle_type` codes; code 0 means unknown (absent).
+pub(crate) const VEHICLE_TYPES: [&str; 9] = [
+    "unknown",
+    "car",
+    "truck",
+    "suv",
+    "van",
+    "motorcycle",
+    "rv",
+    "trailer",
+    "other",
+];
+/// Availability status codes (DAP `availability.status`).
+pub(crate) const AVAILABILITY: [&str; 7] = [
+    "available",
+    "in_transit",
+    "on_hold",
+    "pending_sale",
+    "sold",
+    "unavailable",
+    "unknown",
+];
+/// History-report status codes; `None` on the record is `unknown`.
+pub(crate) const HISTORY: [&str; 5] = [
+    "available",
+    "not_available",
+    "restricted",
+    "unknown",
+    "conflicting",
+];
+/// Certification type codes; `None` on the record is `unknown`.
+pub(crate) const CERTIFICATION: [&str; 5] = [
+    "manufacturer_cpo",
+    "dealer_certified",
+    "third_party_certified",
+    "not_certified",
+    "unknown",
+];
+
+/// Position of `value` in `table`, or `fallback` for a value outside it
+/// (ingest validated the enums; the fallback only keeps a bad row visible
+/// as "unknown" instead of failing the whole snapshot).
+pub(crate) fn code_of(table: &[&str], value: &str, fallback: u8) -> u8 {
+    table
+        .iter()
+        .position(|t| *t == value)
+        .and_then(|p| u8::try_from(p).ok())
+        .unwrap_or(fallback)
+}
+
+/// Sentinel for an unknown odometer in [`Row::odometer_mm`].
+pub(crate) const NO_ODOMETER: i128 = i128::MIN;
+/// Sentinel for an unknown inventory-age basis in [`Row::basis_us`].
+pub(crate) const NO_BASIS: i64 = i64::MIN;
+
+/// Packs an ISO 4217 code into an integer whose order is the code's
+/// byte order (`"CAD" < "USD"` as strings and as packed integers).
+pub(crate) fn pack_currency(code: &str) -> u32 {
+    code.bytes()
+        .take(3)
+        .fold(0u32, |acc, b| (acc << 8) | u32::from(b))
+}
+
+/// The hot, precomputed facts of one vehicle: exactly one cache line.
+#[derive(Debug, Clone, Copy)]
+#[repr(C)]
+pub(crate) struct Row {
+    /// Odometer in millimetres (exact), or [`NO_ODOMETER`].
+    pub odometer_mm: i128,
+    pub price_minor: i64,
+    /// Inventory-age basis (stocked_at, else first_public_listing_at) in
+    /// microseconds since the epoch, or [`NO_BASIS`].
+    pub basis_us: i64,
+    /// `source.observed_at` in microseconds since the epoch.
+    pub observed_us: i64,
+    /// Interned exact make spelling (index into `makes`).
+    pub make: u32,
+    /// Interned exact model spelling (index into `models`).
+    pub model: u32,
+    /// [`pack_currency`] of the advertised price's currency.
+    pub currency: u32,
+    pub year: i32,
+    pub condition: u8,
+    pub vehicle_type: u8,
+    pub availability: u8,
+    pub history: u8,
+    pub certification: u8,
+}
+
+/// Interned strings of one snapshot with their lower-cased forms.
+#[derive(Debug, Default)]
+pub(crate) struct Interner {
+    /// Exact spellings, by id.
+    pub exact: Vec<Box<str>>,
+    /// Lower-cased spelling of each id.
+    pub lower: Vec<Box<str>>,
+    ids: HashMap<Box<str>, u32>,
+}
+
+impl Interner {
+    fn intern(&mut self, s: &str) -> u32 {
+        if let Some(id) = self.ids.get(s) {
+            return *id;
+        }
+        let id = u32::try_from(self.exact.len()).unwrap_or(u32::MAX);
+        self.exact.push(s.into());
+        self.lower.push(s.to_lowercase().into());
+        self.ids.insert(s.into(), id);
+        id
+    }
+
+    fn finish(&mut self) {
+        // The map is only needed while building.
+        self.ids = HashMap::new();
+    }
+
+    /// Ids whose lower-cased spelling equals one of `wanted` (already
+    /// lower-cased), as a dense membership table.
+    pub fn matching(&self, wanted: &[String]) -> Vec<bool> {
+        self.lower
+            .iter()
+            .map(|l| wanted.iter().any(|w| **w == **l))
+            .collect()
+    }
+}
+
+/// Words per vocabulary chunk: a chunk is first tested as a whole with
+/// `str::contains` (vectorized in std), and its words only when it hits.
+const CHUNK_WORDS: usize = 64;
+
+/// The deduplicated vocabulary of the searchable text with a posting list
+/// (the rows that contain it) per word.
+#[derive(Debug, Default)]
+pub(crate) struct TextIndex {
+    /// Every distinct lower-cased word, each followed by `'\n'`. A query
+    /// token never contains whitespace, so a token that is a substring of a
+    /// vehicle's text is a substring of one of its words, and a match in
+    /// this buffer never spans two words.
+    vocab: String,
+    /// Start offset of each word in `vocab`, plus `vocab.len()` at the end.
+    starts: Vec<u32>,
+    /// `postings[ends[w - 1]..ends[w]]` are the rows containing word `w`,
+    /// ascending.
+    ends: Vec<u32>,
+    postings: Vec<u32>,
+}
+
+impl TextIndex {
+    fn build(per_row: &[Vec<u32>], vocab: String, mut starts: Vec<u32>) -> TextIndex {
+        let words = starts.len();
+        starts.push(row_u32(vocab.len()));
+        let mut counts = vec![0u32; words];
+        for row in per_row {
+            for w in row {
+                counts[*w as usize] += 1;
+            }
+        }
+        let mut ends = Vec::with_capacity(words);
+        let mut acc = 0u32;
+        for c in &counts {
+            acc += c;
+            ends.push(acc);
+        }
+        let mut fill: Vec<u32> = ends.iter().zip(&counts).map(|(e, c)| e - c).collect();
+        let mut postings = vec![0u32; acc as usize];
+        for (row, ws) in per_row.iter().enumerate() {
+            for w in ws {
+                let slot = &mut fill[*w as usize];
+                postings[*slot as usize] = row_u32(row);
+                *slot += 1;
+            }
+        }
+        TextIndex {
+            vocab,
+            starts,
+            ends,
+            postings,
+        }
+    }
+
+    fn word(&self, w: usize) -> &str {
+        // Without the trailing newline.
+        &self.vocab[self.starts[w] as usize..self.starts[w + 1] as usize - 1]
+    }
+
+    fn posting(&self, w: usize) -> &[u32] {
+        let a = if w == 0 { 0 } else { self.ends[w - 1] as usize };
+        &self.postings[a..self.ends[w] as usize]
+    }
+
+    /// The rows whose searchable text contains `token`, as a bitmap of
+    /// `rows` bits; `None` when no row does.
+    pub fn rows_containing(&self, token: &str, rows: usize) -> Option<Vec<u64>> {
+        if token.is_empty() || !self.vocab.contains(token) {
+            return None;
+        }
+        let words = self.starts.len() - 1;
+        let mut bits = vec![0u64; rows.div_ceil(64)];
+        let mut any = false;
+        for first in (0..words).step_by(CHUNK_WORDS) {
+            let last = (first + CHUNK_WORDS).min(words);
+            let chunk = &self.vocab[self.starts[first] as usize..self.starts[last] as usize];
+            if !chunk.contains(token) {
+                continue;
+            }
+            for w in first..last {
+                if self.word(w).contains(token) {
+                    for row in self.posting(w) {
+                        bits[(*row >> 6) as usize] |= 1u64 << (row & 63);
+                        any = true;
+                    }
+                }
+            }
+        }
+        any.then_some(bits)
+    }
+}
+
+/// Strings of one field for every row, stored contiguously; an empty
+/// string means absent (none of the fields kept here can be empty).
+#[derive(Debug, Default)]
+struct Arena {
+    text: String,
+    ends: Vec<u32>,
+}
+
+impl Arena {
+    fn push(&mut self, s: Option<&str>) {
+        self.text.push_str(s.unwrap_or(""));
+        self.ends.push(row_u32(self.text.len()));
+    }
+
+    fn get(&self, row: usize) -> &str {
+        let a = if row == 0 {
+            0
+        } else {
+            self.ends[row - 1] as usize
+        };
+        &self.text[a..self.ends[row] as usize]
+    }
+
+    fn shrink(&mut self) {
+        self.text.shrink_to_fit();
+    }
+}
+
+/// One rooftop snapshot, indexed for search and unit lookups. Immutable;
+/// share it with `Arc<SnapshotIndex>`.
+#[derive(Debug)]
+pub struct SnapshotIndex {
+    meta: SnapshotMeta,
+    inventory_sla_seconds: u32,
+    /// Each record as compact JSON (see the module doc).
+    records: Vec<Box<str>>,
+    pub(crate) rows: Vec<Row>,
+    pub(crate) makes: Interner,
+    pub(crate) models: Interner,
+    pub(crate) text: TextIndex,
+    vehicle_ids: Arena,
+    vins: Arena,
+    stock_numbers: Arena,
+    /// Row numbers sorted by `vehicle_id`.
+    pub(crate) by_vehicle_id: Vec<u32>,
+    /// Rows with a VIN, sorted by VIN.
+    by_vin: Vec<u32>,
+    /// Rows with a stock number, sorted by stock number.
+    by_stock: Vec<u32>,
+    sources: Vec<SourceSummary>,
+}
+
+/// One distinct source of a snapshot: `(source_name, authority,
+/// content_digest)` with the latest `observed_at` of its records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceSummary {
+    pub source_name: String,
+    pub authority: String,
+    pub content_digest: String,
+    pub observed_at: DateTime<Utc>,
+}
+
+fn summarize_sources(records: &[VehicleRecord]) -> Vec<SourceSummary> {
+    let mut out: Vec<SourceSummary> = Vec::new();
+    for r in records {
+        let s = &r.source;
+        match out.iter_mut().find(|e| {
+            e.source_name == s.source_name
+                && e.authority == s.authority
+                && e.content_digest == s.content_digest
+        }) {
+            Some(e) => e.observed_at = e.observed_at.max(s.observed_at),
+            None => out.push(SourceSummary {
+                source_name: s.source_name.clone(),
+                authority: s.authority.clone(),
+                content_digest: s.content_digest.clone(),
+                observed_at: s.observed_at,
+            }),
+        }
+    }
+    out
+}
+
+fn micros(t: DateTime<Utc>) -> i64 {
+    t.timestamp_micros()
+}
+
+fn row_u32(i: usize) -> u32 {
+    // A snapshot never holds 4 billion vehicles; saturate rather than wrap.
+    u32::try_from(i).unwrap_or(u32::MAX)
+}
+
+impl SnapshotIndex {
+    /// Builds the index. `records` are the snapshot's vehicles (any order;
+    /// `vehicle_id` unique within the snapshot); `inventory_sla_seconds` is
+    /// the rooftop's inventory freshness SLA.
+    pub fn build(
+        meta: SnapshotMeta,
+        inventory_sla_seconds: u32,
+        records: Vec<VehicleRecord>,
+    ) -> SnapshotIndex {
+        let n = records.len();
+        let mut makes = Interner::default();
+        let mut models = Interner::default();
+        let mut rows = Vec::with_capacity(n);
+        let mut vocab_ids: HashMap<String, u32> = HashMap::new();
+        let mut vocab = String::new();
+        let mut starts: Vec<u32> = Vec::new();
+        let mut per_row: Vec<Vec<u32>> = Vec::with_capacity(n);
+        let mut vehicle_ids = Arena::default();
+        let mut vins = Arena::default();
+        let mut stock_numbers = Arena::default();
+        let sources = summarize_sources(&records);
+        let mut blobs: Vec<Box<str>> = Vec::with_capacity(n);
+
+        for r in records {
+            let basis = r.stocked_at.or(r.first_public_listing_at);
+            rows.push(Row {
+                odometer_mm: r.odometer.map_or(NO_ODOMETER, |o| o.millimetres()),
+                price_minor: r.advertised_price.amount_minor(),
+                basis_us: basis.map_or(NO_BASIS, micros),
+                observed_us: micros(r.source.observed_at),
+                make: makes.intern(&r.make),
+                model: models.intern(&r.model),
+                currency: pack_currency(r.advertised_price.currency().code()),
+                year: r.year,
+                condition: code_of(&CONDITIONS, &r.condition, 1),
+                vehicle_type: r
+                    .vehicle_type
+                    .as_deref()
+                    .map_or(0, |t| code_of(&VEHICLE_TYPES, t, 0)),
+                availability: code_of(&AVAILABILITY, &r.availability_status, 6),
+                history: code_of(
+                    &HISTORY,
+                    r.history_report_status.as_deref().unwrap_or(""),
+                    3,
+                ),
+                certification: code_of(
+                    &CERTIFICATION,
+                    r.certification_type.as_deref().unwrap_or(""),
+                    4,
+                ),
+            });
+            vehicle_ids.push(Some(&r.vehicle_id));
+            vins.push(r.vin.as_deref());
+            stock_numbers.push(r.stock_number.as_deref());
+
+            let mut mine: Vec<u32> = Vec::with_capacity(16);
+            let year = r.year.to_string();
+            let fields = [
+                Some(year.as_str()),
+                Some(r.make.as_str()),
+                Some(r.model.as_str()),
+                r.trim.as_deref(),
+                r.body_style.as_deref(),
+                r.exterior_color.as_deref(),
+                r.interior_color.as_deref(),
+                Some(r.condition.as_str()),
+                r.stock_number.as_deref(),
+                r.vin.as_deref(),
+            ];
+            for field in fields.into_iter().flatten() {
+                let lower = field.to_lowercase();
+                for word in lower.split_whitespace() {
+                    let id = match vocab_ids.get(word) {
+                        Some(id) => *id,
+                        None => {
+                            let id = row_u32(starts.len());
+                            starts.push(row_u32(vocab.len()));
+                            vocab.push_str(word);
+                            vocab.push('\n');
+                            vocab_ids.insert(word.to_owned(), id);
+                            id
+                        }
+                    };
+                    if !mine.contains(&id) {
+                        mine.push(id);
+                    }
+                }
+            }
+            per_row.push(mine);
+            // Serializing a record of this crate's own type cannot fail
+            // (every map key is a string).
+            blobs.push(serde_json::to_string(&r).unwrap_or_default().into());
+        }
+        makes.finish();
+        models.finish();
+        vocab.shrink_to_fit();
+        let text = TextIndex::build(&per_row, vocab, starts);
+        drop(per_row);
+        vehicle_ids.shrink();
+        vins.shrink();
+        stock_numbers.shrink();
+
+        let mut by_vehicle_id: Vec<u32> = (0..n).map(row_u32).collect();
+        by_vehicle_id.sort_by(|a, b| {
+            vehicle_ids
+                .get(*a as usize)
+                .cmp(vehicle_ids.get(*b as usize))
+        });
+        let sorted_present = |arena: &Arena| {
+            let mut v: Vec<u32> = (0..n)
+                .filter(|i| !arena.get(*i).is_empty())
+                .map(row_u32)
+                .collect();
+            v.sort_by(|a, b| arena.get(*a as usize).cmp(arena.get(*b as usize)));
+            v
+        };
+        let by_vin = sorted_present(&vins);
+        let by_stock = sorted_present(&stock_numbers);
+
+        SnapshotIndex {
+            sources,
+            meta,
+            inventory_sla_seconds,
+            records: blobs,
+            rows,
+            makes,
+            models,
+            text,
+            vehicle_ids,
+            vins,
+            stock_numbers,
+            by_vehicle_id,
+            by_vin,
+            by_stock,
+        }
+    }
+
+    pub fn meta(&self) -> &SnapshotMeta {
+        &self.meta
+    }
+
+    pub fn rooftop_id(&self) -> &str {
+        &self.meta.rooftop_id
+    }
+
+    pub fn organization_id(&self) -> &str {
+        &self.meta.organization_id
+    }
+
+    pub fn version(&self) -> i64 {
+        self.meta.version
+    }
+
+    pub fn created_at(&self) -> DateTime<Utc> {
+        self.meta.created_at
+    }
+
+    /// The rooftop's inventory freshness SLA this index was built with.
+    pub fn inventory_sla_seconds(&self) -> u32 {
+        self.inventory_sla_seconds
+    }
+
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// The vehicle at `row`, decoded from its compact form (rows are the
+    /// positions of the records given to [`SnapshotIndex::build`]). Decode
+    /// only what you render: a page, or one unit.
+    ///
+    /// # Panics
+    /// When `row >= self.len()`.
+    pub fn record(&self, row: usize) -> VehicleRecord {
+        // The blob was written by serde_json from this very type in
+        // `build`, so reading it back cannot fail.
+        serde_json::from_str(&self.records[row]).expect("index blob is a VehicleRecord")
+    }
+
+    /// The gateway vehicle id at `row` (no decoding).
+    pub fn vehicle_id(&self, row: usize) -> &str {
+        self.vehicle_ids.get(row)
+    }
+
+    /// The VIN at `row`, when published (no decoding).
+    pub fn vin(&self, row: usize) -> Option<&str> {
+        Some(self.vins.get(row)).filter(|s| !s.is_empty())
+    }
+
+    /// The stock number at `row`, when published (no decoding).
+    pub fn stock_number(&self, row: usize) -> Option<&str> {
+        Some(self.stock_numbers.get(row)).filter(|s| !s.is_empty())
+    }
+
+    /// Row of the vehicle with this gateway id.
+    pub fn find_vehicle_id(&self, vehicle_id: &str) -> Option<usize> {
+        let i = self
+            .by_vehicle_id
+            .partition_point(|r| self.vehicle_id(*r as usize) < vehicle_id);
+        self.by_vehicle_id
+            .get(i)
+            .map(|r| *r as usize)
+            .filter(|r| self.vehicle_id(*r) == vehicle_id)
+    }
+
+    /// Rows with exactly this VIN (one, unless the source repeated it).
+    pub fn find_vin(&self, vin: &str) -> &[u32] {
+        equal_range(&self.by_vin, vin, |r| self.vins.get(r as usize))
+    }
+
+    /// Rows with exactly this stock number.
+    pub fn find_stock_number(&self, stock_number: &str) -> &[u32] {
+        equal_range(&self.by_stock, stock_number, |r| {
+            self.stock_numbers.get(r as usize)
+        })
+    }
+
+    /// Distinct sources of the snapshot's records (for response-level
+    /// provenance). Small: one entry per imported file.
+    pub fn sources(&self) -> &[SourceSummary] {
+        &self.sources
+    }
+
+    /// Approximate heap bytes held by this index (for capacity planning).
+    pub fn heap_bytes(&self) -> usize {
+        let blobs: usize = self.records.iter().map(|b| b.len() + 16).sum();
+        blobs
+            + self.rows.len() * std::mem::size_of::<Row>()
+            + self.text.vocab.len()
+            + (self.text.starts.len() + self.text.ends.len() + self.text.postings.len()) * 4
+            + self.vehicle_ids.text.len()
+            + self.vins.text.len()
+            + self.stock_numbers.text.len()
+            + self.len() * 12
+            + (self.by_vehicle_id.len() + self.by_vin.len() + self.by_stock.len()) * 4
+    }
+}
+
+fn equal_range<'a>(sorted: &'a [u32], key: &str, get: impl Fn(u32) -> &'a str) -> &'a [u32] {
+    let lo = sorted.partition_point(|r| get(*r) < key);
+    let hi = lo + sorted[lo..].partition_point(|r| get(*r) == key);
+    &sorted[lo..hi]
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    #[test]
+    fn row_is_one_cache_line() {
+        assert_eq!(std::mem::size_of::<Row>(), 64);
+    }
+
+    #[test]
+    fn packed_currency_orders_like_the_code() {
+        assert!(pack_currency("CAD") < pack_currency("EUR"));
+        assert!(pack_currency("EUR") < pack_currency("USD"));
+        assert!(pack_currency("JPY") < pack_currency("KWD"));
+    }
+}

@@ -1,0 +1,1060 @@
+//! Search semantics of `dealeragent.inventory.search` over snapshot
+//! indexes: filters, free-text query, sort, facets and keyset pages.
+//!
+//! Pure: no I/O and no clock (the caller passes `now`).
+//!
+//! # Rules (copied to the docs)
+//!
+//! * **Filters** combine with AND; a list filter matches any listed value;
+//!   an empty list is the same as an absent filter.
+//!   - `make`, `model`: case-insensitive exact match.
+//!   - `price_min`/`price_max`: match ONLY vehicles priced in the filter's
+//!     currency; amounts are never converted. Both bounds must use the same
+//!     currency.
+//!   - `odometer_min`/`odometer_max`: compared exactly in millimetres
+//!     (1 mi = 1,609,344 mm, 1 km = 1,000,000 mm), so a bound in km
+//!     matches readings in mi and vice versa. A vehicle whose odometer is
+//!     unknown never matches an odometer filter.
+//!   - `inventory_age_min_days`/`inventory_age_max_days`: the age is the
+//!     number of complete elapsed 24-hour periods from the basis
+//!     (`stocked_at`, else `first_public_listing_at`) to `now`. A vehicle
+//!     with no basis, or a basis in the future, never matches.
+//!   - `history_report_status`, `certification_type`: a vehicle whose value
+//!     is unknown matches the value `unknown`.
+//!   - `availability`: the status asserted by the source.
+//!   - `vin`, `stock_number`: exact (case-sensitive) match.
+//!   - Bounds are inclusive; a minimum above its maximum is a validation
+//!     error, as are price bounds in two currencies.
+//! * **Query**: lower-cased, split on whitespace; every token must be a
+//!   substring of the vehicle's searchable text (year, make, model, trim,
+//!   body style, exterior and interior colors, condition, stock number,
+//!   VIN). Tokens never span two fields or two words.
+//! * **Sort**: a TOTAL order — the sort key, then `vehicle_id` ascending,
+//!   then `rooftop_id` ascending — so pages never overlap or skip on ties.
+//!   Without `sort` the order is `vehicle_id` ascending.
+//!   - `advertised_price`: currencies are never interleaved: vehicles are
+//!     grouped by currency code in ascending order (CAD before USD) in
+//!     BOTH directions, and ordered by amount in the requested direction
+//!     within each currency.
+//!   - `odometer`: by exact millimetres (mi and km compare correctly).
+//!   - `inventory_age_days`: by the age basis timestamp (older basis =
+//!     greater age), which orders by age in days and stays stable while
+//!     pages are fetched across a day boundary.
+//!   - `observed_at`, `year`: as named.
+//!   - Vehicles MISSING the sort key (unknown odometer, unknown or future
+//!     inventory-age basis) come LAST in both directions, by `vehicle_id`.
+//! * **Pages** are keyset pages: the page after a [`PageKey`] holds the
+//!   first `limit` vehicles strictly after it in the total order. `limit`
+//!   defaults to [`DEFAULT_LIMIT`] (25), at most [`MAX_LIMIT`] (100).
+//! * **Facets** (`make`, `model`, `condition`, `year`, `vehicle_type`,
+//!   `availability`) count the WHOLE filtered set, not the page; each
+//!   facet's counts sum to `total`; a missing value counts as `"unknown"`;
+//!   values are ordered by count descending, then value ascending. Makes
+//!   and models are grouped case-insensitively and shown in their most
+//!   frequent spelling.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::index::{
+    AVAILABILITY, CERTIFICATION, CONDITIONS, HISTORY, NO_BASIS, NO_ODOMETER, Row, SnapshotIndex,
+    VEHICLE_TYPES, pack_currency,
+};
+
+/// Page size when the request gives none.
+pub const DEFAULT_LIMIT: usize = 25;
+/// Largest page size (the schema's `pageRequest.limit` maximum).
+pub const MAX_LIMIT: usize = 100;
+
+const DAY_US: i128 = 86_400_000_000;
+
+/// A cross-field rule the schema cannot express. The message never echoes
+/// a value (DAP-ERR-002); `pointer` is the JSON pointer of the offending
+/// field in the request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct SearchError {
+    pub pointer: String,
+    pub message: &'static str,
+}
+
+fn err(pointer: &str, message: &'static str) -> SearchError {
+    SearchError {
+        pointer: pointer.to_owned(),
+        message,
+    }
+}
+
+/// The sort field of a search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SortField {
+    AdvertisedPrice,
+    Year,
+    Odometer,
+    InventoryAgeDays,
+    ObservedAt,
+}
+
+/// Sort field and direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Sort {
+    pub field: SortField,
+    pub descending: bool,
+}
+
+/// Inclusive price bounds in one currency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PriceRange {
+    /// Packed currency code (see `index::pack_currency`).
+    currency: u32,
+    pub min_minor: Option<i64>,
+    pub max_minor: Option<i64>,
+}
+
+/// Parsed filters. Enumerated list filters are bit masks over the codes of
+/// `index`; `None` means "no constraint".
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filters {
+    vehicle_type: Option<u16>,
+    /// Lower-cased.
+    make: Option<Vec<String>>,
+    /// Lower-cased.
+    model: Option<Vec<String>>,
+    condition: Option<u16>,
+    pub year_min: Option<i64>,
+    pub year_max: Option<i64>,
+    pub price: Option<PriceRange>,
+    /// Millimetres.
+    pub odometer_min_mm: Option<i128>,
+    /// Millimetres.
+    pub odometer_max_mm: Option<i128>,
+    pub inventory_age_min_days: Option<u64>,
+    pub inventory_age_max_days: Option<u64>,
+    history: Option<u16>,
+    certification: Option<u16>,
+    availability: Option<u16>,
+    pub vin: Option<String>,
+    pub stock_number: Option<String>,
+}
+
+/// A parsed, checked `searchRequest`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchQuery {
+    pub organization_id: String,
+    /// Requested rooftops, sorted and deduplicated; `None` = every rooftop
+    /// the caller may read (the caller resolves that set).
+    pub rooftop_ids: Option<Vec<String>>,
+    /// Lower-cased, deduplicated query tokens (empty = no text query).
+    pub tokens: Vec<String>,
+    pub filters: Filters,
+    pub sort: Option<Sort>,
+    pub limit: usize,
+    /// `page.cursor` as given (open it with `cursor::open`).
+    pub cursor: Option<String>,
+    /// SHA-256 of the canonical request without `page` (see
+    /// [`query_fingerprint`]); binds cursors to this query.
+    pub fingerprint: [u8; 32],
+}
+
+/// SHA-256 of the canonical form of a search request: object keys sorted
+/// recursively, compact JSON, with the whole `page` member removed.
+///
+/// `page.limit` is deliberately NOT part of the fingerprint: a keyset
+/// position does not depend on the page size, so a client may change the
+/// limit between pages without skipping or repeating vehicles. Everything
+/// that selects or orders vehicles (organization, rooftops, query,
+/// filters, sort) is included, so a cursor from any other query is
+/// rejected. Array order is kept as given (a reordered filter list is a
+/// different query: conservative, never unsafe).
+pub fn query_fingerprint(args: &Value) -> [u8; 32] {
+    let mut copy = args.clone();
+    if let Value::Object(map) = &mut copy {
+        map.remove("page");
+    }
+    let canonical = canonicalize(&copy);
+    let text = serde_json::to_string(&canonical).unwrap_or_default();
+    Sha256::digest(text.as_bytes()).into()
+}
+
+fn canonicalize(v: &Value) -> Value {
+    match v {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let mut out = Map::new();
+            for k in keys {
+                out.insert(k.clone(), canonicalize(&map[k]));
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(canonicalize).collect()),
+        other => other.clone(),
+    }
+}
+
+fn str_list(v: Option<&Value>, pointer: &str) -> Result<Option<Vec<String>>, SearchError> {
+    let Some(v) = v else { return Ok(None) };
+    let items = v
+        .as_array()
+        .ok_or_else(|| err(pointer, "Must be an array of strings."))?;
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        out.push(
+            item.as_str()
+                .ok_or_else(|| err(pointer, "Must be an array of strings."))?
+                .to_owned(),
+        );
+    }
+    Ok(if out.is_empty() { None } else { Some(out) })
+}
+
+fn mask(v: Option<&Value>, pointer: &str, table: &[&str]) -> Result<Option<u16>, SearchError> {
+    let Some(values) = str_list(v, pointer)? else {
+        return Ok(None);
+    };
+    let mut m = 0u16;
+    for value in values {
+        let code = table
+            .iter()
+            .position(|t| *t == value)
+            .ok_or_else(|| err(pointer, "Contains a value that is not allowed."))?;
+        m |= 1 << code;
+    }
+    Ok(Some(m))
+}
+
+fn int(v: Option<&Value>, pointer: &str) -> Result<Option<i64>, SearchError> {
+    v.map(|v| {
+        v.as_i64()
+            .ok_or_else(|| err(pointer, "Must be an integer."))
+    })
+    .transpose()
+}
+
+fn uint(v: Option<&Value>, pointer: &str) -> Result<Option<u64>, SearchError> {
+    v.map(|v| {
+        v.as_u64()
+            .ok_or_else(|| err(pointer, "Must be a non-negative integer."))
+    })
+    .transpose()
+}
+
+fn money(v: Option<&Value>, pointer: &str) -> Result<Option<(String, i64)>, SearchError> {
+    let Some(v) = v else { return Ok(None) };
+    let amount = v
+        .get("amount_minor")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| {
+            err(
+                pointer,
+                "Must be a money object with an integer amount_minor.",
+            )
+        })?;
+    let currency = v
+        .get("currency")
+        .and_then(Value::as_str)
+        .ok_or_else(|| err(pointer, "Must be a money object with a currency."))?;
+    Ok(Some((currency.to_owned(), amount)))
+}
+
+fn distance_mm(v: Option<&Value>, pointer: &str) -> Result<Option<i128>, SearchError> {
+    let Some(v) = v else { return Ok(None) };
+    let value = v
+        .get("value")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| err(pointer, "Must be a distance with an integer value."))?;
+    let unit: i128 = match v.get("unit").and_then(Value::as_str) {
+        Some("mi") => 1_609_344,
+        Some("km") => 1_000_000,
+        _ => return Err(err(pointer, "Must be a distance with unit mi or km.")),
+    };
+    Ok(Some(i128::from(value) * unit))
+}
+
+impl SearchQuery {
+    /// Parses a schema-valid `searchRequest` and applies the cross-field
+    /// rules the schema cannot express.
+    ///
+    /// # Errors
+    /// A [`SearchError`] naming the offending field; its message never
+    /// contains a value from the request.
+    pub fn parse(args: &Value) -> Result<SearchQuery, SearchError> {
+        let obj = args
+            .as_object()
+            .ok_or_else(|| err("", "The request must be an object."))?;
+        let organization_id = obj
+            .get("organization_id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| err("/organization_id", "Is required."))?
+            .to_owned();
+        let rooftop_ids = str_list(obj.get("rooftop_ids"), "/rooftop_ids")?.map(|mut ids| {
+            ids.sort();
+            ids.dedup();
+            ids
+        });
+        let tokens = match obj.get("query") {
+            None => Vec::new(),
+            Some(q) => {
+                let q = q
+                    .as_str()
+                    .ok_or_else(|| err("/query", "Must be a string."))?
+                    .to_lowercase();
+                let mut tokens: Vec<String> = Vec::new();
+                for t in q.split_whitespace() {
+                    if !tokens.iter().any(|x| x == t) {
+                        tokens.push(t.to_owned());
+                    }
+                }
+                tokens
+            }
+        };
+
+        let empty = Map::new();
+        let f = match obj.get("filters") {
+            None => &empty,
+            Some(v) => v
+                .as_object()
+                .ok_or_else(|| err("/filters", "Must be an object."))?,
+        };
+        let lower = |v: Option<Vec<String>>| {
+            v.map(|xs| {
+                let mut out: Vec<String> = xs.iter().map(|x| x.to_lowercase()).collect();
+                out.sort();
+                out.dedup();
+                out
+            })
+        };
+        let mut filters = Filters {
+            vehicle_type: mask(
+                f.get("vehicle_type"),
+                "/filters/vehicle_type",
+                &VEHICLE_TYPES[1..],
+            )?
+            .map(|m| m << 1),
+            make: lower(str_list(f.get("make"), "/filters/make")?),
+            model: lower(str_list(f.get("model"), "/filters/model")?),
+            condition: mask(f.get("condition"), "/filters/condition", &CONDITIONS)?,
+            year_min: int(f.get("year_min"), "/filters/year_min")?,
+            year_max: int(f.get("year_max"), "/filters/year_max")?,
+            price: None,
+            odometer_min_mm: distance_mm(f.get("odometer_min"), "/filters/odometer_min")?,
+            odometer_max_mm: distance_mm(f.get("odometer_max"), "/filters/odometer_max")?,
+            inventory_age_min_days: uint(
+                f.get("inventory_age_min_days"),
+                "/filters/inventory_age_min_days",
+            )?,
+            inventory_age_max_days: uint(
+                f.get("inventory_age_max_days"),
+                "/filters/inventory_age_max_days",
+            )?,
+            history: mask(
+                f.get("history_report_status"),
+                "/filters/history_report_status",
+                &HISTORY,
+            )?,
+            certification: mask(
+                f.get("certification_type"),
+                "/filters/certification_type",
+                &CERTIFICATION,
+            )?,
+            availability: mask(
+                f.get("availability"),
+                "/filters/availability",
+                &AVAILABILITY,
+            )?,
+            vin: f
+                .get("vin")
+                .map(|v| {
+                    v.as_str()
+                        .map(str::to_owned)
+                        .ok_or_else(|| err("/filters/vin", "Must be a string."))
+                })
+                .transpose()?,
+            stock_number: f
+                .get("stock_number")
+                .map(|v| {
+                    v.as_str()
+                        .map(str::to_owned)
+                        .ok_or_else(|| err("/filters/stock_number", "Must be a string."))
+                })
+                .transpose()?,
+        };
+
+        let price_min = money(f.get("price_min"), "/filters/price_min")?;
+        let price_max = money(f.get("price_max"), "/filters/price_max")?;
+        filters.price = match (price_min, price_max) {
+            (None, None) => None,
+            (Some((c, a)), None) => Some(PriceRange {
+                currency: pack_currency(&c),
+                min_minor: Some(a),
+                max_minor: None,
+            }),
+            (None, Some((c, a))) => Some(PriceRange {
+                currency: pack_currency(&c),
+                min_minor: None,
+                max_minor: Some(a),
+            }),
+            (Some((c1, a1)), Some((c2, a2))) => {
+                if c1 != c2 {
+                    return Err(err(
+                        "/filters/price_max/currency",
+                        "price_min and price_max must use the same currency.",
+                    ));
+                }
+                if a1 > a2 {
+                    return Err(err(
+                        "/filters/price_min",
+                        "price_min must not be greater than price_max.",
+                    ));
+                }
+                Some(PriceRange {
+                    currency: pack_currency(&c1),
+                    min_minor: Some(a1),
+                    max_minor: Some(a2),
+                })
+            }
+        };
+        if let (Some(a), Some(b)) = (filters.year_min, filters.year_max)
+            && a > b
+        {
+            return Err(err(
+                "/filters/year_min",
+                "year_min must not be greater than year_max.",
+            ));
+        }
+        if let (Some(a), Some(b)) = (filters.odometer_min_mm, filters.odometer_max_mm)
+            && a > b
+        {
+            return Err(err(
+                "/filters/odometer_min",
+                "odometer_min must not be greater than odometer_max.",
+            ));
+        }
+        if let (Some(a), Some(b)) = (
+            filters.inventory_age_min_days,
+            filters.inventory_age_max_days,
+        ) && a > b
+        {
+            return Err(err(
+                "/filters/inventory_age_min_days",
+                "inventory_age_min_days must not be greater than inventory_age_max_days.",
+            ));
+        }
+
+        let sort = match obj.get("sort") {
+            None => None,
+            Some(s) => {
+                let field = match s.get("field").and_then(Value::as_str) {
+                    Some("advertised_price") => SortField::AdvertisedPrice,
+                    Some("year") => SortField::Year,
+                    Some("odometer") => SortField::Odometer,
+                    Some("inventory_age_days") => SortField::InventoryAgeDays,
+                    Some("observed_at") => SortField::ObservedAt,
+                    _ => return Err(err("/sort/field", "Is not a supported sort field.")),
+                };
+                let descending = match s.get("order").and_then(Value::as_str) {
+                    Some("asc") => false,
+                    Some("desc") => true,
+                    _ => return Err(err("/sort/order", "Must be asc or desc.")),
+                };
+                Some(Sort { field, descending })
+            }
+        };
+
+        let page = obj.get("page");
+        let limit = match page.and_then(|p| p.get("limit")) {
+            None => DEFAULT_LIMIT,
+            Some(l) => {
+                let l = l
+                    .as_u64()
+                    .ok_or_else(|| err("/page/limit", "Must be an integer from 1 to 100."))?;
+                usize::try_from(l)
+                    .ok()
+                    .filter(|l| (1..=MAX_LIMIT).contains(l))
+                    .ok_or_else(|| err("/page/limit", "Must be an integer from 1 to 100."))?
+            }
+        };
+        let cursor = match page.and_then(|p| p.get("cursor")) {
+            None => None,
+            Some(c) => Some(
+                c.as_str()
+                    .ok_or_else(|| err("/page/cursor", "Must be a string."))?
+                    .to_owned(),
+            ),
+        };
+
+        Ok(SearchQuery {
+            organization_id,
+            rooftop_ids,
+            tokens,
+            filters,
+            sort,
+            limit,
+            cursor,
+            fingerprint: query_fingerprint(args),
+        })
+    }
+}
+
+/// The position of a vehicle in a search's total order, normalized so that
+/// ascending `(missing, major, minor)` IS the requested order: `minor` is
+/// negated for descending sorts, `major` is the packed currency code for
+/// price sorts (0 otherwise), and `missing` puts vehicles without the key
+/// last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct SortKey {
+    pub missing: bool,
+    pub major: u32,
+    pub minor: i128,
+}
+
+/// Where a page ends: the last vehicle's sort key and identity. The next
+/// page starts strictly after it. Serialized into cursors by
+/// `cursor::seal`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PageKey {
+    pub sort: SortKey,
+    pub vehicle_id: String,
+    pub rooftop_id: String,
+}
+
+/// A facet bucket value: a string, or an integer for years.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(untagged)]
+pub enum FacetKey {
+    Int(i64),
+    Str(String),
+}
+
+/// DAP `facetValue`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FacetValue {
+    pub value: FacetKey,
+    pub count: u64,
+}
+
+/// One page of results.
+#[derive(Debug, Clone)]
+pub struct SearchPage {
+    /// The page's vehicles in order: the snapshot and the row in it
+    /// (`index.record(row)`).
+    pub vehicles: Vec<(Arc<SnapshotIndex>, usize)>,
+    /// Size of the whole filtered set (every page).
+    pub total: usize,
+    /// Facets over the whole filtered set.
+    pub facets: BTreeMap<&'static str, Vec<FacetValue>>,
+    /// Key of the page's last vehicle when more follow; `None` at the end.
+    pub next: Option<PageKey>,
+}
+
+/// Facet names, in response order.
+pub const FACETS: [&str; 6] = [
+    "availability",
+    "condition",
+    "make",
+    "model",
+    "vehicle_type",
+    "year",
+];
+
+fn sort_key(sort: Option<Sort>, row: &Row, now_us: i64) -> SortKey {
+    let Some(sort) = sort else {
+        return SortKey::default();
+    };
+    let sign = |v: i128| if sort.descending { -v } else { v };
+    let missing = SortKey {
+        missing: true,
+        major: 0,
+        minor: 0,
+    };
+    let present = |major: u32, minor: i128| SortKey {
+        missing: false,
+        major,
+        minor,
+    };
+    match sort.field {
+        SortField::AdvertisedPrice => present(row.currency, sign(i128::from(row.price_minor))),
+        SortField::Year => present(0, sign(i128::from(row.year))),
+        SortField::Odometer => {
+            if row.odometer_mm == NO_ODOMETER {
+                missing
+            } else {
+                present(0, sign(row.odometer_mm))
+            }
+        }
+        SortField::InventoryAgeDays => {
+            if row.basis_us == NO_BASIS || row.basis_us > now_us {
+                missing
+            } else {
+                // Greater age = earlier basis: ascending age is descending basis.
+                present(0, -sign(i128::from(row.basis_us)))
+            }
+        }
+        SortField::ObservedAt => present(0, sign(i128::from(row.observed_us))),
+    }
+}
+
+/// A matching vehicle competing for a place on the page. Its
+/// `vehicle_id` is read (from the index's arena) only to break a tie.
+struct Cand<'a> {
+    key: SortKey,
+    index: &'a SnapshotIndex,
+    slot: u32,
+    row: u32,
+}
+
+impl Cand<'_> {
+    fn vehicle_id(&self) -> &str {
+        self.index.vehicle_id(self.row as usize)
+    }
+
+    fn cmp_key(&self, key: &SortKey, vehicle_id: &str, rooftop_id: &str) -> Ordering {
+        self.key
+            .cmp(key)
+            .then_with(|| self.vehicle_id().cmp(vehicle_id))
+            .then_with(|| self.index.rooftop_id().cmp(rooftop_id))
+    }
+}
+
+impl PartialEq for Cand<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Cand<'_> {}
+impl PartialOrd for Cand<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Cand<'_> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.key.cmp(&other.key).then_with(|| {
+            self.vehicle_id()
+                .cmp(other.vehicle_id())
+                .then_with(|| self.index.rooftop_id().cmp(other.index.rooftop_id()))
+        })
+    }
+}
+
+/// The filter of one query specialized to one snapshot.
+struct Prepared {
+    make: Option<Vec<bool>>,
+    model: Option<Vec<bool>>,
+    /// Rows matching every text token (bitmap), when there is a query.
+    text: Option<Vec<u64>>,
+    /// Inclusive upper bound on the basis for `inventory_age_min_days`.
+    basis_max_us: Option<i128>,
+    /// Exclusive lower bound on the basis for `inventory_age_max_days`.
+    basis_min_us: Option<i128>,
+}
+
+const FIRST_YEAR: i32 = 1886;
+const YEARS: usize = 315; // 1886..=2200, the schema's range
+
+struct Counts {
+    make: Vec<u64>,
+    model: Vec<u64>,
+    year: Vec<u64>,
+    /// Years outside the schema range (never produced by ingest).
+    other_years: BTreeMap<i32, u64>,
+    condition: [u64; 4],
+    vehicle_type: [u64; 9],
+    availability: [u64; 7],
+}
+
+impl Counts {
+    fn add(&mut self, r: &Row) {
+        self.make[r.make as usize] += 1;
+        self.model[r.model as usize] += 1;
+        match usize::try_from(r.year - FIRST_YEAR) {
+            Ok(y) if y < YEARS => self.year[y] += 1,
+            _ => *self.other_years.entry(r.year).or_insert(0) += 1,
+        }
+        self.condition[usize::from(r.condition)] += 1;
+        self.vehicle_type[usize::from(r.vehicle_type)] += 1;
+        self.availability[usize::from(r.availability)] += 1;
+    }
+}
+
+fn row_matches(f: &Filters, p: &Prepared, index: &SnapshotIndex, i: usize, now_us: i64) -> bool {
+    if let Some(bits) = &p.text
+        && bits[i >> 6] & (1u64 << (i & 63)) == 0
+    {
+        return false;
+    }
+    let r = &index.rows[i];
+    let bit = |m: Option<u16>, code: u8| m.is_none_or(|m| m & (1u16 << code) != 0);
+    if !(bit(f.condition, r.condition)
+        && bit(f.vehicle_type, r.vehicle_type)
+        && bit(f.availability, r.availability)
+        && bit(f.history, r.history)
+        && bit(f.certification, r.certification))
+    {
+        return false;
+    }
+    let year = i64::from(r.year);
+    if f.year_min.is_some_and(|m| year < m) || f.year_max.is_some_and(|m| year > m) {
+        return false;
+    }
+    if let Some(pr) = &f.price
+        && (r.currency != pr.currency
+            || pr.min_minor.is_some_and(|m| r.price_minor < m)
+            || pr.max_minor.is_some_and(|m| r.price_minor > m))
+    {
+        return false;
+    }
+    if (f.odometer_min_mm.is_some() || f.odometer_max_mm.is_some())
+        && (r.odometer_mm == NO_ODOMETER
+            || f.odometer_min_mm.is_some_and(|m| r.odometer_mm < m)
+            || f.odometer_max_mm.is_some_and(|m| r.odometer_mm > m))
+    {
+        return false;
+    }
+    if p.basis_max_us.is_some() || p.basis_min_us.is_some() {
+        let b = i128::from(r.basis_us);
+        if r.basis_us == NO_BASIS
+            || b > i128::from(now_us)
+            || p.basis_max_us.is_some_and(|m| b > m)
+            || p.basis_min_us.is_some_and(|m| b <= m)
+        {
+            return false;
+        }
+    }
+    if let Some(m) = &p.make
+        && !m[r.make as usize]
+    {
+        return false;
+    }
+    if let Some(m) = &p.model
+        && !m[r.model as usize]
+    {
+        return false;
+    }
+    true
+}
+
+/// Prepares the filter for one snapshot; `None` when no row can match.
+fn prepare(
+    query: &SearchQuery,
+    index: &SnapshotIndex,
+    basis_max_us: Option<i128>,
+    basis_min_us: Option<i128>,
+) -> Option<Prepared> {
+    if index.organization_id() != query.organization_id {
+        return None;
+    }
+    if let Some(ids) = &query.rooftop_ids
+        && ids
+            .binary_search_by(|r| r.as_str().cmp(index.rooftop_id()))
+            .is_err()
+    {
+        return None;
+    }
+    let f = &query.filters;
+    let make = f.make.as_deref().map(|m| index.makes.matching(m));
+    let model = f.model.as_deref().map(|m| index.models.matching(m));
+    if make.as_ref().is_some_and(|m| !m.contains(&true))
+        || model.as_ref().is_some_and(|m| !m.contains(&true))
+    {
+        return None;
+    }
+    let mut text: Option<Vec<u64>> = None;
+    for t in &query.tokens {
+        let bits = index.text.rows_containing(t, index.len())?;
+        text = Some(match text {
+            None => bits,
+            Some(mut acc) => {
+                let mut any = 0u64;
+                for (a, b) in acc.iter_mut().zip(&bits) {
+                    *a &= *b;
+                    any |= *a;
+                }
+                if any == 0 {
+                    return None;
+                }
+                acc
+            }
+        });
+    }
+    Some(Prepared {
+        make,
+        model,
+        text,
+        basis_max_us,
+        basis_min_us,
+    })
+}
+
+/// Offers a matching row that lies after the cursor to the page; false
+/// when the page (full, and every member better) rejects it.
+fn offer<'a>(heap: &mut BinaryHeap<Cand<'a>>, cand: Cand<'a>, limit: usize) -> bool {
+    if heap.len() < limit {
+        heap.push(cand);
+        return true;
+    }
+    match heap.peek_mut() {
+        Some(mut worst) if cand < *worst => {
+            *worst = cand;
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Runs `query` over the snapshots `indexes` (one per rooftop of the
+/// resolved rooftop set; snapshots of another organization or outside
+/// `query.rooftop_ids` are skipped) and returns the page after `after`
+/// (the first page when `None`).
+///
+/// `now` is the instant inventory ages are computed for. For a
+/// continuation page pass the first page's instant (the cursor's
+/// `issued_at`) so the age filters select the same set on every page.
+pub fn search(
+    indexes: &[Arc<SnapshotIndex>],
+    query: &SearchQuery,
+    after: Option<&PageKey>,
+    now: DateTime<Utc>,
+) -> SearchPage {
+    let now_us = now.timestamp_micros();
+    let f = &query.filters;
+    let limit = query.limit.clamp(1, MAX_LIMIT);
+    let basis_max_us = f
+        .inventory_age_min_days
+        .map(|d| i128::from(now_us) - i128::from(d) * DAY_US);
+    let basis_min_us = f
+        .inventory_age_max_days
+        .map(|d| i128::from(now_us) - (i128::from(d) + 1) * DAY_US);
+
+    let mut heap: BinaryHeap<Cand<'_>> = BinaryHeap::with_capacity(limit + 1);
+    let mut total = 0usize;
+    let mut after_count = 0usize;
+    let mut make_counts: Vec<(&str, &str, u64)> = Vec::new();
+    let mut model_counts: Vec<(&str, &str, u64)> = Vec::new();
+    let mut counts = Counts {
+        make: Vec::new(),
+        model: Vec::new(),
+        year: vec![0; YEARS],
+        other_years: BTreeMap::new(),
+        condition: [0; 4],
+        vehicle_type: [0; 9],
+        availability: [0; 7],
+    };
+
+    for (slot, index) in indexes.iter().enumerate() {
+        let Some(prepared) = prepare(query, index, basis_max_us, basis_min_us) else {
+            continue;
+        };
+        let index: &SnapshotIndex = index;
+        counts.make.clear();
+        counts.make.resize(index.makes.exact.len(), 0);
+        counts.model.clear();
+        counts.model.resize(index.models.exact.len(), 0);
+        let slot = u32::try_from(slot).unwrap_or(u32::MAX);
+        let row32 = |i: usize| u32::try_from(i).unwrap_or(u32::MAX);
+
+        match (&f.vin, &f.stock_number, query.sort) {
+            (None, None, None) => {
+                // Default order: walk rows in vehicle_id order, so rows before
+                // the cursor are found by position and, once the page rejects a
+                // row, every later row of this snapshot is rejected too.
+                let start = after.map_or(0, |a| {
+                    index.by_vehicle_id.partition_point(|r| {
+                        let vid = index.vehicle_id(*r as usize);
+                        vid.cmp(a.vehicle_id.as_str())
+                            .then_with(|| index.rooftop_id().cmp(&a.rooftop_id))
+                            != Ordering::Greater
+                    })
+                });
+                let mut saturated = false;
+                for (pos, &row) in index.by_vehicle_id.iter().enumerate() {
+                    let i = row as usize;
+                    if !row_matches(f, &prepared, index, i, now_us) {
+                        continue;
+                    }
+                    total += 1;
+                    counts.add(&index.rows[i]);
+                    if pos < start {
+                        continue;
+                    }
+                    after_count += 1;
+                    if !saturated {
+                        let cand = Cand {
+                            key: SortKey::default(),
+                            index,
+                            slot,
+                            row,
+                        };
+                        saturated = !offer(&mut heap, cand, limit);
+                    }
+                }
+            }
+            (vin, stock, sort) => {
+                let subset: Option<Vec<u32>> = match (vin, stock) {
+                    (Some(vin), stock) => Some(
+                        index
+                            .find_vin(vin)
+                            .iter()
+                            .copied()
+                            .filter(|i| {
+                                stock
+                                    .as_deref()
+                                    .is_none_or(|s| index.stock_number(*i as usize) == Some(s))
+                            })
+                            .collect(),
+                    ),
+                    (None, Some(stock)) => Some(index.find_stock_number(stock).to_vec()),
+                    (None, None) => None,
+                };
+                let mut visit = |i: usize| {
+                    if !row_matches(f, &prepared, index, i, now_us) {
+                        return;
+                    }
+                    let r = &index.rows[i];
+                    total += 1;
+                    counts.add(r);
+                    let cand = Cand {
+                        key: sort_key(sort, r, now_us),
+                        index,
+                        slot,
+                        row: row32(i),
+                    };
+                    if let Some(a) = after
+                        && cand.cmp_key(&a.sort, &a.vehicle_id, &a.rooftop_id) != Ordering::Greater
+                    {
+                        return;
+                    }
+                    after_count += 1;
+                    offer(&mut heap, cand, limit);
+                };
+                match subset {
+                    Some(rows) => rows.iter().for_each(|i| visit(*i as usize)),
+                    None => (0..index.len()).for_each(visit),
+                }
+            }
+        }
+
+        for (id, c) in counts.make.iter().enumerate() {
+            if *c > 0 {
+                make_counts.push((&index.makes.lower[id], &index.makes.exact[id], *c));
+            }
+        }
+        for (id, c) in counts.model.iter().enumerate() {
+            if *c > 0 {
+                model_counts.push((&index.models.lower[id], &index.models.exact[id], *c));
+            }
+        }
+    }
+
+    let mut page: Vec<Cand<'_>> = heap.into_vec();
+    page.sort_unstable();
+    let next = if after_count > page.len() {
+        page.last().map(|c| PageKey {
+            sort: c.key,
+            vehicle_id: c.vehicle_id().to_owned(),
+            rooftop_id: c.index.rooftop_id().to_owned(),
+        })
+    } else {
+        None
+    };
+    let vehicles = page
+        .iter()
+        .map(|c| (Arc::clone(&indexes[c.slot as usize]), c.row as usize))
+        .collect();
+
+    let mut years: Vec<(FacetKey, u64)> = counts
+        .year
+        .iter()
+        .enumerate()
+        .map(|(y, c)| (FacetKey::Int(i64::try_from(y).unwrap_or(0) + 1886), *c))
+        .collect();
+    years.extend(
+        counts
+            .other_years
+            .iter()
+            .map(|(y, c)| (FacetKey::Int(i64::from(*y)), *c)),
+    );
+    let mut facets = BTreeMap::new();
+    facets.insert("make", spelled_facet(make_counts));
+    facets.insert("model", spelled_facet(model_counts));
+    facets.insert("year", ordered(years));
+    facets.insert("condition", coded_facet(&CONDITIONS, &counts.condition));
+    facets.insert(
+        "vehicle_type",
+        coded_facet(&VEHICLE_TYPES, &counts.vehicle_type),
+    );
+    facets.insert(
+        "availability",
+        coded_facet(&AVAILABILITY, &counts.availability),
+    );
+
+    SearchPage {
+        vehicles,
+        total,
+        facets,
+        next,
+    }
+}
+
+fn ordered(mut values: Vec<(FacetKey, u64)>) -> Vec<FacetValue> {
+    values.retain(|(_, c)| *c > 0);
+    values.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    values
+        .into_iter()
+        .map(|(value, count)| FacetValue { value, count })
+        .collect()
+}
+
+fn coded_facet(table: &[&str], counts: &[u64]) -> Vec<FacetValue> {
+    ordered(
+        table
+            .iter()
+            .zip(counts)
+            .map(|(v, c)| (FacetKey::Str((*v).to_owned()), *c))
+            .collect(),
+    )
+}
+
+/// Groups `(lower, exact, count)` case-insensitively; each group is shown
+/// in its most frequent exact spelling (ties: the smallest spelling).
+fn spelled_facet(mut entries: Vec<(&str, &str, u64)>) -> Vec<FacetValue> {
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0).then_with(|| a.1.cmp(b.1)));
+    let mut out: Vec<(FacetKey, u64)> = Vec::new();
+    let mut i = 0;
+    while i < entries.len() {
+        let lower = entries[i].0;
+        let mut total = 0u64;
+        let mut best: (&str, u64) = ("", 0);
+        while i < entries.len() && entries[i].0 == lower {
+            // Sum the same exact spelling (it may come from several snapshots).
+            let exact = entries[i].1;
+            let mut n = 0u64;
+            while i < entries.len() && entries[i].0 == lower && entries[i].1 == exact {
+                n += entries[i].2;
+                i += 1;
+            }
+            total += n;
+            if n > best.1 {
+                best = (exact, n);
+            }
+        }
+        out.push((FacetKey::Str(best.0.to_owned()), total));
+    }
+    ordered(out)
+}
+
+/// Inventory age in complete elapsed 24-hour periods from `basis` to
+/// `now`; `None` for a basis in the future.
+pub fn inventory_age_days(basis: DateTime<Utc>, now: DateTime<Utc>) -> Option<u64> {
+    let elapsed = i128::from(now.timestamp_micros()) - i128::from(basis.timestamp_micros());
+    if elapsed < 0 {
+        return None;
+    }
+    u64::try_from(elapsed / DAY_US).ok()
+}

@@ -1,0 +1,184 @@
+//! `dealeragent.inventory.search` (profile `dealeragent.inventory.read/0.1`).
+//!
+//! Policy first: the requested rooftops are intersected with what the
+//! caller may read before any index is touched (DAP-CORE-030/031). Results
+//! are discovery snapshots, not availability promises (DAP spec 8): every
+//! vehicle keeps its rooftop, provenance and freshness, and the response's
+//! freshness is never better than its stalest record.
+//!
+//! Pagination is keyset-based with sealed cursors bound to the query, the
+//! caller, the rooftop set and the snapshot versions of the first page
+//! (DAP-CORE-026..028). A pagination pins those snapshots: pages keep
+//! coming from them even after a new import lands, until the cursor
+//! expires (15 minutes after the first page).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use chrono::Utc;
+use serde_json::{Value, json};
+
+use super::{ToolContext, ToolError, policy};
+use crate::catalog::FieldError;
+use crate::inventory::cursor::{self, CursorBinding, CursorPayload};
+use crate::inventory::index::SnapshotIndex;
+use crate::inventory::render::{self, FreshnessBasis, RenderContext};
+use crate::inventory::search::{self, SearchQuery};
+
+pub const NAME: &str = "dealeragent.inventory.search";
+
+fn invalid_cursor() -> ToolError {
+    ToolError::Invalid {
+        message: cursor::INVALID_CURSOR_MESSAGE.to_owned(),
+        field_errors: vec![FieldError {
+            instance_location: "/page/cursor".into(),
+            keyword: "cursor".into(),
+            explanation: cursor::INVALID_CURSOR_MESSAGE.to_owned(),
+        }],
+    }
+}
+
+pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
+    let query = SearchQuery::parse(args).map_err(|e| ToolError::Invalid {
+        message: e.message.to_string(),
+        field_errors: vec![FieldError {
+            instance_location: e.pointer.clone(),
+            keyword: "semantic".into(),
+            explanation: e.message.to_string(),
+        }],
+    })?;
+    let state = &ctx.state;
+    let directory = state
+        .directory
+        .snapshot()
+        .await
+        .map_err(ToolError::internal)?;
+    let requested = query.rooftop_ids.as_deref();
+    let (org, rooftops) = policy::authorize_rooftops(
+        &directory,
+        &ctx.principal,
+        &query.organization_id,
+        requested,
+    )?;
+    let rooftop_ids: Vec<String> = rooftops.iter().map(|r| r.rooftop_id.clone()).collect();
+    let view = state
+        .inventory
+        .view(&directory)
+        .await
+        .map_err(ToolError::internal)?;
+    let binding = CursorBinding::new(
+        &query.fingerprint,
+        &ctx.principal.grant_fingerprint(),
+        &rooftop_ids,
+    );
+    let now = Utc::now();
+
+    // Which snapshots to read, and where to start.
+    let (indexes, versions, after, issued_at): (
+        Vec<Arc<SnapshotIndex>>,
+        BTreeMap<String, i64>,
+        _,
+        _,
+    ) = match query.cursor.as_deref() {
+        None => {
+            let indexes: Vec<Arc<SnapshotIndex>> = rooftop_ids
+                .iter()
+                .filter_map(|id| view.rooftop(id).map(|r| r.latest.clone()))
+                .collect();
+            let versions = indexes
+                .iter()
+                .map(|i| (i.rooftop_id().to_owned(), i.version()))
+                .collect();
+            (indexes, versions, None, now)
+        }
+        Some(token) => {
+            let payload = cursor::open(&state.cursor_key, token, &binding, now).map_err(|e| {
+                tracing::info!(trace.id = %ctx.trace_id, cursor.error = ?e, "cursor refused");
+                invalid_cursor()
+            })?;
+            let versions = match payload.snapshot_versions(&binding) {
+                Some(v) => v,
+                None => {
+                    // Too many rooftops to list versions: the cursor holds a
+                    // digest, so it continues only on unchanged snapshots.
+                    let current: BTreeMap<String, i64> = rooftop_ids
+                        .iter()
+                        .filter_map(|id| view.rooftop(id).map(|r| (id.clone(), r.latest.version())))
+                        .collect();
+                    if !payload.snapshots_unchanged(&binding, &current) {
+                        return Err(invalid_cursor());
+                    }
+                    current
+                }
+            };
+            let mut indexes = Vec::with_capacity(versions.len());
+            for (rooftop_id, version) in &versions {
+                let index = state
+                    .inventory
+                    .index_at(
+                        &view,
+                        &directory,
+                        &org.organization_id,
+                        rooftop_id,
+                        *version,
+                    )
+                    .await
+                    .map_err(ToolError::internal)?
+                    .ok_or_else(invalid_cursor)?;
+                indexes.push(index);
+            }
+            let issued_at = payload.issued_at();
+            (indexes, versions, Some(payload), issued_at)
+        }
+    };
+
+    // Age filters are evaluated at the first page's instant on every page,
+    // so a pagination sees one consistent result set.
+    let page = search::search(
+        &indexes,
+        &query,
+        after.as_ref().map(|p: &CursorPayload| &p.key),
+        issued_at,
+    );
+
+    let mut vehicles = Vec::with_capacity(page.vehicles.len());
+    let mut bases = Vec::with_capacity(page.vehicles.len());
+    for (index, row) in &page.vehicles {
+        let rctx = RenderContext {
+            now,
+            inventory_sla_seconds: index.inventory_sla_seconds(),
+            withdrawn: false,
+        };
+        let record = index.record(*row);
+        bases.push(FreshnessBasis::of_record(&record, &rctx));
+        vehicles.push(render::vehicle_owned(record, &rctx));
+    }
+    let searched: Vec<FreshnessBasis> = indexes
+        .iter()
+        .map(|i| FreshnessBasis::of_snapshot(i))
+        .collect();
+
+    let mut page_info = json!({"has_more": page.next.is_some()});
+    if let Some(key) = page.next {
+        let payload = match &after {
+            // Continuations keep the first page's issue time and expiry.
+            Some(first) => CursorPayload::with_lifetime(
+                &binding,
+                &versions,
+                key,
+                first.issued_at(),
+                first.expires_at - first.issued_at,
+            ),
+            None => CursorPayload::new(&binding, &versions, key, now),
+        };
+        page_info["next_cursor"] = json!(cursor::seal(&state.cursor_key, &payload));
+    }
+    Ok(json!({
+        "vehicles": vehicles,
+        "facets": page.facets,
+        "page": page_info,
+        "provenance": render::search_provenance(&indexes, now),
+        "freshness": render::aggregate_freshness(&bases, &searched, now),
+        "trace_id": ctx.trace_id,
+    }))
+}
