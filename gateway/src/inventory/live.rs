@@ -61,6 +61,9 @@ impl InventoryView {
     }
 }
 
+/// Retired indexes by (rooftop_id, version), with when they retired.
+type RetiredMap = HashMap<(String, i64), (Arc<SnapshotIndex>, Instant)>;
+
 struct Current {
     view: Arc<InventoryView>,
     loaded: Option<Instant>,
@@ -72,7 +75,7 @@ pub struct LiveInventory {
     refresh: Duration,
     current: Mutex<Current>,
     /// Replaced indexes by (rooftop_id, version), with when they retired.
-    retired: StdMutex<HashMap<(String, i64), (Arc<SnapshotIndex>, Instant)>>,
+    retired: StdMutex<RetiredMap>,
     last_prune: StdMutex<Option<Instant>>,
 }
 
@@ -90,9 +93,7 @@ impl LiveInventory {
         }
     }
 
-    fn retired(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<(String, i64), (Arc<SnapshotIndex>, Instant)>> {
+    fn retired(&self) -> std::sync::MutexGuard<'_, RetiredMap> {
         // The map stays consistent even if a holder panicked.
         self.retired
             .lock()

@@ -29,7 +29,7 @@ pub fn authorize_rooftops<'a>(
     }
     let rooftops = match requested {
         None => visible,
-        Some(ids) if ids.is_empty() => visible,
+        Some([]) => visible,
         Some(ids) => {
             let mut out = Vec::with_capacity(ids.len());
             for id in ids {
