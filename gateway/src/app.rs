@@ -1,7 +1,7 @@
 //! The running gateway: shared state, routes, start-up and shutdown.
 
 use std::future::Future;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,6 +21,7 @@ use crate::directory::Directory;
 use crate::inventory::live::LiveInventory;
 use crate::manifest;
 use crate::mcp::{self, session::Sessions};
+use crate::ratelimit::KeyedLimiter;
 use crate::store::Store;
 
 /// Bundled demo dealers (2 organizations, 5 rooftops, US and Canada).
@@ -38,6 +39,17 @@ pub struct AppState {
     /// store so a cursor from one replica opens on another.
     pub cursor_key: Vec<u8>,
     pub sessions: Sessions,
+    /// The exact audience credentials must name (OAuth resource URL).
+    pub resource_url: String,
+    /// JWT verification, when an issuer and JWKS file are configured.
+    pub jwt: Option<crate::auth::jwt::JwtConfig>,
+    /// Per client address, at the HTTP edge.
+    pub ip_limiter: KeyedLimiter<IpAddr>,
+    /// Per authenticated subject, at the HTTP edge.
+    pub principal_limiter: KeyedLimiter<String>,
+    /// Per (tool, client address) quota for anonymous callers of
+    /// `rate_limited_or_authenticated` tools.
+    pub anonymous_tool_limiter: KeyedLimiter<(String, IpAddr)>,
     /// Public base URL without a trailing slash.
     pub public_base: String,
     /// The self-description served at `/conformance/claim.json`.
@@ -56,8 +68,25 @@ impl AppState {
         store: Arc<dyn Store>,
         bound: SocketAddr,
         cursor_key: Vec<u8>,
+        jwt: Option<crate::auth::jwt::JwtConfig>,
     ) -> Self {
         let public_base = settings.public_base(bound);
+        let resource_url = settings
+            .resource_url
+            .clone()
+            .unwrap_or_else(|| format!("{public_base}/mcp"));
+        let ip_limiter = KeyedLimiter::new(
+            settings.rate_limit_ip_per_minute,
+            settings.rate_limit_ip_per_minute,
+        );
+        let principal_limiter = KeyedLimiter::new(
+            settings.rate_limit_principal_per_minute,
+            settings.rate_limit_principal_per_minute,
+        );
+        let anonymous_tool_limiter = KeyedLimiter::new(
+            settings.anonymous_quota_per_minute,
+            settings.anonymous_quota_per_minute,
+        );
         let mut allowed_hosts: Vec<String> =
             LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect();
         allowed_hosts.extend(
@@ -102,6 +131,11 @@ impl AppState {
             inventory,
             cursor_key,
             sessions,
+            resource_url,
+            jwt,
+            ip_limiter,
+            principal_limiter,
+            anonymous_tool_limiter,
             public_base,
             claim,
             claim_digest,
@@ -146,6 +180,14 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/schemas/{file}", get(schema_file))
         .route("/policy", get(policy))
         .route("/conformance/claim.json", get(claim))
+        .route(
+            "/.well-known/oauth-protected-resource",
+            get(protected_resource),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/mcp",
+            get(protected_resource),
+        )
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
             StatusCode::SERVICE_UNAVAILABLE,
             timeout,
@@ -213,6 +255,31 @@ async fn policy(State(state): State<Arc<AppState>>) -> Response {
         "published_rooftops": rooftops,
         "authority": "Availability is authoritative only from a source the dealer designates; imported files are dealer_asserted and never verified_current."
     }))
+}
+
+/// RFC 9728 protected-resource metadata: where to get a token for this
+/// gateway and which scopes exist.
+async fn protected_resource(State(state): State<Arc<AppState>>) -> Response {
+    let mut servers = state.settings.authorization_servers.clone();
+    if servers.is_empty()
+        && let Some(issuer) = &state.settings.jwt_issuer
+    {
+        servers.push(issuer.clone());
+    }
+    let scopes: Vec<String> = {
+        let set: std::collections::BTreeSet<&String> = state
+            .catalog
+            .profiles
+            .iter()
+            .flat_map(|p| &p.scopes)
+            .collect();
+        set.into_iter().cloned().collect()
+    };
+    json_ok(&crate::auth::jwt::well_known_metadata(
+        &state.resource_url,
+        &servers,
+        &scopes,
+    ))
 }
 
 async fn claim(State(state): State<Arc<AppState>>) -> Response {
@@ -336,7 +403,27 @@ pub async fn prepare(
     let cursor_key = store
         .get_or_create_secret("inventory-cursor-hmac-sha256", &random_key)
         .await?;
-    let state = Arc::new(AppState::new(settings, catalog, store, bound, cursor_key));
+    let jwt = match (&settings.jwt_issuer, &settings.jwt_jwks_file) {
+        (Some(issuer), Some(jwks)) => {
+            let audience = settings
+                .resource_url
+                .clone()
+                .unwrap_or_else(|| format!("{}/mcp", settings.public_base(bound)));
+            Some(
+                crate::auth::jwt::JwtConfig::load(
+                    issuer,
+                    &audience,
+                    jwks,
+                    settings.jwt_leeway_seconds,
+                )
+                .map_err(|e| crate::Error::Io(format!("JWT configuration: {e}")))?,
+            )
+        }
+        _ => None,
+    };
+    let state = Arc::new(AppState::new(
+        settings, catalog, store, bound, cursor_key, jwt,
+    ));
     // Build the inventory indexes before taking traffic, so the first
     // request is not the one that pays for loading every snapshot.
     let directory = state.directory.snapshot().await?;
@@ -390,10 +477,13 @@ pub async fn serve(
     state: Arc<AppState>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), crate::Error> {
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .await
-        .map_err(|e| crate::Error::Io(e.to_string()))
+    axum::serve(
+        listener,
+        router(state).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
+    .map_err(|e| crate::Error::Io(e.to_string()))
 }
 
 /// Resolves on ctrl-c or SIGTERM.

@@ -1,5 +1,5 @@
 //! The command line: `serve`, `migrate`, `import dealers|inventory|bundle`,
-//! `demo generate`.
+//! `demo generate`, `token create|list|revoke`, `audit export`.
 
 use std::path::PathBuf;
 
@@ -44,6 +44,74 @@ pub enum Command {
     Demo {
         #[command(subcommand)]
         what: DemoCommand,
+    },
+    /// Gateway API tokens (docs/tokens-and-audit.md).
+    Token {
+        #[command(subcommand)]
+        what: TokenCommand,
+    },
+    /// The audit log (docs/tokens-and-audit.md).
+    Audit {
+        #[command(subcommand)]
+        what: AuditCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token and print it ONCE: the store keeps only its hash.
+    Create {
+        /// Who the token is for (the audit subject), e.g. `agent:acme-shopper`.
+        #[arg(long)]
+        subject: String,
+        /// The organization the token grants access to.
+        #[arg(long)]
+        organization: String,
+        /// Comma-separated rooftop ids of the organization.
+        #[arg(
+            long,
+            value_delimiter = ',',
+            conflicts_with = "group",
+            required_unless_present = "group"
+        )]
+        rooftops: Vec<String>,
+        /// Grant every rooftop of the organization, present and future.
+        #[arg(long)]
+        group: bool,
+        /// Comma-separated scopes, e.g. dealeragent:inventory:read,dealeragent:pricing:read.
+        #[arg(long, value_delimiter = ',', required = true)]
+        scopes: Vec<String>,
+        /// Why the token exists (1 to 128 characters).
+        #[arg(long)]
+        purpose: String,
+        /// Lifetime: a number and d, h, m or s (e.g. 30d, 12h, 90m, 3600s); at most 365d.
+        #[arg(long)]
+        expires_in: String,
+        /// Print `{"token_id", "token", "expires_at"}` as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List every token (never a secret or a hash).
+    List {
+        /// Print a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a token by its token id (the first revocation time is kept).
+    Revoke {
+        /// The token id (16 hex characters, as `token list` shows it).
+        token_id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Print audit events as JSON lines, oldest first.
+    Export {
+        /// Only events at or after this instant (RFC 3339 with an offset,
+        /// e.g. 2026-11-29T00:00:00Z).
+        #[arg(long)]
+        since: String,
     },
 }
 

@@ -90,6 +90,60 @@ pub struct ServeSettings {
     )]
     pub inventory_refresh_seconds: u64,
 
+    /// This gateway's OAuth resource identifier: the exact audience every
+    /// credential must name. Defaults to <public URL>/mcp.
+    #[arg(long, env = "DEALER_GATEWAY_RESOURCE_URL")]
+    pub resource_url: Option<String>,
+
+    /// Issuer (`iss`) of accepted JWT access tokens. JWTs are accepted only
+    /// when this and --jwt-jwks-file are set.
+    #[arg(long, env = "DEALER_GATEWAY_JWT_ISSUER", requires = "jwt_jwks_file")]
+    pub jwt_issuer: Option<String>,
+
+    /// JWKS file (RFC 7517) with the issuer's ES256/RS256 public keys.
+    #[arg(long, env = "DEALER_GATEWAY_JWT_JWKS_FILE", requires = "jwt_issuer")]
+    pub jwt_jwks_file: Option<PathBuf>,
+
+    /// Clock skew tolerated on JWT `exp`/`nbf`, in seconds.
+    #[arg(long, env = "DEALER_GATEWAY_JWT_LEEWAY_SECONDS", default_value_t = 60)]
+    pub jwt_leeway_seconds: u64,
+
+    /// Authorization servers published in the protected-resource metadata
+    /// (comma separated). Defaults to the JWT issuer.
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_AUTHORIZATION_SERVERS",
+        value_delimiter = ','
+    )]
+    pub authorization_servers: Vec<String>,
+
+    /// Requests per minute per client address at the HTTP edge (beyond:
+    /// HTTP 429 with Retry-After).
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_RATE_LIMIT_IP_PER_MINUTE",
+        default_value_t = 1200
+    )]
+    pub rate_limit_ip_per_minute: u32,
+
+    /// Requests per minute per authenticated principal (beyond: HTTP 429).
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_RATE_LIMIT_PRINCIPAL_PER_MINUTE",
+        default_value_t = 2400
+    )]
+    pub rate_limit_principal_per_minute: u32,
+
+    /// Per-tool quota for anonymous callers of tools whose catalog access
+    /// is `rate_limited_or_authenticated` (availability verification), per
+    /// client address and minute (beyond: `dealeragent.rate_limited`).
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_ANONYMOUS_QUOTA_PER_MINUTE",
+        default_value_t = 30
+    )]
+    pub anonymous_quota_per_minute: u32,
+
     /// Longest time a request may run before it is answered with 503.
     #[arg(
         long,

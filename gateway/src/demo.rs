@@ -686,6 +686,12 @@ const KNOWN_DEMO_ROOFTOPS: &[KnownRooftop] = &[
         subdivision: "US-CO",
     },
     KnownRooftop {
+        rooftop_id: "roof.lakeshore-fleet-wholesale",
+        make: "Chevrolet",
+        host: "fleet.lakeshoreauto.example",
+        subdivision: "US-IL",
+    },
+    KnownRooftop {
         rooftop_id: "roof.maplecrest-toronto",
         make: "Toyota",
         host: "toronto.maplecrestmotors.example",
@@ -2454,7 +2460,8 @@ mod tests {
     #[test]
     fn demo_feeds_cover_the_demo() {
         let rooftops = demo_rooftops();
-        assert_eq!(rooftops.len(), 5);
+        // Five published rooftops plus the partner-only fleet rooftop.
+        assert_eq!(rooftops.len(), 6);
         let n = now();
         let feeds = demo_feeds(&rooftops, 2026, n);
         assert_eq!(feeds.len(), rooftops.len());

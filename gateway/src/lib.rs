@@ -28,6 +28,8 @@ pub mod inventory;
 pub mod manifest;
 /// The MCP endpoint, both eras.
 pub mod mcp;
+/// Keyed rate limits (per address, per principal, per-tool quotas).
+pub mod ratelimit;
 /// MCP resources over the reserved `dealeragent://` URIs.
 pub mod resources;
 /// The only module that speaks SQL.

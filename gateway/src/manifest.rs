@@ -78,7 +78,13 @@ pub fn build(
         "rooftop_ids": rooftop_ids,
         "capabilities": capabilities,
         "resources": catalog.resources(),
-        "auth_modes": ["public"],
+        // Gateway API tokens are partner workload credentials; JWTs from
+        // the configured authorization server are OAuth 2.1 access tokens.
+        "auth_modes": if state.jwt.is_some() {
+            json!(["public", "workload_identity", "oauth_2_1"])
+        } else {
+            json!(["public", "workload_identity"])
+        },
         "tenant_routing": {
             "organization_id_required": true,
             "rooftop_id_required_for_unit_reads": true,
@@ -102,6 +108,18 @@ pub fn build(
             "dealergateway.mcp": {
                 "revisions": [MODERN_REVISION, LEGACY_REVISION],
                 "header_policy": if state.settings.strict_mcp_headers { "strict" } else { "tolerate_omission" }
+            },
+            "dealergateway.rate-limits": {
+                "http_requests_per_minute_per_client_address": state.settings.rate_limit_ip_per_minute,
+                "http_requests_per_minute_per_principal": state.settings.rate_limit_principal_per_minute,
+                "anonymous_tool_quota_per_minute_per_client_address": state.settings.anonymous_quota_per_minute,
+                "anonymous_quota_tools": catalog
+                    .tools
+                    .iter()
+                    .filter(|t| t.safety.public_access == crate::catalog::PublicAccess::RateLimitedOrAuthenticated)
+                    .map(|t| t.name.as_str())
+                    .collect::<Vec<_>>(),
+                "over_limit": "HTTP 429 with Retry-After at the edge; dealeragent.rate_limited with retry_after_ms for tool quotas"
             },
             "dealergateway.catalog": {
                 "bundle": catalog.bundle,

@@ -7,6 +7,9 @@
 //! anything (DAP reference test
 //! `test_caller_metadata_cannot_forge_transport_authorization`).
 
+pub mod api_token;
+pub mod jwt;
+
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -15,6 +18,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::store::{OrganizationRecord, RooftopRecord};
+
+pub mod verify;
 
 /// Which rooftops of its organization a grant covers (DAP spec 7:
 /// "allowed rooftop identifiers or an explicit group-level grant").
@@ -35,7 +40,10 @@ pub enum Credential {
     /// A gateway API token; `token_id` is its public identifier.
     ApiToken { token_id: String },
     /// A JWT access token from an external OAuth 2.1 authorization server.
-    Jwt { issuer: String, token_id: Option<String> },
+    Jwt {
+        issuer: String,
+        token_id: Option<String>,
+    },
 }
 
 /// One authorization grant: everything DAP spec 7 requires a grant to

@@ -9,10 +9,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::Era;
 use super::error::RpcError;
+use super::{Caller, Era};
 use crate::app::AppState;
-use crate::auth::Principal;
 use crate::resources;
 use crate::tools::{self, ToolContext};
 
@@ -46,9 +45,10 @@ pub async fn dispatch(
     era: Era,
     method: &str,
     params: &Value,
-    principal: &Principal,
+    caller: &Caller,
     trace_id: &str,
 ) -> Result<MethodResult, RpcError> {
+    let principal = &caller.principal;
     match (era, method) {
         (Era::Modern, "server/discover") => Ok(MethodResult {
             body: obj(json!({
@@ -69,7 +69,7 @@ pub async fn dispatch(
                 cache: Some((3_600_000, "public")),
             })
         }
-        (_, "tools/call") => tools_call(state, params, principal, trace_id).await,
+        (_, "tools/call") => tools_call(state, params, caller, trace_id).await,
         (_, "resources/list") => {
             reject_cursor(params)?;
             let (list, scope) = resources::list(state, principal)
@@ -167,7 +167,7 @@ pub fn tool_list(state: &AppState) -> Vec<Value> {
 async fn tools_call(
     state: &Arc<AppState>,
     params: &Value,
-    principal: &Principal,
+    caller: &Caller,
     trace_id: &str,
 ) -> Result<MethodResult, RpcError> {
     let name = params
@@ -181,7 +181,8 @@ async fn tools_call(
     };
     let ctx = ToolContext {
         state: state.clone(),
-        principal: principal.clone(),
+        principal: caller.principal.clone(),
+        client_ip: caller.client_ip,
         trace_id: trace_id.to_owned(),
     };
     let outcome = tools::invoke(&ctx, name, args).await.ok_or_else(|| {

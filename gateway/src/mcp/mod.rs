@@ -20,16 +20,17 @@ pub mod error;
 pub mod headers;
 pub mod session;
 
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
 use crate::app::AppState;
-use crate::auth::Principal;
+use crate::auth::{Principal, verify};
 use error::RpcError;
 
 pub use dispatch::{capabilities, server_info, tool_list};
@@ -56,9 +57,29 @@ pub enum Era {
 }
 
 /// `POST /mcp`.
-pub async fn post(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
+pub async fn post(
+    State(state): State<Arc<AppState>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     if let Err(response) = check_host_and_origin(&state, &headers) {
         return *response;
+    }
+    // Credentials before anything executes: a bad credential is a 401,
+    // never an anonymous request.
+    let principal = match verify::authenticate(&state, &headers, uri.query()).await {
+        Ok(p) => p,
+        Err(rejection) => return unauthorized(&state, &rejection),
+    };
+    if let Err(retry) = state.ip_limiter.check(&peer.ip()) {
+        return too_many_requests(retry);
+    }
+    if let Principal::Authenticated(grant) = &principal
+        && let Err(retry) = state.principal_limiter.check(&grant.subject)
+    {
+        return too_many_requests(retry);
     }
     if let Some(ct) = headers.get(header::CONTENT_TYPE) {
         let is_json = ct
@@ -93,7 +114,57 @@ pub async fn post(State(state): State<Arc<AppState>>, headers: HeaderMap, body: 
     let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
         return too_large(limit);
     };
-    handle_message(&state, &headers, &bytes).await
+    let caller = Caller {
+        principal,
+        client_ip: peer.ip(),
+    };
+    handle_message(&state, &headers, &bytes, &caller).await
+}
+
+/// Who sent a request, as established by the transport.
+pub struct Caller {
+    pub principal: Principal,
+    pub client_ip: IpAddr,
+}
+
+/// 401 with an RFC 6750/9728 challenge naming the protected-resource
+/// metadata. The body is the OAuth error object; it never echoes the token.
+fn unauthorized(state: &AppState, rejection: &verify::AuthRejection) -> Response {
+    if rejection.unavailable {
+        let error = RpcError::Internal {
+            error_id: format!("err.{}", uuid::Uuid::new_v4()),
+            unavailable: true,
+        };
+        let (_, body) = error.to_response_body(None);
+        let mut r = json_response(StatusCode::SERVICE_UNAVAILABLE, &body, None);
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return r;
+    }
+    let metadata = format!("{}/.well-known/oauth-protected-resource", state.public_base);
+    let challenge = crate::auth::jwt::www_authenticate(
+        &metadata,
+        Some((rejection.error, rejection.description)),
+    );
+    let body = json!({"error": rejection.error, "error_description": rejection.description});
+    let mut r = json_response(StatusCode::UNAUTHORIZED, &body, None);
+    if let Ok(v) = HeaderValue::from_str(&challenge) {
+        r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
+    r
+}
+
+/// HTTP-level throttling: 429 with Retry-After (seconds) and a JSON-RPC
+/// body, so modern clients see a protocol answer.
+fn too_many_requests(retry: crate::ratelimit::RetryAfter) -> Response {
+    let error =
+        RpcError::InvalidRequest("rate limit exceeded; retry after the Retry-After delay".into());
+    let (_, body) = error.to_response_body(None);
+    let mut r = json_response(StatusCode::TOO_MANY_REQUESTS, &body, None);
+    if let Ok(v) = HeaderValue::from_str(&retry.seconds().to_string()) {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    r
 }
 
 fn too_large(limit: usize) -> Response {
@@ -199,7 +270,12 @@ fn valid_id(id: &Value) -> bool {
     id.is_string() || id.is_i64() || id.is_u64()
 }
 
-async fn handle_message(state: &Arc<AppState>, headers: &HeaderMap, bytes: &Bytes) -> Response {
+async fn handle_message(
+    state: &Arc<AppState>,
+    headers: &HeaderMap,
+    bytes: &Bytes,
+    caller: &Caller,
+) -> Response {
     let Ok(message) = serde_json::from_slice::<Value>(bytes) else {
         return rpc_error(&RpcError::Parse, None);
     };
@@ -281,12 +357,11 @@ async fn handle_message(state: &Arc<AppState>, headers: &HeaderMap, bytes: &Byte
     };
 
     let trace_id = format!("trace.{}", uuid::Uuid::new_v4());
-    // Authentication arrives with the security issue; until then every
-    // caller is anonymous, and nothing in `_meta` changes that.
-    let principal = Principal::Anonymous;
+    // The principal comes from the transport's credential alone; nothing in
+    // `_meta` changes it.
 
     if is_modern {
-        return modern(state, headers, &id, &method, &params, &principal, &trace_id).await;
+        return modern(state, headers, &id, &method, &params, caller, &trace_id).await;
     }
     if method == "initialize" {
         return initialize(state, &id, &params);
@@ -309,7 +384,7 @@ async fn handle_message(state: &Arc<AppState>, headers: &HeaderMap, bytes: &Byte
         );
         return rpc_error(&error, Some(&id));
     }
-    match dispatch::dispatch(state, Era::Legacy, &method, &params, &principal, &trace_id).await {
+    match dispatch::dispatch(state, Era::Legacy, &method, &params, caller, &trace_id).await {
         Ok(result) => {
             let body = json!({"jsonrpc": "2.0", "id": id, "result": dispatch::decorate(Era::Legacy, result)});
             json_response(StatusCode::OK, &body, None)
@@ -381,7 +456,7 @@ async fn modern(
     id: &Value,
     method: &str,
     params: &Value,
-    principal: &Principal,
+    caller: &Caller,
     trace_id: &str,
 ) -> Response {
     let strict = state.settings.strict_mcp_headers;
@@ -451,7 +526,7 @@ async fn modern(
         );
     }
     // 4. Dispatch.
-    match dispatch::dispatch(state, Era::Modern, method, params, principal, trace_id).await {
+    match dispatch::dispatch(state, Era::Modern, method, params, caller, trace_id).await {
         Ok(result) => {
             let body = json!({"jsonrpc": "2.0", "id": id, "result": dispatch::decorate(Era::Modern, result)});
             json_response(StatusCode::OK, &body, None)

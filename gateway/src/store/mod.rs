@@ -10,10 +10,13 @@ mod sqlite;
 #[cfg(test)]
 mod tests;
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use chrono::{DateTime, SubsecRound as _, Utc};
 use serde::{Deserialize, Serialize};
+
+use crate::auth::{Credential, Principal, RooftopScope};
 
 use crate::inventory::model::{InventoryImportSummary, VehicleRecord};
 
@@ -128,6 +131,101 @@ pub struct SnapshotRecord {
     pub summary: InventoryImportSummary,
 }
 
+/// One gateway API token as stored (docs/tokens-and-audit.md). The secret
+/// itself is never stored: only `secret_hash`, `sha256:<hex>` of it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiTokenRecord {
+    /// Public identifier: 16 lowercase hex characters.
+    pub token_id: String,
+    /// `sha256:<hex>` of the token's secret part.
+    pub secret_hash: String,
+    pub subject: String,
+    pub organization_id: String,
+    pub rooftops: RooftopScope,
+    pub scopes: BTreeSet<String>,
+    pub purpose: String,
+    /// Microsecond precision (what both backends keep).
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+    /// Set once by the first revocation.
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+impl std::fmt::Debug for ApiTokenRecord {
+    // Leaves the hash out: nothing derived from the secret reaches a log.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiTokenRecord")
+            .field("token_id", &self.token_id)
+            .field("secret_hash", &"<redacted>")
+            .field("subject", &self.subject)
+            .field("organization_id", &self.organization_id)
+            .field("rooftops", &self.rooftops)
+            .field("scopes", &self.scopes)
+            .field("purpose", &self.purpose)
+            .field("created_at", &self.created_at)
+            .field("expires_at", &self.expires_at)
+            .field("revoked_at", &self.revoked_at)
+            .finish()
+    }
+}
+
+/// One audit event (DAP-CORE-039/040): written for every nonpublic read and
+/// every availability verification. Never holds a token, a secret or raw
+/// tool arguments. Serialized as one JSON line by `audit export`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditEvent {
+    /// UUID v7 text ([`AuditEvent::for_principal`] makes one).
+    pub event_id: String,
+    /// Microsecond precision (what both backends keep).
+    pub occurred_at: DateTime<Utc>,
+    pub trace_id: String,
+    /// The grant's subject, or `anonymous`.
+    pub subject: String,
+    /// Which credential (token id or issuer, never a secret); `None` for an
+    /// anonymous caller.
+    pub credential: Option<Credential>,
+    /// The organization the call addressed, when it named one.
+    pub organization_id: Option<String>,
+    /// The rooftops the call read or was refused.
+    pub rooftop_ids: Vec<String>,
+    /// e.g. `dealeragent.inventory.search`.
+    pub tool: String,
+    /// e.g. `dealeragent.inventory/0.1`.
+    pub profile: String,
+    /// `allow` or `deny`.
+    pub policy_decision: String,
+    /// Ids of the records returned or asked for (vehicle ids, ...).
+    pub resource_ids: Vec<String>,
+    /// `ok`, or the DAP error code of the call.
+    pub outcome: String,
+    /// The grant's delegation chain (outermost actor first).
+    pub delegation: Vec<String>,
+}
+
+impl AuditEvent {
+    /// A new event for `principal` (fresh UUID v7 id, now): subject,
+    /// credential and delegation come from the grant; the decision starts as
+    /// `allow`, the outcome as `ok`, and the lists empty.
+    pub fn for_principal(principal: &Principal, trace_id: &str, tool: &str, profile: &str) -> Self {
+        let grant = principal.grant();
+        Self {
+            event_id: uuid::Uuid::now_v7().to_string(),
+            occurred_at: Utc::now().trunc_subsecs(6),
+            trace_id: trace_id.to_owned(),
+            subject: principal.subject().to_owned(),
+            credential: grant.map(|g| g.credential.clone()),
+            organization_id: None,
+            rooftop_ids: Vec::new(),
+            tool: tool.to_owned(),
+            profile: profile.to_owned(),
+            policy_decision: "allow".to_owned(),
+            resource_ids: Vec::new(),
+            outcome: "ok".to_owned(),
+            delegation: grant.map(|g| g.delegation.clone()).unwrap_or_default(),
+        }
+    }
+}
+
 /// The persistence contract. Every method is all-or-nothing.
 #[async_trait::async_trait]
 pub trait Store: Send + Sync + 'static {
@@ -229,6 +327,46 @@ pub trait Store: Send + Sync + 'static {
     /// many snapshots were deleted. The newest snapshot of a rooftop is never
     /// deleted.
     async fn prune_snapshots(&self, superseded_before: DateTime<Utc>) -> Result<u64, StoreError>;
+
+    /// Store a new API token. Fails with [`StoreError::Query`] (writing
+    /// nothing) when its organization is not stored, when it lists a rooftop
+    /// that is not a rooftop of that organization, or when its `token_id` is
+    /// taken.
+    async fn create_api_token(&self, token: &ApiTokenRecord) -> Result<(), StoreError>;
+
+    /// One API token by its public id.
+    async fn get_api_token(&self, token_id: &str) -> Result<Option<ApiTokenRecord>, StoreError>;
+
+    /// Every API token (revoked and expired ones too), ordered by
+    /// (`created_at`, `token_id`).
+    async fn list_api_tokens(&self) -> Result<Vec<ApiTokenRecord>, StoreError>;
+
+    /// Revoke a token at `at`; false when no token has this id. Revoking a
+    /// revoked token returns true and keeps the first revocation time.
+    async fn revoke_api_token(&self, token_id: &str, at: DateTime<Utc>)
+    -> Result<bool, StoreError>;
+
+    /// Append one audit event (its `event_id` must be new).
+    async fn append_audit(&self, event: &AuditEvent) -> Result<(), StoreError>;
+
+    /// Audit events with `occurred_at >= since`, ordered by (`occurred_at`,
+    /// `event_id`), at most `limit`.
+    async fn audit_since(
+        &self,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<AuditEvent>, StoreError>;
+
+    /// The audit events after the position (`occurred_at`, `event_id`) of
+    /// the last event of a previous page, in the same order, at most
+    /// `limit`: with [`Store::audit_since`], pages through any number of
+    /// events, even many sharing one timestamp.
+    async fn audit_after(
+        &self,
+        occurred_at: DateTime<Utc>,
+        event_id: &str,
+        limit: u32,
+    ) -> Result<Vec<AuditEvent>, StoreError>;
 }
 
 /// Open the store named by `database_url` (`sqlite:` path or `postgres://`),
@@ -444,6 +582,25 @@ fn rooftop_not_of_organization(
         "rooftop '{rooftop_id}' is not a rooftop of organization '{organization_id}'{kept}; \
          import the dealers file first; nothing was imported"
     ))
+}
+
+/// Check a new API token against what its organization keeps: `rooftops`
+/// is `None` when the organization is not stored, else its rooftop ids.
+fn check_api_token(token: &ApiTokenRecord, rooftops: Option<&[String]>) -> Result<(), StoreError> {
+    let org = &token.organization_id;
+    let Some(kept) = rooftops else {
+        return Err(StoreError::Query(format!(
+            "organization '{org}' is not in the store; no token was created"
+        )));
+    };
+    if let RooftopScope::Rooftops(ids) = &token.rooftops
+        && let Some(foreign) = ids.iter().find(|id| !kept.contains(id))
+    {
+        return Err(StoreError::Query(format!(
+            "rooftop '{foreign}' is not a rooftop of organization '{org}'; no token was created"
+        )));
+    }
+    Ok(())
 }
 
 /// A new snapshot's id (UUID v7: ordered by creation time) and creation time,

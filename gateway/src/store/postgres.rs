@@ -6,6 +6,7 @@
 //! binding `sqlx::types::Json` would declare the parameter `jsonb` and
 //! reorder the keys on the way in.
 
+use std::collections::BTreeSet;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -15,11 +16,13 @@ use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, Row as _};
 
 use super::{
-    Change, DealersImportSummary, IMPORT_LOCK_KEY, OrganizationPlan, OrganizationRecord,
-    RooftopRecord, RooftopSettings, SnapshotRecord, SourceRecord, Store, StoreError,
-    embedded_migrator, json_text, map_sqlx_error, new_snapshot_identity, plan_organization,
-    rooftop_not_of_organization, rooftop_taken, summarize, validate_import, validate_snapshot,
+    ApiTokenRecord, AuditEvent, Change, DealersImportSummary, IMPORT_LOCK_KEY, OrganizationPlan,
+    OrganizationRecord, RooftopRecord, RooftopSettings, SnapshotRecord, SourceRecord, Store,
+    StoreError, check_api_token, embedded_migrator, json_text, map_sqlx_error,
+    new_snapshot_identity, plan_organization, rooftop_not_of_organization, rooftop_taken,
+    summarize, validate_import, validate_snapshot,
 };
+use crate::auth::{Credential, RooftopScope};
 use crate::inventory::model::{InventoryImportSummary, VehicleRecord, diff_vehicles};
 
 /// Migrations of this backend, embedded by `build.rs`.
@@ -37,6 +40,14 @@ const VEHICLE_INSERT_BATCH: usize = 2000;
 /// The columns of a `SnapshotRecord`, for `snapshot_from_row`.
 const SNAPSHOT_COLUMNS: &str = "snapshot_id, organization_id, rooftop_id, version, created_at, \
                                 source, vehicle_count, summary";
+
+/// The columns of an `ApiTokenRecord`, for `api_token_from_row`.
+const API_TOKEN_COLUMNS: &str = "token_id, secret_hash, subject, organization_id, rooftops, \
+                                 scopes, purpose, created_at, expires_at, revoked_at";
+/// The columns of an `AuditEvent`, for `audit_from_row`.
+const AUDIT_COLUMNS: &str = "event_id, occurred_at, trace_id, subject, credential, \
+                             organization_id, rooftop_ids, tool, profile, policy_decision, \
+                             resource_ids, outcome, delegation";
 
 /// The PostgreSQL store.
 #[derive(Debug, Clone)]
@@ -383,6 +394,193 @@ impl Store for PostgresStore {
         .rows_affected();
         Ok(deleted)
     }
+
+    async fn create_api_token(&self, token: &ApiTokenRecord) -> Result<(), StoreError> {
+        let rooftops = json_text(&token.rooftops)?;
+        let scopes = json_text(&token.scopes)?;
+        let mut tx = self.pool.begin().await.map_err(map_sqlx_error)?;
+        // `for key share`: the organization cannot be deleted before the
+        // insert (the foreign key would catch it too, less readably).
+        let org: Option<i32> = sqlx::query_scalar(
+            "select 1 from organizations where organization_id = $1 for key share",
+        )
+        .bind(&token.organization_id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(map_sqlx_error)?;
+        let kept: Vec<String> =
+            sqlx::query_scalar("select rooftop_id from rooftops where organization_id = $1")
+                .bind(&token.organization_id)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?;
+        check_api_token(token, org.map(|_| kept.as_slice()))?;
+        sqlx::query(
+            "insert into api_tokens (token_id, secret_hash, subject, organization_id, rooftops,
+                 scopes, purpose, created_at, expires_at, revoked_at)
+             values ($1, $2, $3, $4, $5::json, $6::json, $7, $8, $9, $10)",
+        )
+        .bind(&token.token_id)
+        .bind(&token.secret_hash)
+        .bind(&token.subject)
+        .bind(&token.organization_id)
+        .bind(rooftops)
+        .bind(scopes)
+        .bind(&token.purpose)
+        .bind(token.created_at)
+        .bind(token.expires_at)
+        .bind(token.revoked_at)
+        .execute(&mut *tx)
+        .await
+        .map_err(map_sqlx_error)?;
+        tx.commit().await.map_err(map_sqlx_error)
+    }
+
+    async fn get_api_token(&self, token_id: &str) -> Result<Option<ApiTokenRecord>, StoreError> {
+        sqlx::query(AssertSqlSafe(format!(
+            "select {API_TOKEN_COLUMNS} from api_tokens where token_id = $1"
+        )))
+        .bind(token_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?
+        .as_ref()
+        .map(api_token_from_row)
+        .transpose()
+    }
+
+    async fn list_api_tokens(&self) -> Result<Vec<ApiTokenRecord>, StoreError> {
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "select {API_TOKEN_COLUMNS} from api_tokens order by created_at, token_id"
+        )))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        rows.iter().map(api_token_from_row).collect()
+    }
+
+    async fn revoke_api_token(
+        &self,
+        token_id: &str,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let matched = sqlx::query(
+            "update api_tokens set revoked_at = coalesce(revoked_at, $1) where token_id = $2",
+        )
+        .bind(at)
+        .bind(token_id)
+        .execute(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?
+        .rows_affected();
+        Ok(matched > 0)
+    }
+
+    async fn append_audit(&self, event: &AuditEvent) -> Result<(), StoreError> {
+        sqlx::query(
+            "insert into audit_events (event_id, occurred_at, trace_id, subject, credential,
+                 organization_id, rooftop_ids, tool, profile, policy_decision, resource_ids,
+                 outcome, delegation)
+             values ($1, $2, $3, $4, $5::json, $6, $7::json, $8, $9, $10, $11::json, $12,
+                 $13::json)",
+        )
+        .bind(&event.event_id)
+        .bind(event.occurred_at)
+        .bind(&event.trace_id)
+        .bind(&event.subject)
+        .bind(event.credential.as_ref().map(json_text).transpose()?)
+        .bind(&event.organization_id)
+        .bind(json_text(&event.rooftop_ids)?)
+        .bind(&event.tool)
+        .bind(&event.profile)
+        .bind(&event.policy_decision)
+        .bind(json_text(&event.resource_ids)?)
+        .bind(&event.outcome)
+        .bind(json_text(&event.delegation)?)
+        .execute(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        Ok(())
+    }
+
+    async fn audit_since(
+        &self,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<AuditEvent>, StoreError> {
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "select {AUDIT_COLUMNS} from audit_events where occurred_at >= $1
+             order by occurred_at, event_id limit $2"
+        )))
+        .bind(since)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        rows.iter().map(audit_from_row).collect()
+    }
+
+    async fn audit_after(
+        &self,
+        occurred_at: DateTime<Utc>,
+        event_id: &str,
+        limit: u32,
+    ) -> Result<Vec<AuditEvent>, StoreError> {
+        // Row-value comparison: one range scan of the (occurred_at, event_id)
+        // index; `event_id` is `collate "C"`, byte order as on SQLite.
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "select {AUDIT_COLUMNS} from audit_events where (occurred_at, event_id) > ($1, $2)
+             order by occurred_at, event_id limit $3"
+        )))
+        .bind(occurred_at)
+        .bind(event_id)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        rows.iter().map(audit_from_row).collect()
+    }
+}
+
+/// A row of [`API_TOKEN_COLUMNS`].
+fn api_token_from_row(row: &PgRow) -> Result<ApiTokenRecord, StoreError> {
+    let rooftops: Json<RooftopScope> = row.try_get("rooftops").map_err(map_sqlx_error)?;
+    let scopes: Json<BTreeSet<String>> = row.try_get("scopes").map_err(map_sqlx_error)?;
+    Ok(ApiTokenRecord {
+        token_id: row.try_get("token_id").map_err(map_sqlx_error)?,
+        secret_hash: row.try_get("secret_hash").map_err(map_sqlx_error)?,
+        subject: row.try_get("subject").map_err(map_sqlx_error)?,
+        organization_id: row.try_get("organization_id").map_err(map_sqlx_error)?,
+        rooftops: rooftops.0,
+        scopes: scopes.0,
+        purpose: row.try_get("purpose").map_err(map_sqlx_error)?,
+        created_at: row.try_get("created_at").map_err(map_sqlx_error)?,
+        expires_at: row.try_get("expires_at").map_err(map_sqlx_error)?,
+        revoked_at: row.try_get("revoked_at").map_err(map_sqlx_error)?,
+    })
+}
+
+/// A row of [`AUDIT_COLUMNS`].
+fn audit_from_row(row: &PgRow) -> Result<AuditEvent, StoreError> {
+    let credential: Option<Json<Credential>> = row.try_get("credential").map_err(map_sqlx_error)?;
+    let rooftop_ids: Json<Vec<String>> = row.try_get("rooftop_ids").map_err(map_sqlx_error)?;
+    let resource_ids: Json<Vec<String>> = row.try_get("resource_ids").map_err(map_sqlx_error)?;
+    let delegation: Json<Vec<String>> = row.try_get("delegation").map_err(map_sqlx_error)?;
+    Ok(AuditEvent {
+        event_id: row.try_get("event_id").map_err(map_sqlx_error)?,
+        occurred_at: row.try_get("occurred_at").map_err(map_sqlx_error)?,
+        trace_id: row.try_get("trace_id").map_err(map_sqlx_error)?,
+        subject: row.try_get("subject").map_err(map_sqlx_error)?,
+        credential: credential.map(|Json(c)| c),
+        organization_id: row.try_get("organization_id").map_err(map_sqlx_error)?,
+        rooftop_ids: rooftop_ids.0,
+        tool: row.try_get("tool").map_err(map_sqlx_error)?,
+        profile: row.try_get("profile").map_err(map_sqlx_error)?,
+        policy_decision: row.try_get("policy_decision").map_err(map_sqlx_error)?,
+        resource_ids: resource_ids.0,
+        outcome: row.try_get("outcome").map_err(map_sqlx_error)?,
+        delegation: delegation.0,
+    })
 }
 
 async fn read_vehicles(

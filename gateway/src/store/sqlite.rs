@@ -3,6 +3,7 @@
 //! Schema: `migrations/sqlite/`. Timestamps are RFC 3339 text (UTC,
 //! microseconds), JSON documents are text (see the migration's header).
 
+use std::collections::BTreeSet;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -15,11 +16,13 @@ use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, Row as _};
 
 use super::{
-    Change, DealersImportSummary, OrganizationPlan, OrganizationRecord, RooftopRecord,
-    RooftopSettings, SnapshotRecord, SourceRecord, Store, StoreError, embedded_migrator, json_text,
-    map_sqlx_error, new_snapshot_identity, plan_organization, rooftop_not_of_organization,
-    rooftop_taken, summarize, validate_import, validate_snapshot,
+    ApiTokenRecord, AuditEvent, Change, DealersImportSummary, OrganizationPlan, OrganizationRecord,
+    RooftopRecord, RooftopSettings, SnapshotRecord, SourceRecord, Store, StoreError,
+    check_api_token, embedded_migrator, json_text, map_sqlx_error, new_snapshot_identity,
+    plan_organization, rooftop_not_of_organization, rooftop_taken, summarize, validate_import,
+    validate_snapshot,
 };
+use crate::auth::{Credential, RooftopScope};
 use crate::inventory::model::{InventoryImportSummary, VehicleRecord, diff_vehicles};
 
 /// Migrations of this backend, embedded by `build.rs`.
@@ -38,6 +41,14 @@ const VEHICLE_INSERT_BATCH: usize = 500;
 /// The columns of a `SnapshotRecord`, for `snapshot_from_row`.
 const SNAPSHOT_COLUMNS: &str = "snapshot_id, organization_id, rooftop_id, version, created_at, \
                                 source, vehicle_count, summary";
+
+/// The columns of an `ApiTokenRecord`, for `api_token_from_row`.
+const API_TOKEN_COLUMNS: &str = "token_id, secret_hash, subject, organization_id, rooftops, \
+                                 scopes, purpose, created_at, expires_at, revoked_at";
+/// The columns of an `AuditEvent`, for `audit_from_row`.
+const AUDIT_COLUMNS: &str = "event_id, occurred_at, trace_id, subject, credential, \
+                             organization_id, rooftop_ids, tool, profile, policy_decision, \
+                             resource_ids, outcome, delegation";
 
 /// The SQLite store.
 #[derive(Debug, Clone)]
@@ -398,6 +409,196 @@ impl Store for SqliteStore {
         tx.commit().await.map_err(map_sqlx_error)?;
         Ok(deleted)
     }
+
+    async fn create_api_token(&self, token: &ApiTokenRecord) -> Result<(), StoreError> {
+        let rooftops = json_text(&token.rooftops)?;
+        let scopes = json_text(&token.scopes)?;
+        let mut tx = self
+            .pool
+            .begin_with("begin immediate")
+            .await
+            .map_err(map_sqlx_error)?;
+        let org: Option<i64> =
+            sqlx::query_scalar("select 1 from organizations where organization_id = ?")
+                .bind(&token.organization_id)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?;
+        let kept: Vec<String> =
+            sqlx::query_scalar("select rooftop_id from rooftops where organization_id = ?")
+                .bind(&token.organization_id)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?;
+        check_api_token(token, org.map(|_| kept.as_slice()))?;
+        sqlx::query(
+            "insert into api_tokens (token_id, secret_hash, subject, organization_id, rooftops,
+                 scopes, purpose, created_at, expires_at, revoked_at)
+             values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&token.token_id)
+        .bind(&token.secret_hash)
+        .bind(&token.subject)
+        .bind(&token.organization_id)
+        .bind(rooftops)
+        .bind(scopes)
+        .bind(&token.purpose)
+        .bind(timestamp(token.created_at))
+        .bind(timestamp(token.expires_at))
+        .bind(token.revoked_at.map(timestamp))
+        .execute(&mut *tx)
+        .await
+        .map_err(map_sqlx_error)?;
+        tx.commit().await.map_err(map_sqlx_error)
+    }
+
+    async fn get_api_token(&self, token_id: &str) -> Result<Option<ApiTokenRecord>, StoreError> {
+        sqlx::query(AssertSqlSafe(format!(
+            "select {API_TOKEN_COLUMNS} from api_tokens where token_id = ?"
+        )))
+        .bind(token_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?
+        .as_ref()
+        .map(api_token_from_row)
+        .transpose()
+    }
+
+    async fn list_api_tokens(&self) -> Result<Vec<ApiTokenRecord>, StoreError> {
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "select {API_TOKEN_COLUMNS} from api_tokens order by created_at, token_id"
+        )))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        rows.iter().map(api_token_from_row).collect()
+    }
+
+    async fn revoke_api_token(
+        &self,
+        token_id: &str,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let matched = sqlx::query(
+            "update api_tokens set revoked_at = coalesce(revoked_at, ?) where token_id = ?",
+        )
+        .bind(timestamp(at))
+        .bind(token_id)
+        .execute(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?
+        .rows_affected();
+        Ok(matched > 0)
+    }
+
+    async fn append_audit(&self, event: &AuditEvent) -> Result<(), StoreError> {
+        sqlx::query(
+            "insert into audit_events (event_id, occurred_at, trace_id, subject, credential,
+                 organization_id, rooftop_ids, tool, profile, policy_decision, resource_ids,
+                 outcome, delegation)
+             values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&event.event_id)
+        .bind(timestamp(event.occurred_at))
+        .bind(&event.trace_id)
+        .bind(&event.subject)
+        .bind(event.credential.as_ref().map(json_text).transpose()?)
+        .bind(&event.organization_id)
+        .bind(json_text(&event.rooftop_ids)?)
+        .bind(&event.tool)
+        .bind(&event.profile)
+        .bind(&event.policy_decision)
+        .bind(json_text(&event.resource_ids)?)
+        .bind(&event.outcome)
+        .bind(json_text(&event.delegation)?)
+        .execute(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        Ok(())
+    }
+
+    async fn audit_since(
+        &self,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<AuditEvent>, StoreError> {
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "select {AUDIT_COLUMNS} from audit_events where occurred_at >= ?
+             order by occurred_at, event_id limit ?"
+        )))
+        .bind(timestamp(since))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        rows.iter().map(audit_from_row).collect()
+    }
+
+    async fn audit_after(
+        &self,
+        occurred_at: DateTime<Utc>,
+        event_id: &str,
+        limit: u32,
+    ) -> Result<Vec<AuditEvent>, StoreError> {
+        // Row-value comparison: one range scan of the (occurred_at, event_id) index.
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "select {AUDIT_COLUMNS} from audit_events where (occurred_at, event_id) > (?, ?)
+             order by occurred_at, event_id limit ?"
+        )))
+        .bind(timestamp(occurred_at))
+        .bind(event_id)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        rows.iter().map(audit_from_row).collect()
+    }
+}
+
+/// A row of [`API_TOKEN_COLUMNS`].
+fn api_token_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<ApiTokenRecord, StoreError> {
+    let rooftops: Json<RooftopScope> = row.try_get("rooftops").map_err(map_sqlx_error)?;
+    let scopes: Json<BTreeSet<String>> = row.try_get("scopes").map_err(map_sqlx_error)?;
+    let created_at: String = row.try_get("created_at").map_err(map_sqlx_error)?;
+    let expires_at: String = row.try_get("expires_at").map_err(map_sqlx_error)?;
+    let revoked_at: Option<String> = row.try_get("revoked_at").map_err(map_sqlx_error)?;
+    Ok(ApiTokenRecord {
+        token_id: row.try_get("token_id").map_err(map_sqlx_error)?,
+        secret_hash: row.try_get("secret_hash").map_err(map_sqlx_error)?,
+        subject: row.try_get("subject").map_err(map_sqlx_error)?,
+        organization_id: row.try_get("organization_id").map_err(map_sqlx_error)?,
+        rooftops: rooftops.0,
+        scopes: scopes.0,
+        purpose: row.try_get("purpose").map_err(map_sqlx_error)?,
+        created_at: parse_timestamp(&created_at)?,
+        expires_at: parse_timestamp(&expires_at)?,
+        revoked_at: revoked_at.as_deref().map(parse_timestamp).transpose()?,
+    })
+}
+
+/// A row of [`AUDIT_COLUMNS`].
+fn audit_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<AuditEvent, StoreError> {
+    let occurred_at: String = row.try_get("occurred_at").map_err(map_sqlx_error)?;
+    let credential: Option<Json<Credential>> = row.try_get("credential").map_err(map_sqlx_error)?;
+    let rooftop_ids: Json<Vec<String>> = row.try_get("rooftop_ids").map_err(map_sqlx_error)?;
+    let resource_ids: Json<Vec<String>> = row.try_get("resource_ids").map_err(map_sqlx_error)?;
+    let delegation: Json<Vec<String>> = row.try_get("delegation").map_err(map_sqlx_error)?;
+    Ok(AuditEvent {
+        event_id: row.try_get("event_id").map_err(map_sqlx_error)?,
+        occurred_at: parse_timestamp(&occurred_at)?,
+        trace_id: row.try_get("trace_id").map_err(map_sqlx_error)?,
+        subject: row.try_get("subject").map_err(map_sqlx_error)?,
+        credential: credential.map(|Json(c)| c),
+        organization_id: row.try_get("organization_id").map_err(map_sqlx_error)?,
+        rooftop_ids: rooftop_ids.0,
+        tool: row.try_get("tool").map_err(map_sqlx_error)?,
+        profile: row.try_get("profile").map_err(map_sqlx_error)?,
+        policy_decision: row.try_get("policy_decision").map_err(map_sqlx_error)?,
+        resource_ids: resource_ids.0,
+        outcome: row.try_get("outcome").map_err(map_sqlx_error)?,
+        delegation: delegation.0,
+    })
 }
 
 /// RFC 3339, UTC, microseconds: fixed width, so stored values sort as text.

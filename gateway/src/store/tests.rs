@@ -12,11 +12,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use serde_json::json;
 use sqlx::{AssertSqlSafe, Connection as _, Executor as _};
 
 use super::*;
+use crate::auth::{Credential, RooftopScope};
 use crate::inventory::model::{InventoryImportSummary, VehicleRecord, diff_vehicles};
 
 const POSTGRES_URL_VAR: &str = "DEALER_GATEWAY_TEST_POSTGRES_URL";
@@ -216,6 +217,13 @@ backend_suite! {
         concurrent_imports_of_one_rooftop_get_distinct_versions,
         large_snapshot_round_trip,
         bulk_import_throughput,
+        api_tokens_round_trip_in_creation_order,
+        revoking_a_token_keeps_the_first_time,
+        api_token_of_unknown_organization_or_foreign_rooftop_fails,
+        api_token_verification_follows_the_store,
+        audit_since_filters_and_orders,
+        audit_pages_through_events_sharing_a_timestamp,
+        audit_event_never_contains_the_token_secret,
     ],
     db: [
         migrations_apply_and_reapply,
@@ -1382,6 +1390,334 @@ async fn secrets_are_stable_across_opens_and_racing_replicas(db: &TestDb) {
         .await
         .unwrap();
     assert_eq!(z, x);
+}
+
+// ---------------------------------------------------------------------------
+// API tokens and the audit log
+// ---------------------------------------------------------------------------
+
+fn at(text: &str) -> DateTime<Utc> {
+    text.parse().unwrap()
+}
+
+fn token_record(
+    new: &crate::auth::api_token::NewToken,
+    rooftops: RooftopScope,
+    created_at: &str,
+) -> ApiTokenRecord {
+    ApiTokenRecord {
+        token_id: new.token_id.clone(),
+        secret_hash: new.secret_hash(),
+        subject: "agent:shopper".into(),
+        organization_id: "org-a".into(),
+        rooftops,
+        scopes: ["dealeragent:inventory:read".to_owned()].into(),
+        purpose: "price comparison".into(),
+        created_at: at(created_at),
+        expires_at: at("2027-01-01T00:00:00.000001Z"),
+        revoked_at: None,
+    }
+}
+
+fn audit_event(n: u32, occurred_at: &str) -> AuditEvent {
+    AuditEvent {
+        event_id: uuid::Uuid::now_v7().to_string(),
+        occurred_at: at(occurred_at),
+        trace_id: format!("trace.{n}"),
+        subject: "agent:shopper".into(),
+        credential: Some(Credential::ApiToken {
+            token_id: "0123456789abcdef".into(),
+        }),
+        organization_id: Some("org-a".into()),
+        rooftop_ids: vec!["a-1".into(), "a-2".into()],
+        tool: "dealeragent.inventory.search".into(),
+        profile: "dealeragent.inventory/0.1".into(),
+        policy_decision: "allow".into(),
+        resource_ids: vec![format!("veh-{n}")],
+        outcome: "ok".into(),
+        delegation: vec![],
+    }
+}
+
+async fn api_tokens_round_trip_in_creation_order(store: &dyn Store) {
+    use crate::auth::api_token::generate;
+    seed_dealers(store).await;
+    let (x, y) = (generate(), generate());
+    // Created out of order: the list follows created_at.
+    let later = token_record(&x, RooftopScope::Group, "2026-12-02T00:00:00.000002Z");
+    let mut earlier = token_record(
+        &y,
+        RooftopScope::Rooftops(["a-1".to_owned(), "a-2".to_owned()].into()),
+        "2026-12-01T00:00:00.123456Z",
+    );
+    earlier.scopes.insert("dealeragent:pricing:read".into());
+    earlier.revoked_at = Some(at("2026-12-01T01:00:00Z"));
+    store.create_api_token(&later).await.unwrap();
+    store.create_api_token(&earlier).await.unwrap();
+    assert_eq!(
+        store.get_api_token(&x.token_id).await.unwrap(),
+        Some(later.clone())
+    );
+    assert_eq!(
+        store.get_api_token(&y.token_id).await.unwrap(),
+        Some(earlier.clone())
+    );
+    assert_eq!(store.get_api_token("ffffffffffffffff").await.unwrap(), None);
+    assert_eq!(
+        store.list_api_tokens().await.unwrap(),
+        vec![earlier, later.clone()]
+    );
+    // A token id names one token.
+    let err = store.create_api_token(&later).await.unwrap_err();
+    assert!(matches!(err, StoreError::Query(_)), "{err:?}");
+    assert_eq!(store.list_api_tokens().await.unwrap().len(), 2);
+}
+
+async fn revoking_a_token_keeps_the_first_time(store: &dyn Store) {
+    use crate::auth::api_token::generate;
+    seed_dealers(store).await;
+    let new = generate();
+    let record = token_record(&new, RooftopScope::Group, "2026-12-01T00:00:00Z");
+    store.create_api_token(&record).await.unwrap();
+    assert!(
+        !store
+            .revoke_api_token("ffffffffffffffff", at("2026-12-02T00:00:00Z"))
+            .await
+            .unwrap()
+    );
+    let first = at("2026-12-02T00:00:00.000007Z");
+    assert!(store.revoke_api_token(&new.token_id, first).await.unwrap());
+    assert!(
+        store
+            .revoke_api_token(&new.token_id, at("2026-12-03T00:00:00Z"))
+            .await
+            .unwrap()
+    );
+    let stored = store.get_api_token(&new.token_id).await.unwrap().unwrap();
+    assert_eq!(stored.revoked_at, Some(first));
+    assert_eq!(
+        stored,
+        ApiTokenRecord {
+            revoked_at: Some(first),
+            ..record
+        }
+    );
+}
+
+async fn api_token_of_unknown_organization_or_foreign_rooftop_fails(store: &dyn Store) {
+    use crate::auth::api_token::generate;
+    seed_dealers(store).await;
+    let mut unknown_org = token_record(&generate(), RooftopScope::Group, "2026-12-01T00:00:00Z");
+    unknown_org.organization_id = "org-z".into();
+    let message = query_message(store.create_api_token(&unknown_org).await.unwrap_err());
+    assert!(message.contains("org-z"), "{message}");
+    // b-1 is org-b's.
+    let foreign = token_record(
+        &generate(),
+        RooftopScope::Rooftops(["a-1".to_owned(), "b-1".to_owned()].into()),
+        "2026-12-01T00:00:00Z",
+    );
+    let message = query_message(store.create_api_token(&foreign).await.unwrap_err());
+    assert!(message.contains("'b-1'"), "{message}");
+    assert_eq!(store.list_api_tokens().await.unwrap(), vec![]);
+}
+
+async fn api_token_verification_follows_the_store(store: &dyn Store) {
+    use crate::auth::api_token::{TokenRejection, VerifyError, generate, verify};
+    seed_dealers(store).await;
+    let new = generate();
+    let record = token_record(
+        &new,
+        RooftopScope::Rooftops(["a-2".to_owned()].into()),
+        "2026-12-01T00:00:00Z",
+    );
+    store.create_api_token(&record).await.unwrap();
+    let audience = "https://gateway.example.com/mcp";
+    let now = at("2026-12-15T00:00:00Z");
+    let grant = verify(store, &new.token, audience, now).await.unwrap();
+    assert_eq!(grant.subject, "agent:shopper");
+    assert_eq!(grant.audience, audience);
+    assert_eq!(grant.organization_id, "org-a");
+    assert!(grant.covers("org-a", "a-2") && !grant.covers("org-a", "a-1"));
+    assert_eq!(grant.expires_at, record.expires_at);
+    assert_eq!(grant.purpose, "price comparison");
+    assert!(grant.delegation.is_empty());
+    assert_eq!(
+        grant.credential,
+        Credential::ApiToken {
+            token_id: new.token_id.clone()
+        }
+    );
+    let rejected = |r: Result<crate::auth::Grant, VerifyError>| match r {
+        Err(VerifyError::Rejected(why)) => why,
+        other => panic!("not a rejection: {other:?}"),
+    };
+    // Same id, another secret: unknown, like an id never issued.
+    let other = generate();
+    let forged = format!(
+        "dgw_{}_{}",
+        new.token_id,
+        crate::auth::api_token::parse(&other.token).unwrap().1
+    );
+    assert_eq!(
+        rejected(verify(store, &forged, audience, now).await),
+        TokenRejection::Unknown
+    );
+    assert_eq!(
+        rejected(verify(store, &other.token, audience, now).await),
+        TokenRejection::Unknown
+    );
+    assert_eq!(
+        rejected(verify(store, "Bearer nonsense", audience, now).await),
+        TokenRejection::Malformed
+    );
+    assert_eq!(
+        rejected(verify(store, &new.token, audience, record.expires_at).await),
+        TokenRejection::Expired
+    );
+    store.revoke_api_token(&new.token_id, now).await.unwrap();
+    assert_eq!(
+        rejected(verify(store, &new.token, audience, now).await),
+        TokenRejection::Revoked
+    );
+}
+
+async fn audit_since_filters_and_orders(store: &dyn Store) {
+    let events = [
+        audit_event(0, "2026-12-01T10:00:00.000003Z"),
+        audit_event(1, "2026-12-01T09:00:00Z"),
+        audit_event(2, "2026-12-01T10:00:00.000001Z"),
+        audit_event(3, "2026-12-01T10:00:00.000001Z"),
+    ];
+    let mut anonymous = audit_event(4, "2026-12-01T11:00:00Z");
+    anonymous.subject = "anonymous".into();
+    anonymous.credential = None;
+    anonymous.organization_id = None;
+    anonymous.policy_decision = "deny".into();
+    anonymous.outcome = "dealeragent.auth.required".into();
+    anonymous.delegation = vec!["agent:outer".into(), "agent:inner".into()];
+    for e in events.iter().chain([&anonymous]) {
+        store.append_audit(e).await.unwrap();
+    }
+    // A repeated event id is refused.
+    assert!(store.append_audit(&events[0]).await.is_err());
+
+    let all = store
+        .audit_since(at("2026-01-01T00:00:00Z"), 100)
+        .await
+        .unwrap();
+    let mut tied = [events[2].clone(), events[3].clone()];
+    tied.sort_by(|a, b| a.event_id.cmp(&b.event_id));
+    let expected = vec![
+        events[1].clone(),
+        tied[0].clone(),
+        tied[1].clone(),
+        events[0].clone(),
+        anonymous.clone(),
+    ];
+    assert_eq!(all, expected);
+    // `since` is inclusive, to the microsecond.
+    let since = store
+        .audit_since(at("2026-12-01T10:00:00.000001Z"), 100)
+        .await
+        .unwrap();
+    assert_eq!(since, expected[1..]);
+    let limited = store
+        .audit_since(at("2026-12-01T10:00:00.000002Z"), 1)
+        .await
+        .unwrap();
+    assert_eq!(limited, vec![events[0].clone()]);
+    assert_eq!(
+        store
+            .audit_since(at("2026-12-02T00:00:00Z"), 100)
+            .await
+            .unwrap(),
+        vec![]
+    );
+    let after = store
+        .audit_after(tied[0].occurred_at, &tied[0].event_id, 100)
+        .await
+        .unwrap();
+    assert_eq!(after, expected[2..]);
+}
+
+async fn audit_pages_through_events_sharing_a_timestamp(store: &dyn Store) {
+    let mut appended: Vec<AuditEvent> = (0..25)
+        .map(|n| {
+            let second = if n < 20 { 1 } else { 2 };
+            audit_event(n, &format!("2026-12-01T10:00:0{second}Z"))
+        })
+        .collect();
+    for e in &appended {
+        store.append_audit(e).await.unwrap();
+    }
+    appended.sort_by(|a, b| (a.occurred_at, &a.event_id).cmp(&(b.occurred_at, &b.event_id)));
+    let mut seen = store
+        .audit_since(at("2026-12-01T00:00:00Z"), 7)
+        .await
+        .unwrap();
+    let mut page = seen.clone();
+    while page.len() == 7 {
+        let last = page.last().unwrap();
+        page = store
+            .audit_after(last.occurred_at, &last.event_id, 7)
+            .await
+            .unwrap();
+        seen.extend(page.iter().cloned());
+    }
+    assert_eq!(seen, appended);
+}
+
+async fn audit_event_never_contains_the_token_secret(store: &dyn Store) {
+    use crate::auth::Principal;
+    use crate::auth::api_token::{generate, parse, verify};
+    seed_dealers(store).await;
+    let new = generate();
+    store
+        .create_api_token(&token_record(
+            &new,
+            RooftopScope::Group,
+            "2026-12-01T00:00:00Z",
+        ))
+        .await
+        .unwrap();
+    let grant = verify(
+        store,
+        &new.token,
+        "https://gw.example/mcp",
+        at("2026-12-02T00:00:00Z"),
+    )
+    .await
+    .unwrap();
+    let principal = Principal::Authenticated(Arc::new(grant));
+    let mut event = AuditEvent::for_principal(
+        &principal,
+        "trace.1",
+        "dealeragent.inventory.get_vehicle",
+        "dealeragent.inventory/0.1",
+    );
+    event.organization_id = Some("org-a".into());
+    event.rooftop_ids = vec!["a-1".into()];
+    event.resource_ids = vec!["veh-1".into()];
+    store.append_audit(&event).await.unwrap();
+    let stored = store.audit_since(event.occurred_at, 10).await.unwrap();
+    assert_eq!(stored, vec![event.clone()]);
+    let line = serde_json::to_string(&stored[0]).unwrap();
+    let secret = parse(&new.token).unwrap().1;
+    assert!(!line.contains(secret), "{line}");
+    assert!(!line.contains(&new.token), "{line}");
+    assert!(!line.contains(&new.secret_hash()), "{line}");
+    assert!(!line.contains(new.secret_hash().trim_start_matches("sha256:")));
+    // It does name the token, by its public id.
+    assert!(line.contains(&new.token_id), "{line}");
+    let value: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(value["subject"], "agent:shopper");
+    assert_eq!(
+        value["credential"],
+        json!({"kind": "api_token", "token_id": new.token_id})
+    );
+    assert_eq!(value["policy_decision"], "allow");
+    assert_eq!(value["outcome"], "ok");
 }
 
 // ---------------------------------------------------------------------------

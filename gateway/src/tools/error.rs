@@ -108,6 +108,15 @@ pub enum ToolError {
         message: String,
         field_errors: Vec<FieldError>,
     },
+    /// The tool needs credentials and the caller sent none.
+    #[error("authentication required")]
+    AuthRequired { how: String },
+    /// The caller's grant lacks the tool's scope.
+    #[error("scope {scope} required")]
+    ScopeInsufficient { scope: String },
+    /// The caller exceeded a per-tool quota.
+    #[error("rate limited")]
+    RateLimited { retry_after_ms: u64 },
     /// Absent, or present but not visible to this caller: one message for
     /// both so foreign existence never leaks (DAP-CORE-031).
     #[error("The requested resource was not found.")]
@@ -128,6 +137,9 @@ impl ToolError {
         match self {
             Self::Validation { .. } | Self::Invalid { .. } => ErrorCode::ValidationInvalid,
             Self::NotFound => ErrorCode::ResourceNotFound,
+            Self::AuthRequired { .. } => ErrorCode::AuthRequired,
+            Self::RateLimited { .. } => ErrorCode::RateLimited,
+            Self::ScopeInsufficient { .. } => ErrorCode::ScopeInsufficient,
             Self::Internal { .. } => ErrorCode::Internal,
         }
     }
@@ -145,6 +157,18 @@ impl ToolError {
                 field_errors,
             } => (message.clone(), Some(field_errors)),
             Self::NotFound => (self.to_string(), None),
+            Self::AuthRequired { how } => (
+                format!("This tool requires authentication. {how}"),
+                None,
+            ),
+            Self::RateLimited { .. } => (
+                "Too many requests for this tool from your address; retry after retry_after_ms, or authenticate.".to_owned(),
+                None,
+            ),
+            Self::ScopeInsufficient { scope } => (
+                format!("Your credential does not grant the scope {scope} that this tool requires; ask the gateway operator for a credential with it."),
+                None,
+            ),
             Self::Internal { .. } => (
                 format!(
                     "The gateway failed unexpectedly; quote error id {error_id} to the operator."
@@ -160,6 +184,9 @@ impl ToolError {
             "trace_id": trace_id,
             "created_at": now.to_rfc3339_opts(SecondsFormat::Millis, true),
         });
+        if let Self::RateLimited { retry_after_ms } = self {
+            object["retry_after_ms"] = json!((*retry_after_ms).min(86_400_000));
+        }
         if let Some(errors) = field_errors.filter(|e| !e.is_empty()) {
             object["details"] = json!({ "field_errors": errors });
         }

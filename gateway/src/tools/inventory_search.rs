@@ -89,7 +89,11 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
                 .iter()
                 .map(|i| (i.rooftop_id().to_owned(), i.version()))
                 .collect();
-            (indexes, versions, None, now)
+            // The cursor stores its issue time in whole seconds; the first
+            // page is searched at that same instant so every page of a
+            // pagination judges inventory ages identically.
+            let issued = chrono::DateTime::from_timestamp(now.timestamp(), 0).unwrap_or(now);
+            (indexes, versions, None, issued)
         }
         Some(token) => {
             let payload = cursor::open(&state.cursor_key, token, &binding, now).map_err(|e| {

@@ -26,6 +26,8 @@ pub use error::{ErrorCode, ToolError};
 pub struct ToolContext {
     pub state: Arc<AppState>,
     pub principal: Principal,
+    /// The client's address (per-tool quotas for anonymous callers).
+    pub client_ip: std::net::IpAddr,
     /// Correlates logs and error objects for this request.
     pub trace_id: String,
 }
@@ -46,6 +48,107 @@ pub struct ToolOutcome {
     pub is_error: bool,
 }
 
+/// Write the audit event of one call (DAP spec 11, CORE-039/040): every
+/// call by an authenticated principal (the only reads that can reach
+/// nonpublic data) and every authoritative check (`audit:
+/// authoritative_read_event` in the catalog). Ids only: never tokens,
+/// secrets or raw arguments. A failed write is logged, not fatal: the read
+/// already happened and the caller is not to blame.
+async fn audit(
+    ctx: &ToolContext,
+    tool: &crate::catalog::Tool,
+    args: &Value,
+    result: &Result<Value, ToolError>,
+) {
+    let authoritative = tool.safety.audit == "authoritative_read_event";
+    if matches!(ctx.principal, Principal::Anonymous) && !authoritative {
+        return;
+    }
+    let mut event = crate::store::AuditEvent::for_principal(
+        &ctx.principal,
+        &ctx.trace_id,
+        &tool.name,
+        &tool.profile,
+    );
+    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+    event.organization_id = text(args, "organization_id");
+    event.rooftop_ids = match (
+        text(args, "rooftop_id"),
+        args.get("rooftop_ids").and_then(Value::as_array),
+    ) {
+        (Some(one), _) => vec![one],
+        (None, Some(many)) => many
+            .iter()
+            .filter_map(|r| r.as_str().map(str::to_owned))
+            .collect(),
+        (None, None) => Vec::new(),
+    };
+    match result {
+        Ok(output) => {
+            // Resource ids from what was returned, not from what was asked.
+            if let Some(id) = text(output, "vehicle_id") {
+                event.resource_ids.push(id);
+            }
+            if let Some(vehicles) = output.get("vehicles").and_then(Value::as_array) {
+                event
+                    .resource_ids
+                    .extend(vehicles.iter().filter_map(|v| text(v, "vehicle_id")));
+            }
+        }
+        Err(error) => {
+            event.outcome = error.code().as_str().to_owned();
+            event.policy_decision = match error {
+                ToolError::AuthRequired { .. }
+                | ToolError::ScopeInsufficient { .. }
+                | ToolError::NotFound
+                | ToolError::RateLimited { .. } => "deny".to_owned(),
+                ToolError::Validation { .. }
+                | ToolError::Invalid { .. }
+                | ToolError::Internal { .. } => "allow".to_owned(),
+            };
+        }
+    }
+    if let Err(e) = ctx.state.store.append_audit(&event).await {
+        tracing::error!(error = %e, trace.id = %ctx.trace_id, "audit write failed");
+    }
+}
+
+/// Tool-level policy from the catalog, decided before anything is looked
+/// up: `public_access: authenticated` refuses anonymous callers
+/// (`dealeragent.auth.required`, saying how to authenticate), and an
+/// authenticated caller must hold the tool's scope
+/// (`dealeragent.scope.insufficient`). Tenant policy (which rooftops) is
+/// applied by each tool through [`policy`], also before any lookup.
+fn authorize_tool(ctx: &ToolContext, tool: &crate::catalog::Tool) -> Result<(), ToolError> {
+    use crate::catalog::PublicAccess;
+    match &ctx.principal {
+        Principal::Anonymous => match tool.safety.public_access {
+            PublicAccess::Authenticated => Err(ToolError::AuthRequired {
+                how: format!(
+                    "Send an Authorization: Bearer header with a gateway API token or an OAuth 2.1 access token for this gateway (see {}/.well-known/oauth-protected-resource).",
+                    ctx.state.public_base
+                ),
+            }),
+            // Anonymous callers of an authoritative check are held to a
+            // per-address quota (issue 5 item 5: 30 per minute by default).
+            PublicAccess::RateLimitedOrAuthenticated => ctx
+                .state
+                .anonymous_tool_limiter
+                .check(&(tool.name.clone(), ctx.client_ip))
+                .map_err(|retry| ToolError::RateLimited {
+                    retry_after_ms: retry.millis,
+                }),
+            PublicAccess::Allowed | PublicAccess::AllowedByDealerPolicy => Ok(()),
+        },
+        Principal::Authenticated(grant) => match &tool.scope {
+            Some(scope) if !grant.has_scope(scope) => Err(ToolError::ScopeInsufficient {
+                scope: scope.clone(),
+            }),
+            _ => Ok(()),
+        },
+    }
+}
+
 async fn dispatch(name: &str, ctx: &ToolContext, args: &Value) -> Option<Result<Value, ToolError>> {
     Some(match name {
         get_manifest::NAME => get_manifest::call(ctx, args).await,
@@ -60,8 +163,11 @@ async fn dispatch(name: &str, ctx: &ToolContext, args: &Value) -> Option<Result<
 /// the caller: MCP -32602).
 pub async fn invoke(ctx: &ToolContext, name: &str, args: &Value) -> Option<ToolOutcome> {
     let tool = ctx.state.catalog.tool(name)?;
-    let result = match tool.validate_input(args) {
-        Err(field_errors) => Err(ToolError::Validation { field_errors }),
+    let result = match authorize_tool(ctx, tool).and_then(|()| {
+        tool.validate_input(args)
+            .map_err(|field_errors| ToolError::Validation { field_errors })
+    }) {
+        Err(e) => Err(e),
         Ok(()) => match dispatch(name, ctx, args).await {
             None => Err(ToolError::internal(format!(
                 "tool {name} is in the catalog but not implemented"
@@ -76,6 +182,7 @@ pub async fn invoke(ctx: &ToolContext, name: &str, args: &Value) -> Option<ToolO
             Some(Err(e)) => Err(e),
         },
     };
+    audit(ctx, tool, args, &result).await;
     Some(match result {
         Ok(structured) => ToolOutcome {
             structured,

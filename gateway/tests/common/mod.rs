@@ -44,10 +44,21 @@ pub async fn spawn() -> TestApp {
 
 /// Start a gateway with adjusted settings.
 pub async fn spawn_with(adjust: impl FnOnce(&mut ServeSettings)) -> TestApp {
-    let mut settings = ServeSettings::with_listen("127.0.0.1:0".parse().unwrap());
-    adjust(&mut settings);
     let dir = temp_dir();
     let database_url = test_database_url(&dir).await;
+    spawn_on(dir, database_url, adjust).await
+}
+
+/// Start a gateway with adjusted settings on an existing store (made with
+/// [`fresh_database`] and loaded by the test), e.g. to serve data written
+/// before the server started.
+pub async fn spawn_on(
+    dir: PathBuf,
+    database_url: String,
+    adjust: impl FnOnce(&mut ServeSettings),
+) -> TestApp {
+    let mut settings = ServeSettings::with_listen("127.0.0.1:0".parse().unwrap());
+    adjust(&mut settings);
     let (stop, stopped) = oneshot::channel::<()>();
     let running = gateway::app::spawn(settings, &database_url, async move {
         let _ = stopped.await;
@@ -372,4 +383,145 @@ fn dechunk(mut data: &[u8]) -> Vec<u8> {
         data = &data[(eol + 4 + size).min(data.len())..];
     }
     out
+}
+
+// ---------------------------------------------------------------------------
+// Inventory fixtures (inventory_search.rs, get_vehicle.rs): stores loaded
+// through the library before (or while) a gateway serves them.
+// ---------------------------------------------------------------------------
+
+/// A fresh, empty store location for one test: its directory and URL
+/// (SQLite, or a fresh PostgreSQL database; see [`test_database_url`]).
+pub async fn fresh_database() -> (PathBuf, String) {
+    let dir = temp_dir();
+    let url = test_database_url(&dir).await;
+    (dir, url)
+}
+
+/// Import `tests/fixtures/search/<file>` as the dealers file of `store`.
+pub async fn load_search_dealers(
+    store: &dyn gateway::store::Store,
+    file: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/search")
+        .join(file);
+    let bytes = std::fs::read(&path).expect("dealers fixture");
+    let catalog = gateway::catalog::Catalog::load().expect("catalog");
+    let orgs = gateway::dealers::parse(&catalog, file, &bytes, "dealers-file:test", now)
+        .unwrap_or_else(|e| panic!("{e}"));
+    store
+        .upsert_organizations(&orgs)
+        .await
+        .expect("dealers imported");
+}
+
+/// The provenance of one imported test file.
+pub fn test_source(name: &str, now: chrono::DateTime<chrono::Utc>) -> gateway::store::SourceRecord {
+    gateway::store::SourceRecord {
+        source_name: format!("dap-csv:{name}"),
+        authority: "dealer_asserted".into(),
+        content_digest: format!("sha256:{}", "5e".repeat(32)),
+        observed_at: now,
+    }
+}
+
+/// A plausible published used car observed five minutes before `now`;
+/// tests change what they need. `vin_prefix` + 12 digits of `n` make a
+/// valid 17-character VIN.
+pub fn test_vehicle(
+    organization_id: &str,
+    rooftop_id: &str,
+    vehicle_id: &str,
+    vin_prefix: &str,
+    n: usize,
+    now: chrono::DateTime<chrono::Utc>,
+) -> gateway::inventory::model::VehicleRecord {
+    use gateway::inventory::model::{DistanceUnit, Odometer, VehicleRecord, VehicleSource};
+    assert_eq!(vin_prefix.len(), 5, "VIN prefix has 5 characters");
+    let stock = format!("{}{n:04}", &vin_prefix[1..2]);
+    VehicleRecord {
+        vehicle_id: vehicle_id.to_owned(),
+        organization_id: organization_id.to_owned(),
+        rooftop_id: rooftop_id.to_owned(),
+        vin: Some(format!("{vin_prefix}{n:012}")),
+        stock_number: Some(stock.clone()),
+        year: 2021,
+        make: "Ford".into(),
+        model: "F-150".into(),
+        trim: Some("XLT".into()),
+        condition: "used".into(),
+        vehicle_type: Some("truck".into()),
+        body_style: Some("Crew Cab Pickup".into()),
+        exterior_color: Some("Oxford White".into()),
+        interior_color: Some("Black".into()),
+        odometer: Some(Odometer {
+            value: 18_420,
+            unit: DistanceUnit::Mi,
+            status: None,
+        }),
+        powertrain: None,
+        features: vec!["Tow package".into()],
+        media: vec![],
+        listing_url: Some(format!("https://dealer.example/inventory/{stock}")),
+        window_sticker_url: None,
+        advertised_price: pricing::Money::from_minor(3_249_500, pricing::Currency::USD),
+        required_dealer_charges: None,
+        conditional_adjustments: None,
+        government_charges_status: None,
+        availability_status: "available".into(),
+        stocked_at: Some(now - chrono::Duration::days(10) - chrono::Duration::hours(1)),
+        first_public_listing_at: None,
+        history_report_status: None,
+        history_reports: vec![],
+        certification_type: None,
+        source: VehicleSource {
+            source_name: format!("dap-csv:{rooftop_id}.csv"),
+            source_record_id: Some(stock),
+            authority: "dealer_asserted".into(),
+            content_digest: format!("sha256:{}", "5e".repeat(32)),
+            observed_at: now - chrono::Duration::minutes(5),
+            transformations: vec!["csv row to DAP vehicle".into()],
+        },
+    }
+}
+
+/// The DAP error code of a failed tool call (`None` when it succeeded).
+/// Panics on `dealeragent.internal`: the server validates its own outputs,
+/// so an invalid one would surface as that code.
+pub fn tool_error_code(result: &Value) -> Option<String> {
+    let code = result["structuredContent"]["code"]
+        .as_str()
+        .map(str::to_owned);
+    assert_ne!(
+        code.as_deref(),
+        Some("dealeragent.internal"),
+        "internal error (invalid output?): {result}"
+    );
+    if result["isError"] == json!(true) {
+        Some(code.unwrap_or_else(|| panic!("error without a code: {result}")))
+    } else {
+        None
+    }
+}
+
+/// Poll `check` (a fresh request each time) until it holds or `deadline`
+/// passes; returns whether it held. For data written while a gateway runs
+/// with 1-second refresh intervals.
+pub async fn poll_until<F, Fut>(deadline: std::time::Duration, mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let end = std::time::Instant::now() + deadline;
+    loop {
+        if check().await {
+            return true;
+        }
+        if std::time::Instant::now() >= end {
+            return false;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }

@@ -1,0 +1,52 @@
+-- 0003_security (SQLite): gateway API tokens and the audit log.
+--
+-- Same conventions as 0001_dealers.sql (strict tables, RFC 3339 UTC text
+-- timestamps with microseconds, json documents as json_valid() text). The
+-- PostgreSQL twin is migrations/postgres/0003_security.sql.
+
+-- One gateway API token (docs/tokens-and-audit.md). The token's secret is
+-- never stored: only `sha256:<hex>` of it.
+create table api_tokens (
+    -- Public identifier: 16 lowercase hex characters.
+    token_id        text not null primary key,
+    secret_hash     text not null,
+    subject         text not null,
+    organization_id text not null
+        references organizations (organization_id) on delete cascade,
+    -- The RooftopScope: {"rooftops": [...]} or "group".
+    rooftops        text not null check (json_valid(rooftops)),
+    -- JSON array of scope strings.
+    scopes          text not null check (json_valid(scopes)),
+    purpose         text not null,
+    created_at      text not null,
+    expires_at      text not null,
+    -- Set by the first revocation, never changed afterwards.
+    revoked_at      text
+) strict;
+
+create index api_tokens_created_at on api_tokens (created_at, token_id);
+create index api_tokens_organization_id on api_tokens (organization_id);
+
+-- One audit event (DAP-CORE-039/040). Append-only. Never holds a token, a
+-- secret or raw tool arguments. No foreign keys: events outlive the
+-- organizations and tokens they name.
+create table audit_events (
+    -- UUID v7 text, made by the gateway.
+    event_id        text not null primary key,
+    occurred_at     text not null,
+    trace_id        text not null,
+    subject         text not null,
+    -- The Credential (token id or issuer); null for an anonymous caller.
+    credential      text check (credential is null or json_valid(credential)),
+    organization_id text,
+    rooftop_ids     text not null check (json_valid(rooftop_ids)),
+    tool            text not null,
+    profile         text not null,
+    policy_decision text not null,
+    resource_ids    text not null check (json_valid(resource_ids)),
+    outcome         text not null,
+    delegation      text not null check (json_valid(delegation))
+) strict;
+
+-- `audit export --since T` pages through (occurred_at, event_id).
+create index audit_events_occurred_at on audit_events (occurred_at, event_id);
