@@ -442,3 +442,18 @@ async fn get_with_a_foreign_origin_is_403() {
     .await;
     assert_eq!(r.status, 403, "{}", r.raw);
 }
+
+#[tokio::test]
+async fn oversized_request_headers_get_431_with_a_json_rpc_body() {
+    let app = common::spawn().await;
+    let big = "x".repeat(20 * 1024);
+    let body = common::modern_body(1, "tools/list", serde_json::json!({}));
+    let r = app
+        .post_raw(
+            &[("x-padding", big.as_str()), ("mcp-method", "tools/list")],
+            body.to_string(),
+        )
+        .await;
+    assert_eq!(r.status, 431, "{}", r.raw);
+    assert_eq!(r.body["error"]["code"], -32600);
+}

@@ -49,6 +49,10 @@ const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 
+/// Largest total size of request header names and values (hardening: an
+/// MCP request needs a few hundred bytes; a JWT a few kilobytes).
+const MAX_HEADER_BYTES: usize = 16 * 1024;
+
 /// Which revision's rules a request follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Era {
@@ -66,6 +70,16 @@ pub async fn post(
 ) -> Response {
     if let Err(response) = check_host_and_origin(&state, &headers) {
         return *response;
+    }
+    let header_bytes: usize = headers
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len())
+        .sum();
+    if header_bytes > MAX_HEADER_BYTES {
+        return plain_error(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            RpcError::InvalidRequest(format!("request headers exceed {MAX_HEADER_BYTES} bytes")),
+        );
     }
     // Credentials before anything executes: a bad credential is a 401,
     // never an anonymous request.
