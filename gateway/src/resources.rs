@@ -118,6 +118,12 @@ pub async fn read(
     let snapshot = state.directory.snapshot().await?;
     let mut ttl = state.directory_ttl_ms();
     let document = match target {
+        Target::Vehicle(_, _, _) if !has_profile_scope(state, principal, VEHICLE_TEMPLATE) => {
+            // A resource needs the scope of the profile that declares it,
+            // exactly like the matching tool (get_vehicle); without it the
+            // resource reads as absent.
+            Err(ToolError::NotFound)
+        }
         Target::Vehicle(org, rooftop, vehicle_id) => {
             match vehicle(state, &snapshot, principal, org, rooftop, vehicle_id).await? {
                 Some((doc, vehicle_ttl)) => {
@@ -146,6 +152,55 @@ pub async fn read(
         Err(ToolError::NotFound) => Ok(None),
         Err(other) => Err(StoreError::Query(other.to_string())),
     }
+}
+
+const VEHICLE_TEMPLATE: &str =
+    "dealeragent://organization/{organization_id}/rooftop/{rooftop_id}/vehicle/{vehicle_id}";
+
+/// Does the caller hold the scopes of the catalog profile that declares
+/// `template`? Anonymous callers are governed by publication policy only.
+fn has_profile_scope(state: &AppState, principal: &Principal, template: &str) -> bool {
+    let Some(grant) = principal.grant() else {
+        return true;
+    };
+    state
+        .catalog
+        .profiles
+        .iter()
+        .filter(|p| p.resources.iter().any(|r| r == template))
+        .flat_map(|p| &p.scopes)
+        .all(|scope| grant.has_scope(scope))
+}
+
+/// The organization and rooftops a resource URI names (for audit).
+pub fn tenancy_of(uri: &str) -> (Option<String>, Vec<String>) {
+    match parse(uri) {
+        Some(Target::Organization(org)) => (Some(org.to_owned()), Vec::new()),
+        Some(Target::Rooftop(org, rooftop) | Target::Vehicle(org, rooftop, _)) => {
+            (Some(org.to_owned()), vec![rooftop.to_owned()])
+        }
+        Some(Target::Manifest) | None => (None, Vec::new()),
+    }
+}
+
+/// The catalog profile that declares the resource at `uri` (for audit).
+pub fn profile_of(state: &AppState, uri: &str) -> String {
+    let template = match parse(uri) {
+        Some(Target::Manifest) => MANIFEST_URI,
+        Some(Target::Organization(_)) => "dealeragent://organization/{organization_id}",
+        Some(Target::Rooftop(_, _)) => {
+            "dealeragent://organization/{organization_id}/rooftop/{rooftop_id}"
+        }
+        Some(Target::Vehicle(_, _, _)) => VEHICLE_TEMPLATE,
+        None => return String::new(),
+    };
+    state
+        .catalog
+        .profiles
+        .iter()
+        .find(|p| p.resources.iter().any(|r| r == template))
+        .map(|p| p.id.clone())
+        .unwrap_or_default()
 }
 
 /// The longest a vehicle resource may be cached: availability and prices

@@ -1,6 +1,6 @@
 """Drive the gateway with the official MCP Python SDK (mcp 2.3.0) as a real client.
 
-usage: python mcp_client_check.py URL [--mode 2026-07-28|legacy|auto]... [--wire]
+usage: python mcp_client_check.py URL [--mode 2026-07-28|legacy|auto]... [--wire] [--bearer TOKEN]
 
 For each mode (default: 2026-07-28, legacy, and auto, which must pick 2026-07-28) it lists tools, calls the manifest
 tool, looks up the first organization with dealeragent.dealer.get, lists and reads the
@@ -8,6 +8,12 @@ manifest resource, and sends invalid arguments. Each check prints one PASS/FAIL 
 the exit status is non-zero when any check failed. The SDK validates every result
 against the negotiated revision's schema and every structuredContent against the
 tool's outputSchema, so a malformed answer surfaces as a FAIL with the SDK's message.
+
+With --bearer TOKEN every request carries `Authorization: Bearer TOKEN` (set on the httpx
+client the SDK uses), and each mode also checks a protected call: a search of the
+partner-only demo rooftop (PROTECTED_ORG / PROTECTED_ROOFTOP) succeeds with vehicles, while
+the same call from a client without the token is isError dealeragent.resource.not_found.
+The token must grant that rooftop and dealeragent:inventory:read.
 
 Run it from a scratch directory (not from inside site-packages): the `mcp/types`
 package would otherwise shadow the standard library's `types`.
@@ -34,6 +40,11 @@ REQUIRED_TOOLS = {MANIFEST_TOOL, DEALER_TOOL}
 # and the resource (DAP-CORE-006); issued_at/expires_at may differ between two reads.
 STABLE_MANIFEST_FIELDS = ("gateway_id", "organization_ids", "rooftop_ids", "capabilities")
 VALIDATION_ERROR_CODE = "dealeragent.validation.invalid"
+NOT_FOUND_CODE = "dealeragent.resource.not_found"
+SEARCH_TOOL = "dealeragent.inventory.search"
+# The demo's partner-only rooftop (anonymous_reads: false in demo/dealers.yaml).
+PROTECTED_ORG = "org.lakeshore-auto-group"
+PROTECTED_ROOFTOP = "roof.lakeshore-fleet-wholesale"
 
 
 class Report:
@@ -64,8 +75,8 @@ def brief(value: Any, limit: int = 400) -> str:
     return s if len(s) <= limit else s[:limit] + "..."
 
 
-async def run_mode(url: str, mode: str, wire: bool, report: Report) -> None:
-    p = f"[{mode}]"
+async def run_mode(url: str, mode: str, wire: bool, report: Report, bearer: str | None = None) -> None:
+    p = f"[{mode}{' bearer' if bearer else ''}]"
 
     async def on_request(req: httpx2.Request) -> None:
         print(f"  >> {req.method} {req.headers.get('mcp-method', '')} {req.content.decode()[:300]}")
@@ -74,7 +85,9 @@ async def run_mode(url: str, mode: str, wire: bool, report: Report) -> None:
         print(f"  << {resp.status_code} {resp.headers.get('content-type')} session={resp.headers.get('mcp-session-id')}")
 
     hooks = {"request": [on_request], "response": [on_response]} if wire else {}
-    async with httpx2.AsyncClient(event_hooks=hooks, timeout=30) as http:
+    # The credential travels in the Authorization header only, never in the URL.
+    headers = {"Authorization": f"Bearer {bearer}"} if bearer else {}
+    async with httpx2.AsyncClient(event_hooks=hooks, timeout=30, headers=headers) as http:
         # cache=None: every call must reach the server, or the checks would test the SDK's cache.
         async with Client(
             streamable_http_client(url, http_client=http), mode=mode, read_timeout_seconds=20, cache=None
@@ -196,18 +209,58 @@ async def run_mode(url: str, mode: str, wire: bool, report: Report) -> None:
                 brief(r.model_dump(by_alias=True, exclude_none=True)),
             )
 
+            if bearer:
+                await check_protected_search(client, p, report, expect_visible=True)
+
+    if bearer:
+        # The same call from a client without the token: the rooftop does not exist for it.
+        async with httpx2.AsyncClient(timeout=30) as anonymous_http:
+            async with Client(
+                streamable_http_client(url, http_client=anonymous_http), mode=mode, read_timeout_seconds=20, cache=None
+            ) as anonymous:
+                await check_protected_search(anonymous, f"[{mode} anonymous]", report, expect_visible=False)
+
+
+async def check_protected_search(client: Client, p: str, report: Report, expect_visible: bool) -> None:
+    """Search the partner-only rooftop: vehicles with the token, not_found without it."""
+    args = {"organization_id": PROTECTED_ORG, "rooftop_ids": [PROTECTED_ROOFTOP]}
+    r = await client.call_tool(SEARCH_TOOL, args)
+    dump = brief(r.model_dump(by_alias=True, exclude_none=True))
+    sc = r.structured_content if isinstance(r.structured_content, dict) else {}
+    if expect_visible:
+        vehicles = sc.get("vehicles")
+        report.check(
+            f"{p} {SEARCH_TOOL} {brief(args)} with the bearer token returns vehicles of {PROTECTED_ROOFTOP}",
+            not r.is_error
+            and isinstance(vehicles, list)
+            and len(vehicles) > 0
+            and all(v.get("rooftop_id") == PROTECTED_ROOFTOP for v in vehicles),
+            dump,
+        )
+    else:
+        report.check(
+            f"{p} {SEARCH_TOOL} {brief(args)} without a token -> isError {NOT_FOUND_CODE}",
+            bool(r.is_error) and sc.get("code") == NOT_FOUND_CODE,
+            dump,
+        )
+
 
 async def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("url")
     ap.add_argument("--mode", action="append", choices=["2026-07-28", "legacy", "auto"], help="repeatable; default all three")
     ap.add_argument("--wire", action="store_true", help="print each HTTP request/response")
+    ap.add_argument(
+        "--bearer",
+        metavar="TOKEN",
+        help=f"send Authorization: Bearer TOKEN and check a protected search of {PROTECTED_ROOFTOP}",
+    )
     args = ap.parse_args()
     report = Report()
     for mode in args.mode or ["2026-07-28", "legacy", "auto"]:
-        print(f"== mode {mode} against {args.url}", flush=True)
+        print(f"== mode {mode} against {args.url}{' with a bearer token' if args.bearer else ''}", flush=True)
         try:
-            await run_mode(args.url, mode, args.wire, report)
+            await run_mode(args.url, mode, args.wire, report, args.bearer)
         except Exception as e:  # the SDK raises on protocol errors and schema-invalid results
             detail = "".join(traceback.format_exception_only(type(e), e)).strip()
             report.check(f"[{mode}] session ran to the end without an exception", False, detail)

@@ -92,7 +92,9 @@ pub async fn dispatch(
                 .get("uri")
                 .and_then(Value::as_str)
                 .ok_or_else(|| RpcError::InvalidParams("params.uri must be a string".into()))?;
-            match resources::read(state, principal, uri).await {
+            let outcome = resources::read(state, principal, uri).await;
+            audit_resource_read(state, caller, trace_id, uri, &outcome).await;
+            match outcome {
                 Ok(Some((contents, ttl_ms, scope))) => Ok(MethodResult {
                     body: obj(json!({"contents": [contents]})),
                     cache: Some((ttl_ms, scope)),
@@ -105,6 +107,41 @@ pub async fn dispatch(
             }
         }
         _ => Err(RpcError::MethodNotFound),
+    }
+}
+
+/// Authenticated resource reads are nonpublic reads like tool calls and
+/// are audited the same way (DAP spec 11): ids only, never the token.
+async fn audit_resource_read(
+    state: &AppState,
+    caller: &Caller,
+    trace_id: &str,
+    uri: &str,
+    outcome: &Result<Option<(Value, u64, &'static str)>, crate::store::StoreError>,
+) {
+    if caller.principal.grant().is_none() {
+        return;
+    }
+    let mut event = crate::store::AuditEvent::for_principal(
+        &caller.principal,
+        trace_id,
+        "resources/read",
+        &resources::profile_of(state, uri),
+    );
+    event.resource_ids.push(uri.to_owned());
+    (event.organization_id, event.rooftop_ids) = resources::tenancy_of(uri);
+    match outcome {
+        Ok(Some(_)) => {}
+        Ok(None) => {
+            event.policy_decision = "deny".to_owned();
+            event.outcome = crate::tools::ErrorCode::ResourceNotFound
+                .as_str()
+                .to_owned();
+        }
+        Err(_) => event.outcome = crate::tools::ErrorCode::Internal.as_str().to_owned(),
+    }
+    if let Err(e) = state.store.append_audit(&event).await {
+        tracing::error!(error = %e, trace.id = %trace_id, "audit write failed");
     }
 }
 

@@ -81,15 +81,17 @@ pub async fn post(
             RpcError::InvalidRequest(format!("request headers exceed {MAX_HEADER_BYTES} bytes")),
         );
     }
+    // The per-address limit comes first, so refused credentials count too:
+    // guessing tokens is throttled like any other flood.
+    if let Err(retry) = state.ip_limiter.check(&peer.ip()) {
+        return too_many_requests(retry);
+    }
     // Credentials before anything executes: a bad credential is a 401,
     // never an anonymous request.
     let principal = match verify::authenticate(&state, &headers, uri.query()).await {
         Ok(p) => p,
         Err(rejection) => return unauthorized(&state, &rejection),
     };
-    if let Err(retry) = state.ip_limiter.check(&peer.ip()) {
-        return too_many_requests(retry);
-    }
     if let Principal::Authenticated(grant) = &principal
         && let Err(retry) = state.principal_limiter.check(&grant.subject)
     {
