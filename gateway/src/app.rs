@@ -50,6 +50,8 @@ pub struct AppState {
     /// Per (tool, client address) quota for anonymous callers of
     /// `rate_limited_or_authenticated` tools.
     pub anonymous_tool_limiter: KeyedLimiter<(String, IpAddr)>,
+    /// Availability checks (reuse, coalescing, breaker, overlay).
+    pub availability: crate::availability::AvailabilityService,
     /// Public base URL without a trailing slash.
     pub public_base: String,
     /// The self-description served at `/conformance/claim.json`.
@@ -136,6 +138,8 @@ impl AppState {
             ip_limiter,
             principal_limiter,
             anonymous_tool_limiter,
+            availability: crate::availability::AvailabilityService::new()
+                .expect("the availability HTTP client builds"),
             public_base,
             claim,
             claim_digest,

@@ -53,6 +53,10 @@ pub const SCHEMA_FILES: &[(&str, &str)] = &[
         "inventory-cells.schema.json",
         include_str!("../../schemas/inventory-cells.schema.json"),
     ),
+    (
+        "availability-source.schema.json",
+        include_str!("../../schemas/availability-source.schema.json"),
+    ),
 ];
 
 const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";

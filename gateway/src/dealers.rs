@@ -15,8 +15,8 @@ use sha2::{Digest, Sha256};
 
 use crate::catalog::Catalog;
 use crate::store::{
-    DealersImportSummary, FreshnessSla, OrganizationRecord, RooftopRecord, RooftopSettings,
-    SourceRecord,
+    AvailabilitySource, DealersImportSummary, FreshnessSla, HttpAvailabilitySource,
+    OrganizationRecord, RooftopRecord, RooftopSettings, SourceRecord,
 };
 
 /// Default freshness SLAs (seconds) when a rooftop does not configure them:
@@ -214,6 +214,11 @@ fn convert(
                     availability: sla_value("availability", DEFAULT_SLA.availability),
                     pricing: sla_value("pricing", DEFAULT_SLA.pricing),
                 },
+                availability_source: availability_source(
+                    &gs["availability_source"],
+                    &format!("{ptr}/gateway_settings/availability_source"),
+                    problems,
+                ),
             };
             let mut dap = rooftop.clone();
             if let Some(map) = dap.as_object_mut() {
@@ -240,6 +245,76 @@ fn convert(
         });
     }
     out
+}
+
+/// Default timeout of an http availability source (milliseconds).
+pub const DEFAULT_AVAILABILITY_TIMEOUT_MS: u32 = 2000;
+
+/// The rooftop's availability source (schema-valid already): the feed when
+/// absent. An http source's URL must parse, name at least one placeholder
+/// and use https unless its host is loopback (docs/availability.md).
+fn availability_source(
+    value: &Value,
+    pointer: &str,
+    problems: &mut Vec<Problem>,
+) -> AvailabilitySource {
+    if value["type"].as_str() != Some("http") {
+        return AvailabilitySource::Feed;
+    }
+    let template = value["url_template"].as_str().unwrap_or_default();
+    let url_pointer = format!("{pointer}/url_template");
+    if !["{vin}", "{stock_number}", "{vehicle_id}"]
+        .iter()
+        .any(|p| template.contains(p))
+    {
+        problems.push(Problem {
+            pointer: url_pointer.clone(),
+            rule: "must contain at least one placeholder: {vin}, {stock_number} or {vehicle_id}"
+                .into(),
+        });
+    }
+    // Parse with placeholders filled by a harmless value.
+    let sample = template
+        .replace("{vin}", "X")
+        .replace("{stock_number}", "X")
+        .replace("{vehicle_id}", "X");
+    match reqwest::Url::parse(&sample) {
+        Err(_) => problems.push(Problem {
+            pointer: url_pointer,
+            rule: "not a valid absolute URL".into(),
+        }),
+        Ok(url) => {
+            if url.scheme() != "https" && !(url.scheme() == "http" && is_loopback(&url)) {
+                problems.push(Problem {
+                    pointer: url_pointer,
+                    rule: "must use https: plain http is allowed only for a loopback host (127.0.0.1, localhost, [::1])".into(),
+                });
+            } else if !url.username().is_empty() || url.password().is_some() {
+                problems.push(Problem {
+                    pointer: url_pointer,
+                    rule: "must not carry credentials in the URL".into(),
+                });
+            }
+        }
+    }
+    AvailabilitySource::Http(HttpAvailabilitySource {
+        url_template: template.to_owned(),
+        timeout_ms: value["timeout_ms"]
+            .as_u64()
+            .and_then(|v| u32::try_from(v).ok())
+            .unwrap_or(DEFAULT_AVAILABILITY_TIMEOUT_MS),
+        authority: value["authority"]
+            .as_str()
+            .unwrap_or("authoritative_dealer_system")
+            .to_owned(),
+    })
+}
+
+fn is_loopback(url: &reqwest::Url) -> bool {
+    matches!(
+        url.host_str().map(str::to_ascii_lowercase).as_deref(),
+        Some("localhost" | "127.0.0.1" | "[::1]")
+    )
 }
 
 /// What importing `incoming` over `existing` would change (for `--dry-run`;
@@ -295,4 +370,89 @@ pub fn plan(
 
 fn count(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_with_source(source: &str) -> Result<Vec<OrganizationRecord>, DealersFileError> {
+        let doc = format!(
+            r#"{{"organizations": [{{"organization_id": "org.a", "name": "A", "rooftops": [{{
+                "rooftop_id": "roof.a", "name": "A", "timezone": "America/Chicago",
+                "address": {{"lines": ["1 Main"], "locality": "Chicago", "region": "IL",
+                             "postal_code": "60601", "country": "US"}},
+                "departments": ["sales"],
+                "gateway_settings": {{"currency": "USD", "odometer_unit": "mi",
+                    "publication": {{"anonymous_reads": true}}{source}}}}}]}}]}}"#
+        );
+        let catalog = Catalog::load().unwrap();
+        parse(&catalog, "d.json", doc.as_bytes(), "test", Utc::now())
+    }
+
+    fn source_of(orgs: &[OrganizationRecord]) -> AvailabilitySource {
+        orgs[0].rooftops[0].settings.availability_source.clone()
+    }
+
+    #[test]
+    fn availability_source_defaults_to_feed() {
+        assert_eq!(
+            source_of(&parse_with_source("").unwrap()),
+            AvailabilitySource::Feed
+        );
+        assert_eq!(
+            source_of(&parse_with_source(r#", "availability_source": {"type": "feed"}"#).unwrap()),
+            AvailabilitySource::Feed
+        );
+    }
+
+    #[test]
+    fn http_source_defaults_and_loopback_http() {
+        let orgs = parse_with_source(
+            r#", "availability_source": {"type": "http", "url_template": "https://dms.example/v1/{vin}"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            source_of(&orgs),
+            AvailabilitySource::Http(HttpAvailabilitySource {
+                url_template: "https://dms.example/v1/{vin}".into(),
+                timeout_ms: DEFAULT_AVAILABILITY_TIMEOUT_MS,
+                authority: "authoritative_dealer_system".into(),
+            })
+        );
+        for loopback in ["127.0.0.1:9", "localhost", "[::1]:8080"] {
+            let src = format!(
+                r#", "availability_source": {{"type": "http", "url_template": "http://{loopback}/a/{{stock_number}}", "timeout_ms": 50, "authority": "dealer_asserted"}}"#
+            );
+            assert!(parse_with_source(&src).is_ok(), "{loopback}");
+        }
+    }
+
+    #[test]
+    fn http_source_problems_are_precise() {
+        let pointer =
+            "/organizations/0/rooftops/0/gateway_settings/availability_source/url_template";
+        for (template, rule) in [
+            ("http://dms.example/v1/{vin}", "must use https"),
+            ("https://dms.example/v1/all", "placeholder"),
+            ("https://user:pw@dms.example/{vin}", "credentials"),
+        ] {
+            let src = format!(
+                r#", "availability_source": {{"type": "http", "url_template": "{template}"}}"#
+            );
+            let err = parse_with_source(&src).unwrap_err();
+            assert_eq!(err.problems.len(), 1, "{err}");
+            assert_eq!(err.problems[0].pointer, pointer);
+            assert!(err.problems[0].rule.contains(rule), "{err}");
+        }
+        // Schema rules: timeout range, unknown authority, unknown type.
+        for bad in [
+            r#"{"type": "http", "url_template": "https://dms.example/{vin}", "timeout_ms": 20}"#,
+            r#"{"type": "http", "url_template": "https://dms.example/{vin}", "authority": "oem"}"#,
+            r#"{"type": "ftp"}"#,
+        ] {
+            let src = format!(r#", "availability_source": {bad}"#);
+            assert!(parse_with_source(&src).is_err(), "{bad}");
+        }
+    }
 }

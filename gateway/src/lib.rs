@@ -8,6 +8,8 @@
 pub mod app;
 /// Principals and the visibility policy applied before any lookup.
 pub mod auth;
+/// Availability checks: sources, bands, reuse, coalescing, breaker.
+pub mod availability;
 /// `capabilities.yaml` and the JSON Schemas, compiled once.
 pub mod catalog;
 /// The command line.

@@ -27,6 +27,7 @@ fn settings(currency: &str, unit: &str) -> RooftopSettings {
             availability: 120,
             pricing: 3600,
         },
+        availability_source: Default::default(),
     }
 }
 

@@ -21,7 +21,10 @@
 //!     with no basis, or a basis in the future, never matches.
 //!   - `history_report_status`, `certification_type`: a vehicle whose value
 //!     is unknown matches the value `unknown`.
-//!   - `availability`: the status asserted by the source.
+//!   - `availability`: the status asserted by the source, unless an
+//!     [`AvailabilityOverlay`] (the newer outcome of an availability check,
+//!     see docs/availability.md) replaces it for that vehicle; facets count
+//!     the same effective status.
 //!   - `vin`, `stock_number`: exact (case-sensitive) match.
 //!   - Bounds are inclusive; a minimum above its maximum is a validation
 //!     error, as are price bounds in two currencies.
@@ -653,7 +656,26 @@ struct Prepared {
     basis_max_us: Option<i128>,
     /// Exclusive lower bound on the basis for `inventory_age_max_days`.
     basis_min_us: Option<i128>,
+    /// Availability codes replacing the feed's, by row (overlay).
+    availability: std::collections::HashMap<usize, u8>,
 }
+
+impl Prepared {
+    /// The effective availability code of row `i`.
+    fn availability(&self, i: usize, r: &Row) -> u8 {
+        if self.availability.is_empty() {
+            return r.availability;
+        }
+        self.availability.get(&i).copied().unwrap_or(r.availability)
+    }
+}
+
+/// Availability statuses that replace the feed's asserted status for some
+/// vehicles: rooftop id → (vehicle id, DAP status, observation time). An
+/// entry applies only when observed after the vehicle's feed record;
+/// statuses outside the DAP vocabulary count as `unknown`.
+pub type AvailabilityOverlay =
+    std::collections::HashMap<String, Vec<(String, String, DateTime<Utc>)>>;
 
 const FIRST_YEAR: i32 = 1886;
 const YEARS: usize = 315; // 1886..=2200, the schema's range
@@ -670,7 +692,7 @@ struct Counts {
 }
 
 impl Counts {
-    fn add(&mut self, r: &Row) {
+    fn add(&mut self, r: &Row, availability: u8) {
         self.make[r.make as usize] += 1;
         self.model[r.model as usize] += 1;
         match usize::try_from(r.year - FIRST_YEAR) {
@@ -679,7 +701,7 @@ impl Counts {
         }
         self.condition[usize::from(r.condition)] += 1;
         self.vehicle_type[usize::from(r.vehicle_type)] += 1;
-        self.availability[usize::from(r.availability)] += 1;
+        self.availability[usize::from(availability)] += 1;
     }
 }
 
@@ -693,7 +715,7 @@ fn row_matches(f: &Filters, p: &Prepared, index: &SnapshotIndex, i: usize, now_u
     let bit = |m: Option<u16>, code: u8| m.is_none_or(|m| m & (1u16 << code) != 0);
     if !(bit(f.condition, r.condition)
         && bit(f.vehicle_type, r.vehicle_type)
-        && bit(f.availability, r.availability)
+        && bit(f.availability, p.availability(i, r))
         && bit(f.history, r.history)
         && bit(f.certification, r.certification))
     {
@@ -746,6 +768,7 @@ fn prepare(
     index: &SnapshotIndex,
     basis_max_us: Option<i128>,
     basis_min_us: Option<i128>,
+    overlay: &AvailabilityOverlay,
 ) -> Option<Prepared> {
     if index.organization_id() != query.organization_id {
         return None;
@@ -783,12 +806,29 @@ fn prepare(
             }
         });
     }
+    let availability = overlay
+        .get(index.rooftop_id())
+        .into_iter()
+        .flatten()
+        .filter_map(|(vehicle_id, status, observed_at)| {
+            let row = index.find_vehicle_id(vehicle_id)?;
+            if observed_at.timestamp_micros() <= index.rows[row].observed_us {
+                return None;
+            }
+            let code = AVAILABILITY
+                .iter()
+                .position(|a| a == status)
+                .unwrap_or(AVAILABILITY.len() - 1);
+            Some((row, u8::try_from(code).unwrap_or(6)))
+        })
+        .collect();
     Some(Prepared {
         make,
         model,
         text,
         basis_max_us,
         basis_min_us,
+        availability,
     })
 }
 
@@ -822,6 +862,18 @@ pub fn search(
     after: Option<&PageKey>,
     now: DateTime<Utc>,
 ) -> SearchPage {
+    search_with_overlay(indexes, query, after, now, &AvailabilityOverlay::new())
+}
+
+/// [`search`] with the availability of some vehicles replaced by
+/// `overlay` for the `availability` filter and facet.
+pub fn search_with_overlay(
+    indexes: &[Arc<SnapshotIndex>],
+    query: &SearchQuery,
+    after: Option<&PageKey>,
+    now: DateTime<Utc>,
+    overlay: &AvailabilityOverlay,
+) -> SearchPage {
     let now_us = now.timestamp_micros();
     let f = &query.filters;
     let limit = query.limit.clamp(1, MAX_LIMIT);
@@ -848,7 +900,7 @@ pub fn search(
     };
 
     for (slot, index) in indexes.iter().enumerate() {
-        let Some(prepared) = prepare(query, index, basis_max_us, basis_min_us) else {
+        let Some(prepared) = prepare(query, index, basis_max_us, basis_min_us, overlay) else {
             continue;
         };
         let index: &SnapshotIndex = index;
@@ -879,7 +931,7 @@ pub fn search(
                         continue;
                     }
                     total += 1;
-                    counts.add(&index.rows[i]);
+                    counts.add(&index.rows[i], prepared.availability(i, &index.rows[i]));
                     if pos < start {
                         continue;
                     }
@@ -918,7 +970,7 @@ pub fn search(
                     }
                     let r = &index.rows[i];
                     total += 1;
-                    counts.add(r);
+                    counts.add(r, prepared.availability(i, r));
                     let cand = Cand {
                         key: sort_key(sort, r, now_us),
                         index,

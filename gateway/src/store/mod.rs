@@ -69,6 +69,63 @@ pub struct RooftopSettings {
     pub anonymous_reads: bool,
     /// Freshness SLAs in seconds (manifest `freshness_sla_seconds`).
     pub freshness_sla_seconds: FreshnessSla,
+    /// Where availability checks get their answer (default: the feed).
+    #[serde(default)]
+    pub availability_source: AvailabilitySource,
+}
+
+/// Where a rooftop's availability comes from (dealers file
+/// `gateway_settings.availability_source`, docs/availability.md). Stored
+/// settings written before issue 6 have none: [`AvailabilitySource::Feed`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AvailabilitySource {
+    /// The latest imported feed observation (dealer-asserted).
+    #[default]
+    Feed,
+    /// A dealer system queried live per check.
+    Http(HttpAvailabilitySource),
+}
+
+/// A dealer system endpoint answering
+/// `availability-source.schema.json#/$defs/availabilitySourceResponse`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HttpAvailabilitySource {
+    /// With `{vin}`, `{stock_number}` and/or `{vehicle_id}` placeholders.
+    pub url_template: String,
+    pub timeout_ms: u32,
+    /// DAP source authority of its answers (`authoritative_dealer_system`
+    /// or `dealer_asserted`).
+    pub authority: String,
+}
+
+/// One observation of a vehicle's availability made by a live check
+/// (`availability_observations`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AvailabilityObservation {
+    pub organization_id: String,
+    pub rooftop_id: String,
+    pub vehicle_id: String,
+    /// DAP availability status.
+    pub status: String,
+    /// DAP source authority of the system that answered.
+    pub authority: String,
+    /// When the source observed the status (microsecond precision).
+    pub observed_at: DateTime<Utc>,
+    /// Which source answered.
+    pub source: ObservationSource,
+    /// When the gateway made the check (microsecond precision).
+    pub checked_at: DateTime<Utc>,
+}
+
+/// The source of an [`AvailabilityObservation`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObservationSource {
+    /// `http` or `feed`.
+    pub kind: String,
+    /// Human-readable name (scheme and host of an http source; never its
+    /// full URL, which may carry credentials).
+    pub source_name: String,
 }
 
 /// Per-rooftop freshness SLAs in seconds (DAP manifest).
@@ -367,6 +424,20 @@ pub trait Store: Send + Sync + 'static {
         event_id: &str,
         limit: u32,
     ) -> Result<Vec<AuditEvent>, StoreError>;
+
+    /// Append one availability observation.
+    async fn record_availability(
+        &self,
+        observation: &AvailabilityObservation,
+    ) -> Result<(), StoreError>;
+
+    /// The newest observation of a vehicle of a rooftop: greatest
+    /// `observed_at`, then greatest `checked_at`.
+    async fn latest_availability(
+        &self,
+        rooftop_id: &str,
+        vehicle_id: &str,
+    ) -> Result<Option<AvailabilityObservation>, StoreError>;
 }
 
 /// Open the store named by `database_url` (`sqlite:` path or `postgres://`),

@@ -16,11 +16,11 @@ use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, Row as _};
 
 use super::{
-    ApiTokenRecord, AuditEvent, Change, DealersImportSummary, IMPORT_LOCK_KEY, OrganizationPlan,
-    OrganizationRecord, RooftopRecord, RooftopSettings, SnapshotRecord, SourceRecord, Store,
-    StoreError, check_api_token, embedded_migrator, json_text, map_sqlx_error,
-    new_snapshot_identity, plan_organization, rooftop_not_of_organization, rooftop_taken,
-    summarize, validate_import, validate_snapshot,
+    ApiTokenRecord, AuditEvent, AvailabilityObservation, Change, DealersImportSummary,
+    IMPORT_LOCK_KEY, ObservationSource, OrganizationPlan, OrganizationRecord, RooftopRecord,
+    RooftopSettings, SnapshotRecord, SourceRecord, Store, StoreError, check_api_token,
+    embedded_migrator, json_text, map_sqlx_error, new_snapshot_identity, plan_organization,
+    rooftop_not_of_organization, rooftop_taken, summarize, validate_import, validate_snapshot,
 };
 use crate::auth::{Credential, RooftopScope};
 use crate::inventory::model::{InventoryImportSummary, VehicleRecord, diff_vehicles};
@@ -539,6 +539,62 @@ impl Store for PostgresStore {
         .await
         .map_err(map_sqlx_error)?;
         rows.iter().map(audit_from_row).collect()
+    }
+
+    async fn record_availability(
+        &self,
+        observation: &AvailabilityObservation,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "insert into availability_observations (observation_id, organization_id,
+                 rooftop_id, vehicle_id, status, authority, observed_at, source, checked_at)
+             values ($1, $2, $3, $4, $5, $6, $7, $8::json, $9)",
+        )
+        .bind(uuid::Uuid::now_v7().to_string())
+        .bind(&observation.organization_id)
+        .bind(&observation.rooftop_id)
+        .bind(&observation.vehicle_id)
+        .bind(&observation.status)
+        .bind(&observation.authority)
+        .bind(observation.observed_at)
+        .bind(json_text(&observation.source)?)
+        .bind(observation.checked_at)
+        .execute(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        Ok(())
+    }
+
+    async fn latest_availability(
+        &self,
+        rooftop_id: &str,
+        vehicle_id: &str,
+    ) -> Result<Option<AvailabilityObservation>, StoreError> {
+        let row = sqlx::query(
+            "select organization_id, rooftop_id, vehicle_id, status, authority, observed_at,
+                 source, checked_at
+             from availability_observations where rooftop_id = $1 and vehicle_id = $2
+             order by observed_at desc, checked_at desc limit 1",
+        )
+        .bind(rooftop_id)
+        .bind(vehicle_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let source: Json<ObservationSource> = row.try_get("source").map_err(map_sqlx_error)?;
+        Ok(Some(AvailabilityObservation {
+            organization_id: row.try_get("organization_id").map_err(map_sqlx_error)?,
+            rooftop_id: row.try_get("rooftop_id").map_err(map_sqlx_error)?,
+            vehicle_id: row.try_get("vehicle_id").map_err(map_sqlx_error)?,
+            status: row.try_get("status").map_err(map_sqlx_error)?,
+            authority: row.try_get("authority").map_err(map_sqlx_error)?,
+            observed_at: row.try_get("observed_at").map_err(map_sqlx_error)?,
+            source: source.0,
+            checked_at: row.try_get("checked_at").map_err(map_sqlx_error)?,
+        }))
     }
 }
 

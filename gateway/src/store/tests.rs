@@ -224,6 +224,8 @@ backend_suite! {
         audit_since_filters_and_orders,
         audit_pages_through_events_sharing_a_timestamp,
         audit_event_never_contains_the_token_secret,
+        availability_observations_round_trip_newest_first,
+        stored_settings_without_an_availability_source_decode_as_feed,
     ],
     db: [
         migrations_apply_and_reapply,
@@ -255,6 +257,7 @@ fn settings() -> RooftopSettings {
             availability: 300,
             pricing: 3600,
         },
+        availability_source: Default::default(),
     }
 }
 
@@ -1772,4 +1775,105 @@ async fn sqlite_in_memory_works() {
         .await
         .unwrap();
     assert_eq!(store.list_organizations().await.unwrap(), vec![a]);
+}
+
+// ---------------------------------------------------------------------------
+// Availability observations (issue 6)
+// ---------------------------------------------------------------------------
+
+fn observation(
+    vehicle: &str,
+    status: &str,
+    observed: &str,
+    checked: &str,
+) -> AvailabilityObservation {
+    AvailabilityObservation {
+        organization_id: "org-a".into(),
+        rooftop_id: "a-1".into(),
+        vehicle_id: vehicle.into(),
+        status: status.into(),
+        authority: "authoritative_dealer_system".into(),
+        observed_at: at(observed),
+        source: ObservationSource {
+            kind: "http".into(),
+            source_name: "dealer-system:https://dms.example".into(),
+        },
+        checked_at: at(checked),
+    }
+}
+
+async fn availability_observations_round_trip_newest_first(store: &dyn Store) {
+    assert_eq!(
+        store.latest_availability("a-1", "veh-1").await.unwrap(),
+        None
+    );
+    let first = observation(
+        "veh-1",
+        "available",
+        "2026-12-01T10:00:00.000001Z",
+        "2026-12-01T10:00:01.000002Z",
+    );
+    let newer = observation(
+        "veh-1",
+        "sold",
+        "2026-12-01T10:05:00Z",
+        "2026-12-01T10:05:00.5Z",
+    );
+    // Same observation time, checked later: the later check wins.
+    let rechecked = observation(
+        "veh-1",
+        "pending_sale",
+        "2026-12-01T10:05:00Z",
+        "2026-12-01T10:06:00Z",
+    );
+    let older_late = observation(
+        "veh-1",
+        "on_hold",
+        "2026-12-01T09:00:00Z",
+        "2026-12-01T11:00:00Z",
+    );
+    let other = observation(
+        "veh-2",
+        "in_transit",
+        "2026-12-01T12:00:00Z",
+        "2026-12-01T12:00:00Z",
+    );
+    for o in [&first, &newer, &rechecked, &older_late, &other] {
+        store.record_availability(o).await.unwrap();
+    }
+    assert_eq!(
+        store.latest_availability("a-1", "veh-1").await.unwrap(),
+        Some(rechecked)
+    );
+    assert_eq!(
+        store.latest_availability("a-1", "veh-2").await.unwrap(),
+        Some(other)
+    );
+    assert_eq!(
+        store.latest_availability("a-2", "veh-1").await.unwrap(),
+        None
+    );
+}
+
+async fn stored_settings_without_an_availability_source_decode_as_feed(store: &dyn Store) {
+    // Settings JSON written before issue 6 has no availability_source.
+    let old: RooftopSettings = serde_json::from_value(json!({
+        "currency": "USD",
+        "odometer_unit": "mi",
+        "anonymous_reads": true,
+        "freshness_sla_seconds": {"inventory": 900, "availability": 120, "pricing": 3600},
+    }))
+    .unwrap();
+    assert_eq!(old.availability_source, AvailabilitySource::Feed);
+    // An http source round-trips through the store.
+    let mut org = org("org-a", "Org A", vec![rooftop("a-1", "A One")]);
+    org.rooftops[0].settings.availability_source =
+        AvailabilitySource::Http(HttpAvailabilitySource {
+            url_template: "https://dms.example/v1/{vin}".into(),
+            timeout_ms: 1500,
+            authority: "authoritative_dealer_system".into(),
+        });
+    store.upsert_organizations(&[org.clone()]).await.unwrap();
+    let back = store.get_organization("org-a").await.unwrap().unwrap();
+    assert_eq!(back.rooftops[0].settings, org.rooftops[0].settings);
 }

@@ -121,6 +121,10 @@ pub enum ToolError {
     /// both so foreign existence never leaks (DAP-CORE-031).
     #[error("The requested resource was not found.")]
     NotFound,
+    /// The authoritative source (a dealer system) is down, slow or answered
+    /// something untrustworthy; retryable after `retry_after_ms`.
+    #[error("upstream unavailable")]
+    UpstreamUnavailable { retry_after_ms: u64 },
     /// Anything unexpected. The detail is logged with `error_id`, never sent.
     #[error("internal error: {detail}")]
     Internal { detail: String },
@@ -140,6 +144,7 @@ impl ToolError {
             Self::AuthRequired { .. } => ErrorCode::AuthRequired,
             Self::RateLimited { .. } => ErrorCode::RateLimited,
             Self::ScopeInsufficient { .. } => ErrorCode::ScopeInsufficient,
+            Self::UpstreamUnavailable { .. } => ErrorCode::UpstreamUnavailable,
             Self::Internal { .. } => ErrorCode::Internal,
         }
     }
@@ -169,6 +174,10 @@ impl ToolError {
                 format!("Your credential does not grant the scope {scope} that this tool requires; ask the gateway operator for a credential with it."),
                 None,
             ),
+            Self::UpstreamUnavailable { .. } => (
+                "The dealer's availability system did not give a usable answer; availability was not verified. Retry after retry_after_ms.".to_owned(),
+                None,
+            ),
             Self::Internal { .. } => (
                 format!(
                     "The gateway failed unexpectedly; quote error id {error_id} to the operator."
@@ -184,7 +193,9 @@ impl ToolError {
             "trace_id": trace_id,
             "created_at": now.to_rfc3339_opts(SecondsFormat::Millis, true),
         });
-        if let Self::RateLimited { retry_after_ms } = self {
+        if let Self::RateLimited { retry_after_ms } | Self::UpstreamUnavailable { retry_after_ms } =
+            self
+        {
             object["retry_after_ms"] = json!((*retry_after_ms).min(86_400_000));
         }
         if let Some(errors) = field_errors.filter(|e| !e.is_empty()) {

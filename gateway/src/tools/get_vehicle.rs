@@ -7,6 +7,8 @@
 //! not-found as for an absent vehicle. A vehicle dropped by the rooftop's
 //! newest snapshot is still answered for a grace period, with freshness
 //! `withdrawn` and availability never `available`; then it is not found.
+//! A live availability check newer than the feed record replaces the
+//! rendered `availability` (docs/availability.md, "Overlay").
 
 use std::sync::Arc;
 
@@ -108,5 +110,23 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
         .await
         .map_err(ToolError::internal)?;
     let found = lookup(&view, &rooftop.rooftop_id, selector).ok_or(ToolError::NotFound)?;
-    Ok(render_found(&found))
+    let mut vehicle = render_found(&found);
+    if !found.withdrawn {
+        // A newer availability check overrides the feed's assertion
+        // (docs/availability.md, "Overlay").
+        let vehicle_id = found.index.vehicle_id(found.row).to_owned();
+        let observation = ctx
+            .state
+            .availability
+            .overlay_or_store(ctx.state.store.as_ref(), rooftop, &vehicle_id)
+            .await;
+        crate::availability::apply_overlay(
+            &mut vehicle,
+            observation.as_ref(),
+            chrono::DateTime::from_timestamp_micros(found.index.rows[found.row].observed_us)
+                .unwrap_or_default(),
+            Utc::now(),
+        );
+    }
+    Ok(vehicle)
 }

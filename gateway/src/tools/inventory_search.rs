@@ -5,6 +5,9 @@
 //! are discovery snapshots, not availability promises (DAP spec 8): every
 //! vehicle keeps its rooftop, provenance and freshness, and the response's
 //! freshness is never better than its stalest record.
+//! A vehicle's availability check newer than its feed record (made by this
+//! replica) overrides the feed's assertion in the `availability` filter,
+//! facet and rendering (docs/availability.md, "Overlay").
 //!
 //! Pagination is keyset-based with sealed cursors bound to the query, the
 //! caller, the rooftop set and the snapshot versions of the first page
@@ -138,11 +141,15 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
 
     // Age filters are evaluated at the first page's instant on every page,
     // so a pagination sees one consistent result set.
-    let page = search::search(
+    // Newer availability checks made by this replica override the feed's
+    // assertion, in the filter and facets as on the page (docs/availability.md).
+    let overlay = state.availability.search_overlay(&rooftop_ids, now);
+    let page = search::search_with_overlay(
         &indexes,
         &query,
         after.as_ref().map(|p: &CursorPayload| &p.key),
         issued_at,
+        &overlay,
     );
 
     let mut vehicles = Vec::with_capacity(page.vehicles.len());
@@ -155,7 +162,18 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
         };
         let record = index.record(*row);
         bases.push(FreshnessBasis::of_record(&record, &rctx));
-        vehicles.push(render::vehicle_owned(record, &rctx));
+        let feed_observed_at = record.source.observed_at;
+        let observation = state
+            .availability
+            .overlay(index.rooftop_id(), &record.vehicle_id);
+        let mut vehicle = render::vehicle_owned(record, &rctx);
+        crate::availability::apply_overlay(
+            &mut vehicle,
+            observation.as_ref(),
+            feed_observed_at,
+            now,
+        );
+        vehicles.push(vehicle);
     }
     let searched: Vec<FreshnessBasis> = indexes
         .iter()

@@ -11,6 +11,7 @@ pub mod get_manifest;
 pub mod get_vehicle;
 pub mod inventory_search;
 pub mod policy;
+pub mod verify_availability;
 
 use std::sync::Arc;
 
@@ -39,6 +40,7 @@ pub const IMPLEMENTED: &[&str] = &[
     dealer_get::NAME,
     inventory_search::NAME,
     get_vehicle::NAME,
+    verify_availability::NAME,
 ];
 
 /// Outcome of one tool call: the structured content and whether it is an
@@ -104,6 +106,7 @@ async fn audit(
                 | ToolError::RateLimited { .. } => "deny".to_owned(),
                 ToolError::Validation { .. }
                 | ToolError::Invalid { .. }
+                | ToolError::UpstreamUnavailable { .. }
                 | ToolError::Internal { .. } => "allow".to_owned(),
             };
         }
@@ -155,6 +158,7 @@ async fn dispatch(name: &str, ctx: &ToolContext, args: &Value) -> Option<Result<
         dealer_get::NAME => dealer_get::call(ctx, args).await,
         inventory_search::NAME => inventory_search::call(ctx, args).await,
         get_vehicle::NAME => get_vehicle::call(ctx, args).await,
+        verify_availability::NAME => verify_availability::call(ctx, args).await,
         _ => return None,
     })
 }

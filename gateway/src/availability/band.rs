@@ -1,0 +1,379 @@
+//! The DAP availability bands (spec section 7), computed — never asserted —
+//! from one observation (its authority and observation time) and `now`.
+//!
+//! | band | rule |
+//! |---|---|
+//! | `verified_current` | authority `authoritative_dealer_system`, age ≤ 120 s |
+//! | `recent_authoritative` | authority `authoritative_dealer_system`, age ≤ 15 min |
+//! | `asserted` | any other authority (or an authoritative observation past 15 min), age ≤ 24 h |
+//! | `stale` | older than 24 h |
+//! | `unknown` | no observation |
+//!
+//! An observation dated in the future (clock skew) counts as age 0.
+//!
+//! The ONE rule for insufficient authority or freshness (DAP-CORE-036,
+//! docs/availability.md): `available` is reported only in the
+//! `verified_current` and `recent_authoritative` bands. In the `asserted`
+//! band an asserted `available` is reported as status `unknown` with a
+//! reason naming what was asserted and when; other asserted statuses
+//! (sold, on_hold, ...) pass through, since they promise nothing. In the
+//! `stale` band every status is reported as `unknown` with the reason.
+//! Never an error: the caller gets an explicit result it must not upgrade.
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::{Value, json};
+
+/// Authority of the dealer's system of record (DAP `sourceAuthority`).
+pub const AUTHORITATIVE: &str = "authoritative_dealer_system";
+
+/// Upper age limits of the bands, in seconds.
+pub const VERIFIED_CURRENT_SECONDS: i64 = 120;
+pub const RECENT_AUTHORITATIVE_SECONDS: i64 = 15 * 60;
+pub const ASSERTED_SECONDS: i64 = 24 * 60 * 60;
+
+/// One DAP availability band.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Band {
+    VerifiedCurrent,
+    RecentAuthoritative,
+    Asserted,
+    Stale,
+    Unknown,
+}
+
+impl Band {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::VerifiedCurrent => "verified_current",
+            Self::RecentAuthoritative => "recent_authoritative",
+            Self::Asserted => "asserted",
+            Self::Stale => "stale",
+            Self::Unknown => "unknown",
+        }
+    }
+
+    /// Whether the band is backed by an authoritative check.
+    pub fn is_authoritative(self) -> bool {
+        matches!(self, Self::VerifiedCurrent | Self::RecentAuthoritative)
+    }
+
+    /// The longest age of an observation in this band (seconds); `None`
+    /// for `stale` and `unknown`.
+    pub fn max_age_seconds(self) -> Option<i64> {
+        match self {
+            Self::VerifiedCurrent => Some(VERIFIED_CURRENT_SECONDS),
+            Self::RecentAuthoritative => Some(RECENT_AUTHORITATIVE_SECONDS),
+            Self::Asserted => Some(ASSERTED_SECONDS),
+            Self::Stale | Self::Unknown => None,
+        }
+    }
+}
+
+/// What a band is computed from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Observed<'a> {
+    /// DAP availability status observed.
+    pub status: &'a str,
+    /// DAP source authority of the observation.
+    pub authority: &'a str,
+    pub observed_at: DateTime<Utc>,
+}
+
+/// The band of `observation` at `now` (`Unknown` without one).
+pub fn band(observation: Option<&Observed<'_>>, now: DateTime<Utc>) -> Band {
+    let Some(o) = observation else {
+        return Band::Unknown;
+    };
+    let age = (now - o.observed_at).num_milliseconds().max(0);
+    let authoritative = o.authority == AUTHORITATIVE;
+    if authoritative && age <= VERIFIED_CURRENT_SECONDS * 1000 {
+        Band::VerifiedCurrent
+    } else if authoritative && age <= RECENT_AUTHORITATIVE_SECONDS * 1000 {
+        Band::RecentAuthoritative
+    } else if age <= ASSERTED_SECONDS * 1000 {
+        Band::Asserted
+    } else {
+        Band::Stale
+    }
+}
+
+/// When the band of an observation made at `observed_at` ends: the
+/// instant after which it must be treated as the next band. `None` for
+/// `stale` and `unknown`.
+pub fn band_end(band: Band, observed_at: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    band.max_age_seconds()
+        .and_then(|s| observed_at.checked_add_signed(Duration::seconds(s)))
+}
+
+/// The DAP `availability` object and `freshness` object of an observation
+/// at `now`, by the one rule above. `what` names the source in reasons
+/// ("the dealer's feed", "the dealer system").
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reported {
+    pub band: Band,
+    pub availability: Value,
+    pub freshness: Value,
+}
+
+/// Render `observation` (or its absence) at `now`.
+pub fn report(observation: Option<&Observed<'_>>, what: &str, now: DateTime<Utc>) -> Reported {
+    let band = band(observation, now);
+    let Some(o) = observation else {
+        let at = crate::inventory::render::timestamp(now);
+        return Reported {
+            band,
+            availability: json!({
+                "status": "unknown",
+                "authority_status": "unknown",
+                "observed_at": at,
+                "human_verification_required": true,
+                "reason": format!("No availability observation exists for this vehicle from {what}; availability is unknown."),
+            }),
+            freshness: json!({"observed_at": at, "state": "unknown"}),
+        };
+    };
+    let observed_at = crate::inventory::render::timestamp(o.observed_at);
+    let age = describe_age((now - o.observed_at).num_seconds().max(0));
+    let (status, authority_status, reason) = match band {
+        Band::VerifiedCurrent | Band::RecentAuthoritative => (
+            o.status,
+            "authoritative",
+            format!(
+                "{what} reported {} at {observed_at} ({}, {age} old).",
+                o.status,
+                band.as_str()
+            ),
+        ),
+        Band::Asserted if o.status == "available" => (
+            "unknown",
+            "asserted",
+            format!(
+                "{what} asserted available at {observed_at} (asserted, {age} old); not verified by an authoritative check, so availability is unknown."
+            ),
+        ),
+        Band::Asserted => (
+            o.status,
+            "asserted",
+            format!(
+                "{what} asserted {} at {observed_at} (asserted, {age} old); not verified by an authoritative check.",
+                o.status
+            ),
+        ),
+        Band::Stale | Band::Unknown => (
+            "unknown",
+            "asserted",
+            format!(
+                "{what} last reported {} at {observed_at} (stale, {age} old); too old to rely on, so availability is unknown.",
+                o.status
+            ),
+        ),
+    };
+    let mut availability = json!({
+        "status": status,
+        "authority_status": authority_status,
+        "observed_at": observed_at,
+        "human_verification_required": band != Band::VerifiedCurrent,
+        "reason": truncate(&reason, 500),
+    });
+    let mut freshness = json!({
+        "observed_at": observed_at,
+        "state": if band == Band::Stale { "stale" } else { "current" },
+    });
+    if let Some(end) = band_end(band, o.observed_at) {
+        let end = crate::inventory::render::timestamp(end);
+        availability["valid_until"] = json!(end);
+        freshness["valid_until"] = json!(end);
+    } else {
+        // Stale: it stopped being usable when its last band ended.
+        let end = o
+            .observed_at
+            .checked_add_signed(Duration::seconds(ASSERTED_SECONDS))
+            .map(crate::inventory::render::timestamp);
+        availability["valid_until"] = json!(end);
+        freshness["valid_until"] = json!(end);
+    }
+    if let Some(max) = band.max_age_seconds() {
+        freshness["max_age_seconds"] = json!(max);
+    }
+    Reported {
+        band,
+        availability,
+        freshness,
+    }
+}
+
+/// "43 s", "12 min", "5 h", "3 d".
+fn describe_age(seconds: i64) -> String {
+    match seconds {
+        s if s < 120 => format!("{s} s"),
+        s if s < 2 * 3600 => format!("{} min", s / 60),
+        s if s < 2 * 86_400 => format!("{} h", s / 3600),
+        s => format!("{} d", s / 86_400),
+    }
+}
+
+fn truncate(s: &str, max_chars: usize) -> String {
+    s.chars().take(max_chars).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    fn obs<'a>(status: &'a str, authority: &'a str, observed_at: &str) -> Observed<'a> {
+        Observed {
+            status,
+            authority,
+            observed_at: at(observed_at),
+        }
+    }
+
+    const NOW: &str = "2026-12-01T12:00:00Z";
+
+    #[test]
+    fn authoritative_bands_by_age_with_inclusive_edges() {
+        let now = at(NOW);
+        let cases = [
+            ("2026-12-01T12:00:00Z", Band::VerifiedCurrent),
+            ("2026-12-01T11:58:00Z", Band::VerifiedCurrent), // exactly 120 s
+            ("2026-12-01T11:57:59.999Z", Band::RecentAuthoritative),
+            ("2026-12-01T11:45:00Z", Band::RecentAuthoritative), // exactly 15 min
+            ("2026-12-01T11:44:59Z", Band::Asserted),
+            ("2026-11-30T12:00:00Z", Band::Asserted), // exactly 24 h
+            ("2026-11-30T11:59:59Z", Band::Stale),
+            ("2026-12-01T12:05:00Z", Band::VerifiedCurrent), // future: age 0
+        ];
+        for (t, expected) in cases {
+            let o = obs("available", AUTHORITATIVE, t);
+            assert_eq!(band(Some(&o), now), expected, "{t}");
+        }
+    }
+
+    #[test]
+    fn asserted_sources_never_reach_an_authoritative_band() {
+        let now = at(NOW);
+        for authority in ["dealer_asserted", "third_party", "derived", "unknown"] {
+            let fresh = obs("available", authority, NOW);
+            assert_eq!(band(Some(&fresh), now), Band::Asserted);
+            let old = obs("available", authority, "2026-11-29T12:00:00Z");
+            assert_eq!(band(Some(&old), now), Band::Stale);
+        }
+        assert_eq!(band(None, now), Band::Unknown);
+    }
+
+    #[test]
+    fn band_ends() {
+        let t = at(NOW);
+        assert_eq!(
+            band_end(Band::VerifiedCurrent, t),
+            Some(at("2026-12-01T12:02:00Z"))
+        );
+        assert_eq!(
+            band_end(Band::RecentAuthoritative, t),
+            Some(at("2026-12-01T12:15:00Z"))
+        );
+        assert_eq!(
+            band_end(Band::Asserted, t),
+            Some(at("2026-12-02T12:00:00Z"))
+        );
+        assert_eq!(band_end(Band::Stale, t), None);
+        assert_eq!(band_end(Band::Unknown, t), None);
+    }
+
+    #[test]
+    fn available_only_inside_an_authoritative_band() {
+        let now = at(NOW);
+        let statuses = [
+            "available",
+            "in_transit",
+            "on_hold",
+            "pending_sale",
+            "sold",
+            "unavailable",
+            "unknown",
+        ];
+        let times = [
+            "2026-12-01T12:00:00Z",
+            "2026-12-01T11:50:00Z",
+            "2026-12-01T09:00:00Z",
+            "2026-11-20T09:00:00Z",
+        ];
+        for authority in [AUTHORITATIVE, "dealer_asserted"] {
+            for status in statuses {
+                for t in times {
+                    let o = obs(status, authority, t);
+                    let r = report(Some(&o), "the source", now);
+                    let shown = r.availability["status"].as_str().unwrap();
+                    if shown == "available" {
+                        assert!(r.band.is_authoritative(), "{authority} {status} {t}");
+                        assert_eq!(r.availability["authority_status"], "authoritative");
+                    }
+                    if !r.band.is_authoritative() {
+                        assert_ne!(shown, "available");
+                        assert_ne!(r.availability["authority_status"], "authoritative");
+                    }
+                    assert_eq!(
+                        r.availability["human_verification_required"],
+                        r.band != Band::VerifiedCurrent
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn reports_by_band() {
+        let now = at(NOW);
+        let vc = report(
+            Some(&obs("available", AUTHORITATIVE, "2026-12-01T11:59:30Z")),
+            "The dealer system",
+            now,
+        );
+        assert_eq!(vc.band, Band::VerifiedCurrent);
+        assert_eq!(vc.availability["status"], "available");
+        assert_eq!(vc.availability["valid_until"], "2026-12-01T12:01:30Z");
+        assert_eq!(vc.freshness["state"], "current");
+        assert_eq!(vc.freshness["max_age_seconds"], 120);
+
+        let asserted = report(
+            Some(&obs("available", "dealer_asserted", "2026-12-01T11:17:00Z")),
+            "The dealer's feed",
+            now,
+        );
+        assert_eq!(asserted.band, Band::Asserted);
+        assert_eq!(asserted.availability["status"], "unknown");
+        assert_eq!(asserted.availability["authority_status"], "asserted");
+        let reason = asserted.availability["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("asserted available at 2026-12-01T11:17:00Z (asserted, 43 min old)"),
+            "{reason}"
+        );
+
+        let sold = report(
+            Some(&obs("sold", "dealer_asserted", "2026-12-01T11:17:00Z")),
+            "The dealer's feed",
+            now,
+        );
+        assert_eq!(sold.availability["status"], "sold");
+
+        let stale = report(
+            Some(&obs("sold", AUTHORITATIVE, "2026-11-28T12:00:00Z")),
+            "The dealer system",
+            now,
+        );
+        assert_eq!(stale.band, Band::Stale);
+        assert_eq!(stale.availability["status"], "unknown");
+        assert_eq!(stale.freshness["state"], "stale");
+        assert_eq!(stale.availability["valid_until"], "2026-11-29T12:00:00Z");
+
+        let none = report(None, "the dealer system", now);
+        assert_eq!(none.band, Band::Unknown);
+        assert_eq!(none.availability["status"], "unknown");
+        assert_eq!(none.availability["authority_status"], "unknown");
+        assert_eq!(none.freshness["state"], "unknown");
+    }
+}

@@ -1,0 +1,210 @@
+//! `dealeragent.inventory.verify_availability` (profile
+//! `dealeragent.inventory.availability/0.1`): the authoritative
+//! availability check of one vehicle, selected like `get_vehicle`.
+//!
+//! Policy first (DAP-CORE-031): the rooftop must be readable by the caller
+//! before anything is looked up; otherwise not found. Then the rooftop's
+//! source answers (docs/availability.md): `feed` → the imported record;
+//! `http` → the dealer system, live or reused within its band. The band is
+//! computed ([`crate::availability::band`]) and reported in
+//! `extensions."dealergateway.availability"`; `available` is never reported
+//! outside an authoritative band (DAP-CORE-036). Sold and withdrawn units
+//! answer with their status, not an error. A failed live check is
+//! `dealeragent.upstream.unavailable` (retryable, `retry_after_ms`).
+//! `purpose` is accepted and does not change the answer.
+
+use chrono::Utc;
+use serde_json::{Map, Value, json};
+
+use super::get_vehicle::{Selector, lookup};
+use super::{ToolContext, ToolError, policy};
+use crate::availability::{self, Band, band, source};
+use crate::inventory::render::timestamp;
+
+pub const NAME: &str = "dealeragent.inventory.verify_availability";
+
+const WITHDRAWN_REASON: &str = "The vehicle was withdrawn from the dealer's latest inventory feed; \
+its availability is unknown and it must not be presented as available.";
+
+pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
+    let text = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or_default();
+    let organization_id = text("organization_id");
+    let rooftop_id = text("rooftop_id");
+    let selector = Selector::from_args(args).ok_or(ToolError::NotFound)?;
+    let state = &ctx.state;
+    let directory = state
+        .directory
+        .snapshot()
+        .await
+        .map_err(ToolError::internal)?;
+    let rooftop =
+        policy::authorize_rooftop(&directory, &ctx.principal, organization_id, rooftop_id)?;
+    let view = state
+        .inventory
+        .view(&directory)
+        .await
+        .map_err(ToolError::internal)?;
+    let found = lookup(&view, &rooftop.rooftop_id, selector).ok_or(ToolError::NotFound)?;
+    let record = found.index.record(found.row);
+    let http = availability::http_source(rooftop);
+    let source_kind = if http.is_some() { "http" } else { "feed" };
+
+    if found.withdrawn {
+        let now = Utc::now();
+        let observed = timestamp(record.source.observed_at);
+        return Ok(result(
+            &record.vehicle_id,
+            &record.organization_id,
+            &record.rooftop_id,
+            json!({
+                "status": "unknown",
+                "authority_status": "asserted",
+                "observed_at": observed,
+                "human_verification_required": true,
+                "reason": WITHDRAWN_REASON,
+            }),
+            provenance(
+                &record.source.source_name,
+                &record.source.authority,
+                record.source.observed_at,
+                "asserted",
+                now,
+            ),
+            json!({"observed_at": observed, "state": "withdrawn"}),
+            Band::Unknown,
+            false,
+            source_kind,
+            &ctx.trace_id,
+        ));
+    }
+
+    let (observation, checked_live, what, source_name) = match http {
+        None => (
+            Some(availability::AvailabilityObservationView {
+                status: record.availability_status.clone(),
+                authority: record.source.authority.clone(),
+                observed_at: record.source.observed_at,
+            }),
+            false,
+            availability::FEED_SOURCE,
+            record.source.source_name.clone(),
+        ),
+        Some(http) => {
+            let target = source::Target {
+                vehicle_id: &record.vehicle_id,
+                vin: record.vin.as_deref(),
+                stock_number: record.stock_number.as_deref(),
+            };
+            let check = state
+                .availability
+                .check_http(
+                    state.store.as_ref(),
+                    rooftop,
+                    http,
+                    &record.organization_id,
+                    &target,
+                )
+                .await
+                .map_err(|u| ToolError::UpstreamUnavailable {
+                    retry_after_ms: u.retry_after_ms,
+                })?;
+            (
+                check
+                    .observation
+                    .map(|o| availability::AvailabilityObservationView {
+                        status: o.status,
+                        authority: o.authority,
+                        observed_at: o.observed_at,
+                    }),
+                check.checked_live,
+                availability::LIVE_SOURCE,
+                source::source_name(http),
+            )
+        }
+    };
+    let now = Utc::now();
+    let observed = observation.as_ref().map(|o| band::Observed {
+        status: &o.status,
+        authority: &o.authority,
+        observed_at: o.observed_at,
+    });
+    let reported = band::report(observed.as_ref(), what, now);
+    let authority_status = reported.availability["authority_status"]
+        .as_str()
+        .unwrap_or("unknown")
+        .to_owned();
+    Ok(result(
+        &record.vehicle_id,
+        &record.organization_id,
+        &record.rooftop_id,
+        reported.availability,
+        provenance(
+            &source_name,
+            observation.as_ref().map_or_else(
+                || http.map_or("unknown", |h| h.authority.as_str()),
+                |o| o.authority.as_str(),
+            ),
+            observation.as_ref().map_or(now, |o| o.observed_at),
+            &authority_status,
+            now,
+        ),
+        reported.freshness,
+        reported.band,
+        checked_live,
+        source_kind,
+        &ctx.trace_id,
+    ))
+}
+
+fn provenance(
+    source_name: &str,
+    authority: &str,
+    observed_at: chrono::DateTime<Utc>,
+    authority_status: &str,
+    now: chrono::DateTime<Utc>,
+) -> Value {
+    let mut source = Map::new();
+    source.insert(
+        "source_name".into(),
+        source_name.chars().take(128).collect::<String>().into(),
+    );
+    source.insert("authority".into(), authority.into());
+    source.insert("observed_at".into(), timestamp(observed_at).into());
+    json!({
+        "sources": [Value::Object(source)],
+        "authority_status": authority_status,
+        "transformed_at": timestamp(now),
+        "transformations": ["availability band computed by the gateway from the observation's authority and age"],
+    })
+}
+
+#[allow(clippy::too_many_arguments, reason = "one flat result object")]
+fn result(
+    vehicle_id: &str,
+    organization_id: &str,
+    rooftop_id: &str,
+    availability: Value,
+    provenance: Value,
+    freshness: Value,
+    band: Band,
+    checked_live: bool,
+    source_kind: &str,
+    trace_id: &str,
+) -> Value {
+    json!({
+        "vehicle_id": vehicle_id,
+        "organization_id": organization_id,
+        "rooftop_id": rooftop_id,
+        "availability": availability,
+        "provenance": provenance,
+        "freshness": freshness,
+        "trace_id": trace_id,
+        "extensions": {
+            "dealergateway.availability": {
+                "band": band.as_str(),
+                "checked_live": checked_live,
+                "source": source_kind,
+            }
+        },
+    })
+}
