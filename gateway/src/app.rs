@@ -71,6 +71,7 @@ impl AppState {
         bound: SocketAddr,
         cursor_key: Vec<u8>,
         jwt: Option<crate::auth::jwt::JwtConfig>,
+        availability: crate::availability::AvailabilityService,
     ) -> Self {
         let public_base = settings.public_base(bound);
         let resource_url = settings
@@ -138,8 +139,7 @@ impl AppState {
             ip_limiter,
             principal_limiter,
             anonymous_tool_limiter,
-            availability: crate::availability::AvailabilityService::new()
-                .expect("the availability HTTP client builds"),
+            availability,
             public_base,
             claim,
             claim_digest,
@@ -425,8 +425,16 @@ pub async fn prepare(
         }
         _ => None,
     };
+    let availability = crate::availability::AvailabilityService::new()
+        .map_err(|e| crate::Error::Io(format!("availability HTTP client: {e}")))?;
     let state = Arc::new(AppState::new(
-        settings, catalog, store, bound, cursor_key, jwt,
+        settings,
+        catalog,
+        store,
+        bound,
+        cursor_key,
+        jwt,
+        availability,
     ));
     // Build the inventory indexes before taking traffic, so the first
     // request is not the one that pays for loading every snapshot.
