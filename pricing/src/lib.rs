@@ -7,6 +7,12 @@
 //!   exact decimal conversion, the named feed adapter, checked arithmetic,
 //!   rate math with a named [`RoundingMode`], allocation, unknown amounts and
 //!   the DAP wire shape.
+//! - [`incentives`]: incentive programs (OFFERS.md section 2) and their
+//!   validation ([`ProgramSet::validate`]).
+//! - [`rules`]: the one rhai sandbox for `rule_defined` stacking rules
+//!   (OFFERS.md section 4).
+//! - [`stacking`]: applicability, tri-state eligibility and the branch and
+//!   bound stacking search ([`evaluate`], OFFERS.md section 3).
 //!
 //! ```
 //! use pricing::{Currency, Money, RoundingMode};
@@ -23,7 +29,11 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod incentives;
 pub mod money;
-// Later issues: `pub mod incentives;` and `pub mod stacking;` go here.
+pub mod rules;
+pub mod stacking;
 
+pub use incentives::{Program, ProgramProblem, ProgramSet, ProgramsFile, ValidatedPrograms};
 pub use money::{Currency, Money, MoneyError, RoundingMode};
+pub use stacking::{Evaluation, Profile, SearchBudget, Vehicle, evaluate};

@@ -1,0 +1,1318 @@
+//! The offer (incentive stacking) evaluator (OFFERS.md section 3).
+//!
+//! [`evaluate`] takes a vehicle, the validated programs of its organization
+//! and a hypothetical buyer [`Profile`], and reports per program its
+//! applicability, tri-state eligibility and amount, then the best stack per
+//! payment-mode branch found by an exhaustive branch and bound search
+//! (`optimality: proven`, or `bounded` when the node budget is hit: never
+//! silently greedy). Pure and deterministic: the output does not depend on
+//! the order of the programs.
+//!
+//! Semantics (docs/pricing.md "Stacking"):
+//! - surcharges that apply (and are not ineligible) are always included;
+//! - a stack is valid when every pair is compatible, it holds at most one
+//!   `top_of_deal`, at most one member of each `best_one` group, at most one
+//!   revision of a program id, and every `rule_defined` member's rule accepts
+//!   the whole stack;
+//! - objective: the largest total known discount; ties: fewer programs,
+//!   then the ascending list of `(program_id, revision)`.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::incentives::{
+    Combinability, CriteriaMode, Criterion, Direction, EligibilityCriterion, EvidenceStatus,
+    GROUP_REF_PREFIX, GroupResolution, Operator, PaymentMode, ProgramAmount, Timestamp,
+    ValidatedProgram, ValidatedPrograms,
+};
+use crate::money::{Currency, Money, MoneyError};
+use crate::rules::{self, RuleContext, RuleProfile, RuleVehicle};
+
+/// The vehicle being priced.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Vehicle {
+    /// Gateway vehicle id.
+    pub vehicle_id: String,
+    /// Make.
+    pub make: String,
+    /// Model.
+    pub model: String,
+    /// Model year.
+    pub year: i32,
+    /// Trim.
+    pub trim: Option<String>,
+    /// Condition (`new`, `used`, `certified`...).
+    pub condition: String,
+    /// VIN.
+    pub vin: Option<String>,
+    /// Rooftop id.
+    pub rooftop_id: String,
+    /// Advertised price (at least zero).
+    pub advertised_price: Money,
+    /// When the advertised price stops being valid.
+    pub price_valid_until: Option<Timestamp>,
+}
+
+/// The buyer's payment mode; `Unknown` evaluates every mode as a branch.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProfilePaymentMode {
+    /// Cash.
+    Cash,
+    /// Finance.
+    Finance,
+    /// Lease.
+    Lease,
+    /// Not known: cash, finance and lease are each evaluated.
+    Unknown,
+}
+
+/// Where the buyer is.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize)]
+pub struct ProfileJurisdiction {
+    /// ISO 3166-1 alpha-2.
+    pub country: String,
+    /// ISO 3166-2.
+    pub subdivision: Option<String>,
+    /// Postal code.
+    pub postal_code: Option<String>,
+}
+
+/// A claim value.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimValue {
+    /// The buyer meets the criterion.
+    True,
+    /// The buyer does not.
+    False,
+    /// Not known.
+    Unknown,
+}
+
+/// Hypothetical buyer facts (never PII).
+#[derive(Clone, PartialEq, Eq, Debug, Serialize)]
+pub struct Profile {
+    /// Payment mode.
+    pub payment_mode: ProfilePaymentMode,
+    /// Jurisdiction.
+    pub jurisdiction: ProfileJurisdiction,
+    /// Claims per criterion; a missing criterion is unknown.
+    pub claims: BTreeMap<Criterion, ClaimValue>,
+    /// The instant validity is evaluated at.
+    pub as_of: Timestamp,
+}
+
+/// Search limits.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize)]
+pub struct SearchBudget {
+    /// Maximum search nodes per search (each candidate stack visited is a node).
+    pub max_nodes: u64,
+}
+
+impl Default for SearchBudget {
+    fn default() -> Self {
+        SearchBudget { max_nodes: 200_000 }
+    }
+}
+
+/// `(program_id, revision)`.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Debug, Serialize)]
+pub struct ProgramRef {
+    /// Program id.
+    pub program_id: String,
+    /// Revision used.
+    pub revision: u32,
+}
+
+/// Applicability of a program.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Applicability {
+    /// It applies to this vehicle, place, time and payment mode.
+    Applicable,
+    /// It does not; `reason` says why.
+    NotApplicable {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// What would decide an unknown criterion.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize)]
+pub struct Need {
+    /// The criterion (`military`, `residency`...).
+    pub criterion: String,
+    /// The evidence that would decide it.
+    pub evidence: String,
+}
+
+/// Tri-state eligibility.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Eligibility {
+    /// Eligible.
+    Eligible,
+    /// Eligible once the listed criteria are proven.
+    EligibleSubjectToEvidence {
+        /// Criteria whose evidence is required.
+        criteria: Vec<String>,
+    },
+    /// Not eligible.
+    Ineligible {
+        /// Why.
+        reason: String,
+    },
+    /// Cannot be decided from the profile.
+    Unknown {
+        /// What would decide it.
+        needs: Vec<Need>,
+    },
+}
+
+/// The resolved amount of a program for this vehicle.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum ResolvedAmount {
+    /// A fixed amount (after the cap).
+    Known {
+        /// The amount.
+        amount: Money,
+        /// The uncapped amount when the cap applied.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        capped_from: Option<Money>,
+    },
+    /// Unknown: never summed.
+    Unknown {
+        /// Why.
+        reason: String,
+    },
+    /// Percent of the advertised price, rounded once (then capped).
+    Percent {
+        /// The percentage as given.
+        percent: String,
+        /// The amount.
+        amount: Money,
+        /// The uncapped amount when the cap applied.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        capped_from: Option<Money>,
+        /// The rounding transformation, for provenance.
+        transformation: String,
+        /// Whether the rounding changed nothing.
+        exact: bool,
+    },
+}
+
+impl ResolvedAmount {
+    fn known(&self) -> Option<Money> {
+        match self {
+            ResolvedAmount::Known { amount, .. } | ResolvedAmount::Percent { amount, .. } => {
+                Some(*amount)
+            }
+            ResolvedAmount::Unknown { .. } => None,
+        }
+    }
+}
+
+/// Per-program report.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize)]
+pub struct ProgramReport {
+    /// Program id.
+    pub program_id: String,
+    /// Revision.
+    pub revision: u32,
+    /// Name.
+    pub name: String,
+    /// Direction.
+    pub direction: Direction,
+    /// Applicability.
+    pub applicability: Applicability,
+    /// Eligibility (`ineligible` "not applicable" when not applicable).
+    pub eligibility: Eligibility,
+    /// Amount.
+    pub amount: ResolvedAmount,
+}
+
+/// Whether the search finished.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Optimality {
+    /// Exhaustive: no better valid stack exists.
+    Proven,
+    /// The node budget was hit: the best stack found so far.
+    Bounded {
+        /// Nodes explored.
+        nodes_explored: u64,
+    },
+}
+
+/// A stack and what it does to the price.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize)]
+pub struct StackReport {
+    /// Chosen discount programs, ascending.
+    pub program_ids: Vec<ProgramRef>,
+    /// Surcharge programs always included.
+    pub surcharge_ids: Vec<ProgramRef>,
+    /// Known discount total.
+    pub total_discount: Money,
+    /// Known surcharge total.
+    pub surcharges: Money,
+    /// advertised − discounts + surcharges, floored at zero.
+    pub net_price: Money,
+    /// True when the floor at zero applied.
+    pub floored_at_zero: bool,
+    /// Members eligible only subject to evidence.
+    pub subject_to_evidence: Vec<ProgramRef>,
+    /// Members (discounts or surcharges) whose amount is unknown: not summed.
+    pub unknown_amounts: Vec<ProgramRef>,
+    /// Search outcome.
+    pub optimality: Optimality,
+}
+
+/// An `unknown`-eligibility discount and what it would add.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize)]
+pub struct PotentialExtra {
+    /// Program.
+    pub program: ProgramRef,
+    /// Amount.
+    pub amount: ResolvedAmount,
+    /// What would decide it.
+    pub needs: Vec<Need>,
+    /// E.g. `"Military Appreciation +500.00 USD if military verified"`.
+    pub summary: String,
+}
+
+/// One payment-mode branch.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize)]
+pub struct Branch {
+    /// The mode.
+    pub payment_mode: PaymentMode,
+    /// Per program, sorted by `(program_id, revision)`.
+    pub programs: Vec<ProgramReport>,
+    /// Best stack.
+    pub best_stack: StackReport,
+    /// Best stack among programs that need no claim at all.
+    pub guaranteed_floor: StackReport,
+    /// Unknown-eligibility discounts.
+    pub potential_extra: Vec<PotentialExtra>,
+    /// Applicable, not ineligible programs with unknown amounts (never summed).
+    pub unknown_amount_programs: Vec<ProgramRef>,
+}
+
+/// Provenance of one program used.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize)]
+pub struct ProgramProvenanceRef {
+    /// Program id.
+    pub program_id: String,
+    /// Revision.
+    pub revision: u32,
+    /// `sha256:` of the rule source, for `rule_defined` programs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule_hash: Option<String>,
+}
+
+/// Evaluation provenance.
+#[derive(Clone, PartialEq, Eq, Debug, Serialize)]
+pub struct EvaluationProvenance {
+    /// Every program considered, sorted.
+    pub programs: Vec<ProgramProvenanceRef>,
+}
+
+/// The evaluation result (serializes deterministically).
+#[derive(Clone, PartialEq, Eq, Debug, Serialize)]
+pub struct Evaluation {
+    /// Vehicle id.
+    pub vehicle_id: String,
+    /// Advertised price.
+    pub advertised_price: Money,
+    /// Evaluation instant.
+    pub as_of: Timestamp,
+    /// The requested payment mode.
+    pub payment_mode: ProfilePaymentMode,
+    /// The winning branch's mode (lowest net price; ties cash, finance, lease).
+    pub winning_payment_mode: PaymentMode,
+    /// The winning branch's best stack.
+    pub best_stack: StackReport,
+    /// One per payment mode evaluated.
+    pub branches: Vec<Branch>,
+    /// The winning branch's per-program reports.
+    pub programs: Vec<ProgramReport>,
+    /// The winning branch's guaranteed floor.
+    pub guaranteed_floor: StackReport,
+    /// The winning branch's potential extra.
+    pub potential_extra: Vec<PotentialExtra>,
+    /// The winning branch's unknown-amount programs.
+    pub unknown_amount_programs: Vec<ProgramRef>,
+    /// Ordered decisions.
+    pub trace: Vec<String>,
+    /// Program revisions and rule hashes.
+    pub provenance: EvaluationProvenance,
+    /// Earliest of: applicable programs' `valid_until`, not-yet-valid
+    /// programs' `valid_from`, the price's `valid_until`.
+    pub valid_until: Option<Timestamp>,
+}
+
+/// Evaluation errors (inputs the evaluator refuses).
+#[derive(Clone, PartialEq, Eq, Debug, thiserror::Error)]
+pub enum EvaluationError {
+    /// Money arithmetic failed (overflow).
+    #[error("money: {0}")]
+    Money(#[from] MoneyError),
+    /// The advertised price is negative.
+    #[error("advertised price {0} is negative")]
+    NegativePrice(Money),
+}
+
+const MODES: [PaymentMode; 3] = [PaymentMode::Cash, PaymentMode::Finance, PaymentMode::Lease];
+
+/// Evaluates the programs for a vehicle and profile.
+///
+/// # Errors
+/// [`EvaluationError`] on a negative price or money overflow.
+pub fn evaluate(
+    vehicle: &Vehicle,
+    programs: &ValidatedPrograms,
+    profile: &Profile,
+    budget: SearchBudget,
+) -> Result<Evaluation, EvaluationError> {
+    if vehicle.advertised_price.is_negative() {
+        return Err(EvaluationError::NegativePrice(vehicle.advertised_price));
+    }
+    let mut sorted: Vec<&ValidatedProgram> = programs.programs().iter().collect();
+    sorted.sort_by(|a, b| key(a).cmp(&key(b)));
+    let modes: Vec<PaymentMode> = match profile.payment_mode {
+        ProfilePaymentMode::Cash => vec![PaymentMode::Cash],
+        ProfilePaymentMode::Finance => vec![PaymentMode::Finance],
+        ProfilePaymentMode::Lease => vec![PaymentMode::Lease],
+        ProfilePaymentMode::Unknown => MODES.to_vec(),
+    };
+    let mut trace = Vec::new();
+    let mut branches = Vec::new();
+    for mode in modes {
+        branches.push(evaluate_branch(
+            vehicle,
+            programs.engine(),
+            &sorted,
+            profile,
+            mode,
+            budget,
+            &mut trace,
+        )?);
+    }
+    // Winner: lowest net price; ties keep the earlier mode (cash, finance, lease).
+    let mut win = 0;
+    for (i, b) in branches.iter().enumerate().skip(1) {
+        if b.best_stack.net_price.amount_minor() < branches[win].best_stack.net_price.amount_minor()
+        {
+            win = i;
+        }
+    }
+    if branches.len() > 1 {
+        trace.push(format!(
+            "branches: {} wins with net price {}",
+            branches[win].payment_mode.name(),
+            branches[win].best_stack.net_price
+        ));
+    }
+    let valid_until = freshness(vehicle, &sorted, profile, &mut trace);
+    let winner = branches[win].clone();
+    Ok(Evaluation {
+        vehicle_id: vehicle.vehicle_id.clone(),
+        advertised_price: vehicle.advertised_price,
+        as_of: profile.as_of,
+        payment_mode: profile.payment_mode,
+        winning_payment_mode: winner.payment_mode,
+        best_stack: winner.best_stack,
+        programs: winner.programs,
+        guaranteed_floor: winner.guaranteed_floor,
+        potential_extra: winner.potential_extra,
+        unknown_amount_programs: winner.unknown_amount_programs,
+        branches,
+        trace,
+        provenance: EvaluationProvenance {
+            programs: sorted
+                .iter()
+                .map(|p| ProgramProvenanceRef {
+                    program_id: p.program.program_id.clone(),
+                    revision: p.program.revision,
+                    rule_hash: p.rule.as_ref().map(|r| r.rule_hash.clone()),
+                })
+                .collect(),
+        },
+        valid_until,
+    })
+}
+
+fn key(p: &ValidatedProgram) -> (&str, u32) {
+    (p.program.program_id.as_str(), p.program.revision)
+}
+
+fn pref(p: &ValidatedProgram) -> ProgramRef {
+    ProgramRef {
+        program_id: p.program.program_id.clone(),
+        revision: p.program.revision,
+    }
+}
+
+fn freshness(
+    vehicle: &Vehicle,
+    programs: &[&ValidatedProgram],
+    profile: &Profile,
+    trace: &mut Vec<String>,
+) -> Option<Timestamp> {
+    let mut earliest = vehicle.price_valid_until;
+    let mut consider = |t: Timestamp| {
+        if earliest.is_none_or(|e| t < e) {
+            earliest = Some(t);
+        }
+    };
+    for p in programs {
+        let p = &p.program;
+        if let Some(from) = p.valid_from
+            && from > profile.as_of
+        {
+            consider(from);
+        }
+        if let Some(until) = p.valid_until
+            && until > profile.as_of
+            && p.valid_from.is_none_or(|f| f <= profile.as_of)
+        {
+            consider(until);
+        }
+    }
+    if let Some(t) = earliest {
+        trace.push(format!("freshness: valid until {}", t.to_rfc3339()));
+    }
+    earliest
+}
+
+fn ci_contains(list: &[String], value: &str) -> bool {
+    list.iter().any(|x| x.eq_ignore_ascii_case(value))
+}
+
+/// Applicability (OFFERS.md 3.1), or a residency need when the profile
+/// lacks the subdivision / postal code needed to decide.
+fn applicability(
+    vp: &ValidatedProgram,
+    vehicle: &Vehicle,
+    profile: &Profile,
+    mode: PaymentMode,
+) -> Result<Option<Need>, String> {
+    let p = &vp.program;
+    let currency = vehicle.advertised_price.currency();
+    if let ProgramAmount::Known { amount } = &p.amount
+        && amount.currency() != currency
+    {
+        return Err(format!(
+            "currency: fixed amount in {} but the vehicle is priced in {}",
+            amount.currency(),
+            currency
+        ));
+    }
+    if let Some(cap) = p.cap
+        && cap.currency() != currency
+    {
+        return Err(format!(
+            "currency: cap in {} but the vehicle is priced in {}",
+            cap.currency(),
+            currency
+        ));
+    }
+    let a = &p.applies_to;
+    let scope_fail = |what: &str, v: &str| Err(format!("scope: {what} `{v}` not covered"));
+    if let Some(l) = &a.makes
+        && !ci_contains(l, &vehicle.make)
+    {
+        return scope_fail("make", &vehicle.make);
+    }
+    if let Some(l) = &a.models
+        && !ci_contains(l, &vehicle.model)
+    {
+        return scope_fail("model", &vehicle.model);
+    }
+    if let Some(l) = &a.years
+        && !l.contains(&vehicle.year)
+    {
+        return scope_fail("year", &vehicle.year.to_string());
+    }
+    if let Some(l) = &a.trims
+        && !vehicle.trim.as_deref().is_some_and(|t| ci_contains(l, t))
+    {
+        return scope_fail("trim", vehicle.trim.as_deref().unwrap_or("(none)"));
+    }
+    if let Some(l) = &a.conditions
+        && !ci_contains(l, &vehicle.condition)
+    {
+        return scope_fail("condition", &vehicle.condition);
+    }
+    if let Some(l) = &a.vins
+        && !vehicle.vin.as_deref().is_some_and(|v| ci_contains(l, v))
+    {
+        return scope_fail("vin", vehicle.vin.as_deref().unwrap_or("(none)"));
+    }
+    if let Some(l) = &a.rooftop_ids
+        && !l.contains(&vehicle.rooftop_id)
+    {
+        return scope_fail("rooftop", &vehicle.rooftop_id);
+    }
+    if let Some(from) = p.valid_from
+        && profile.as_of < from
+    {
+        return Err(format!("validity: starts {}", from.to_rfc3339()));
+    }
+    if let Some(until) = p.valid_until
+        && profile.as_of >= until
+    {
+        return Err(format!("validity: ended {}", until.to_rfc3339()));
+    }
+    if let Some(modes) = &p.payment_modes
+        && !modes.contains(&mode)
+    {
+        return Err(format!("payment mode: not offered for {}", mode.name()));
+    }
+    let mut need = None;
+    let j = &profile.jurisdiction;
+    if let Some(codes) = &p.jurisdictions {
+        let country_ok = codes.iter().any(|c| c.eq_ignore_ascii_case(&j.country));
+        let sub_ok = j
+            .subdivision
+            .as_deref()
+            .is_some_and(|s| codes.iter().any(|c| c.eq_ignore_ascii_case(s)));
+        let wants_sub_of_country = codes.iter().any(|c| {
+            c.len() > 2
+                && c.get(..2)
+                    .is_some_and(|cc| cc.eq_ignore_ascii_case(&j.country))
+        });
+        if !country_ok && !sub_ok {
+            if j.subdivision.is_none() && wants_sub_of_country {
+                need = Some(Need {
+                    criterion: Criterion::Residency.name().into(),
+                    evidence: format!("residency in one of {}", codes.join(", ")),
+                });
+            } else {
+                return Err(format!(
+                    "jurisdiction: {} not in {}",
+                    j.subdivision.as_deref().unwrap_or(&j.country),
+                    codes.join(", ")
+                ));
+            }
+        }
+    }
+    if !p.excluded_postal_prefixes.is_empty() {
+        match &j.postal_code {
+            Some(code) => {
+                let norm: String = code
+                    .chars()
+                    .filter(|c| !c.is_whitespace())
+                    .collect::<String>()
+                    .to_ascii_uppercase();
+                if let Some(px) = p.excluded_postal_prefixes.iter().find(|px| {
+                    let pn: String = px
+                        .chars()
+                        .filter(|c| !c.is_whitespace())
+                        .collect::<String>()
+                        .to_ascii_uppercase();
+                    norm.starts_with(&pn)
+                }) {
+                    return Err(format!("postal code: excluded prefix {px}"));
+                }
+            }
+            None if need.is_none() => {
+                need = Some(Need {
+                    criterion: Criterion::Residency.name().into(),
+                    evidence: format!(
+                        "postal code outside prefixes {}",
+                        p.excluded_postal_prefixes.join(", ")
+                    ),
+                });
+            }
+            None => {}
+        }
+    }
+    Ok(need)
+}
+
+enum Test {
+    True,
+    False,
+    Unknown,
+}
+
+fn test_criterion(c: &EligibilityCriterion, profile: &Profile, mode: PaymentMode) -> Test {
+    if c.criterion == Criterion::PaymentMode {
+        let m = mode.name();
+        let hit = match (&c.operator, &c.value) {
+            (Operator::Present, _) => true,
+            (_, serde_json::Value::String(s)) => s == m,
+            (_, serde_json::Value::Array(a)) => a.iter().any(|v| v.as_str() == Some(m)),
+            _ => false,
+        };
+        return if hit { Test::True } else { Test::False };
+    }
+    match profile.claims.get(&c.criterion) {
+        Some(ClaimValue::True) => Test::True,
+        Some(ClaimValue::False) => Test::False,
+        Some(ClaimValue::Unknown) | None => Test::Unknown,
+    }
+}
+
+fn needs_evidence(c: &EligibilityCriterion) -> bool {
+    c.evidence_status == EvidenceStatus::Required || c.operator == Operator::Verified
+}
+
+fn need_of(c: &EligibilityCriterion) -> Need {
+    let evidence = c.description.clone().unwrap_or_else(|| {
+        let status = c.evidence_status.name();
+        format!(
+            "{} {} {} (evidence {status})",
+            c.criterion.name(),
+            c.operator.name(),
+            c.value
+        )
+    });
+    Need {
+        criterion: c.criterion.name().into(),
+        evidence,
+    }
+}
+
+/// Tri-state eligibility (OFFERS.md 3.2).
+fn eligibility(vp: &ValidatedProgram, profile: &Profile, mode: PaymentMode) -> Eligibility {
+    let p = &vp.program;
+    if p.criteria.is_empty() {
+        return Eligibility::Eligible;
+    }
+    let results: Vec<(&EligibilityCriterion, Test)> = p
+        .criteria
+        .iter()
+        .map(|c| (c, test_criterion(c, profile, mode)))
+        .collect();
+    let unknown_needs = || -> Vec<Need> {
+        results
+            .iter()
+            .filter(|(_, t)| matches!(t, Test::Unknown))
+            .map(|(c, _)| need_of(c))
+            .collect()
+    };
+    match p.criteria_mode {
+        CriteriaMode::All => {
+            if let Some((c, _)) = results.iter().find(|(_, t)| matches!(t, Test::False)) {
+                return Eligibility::Ineligible {
+                    reason: format!("criterion {} not met", c.criterion.name()),
+                };
+            }
+            let needs = unknown_needs();
+            if !needs.is_empty() {
+                return Eligibility::Unknown { needs };
+            }
+            let mut ev: Vec<String> = results
+                .iter()
+                .filter(|(c, _)| needs_evidence(c))
+                .map(|(c, _)| c.criterion.name().to_owned())
+                .collect();
+            ev.dedup();
+            if ev.is_empty() {
+                Eligibility::Eligible
+            } else {
+                Eligibility::EligibleSubjectToEvidence { criteria: ev }
+            }
+        }
+        CriteriaMode::Any => {
+            let met: Vec<&EligibilityCriterion> = results
+                .iter()
+                .filter(|(_, t)| matches!(t, Test::True))
+                .map(|(c, _)| *c)
+                .collect();
+            if met.iter().any(|c| !needs_evidence(c)) {
+                return Eligibility::Eligible;
+            }
+            if !met.is_empty() {
+                let mut ev: Vec<String> = met.iter().map(|c| c.criterion.name().into()).collect();
+                ev.dedup();
+                return Eligibility::EligibleSubjectToEvidence { criteria: ev };
+            }
+            let needs = unknown_needs();
+            if needs.is_empty() {
+                Eligibility::Ineligible {
+                    reason: "no criterion met (criteria_mode any)".into(),
+                }
+            } else {
+                Eligibility::Unknown { needs }
+            }
+        }
+    }
+}
+
+fn resolve_amount(vp: &ValidatedProgram, vehicle: &Vehicle) -> Result<ResolvedAmount, MoneyError> {
+    let p = &vp.program;
+    let cap = |m: Money| -> (Money, Option<Money>) {
+        match p.cap {
+            Some(c) if c.currency() == m.currency() && c.amount_minor() < m.amount_minor() => {
+                (c, Some(m))
+            }
+            _ => (m, None),
+        }
+    };
+    Ok(match &p.amount {
+        ProgramAmount::Known { amount } => {
+            let (amount, capped_from) = cap(*amount);
+            ResolvedAmount::Known {
+                amount,
+                capped_from,
+            }
+        }
+        ProgramAmount::Unknown { reason } => ResolvedAmount::Unknown {
+            reason: reason.clone(),
+        },
+        ProgramAmount::PercentOff { percent, rounding } => {
+            // Validation always sets `percent` for percent_off programs.
+            let Some(pct) = vp.percent else {
+                return Ok(ResolvedAmount::Unknown {
+                    reason: format!("percent `{percent}` was not validated"),
+                });
+            };
+            let r = vehicle.advertised_price.percent(pct, *rounding)?;
+            let (amount, capped_from) = cap(r.money);
+            ResolvedAmount::Percent {
+                percent: percent.clone(),
+                amount,
+                capped_from,
+                transformation: r.transformation,
+                exact: r.exact,
+            }
+        }
+    })
+}
+
+/// A search candidate.
+struct Cand<'a> {
+    vp: &'a ValidatedProgram,
+    value: i64,
+}
+
+fn refs_match(list: &[String], other: &ValidatedProgram) -> bool {
+    list.iter().any(|r| match r.strip_prefix(GROUP_REF_PREFIX) {
+        Some(g) => g == other.program.stacking.group,
+        None => *r == other.program.program_id,
+    })
+}
+
+/// Pairwise compatibility (symmetric by construction).
+pub fn compatible(a: &ValidatedProgram, b: &ValidatedProgram) -> bool {
+    let (sa, sb) = (&a.program.stacking, &b.program.stacking);
+    if a.program.program_id == b.program.program_id {
+        return false;
+    }
+    if refs_match(&sa.not_combinable_with, b) || refs_match(&sb.not_combinable_with, a) {
+        return false;
+    }
+    if sa.top_of_deal && sb.top_of_deal {
+        return false;
+    }
+    if sa.group == sb.group && sa.group_resolution == GroupResolution::BestOne {
+        return false;
+    }
+    let side_ok = |x: &ValidatedProgram, y: &ValidatedProgram| {
+        let sx = &x.program.stacking;
+        sx.combinability != Combinability::Exclusive
+            || refs_match(&sx.combinable_with, y)
+            || y.program.stacking.always_stackable
+    };
+    side_ok(a, b) && side_ok(b, a)
+}
+
+struct Search<'a, 'e> {
+    cands: Vec<Cand<'a>>,
+    /// Each candidate's rule-visible map, built once per search.
+    maps: Vec<rhai::Dynamic>,
+    compat: Vec<Vec<bool>>,
+    engine: &'e rhai::Engine,
+    ctx: &'e RuleContext,
+    max_nodes: u64,
+    nodes: u64,
+    exhausted: bool,
+    best: Vec<usize>,
+    best_total: i128,
+    rule_rejections: Vec<(String, String)>,
+    rule_rejections_total: u64,
+}
+
+/// Rejected stacks traced per search; the rest are counted.
+const TRACED_REJECTIONS: usize = 20;
+
+impl Search<'_, '_> {
+    fn ids(&self, set: &[usize]) -> Vec<(&str, u32)> {
+        let mut v: Vec<(&str, u32)> = set.iter().map(|&i| key(self.cands[i].vp)).collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// `true` when `(total, set)` is a better stack than the current best
+    /// (larger total, then fewer programs, then ascending ids).
+    fn better(&self, total: i128, set: &[usize]) -> bool {
+        match total.cmp(&self.best_total) {
+            Ordering::Greater => true,
+            Ordering::Less => false,
+            Ordering::Equal => match set.len().cmp(&self.best.len()) {
+                Ordering::Less => true,
+                Ordering::Greater => false,
+                Ordering::Equal => self.ids(set) < self.ids(&self.best),
+            },
+        }
+    }
+
+    /// `Ok(())` when every rule accepts `set`; `Err(monotone)` when a rule
+    /// rejects it (`monotone`: that rule declared `rule_monotone`).
+    fn rules_accept(&mut self, set: &[usize]) -> Result<(), bool> {
+        let mut order: Vec<usize> = set.to_vec();
+        order.sort_by(|&a, &b| key(self.cands[a].vp).cmp(&key(self.cands[b].vp)));
+        for &i in &order {
+            let p = self.cands[i].vp;
+            if let Some(rule) = &p.rule {
+                let array: rhai::Array = order.iter().map(|&k| self.maps[k].clone()).collect();
+                let verdict = rules::evaluate_prepared(self.engine, &rule.ast, array, self.ctx);
+                if !matches!(verdict, Ok(true)) {
+                    self.rule_rejections_total += 1;
+                    if self.rule_rejections.len() < TRACED_REJECTIONS {
+                        let members: Vec<&str> = order
+                            .iter()
+                            .map(|&k| self.cands[k].vp.program.program_id.as_str())
+                            .collect();
+                        let why = match verdict {
+                            Ok(_) => "returned false".to_owned(),
+                            Err(e) => e.to_string(),
+                        };
+                        self.rule_rejections.push((
+                            format!("[{}]", members.join(", ")),
+                            format!("rule of {} {why}", p.program.program_id),
+                        ));
+                    }
+                    return Err(p.program.stacking.rule_monotone);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Visits `set` and its extensions by members of `avail` (candidates
+    /// after the last member, compatible with every member).
+    fn dfs(&mut self, set: &mut Vec<usize>, total: i128, avail: &[usize]) {
+        if self.nodes >= self.max_nodes {
+            self.exhausted = true;
+            return;
+        }
+        self.nodes += 1;
+        if self.better(total, set) {
+            match self.rules_accept(set) {
+                Ok(()) => {
+                    self.best = set.clone();
+                    self.best_total = total;
+                }
+                // A monotone rule rejects every extension too: prune.
+                Err(true) => return,
+                Err(false) => {}
+            }
+        }
+        let mut suffix = vec![0_i128; avail.len() + 1];
+        for (idx, &k) in avail.iter().enumerate().rev() {
+            suffix[idx] = suffix[idx + 1] + i128::from(self.cands[k].value.max(0));
+        }
+        for (idx, &j) in avail.iter().enumerate() {
+            // Bound: even every remaining compatible candidate cannot reach best.
+            if total + suffix[idx] < self.best_total {
+                break;
+            }
+            let next: Vec<usize> = avail[idx + 1..]
+                .iter()
+                .copied()
+                .filter(|&k| self.compat[j][k])
+                .collect();
+            set.push(j);
+            self.dfs(set, total + i128::from(self.cands[j].value), &next);
+            set.pop();
+            if self.exhausted {
+                return;
+            }
+        }
+    }
+}
+
+struct SearchOutcome<'a> {
+    members: Vec<&'a ValidatedProgram>,
+    optimality: Optimality,
+    nodes: u64,
+    rule_rejections: Vec<(String, String)>,
+    rule_rejections_total: u64,
+}
+
+fn search<'a>(
+    cands: Vec<Cand<'a>>,
+    engine: &rhai::Engine,
+    ctx: &RuleContext,
+    budget: SearchBudget,
+) -> SearchOutcome<'a> {
+    let mut cands = cands;
+    cands.sort_by(|a, b| {
+        b.value
+            .cmp(&a.value)
+            .then_with(|| key(a.vp).cmp(&key(b.vp)))
+    });
+    let n = cands.len();
+    let compat: Vec<Vec<bool>> = (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| i != j && compatible(cands[i].vp, cands[j].vp))
+                .collect()
+        })
+        .collect();
+    let maps = cands.iter().map(|c| ctx.program_dynamic(c.vp)).collect();
+    let mut s = Search {
+        cands,
+        maps,
+        compat,
+        engine,
+        ctx,
+        max_nodes: budget.max_nodes.max(1),
+        nodes: 0,
+        exhausted: false,
+        best: Vec::new(),
+        best_total: 0,
+        rule_rejections: Vec::new(),
+        rule_rejections_total: 0,
+    };
+    // The empty stack is the first node and always valid (no rule runs on it).
+    let all: Vec<usize> = (0..n).collect();
+    let mut set = Vec::new();
+    s.dfs(&mut set, 0, &all);
+    let mut members: Vec<&ValidatedProgram> = s.best.iter().map(|&i| s.cands[i].vp).collect();
+    members.sort_by(|a, b| key(a).cmp(&key(b)));
+    SearchOutcome {
+        members,
+        optimality: if s.exhausted {
+            Optimality::Bounded {
+                nodes_explored: s.nodes,
+            }
+        } else {
+            Optimality::Proven
+        },
+        nodes: s.nodes,
+        rule_rejections: s.rule_rejections,
+        rule_rejections_total: s.rule_rejections_total,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn stack_report(
+    label: &str,
+    mode: PaymentMode,
+    outcome: SearchOutcome<'_>,
+    surcharges: &[(&ValidatedProgram, &ResolvedAmount)],
+    amounts: &BTreeMap<(String, u32), ResolvedAmount>,
+    eligibilities: &BTreeMap<(String, u32), Eligibility>,
+    price: Money,
+    trace: &mut Vec<String>,
+) -> Result<StackReport, MoneyError> {
+    let currency: Currency = price.currency();
+    let amount_of =
+        |p: &ValidatedProgram| amounts.get(&(p.program.program_id.clone(), p.program.revision));
+    let mut total = Money::zero(currency);
+    let mut unknown_amounts = Vec::new();
+    let mut subject = Vec::new();
+    for p in &outcome.members {
+        match amount_of(p).and_then(ResolvedAmount::known) {
+            Some(m) => total = total.checked_add(m)?,
+            None => unknown_amounts.push(pref(p)),
+        }
+        if matches!(
+            eligibilities.get(&(p.program.program_id.clone(), p.program.revision)),
+            Some(Eligibility::EligibleSubjectToEvidence { .. })
+        ) {
+            subject.push(pref(p));
+        }
+    }
+    let mut sur = Money::zero(currency);
+    for (p, a) in surcharges {
+        match a.known() {
+            Some(m) => sur = sur.checked_add(m)?,
+            None => unknown_amounts.push(pref(p)),
+        }
+    }
+    let raw = price.checked_sub(total)?.checked_add(sur)?;
+    let floored = raw.is_negative();
+    let net = if floored { Money::zero(currency) } else { raw };
+    for (stack, why) in &outcome.rule_rejections {
+        trace.push(format!(
+            "{}/{label}: stack {stack} rejected: {why}",
+            mode.name()
+        ));
+    }
+    let untraced = outcome.rule_rejections_total - outcome.rule_rejections.len() as u64;
+    if untraced > 0 {
+        trace.push(format!(
+            "{}/{label}: {untraced} more stacks rejected by rules (not listed)",
+            mode.name()
+        ));
+    }
+    let ids: Vec<String> = outcome
+        .members
+        .iter()
+        .map(|p| format!("{}@{}", p.program.program_id, p.program.revision))
+        .collect();
+    let opt = match outcome.optimality {
+        Optimality::Proven => "proven".to_owned(),
+        Optimality::Bounded { nodes_explored } => format!("bounded after {nodes_explored} nodes"),
+    };
+    trace.push(format!(
+        "{}/{label}: stack [{}] discount {total} surcharges {sur} net {net} ({opt}, {} nodes)",
+        mode.name(),
+        ids.join(", "),
+        outcome.nodes
+    ));
+    if floored {
+        trace.push(format!(
+            "{}/{label}: net price {raw} floored at zero",
+            mode.name()
+        ));
+    }
+    unknown_amounts.sort();
+    Ok(StackReport {
+        program_ids: outcome.members.iter().map(|p| pref(p)).collect(),
+        surcharge_ids: surcharges.iter().map(|(p, _)| pref(p)).collect(),
+        total_discount: total,
+        surcharges: sur,
+        net_price: net,
+        floored_at_zero: floored,
+        subject_to_evidence: subject,
+        unknown_amounts,
+        optimality: outcome.optimality,
+    })
+}
+
+fn evaluate_branch(
+    vehicle: &Vehicle,
+    engine: &rhai::Engine,
+    programs: &[&ValidatedProgram],
+    profile: &Profile,
+    mode: PaymentMode,
+    budget: SearchBudget,
+    trace: &mut Vec<String>,
+) -> Result<Branch, MoneyError> {
+    let m = mode.name();
+    let mut reports = Vec::new();
+    let mut amounts = BTreeMap::new();
+    let mut eligibilities = BTreeMap::new();
+    let as_of = profile.as_of.to_rfc3339();
+    let claims: Vec<(&str, Option<bool>)> = profile
+        .claims
+        .iter()
+        .map(|(c, v)| {
+            (
+                c.name(),
+                match v {
+                    ClaimValue::True => Some(true),
+                    ClaimValue::False => Some(false),
+                    ClaimValue::Unknown => None,
+                },
+            )
+        })
+        .collect();
+    let mut ctx = RuleContext::new(
+        &RuleVehicle {
+            make: &vehicle.make,
+            model: &vehicle.model,
+            year: i64::from(vehicle.year),
+            trim: vehicle.trim.as_deref(),
+            condition: &vehicle.condition,
+            price_minor: vehicle.advertised_price.amount_minor(),
+            currency: vehicle.advertised_price.currency().code(),
+        },
+        &RuleProfile {
+            payment_mode: m,
+            country: &profile.jurisdiction.country,
+            subdivision: profile.jurisdiction.subdivision.as_deref(),
+            claims,
+        },
+        &as_of,
+    );
+    let mut discounts: Vec<(&ValidatedProgram, i64, bool)> = Vec::new(); // (p, value, no_claim)
+    let mut surcharges: Vec<(&ValidatedProgram, ResolvedAmount)> = Vec::new();
+    let mut potential_extra = Vec::new();
+    let mut unknown_amount_programs = Vec::new();
+    for vp in programs {
+        let p = &vp.program;
+        let id = format!("{}@{}", p.program_id, p.revision);
+        let amount = resolve_amount(vp, vehicle)?;
+        let (applicability, elig) = match applicability(vp, vehicle, profile, mode) {
+            Err(reason) => {
+                trace.push(format!("{m}: {id} not applicable: {reason}"));
+                (
+                    Applicability::NotApplicable {
+                        reason: reason.clone(),
+                    },
+                    Eligibility::Ineligible {
+                        reason: format!("not applicable: {reason}"),
+                    },
+                )
+            }
+            Ok(residency_need) => {
+                let mut e = eligibility(vp, profile, mode);
+                if let Some(need) = residency_need {
+                    e = match e {
+                        Eligibility::Ineligible { .. } => e,
+                        Eligibility::Unknown { mut needs } => {
+                            needs.insert(0, need);
+                            Eligibility::Unknown { needs }
+                        }
+                        _ => Eligibility::Unknown { needs: vec![need] },
+                    };
+                }
+                trace.push(format!(
+                    "{m}: {id} applicable; eligibility {}",
+                    elig_name(&e)
+                ));
+                (Applicability::Applicable, e)
+            }
+        };
+        let applicable = applicability == Applicability::Applicable;
+        let usable = matches!(
+            elig,
+            Eligibility::Eligible | Eligibility::EligibleSubjectToEvidence { .. }
+        );
+        if applicable && !matches!(elig, Eligibility::Ineligible { .. }) && amount.known().is_none()
+        {
+            unknown_amount_programs.push(pref(vp));
+        }
+        if applicable {
+            match p.direction {
+                Direction::Surcharge => {
+                    if !matches!(elig, Eligibility::Ineligible { .. }) {
+                        trace.push(format!("{m}: {id} surcharge always included"));
+                        surcharges.push((vp, amount.clone()));
+                    }
+                }
+                Direction::Discount => {
+                    if usable {
+                        let value = amount.known().map_or(0, Money::amount_minor);
+                        let no_claim =
+                            p.criteria.is_empty() && matches!(elig, Eligibility::Eligible);
+                        discounts.push((vp, value, no_claim));
+                    } else if let Eligibility::Unknown { needs } = &elig {
+                        let what = match amount.known() {
+                            Some(a) => format!("+{a}"),
+                            None => "+amount unknown".to_owned(),
+                        };
+                        let crits: Vec<&str> = needs.iter().map(|n| n.criterion.as_str()).collect();
+                        potential_extra.push(PotentialExtra {
+                            program: pref(vp),
+                            amount: amount.clone(),
+                            needs: needs.clone(),
+                            summary: format!(
+                                "{} {what} if {} verified",
+                                p.name,
+                                crits.join(" and ")
+                            ),
+                        });
+                    }
+                }
+            }
+        }
+        ctx.set_amount(
+            &p.program_id,
+            p.revision,
+            amount.known().map(Money::amount_minor),
+        );
+        amounts.insert((p.program_id.clone(), p.revision), amount.clone());
+        eligibilities.insert((p.program_id.clone(), p.revision), elig.clone());
+        reports.push(ProgramReport {
+            program_id: p.program_id.clone(),
+            revision: p.revision,
+            name: p.name.clone(),
+            direction: p.direction,
+            applicability,
+            eligibility: elig,
+            amount,
+        });
+    }
+    let sur_refs: Vec<(&ValidatedProgram, &ResolvedAmount)> =
+        surcharges.iter().map(|(p, a)| (*p, a)).collect();
+    let all: Vec<Cand<'_>> = discounts
+        .iter()
+        .map(|(vp, value, _)| Cand { vp, value: *value })
+        .collect();
+    let floor: Vec<Cand<'_>> = discounts
+        .iter()
+        .filter(|(_, _, no_claim)| *no_claim)
+        .map(|(vp, value, _)| Cand { vp, value: *value })
+        .collect();
+    let best = search(all, engine, &ctx, budget);
+    let best_stack = stack_report(
+        "best",
+        mode,
+        best,
+        &sur_refs,
+        &amounts,
+        &eligibilities,
+        vehicle.advertised_price,
+        trace,
+    )?;
+    // When every usable discount needs no claim the floor is the best stack.
+    let floor = if floor.len() == discounts.len() {
+        search_again(
+            &best_stack,
+            discounts.iter().map(|(vp, _, _)| *vp).collect(),
+        )
+    } else {
+        search(floor, engine, &ctx, budget)
+    };
+    let guaranteed_floor = stack_report(
+        "floor",
+        mode,
+        floor,
+        &sur_refs,
+        &amounts,
+        &eligibilities,
+        vehicle.advertised_price,
+        trace,
+    )?;
+    Ok(Branch {
+        payment_mode: mode,
+        programs: reports,
+        best_stack,
+        guaranteed_floor,
+        potential_extra,
+        unknown_amount_programs,
+    })
+}
+
+/// Rebuilds an outcome from a finished search's report (same candidates,
+/// same answer) instead of searching twice.
+fn search_again<'a>(report: &StackReport, cands: Vec<&'a ValidatedProgram>) -> SearchOutcome<'a> {
+    let mut members: Vec<&ValidatedProgram> = cands
+        .into_iter()
+        .filter(|p| report.program_ids.contains(&pref(p)))
+        .collect();
+    members.sort_by(|a, b| key(a).cmp(&key(b)));
+    SearchOutcome {
+        members,
+        optimality: report.optimality,
+        nodes: 0,
+        rule_rejections: Vec::new(),
+        rule_rejections_total: 0,
+    }
+}
+
+fn elig_name(e: &Eligibility) -> String {
+    match e {
+        Eligibility::Eligible => "eligible".into(),
+        Eligibility::EligibleSubjectToEvidence { criteria } => {
+            format!("eligible subject to evidence ({})", criteria.join(", "))
+        }
+        Eligibility::Ineligible { reason } => format!("ineligible ({reason})"),
+        Eligibility::Unknown { needs } => {
+            let c: Vec<&str> = needs.iter().map(|n| n.criterion.as_str()).collect();
+            format!("unknown (needs {})", c.join(", "))
+        }
+    }
+}
