@@ -219,6 +219,8 @@ fn convert(
                     &format!("{ptr}/gateway_settings/availability_source"),
                     problems,
                 ),
+                // Filled from `gateway_settings.pricing` (issue 7).
+                pricing: crate::store::RooftopPricing::default(),
             };
             let mut dap = rooftop.clone();
             if let Some(map) = dap.as_object_mut() {

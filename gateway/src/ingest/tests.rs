@@ -28,6 +28,7 @@ fn settings(currency: &str, unit: &str) -> RooftopSettings {
             pricing: 3600,
         },
         availability_source: Default::default(),
+        pricing: Default::default(),
     }
 }
 

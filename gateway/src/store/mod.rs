@@ -72,6 +72,37 @@ pub struct RooftopSettings {
     /// Where availability checks get their answer (default: the feed).
     #[serde(default)]
     pub availability_source: AvailabilitySource,
+    /// Pricing defaults of the rooftop (dealers file
+    /// `gateway_settings.pricing`); empty when not configured.
+    #[serde(default)]
+    pub pricing: RooftopPricing,
+}
+
+/// A rooftop's pricing configuration (issue 7 item 2): the required dealer
+/// charges every vehicle carries, and optional government-charge
+/// estimates per jurisdiction. Without an estimate for a buyer's
+/// jurisdiction, government charges are `unknown` — never zero.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RooftopPricing {
+    /// DAP `dealerCharge` objects (schema-valid, in the rooftop currency).
+    #[serde(default)]
+    pub required_dealer_charges: Vec<serde_json::Value>,
+    /// Estimates by jurisdiction, most specific first when several match.
+    #[serde(default)]
+    pub government_charge_estimates: Vec<GovernmentChargeEstimate>,
+}
+
+/// The dealer's configured estimate of government charges in one
+/// jurisdiction (DAP `governmentCharges` with status `estimated`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GovernmentChargeEstimate {
+    /// DAP `jurisdiction` object: `country`, optional `subdivision`, …
+    pub jurisdiction: serde_json::Value,
+    /// DAP `governmentChargeLine` objects (name, amount, payee, basis).
+    pub lines: Vec<serde_json::Value>,
+    /// Plain-language assumptions behind the estimate.
+    #[serde(default)]
+    pub assumptions: Vec<String>,
 }
 
 /// Where a rooftop's availability comes from (dealers file

@@ -258,6 +258,7 @@ fn settings() -> RooftopSettings {
             pricing: 3600,
         },
         availability_source: Default::default(),
+        pricing: Default::default(),
     }
 }
 
