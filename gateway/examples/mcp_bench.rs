@@ -1,0 +1,1109 @@
+//! MCP load generator for the benchmark in `docs/benchmarks.md`.
+//!
+//! Drives a running gateway over real HTTP (one keep-alive connection per
+//! concurrent worker) and measures, per scenario:
+//!
+//! * latency at concurrency 1: `--requests` timed requests after a short
+//!   warm-up; p50/p90/p99/max/mean over every request;
+//! * throughput at concurrency `--concurrency` (16): as many requests as the
+//!   workers can complete in `--duration` seconds; requests/s and p99.
+//!
+//! Every response must be an HTTP 200 whose JSON-RPC result has
+//! `isError: false`; anything else is counted as an error, and a scenario
+//! with errors is reported as INVALID (the process then exits 1).
+//!
+//! Scenarios (`--scenarios` picks a subset, comma-separated):
+//!
+//! | name | request |
+//! | --- | --- |
+//! | `get_manifest` | `dealeragent.discovery.get_manifest {}`: the floor of the MCP path |
+//! | `search_broad` | one organization, no filters, default sort, limit 25 |
+//! | `search_narrow` | make + model + year range + `price_max` in the org's currency |
+//! | `search_text` | a free-text `query` ("toyota rav4", "silver suv", ...) |
+//! | `search_price_sort` | sort `advertised_price` asc, limit 25 |
+//! | `search_deep` | follow `next_cursor` `--deep-pages` pages deep (limit 25) |
+//! | `get_vehicle` | a random sampled `vehicle_id` |
+//!
+//! Requests rotate over every organization of the manifest. Before the
+//! scenarios run, the tool discovers the organizations (manifest) and
+//! samples vehicles of each (two search pages of 100), which give the
+//! `get_vehicle` ids and the values of the narrow filters.
+//!
+//! ```sh
+//! cargo run --release -p gateway --example mcp_bench -- \
+//!     --url http://127.0.0.1:PORT/mcp --json /tmp/bench.json
+//! ```
+//!
+//! The load generator runs on the same machine as the server, so its own
+//! CPU use (HTTP client, JSON parsing of the replies) is part of what a
+//! 2-core machine shares; the throughput ratio search/get_manifest cancels
+//! most of that out.
+
+#![allow(
+    clippy::float_arithmetic,
+    reason = "statistics and rates of a benchmark, never money"
+)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+const PROTOCOL: &str = "2026-07-28";
+const MANIFEST: &str = "dealeragent.discovery.get_manifest";
+const SEARCH: &str = "dealeragent.inventory.search";
+const GET_VEHICLE: &str = "dealeragent.inventory.get_vehicle";
+
+const ALL_SCENARIOS: [&str; 7] = [
+    "get_manifest",
+    "search_broad",
+    "search_narrow",
+    "search_text",
+    "search_price_sort",
+    "search_deep",
+    "get_vehicle",
+];
+
+/// Free-text queries of `search_text` (every token must match a field).
+const TEXT_QUERIES: [&str; 8] = [
+    "toyota rav4",
+    "silver suv",
+    "honda civic",
+    "black sedan",
+    "2022 ford",
+    "white pickup",
+    "subaru outback",
+    "blue hatchback",
+];
+
+#[derive(Debug, Parser)]
+#[command(about = "MCP load generator for the dealer gateway benchmark")]
+struct Args {
+    /// The gateway's MCP endpoint, e.g. http://127.0.0.1:8080/mcp
+    #[arg(long)]
+    url: String,
+    /// Timed requests per scenario at concurrency 1.
+    #[arg(long, default_value_t = 1000)]
+    requests: usize,
+    /// Untimed warm-up requests before each scenario.
+    #[arg(long, default_value_t = 50)]
+    warmup: usize,
+    /// Seconds of load per scenario at the high concurrency.
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// Concurrent workers of the throughput phase.
+    #[arg(long, default_value_t = 16)]
+    concurrency: usize,
+    /// Pages followed by `search_deep`.
+    #[arg(long, default_value_t = 20)]
+    deep_pages: usize,
+    /// Seed of the request mix.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// Comma-separated subset of scenarios (default: all).
+    #[arg(long, value_delimiter = ',')]
+    scenarios: Vec<String>,
+    /// Skip the concurrency-1 phase (throughput only).
+    #[arg(long)]
+    no_latency: bool,
+    /// Skip the throughput phase (latency only).
+    #[arg(long)]
+    no_throughput: bool,
+    /// PID of the gateway on this machine: reports its CPU time per request
+    /// and the share of the machine used by other processes (noise).
+    #[arg(long)]
+    server_pid: Option<u32>,
+    /// Also write the results as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+// ---------------------------------------------------------------- random
+
+/// SplitMix64: deterministic and dependency-free.
+#[derive(Clone)]
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        usize::try_from(self.next() % (n.max(1) as u64)).unwrap_or(0)
+    }
+}
+
+// ---------------------------------------------------------------- client
+
+/// The part of a `tools/call` reply the hot path needs; the rest of the
+/// body is skipped without building a tree.
+#[derive(Deserialize)]
+struct HotReply {
+    result: Option<HotResult>,
+    error: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct HotResult {
+    #[serde(rename = "isError")]
+    is_error: Option<bool>,
+    #[serde(rename = "structuredContent", default)]
+    structured: Option<HotStructured>,
+}
+
+#[derive(Deserialize)]
+struct HotStructured {
+    #[serde(default)]
+    page: Option<HotPage>,
+}
+
+#[derive(Deserialize)]
+struct HotPage {
+    #[serde(default)]
+    next_cursor: Option<String>,
+}
+
+#[derive(Clone)]
+struct Mcp {
+    http: reqwest::Client,
+    url: Arc<str>,
+}
+
+/// One successful call: latency, body size and the next cursor if any.
+struct Done {
+    latency: Duration,
+    bytes: usize,
+    next_cursor: Option<String>,
+}
+
+/// The JSON of an `application/json` or single-event `text/event-stream`
+/// body.
+fn json_payload<'a>(content_type: &str, body: &'a [u8]) -> &'a [u8] {
+    if !content_type.starts_with("text/event-stream") {
+        return body;
+    }
+    // Take the data of the last event that has one.
+    let text = std::str::from_utf8(body).unwrap_or("");
+    let mut last = "";
+    for line in text.lines() {
+        if let Some(d) = line.strip_prefix("data:") {
+            last = d.trim_start();
+        }
+    }
+    last.as_bytes()
+}
+
+impl Mcp {
+    fn new(url: &str) -> Result<Self, String> {
+        // reqwest is built with `rustls-no-provider`: install the process-wide
+        // provider the gateway uses (plain HTTP needs none, but the builder
+        // insists). Installing twice fails harmlessly.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .tcp_nodelay(true)
+            .pool_max_idle_per_host(256)
+            .timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(Self {
+            http,
+            url: Arc::from(url),
+        })
+    }
+
+    fn body(id: u64, tool: &str, arguments: &Value) -> Vec<u8> {
+        let body = json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "method": "tools/call",
+            "params": {
+                "name": tool,
+                "arguments": arguments,
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": PROTOCOL,
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                    "io.modelcontextprotocol/clientInfo": {"name": "mcp_bench", "version": "0"}
+                }
+            }
+        });
+        serde_json::to_vec(&body).unwrap_or_default()
+    }
+
+    async fn post(&self, tool: &str, body: Vec<u8>) -> Result<(Duration, String, Vec<u8>), String> {
+        let start = Instant::now();
+        let resp = self
+            .http
+            .post(&*self.url)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", PROTOCOL)
+            .header("Mcp-Method", "tools/call")
+            .header("Mcp-Name", tool)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| format!("transport: {e}"))?;
+        let status = resp.status().as_u16();
+        let content_type = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        let bytes = resp
+            .bytes()
+            .await
+            .map_err(|e| format!("reading body: {e}"))?;
+        let latency = start.elapsed();
+        if status != 200 {
+            let snippet = String::from_utf8_lossy(&bytes[..bytes.len().min(300)]).into_owned();
+            return Err(format!("HTTP {status}: {snippet}"));
+        }
+        Ok((latency, content_type, bytes.to_vec()))
+    }
+
+    /// A timed call on the hot path: checks 200 and `isError: false`.
+    async fn call(&self, id: u64, tool: &str, arguments: &Value) -> Result<Done, String> {
+        let body = Self::body(id, tool, arguments);
+        let (latency, content_type, bytes) = self.post(tool, body).await?;
+        let payload = json_payload(&content_type, &bytes);
+        let reply: HotReply =
+            serde_json::from_slice(payload).map_err(|e| format!("undecodable reply: {e}"))?;
+        if reply.error.is_some() {
+            let snippet = String::from_utf8_lossy(&payload[..payload.len().min(300)]).into_owned();
+            return Err(format!("JSON-RPC error: {snippet}"));
+        }
+        let Some(result) = reply.result else {
+            return Err("reply without result".into());
+        };
+        if result.is_error != Some(false) {
+            let snippet = String::from_utf8_lossy(&payload[..payload.len().min(400)]).into_owned();
+            return Err(format!("isError is not false: {snippet}"));
+        }
+        Ok(Done {
+            latency,
+            bytes: bytes.len(),
+            next_cursor: result
+                .structured
+                .and_then(|s| s.page)
+                .and_then(|p| p.next_cursor),
+        })
+    }
+
+    /// An untimed call returning the whole `structuredContent`.
+    async fn structured(&self, tool: &str, arguments: &Value) -> Result<Value, String> {
+        let body = Self::body(0, tool, arguments);
+        let (_, content_type, bytes) = self.post(tool, body).await?;
+        let payload = json_payload(&content_type, &bytes);
+        let reply: Value =
+            serde_json::from_slice(payload).map_err(|e| format!("undecodable reply: {e}"))?;
+        let result = &reply["result"];
+        if result["isError"] != Value::Bool(false) {
+            return Err(format!("{tool} failed: {reply}"));
+        }
+        Ok(result["structuredContent"].clone())
+    }
+}
+
+// ---------------------------------------------------------------- workload
+
+/// One sampled vehicle.
+#[derive(Debug, Clone)]
+struct Sample {
+    organization_id: String,
+    rooftop_id: String,
+    vehicle_id: String,
+    make: String,
+    model: String,
+    year: i64,
+    /// (amount_minor, currency) of the advertised price.
+    price: Option<(i64, String)>,
+}
+
+struct Workload {
+    organizations: Vec<String>,
+    rooftops: usize,
+    samples: Vec<Sample>,
+    deep_pages: usize,
+}
+
+/// One unit of work: a single request, or a chain of pages.
+enum Op {
+    One { tool: &'static str, args: Value },
+    Deep { args: Value, pages: usize },
+}
+
+impl Workload {
+    fn org(&self, rng: &mut Rng) -> &str {
+        &self.organizations[rng.below(self.organizations.len())]
+    }
+
+    fn op(&self, scenario: &str, rng: &mut Rng) -> Op {
+        match scenario {
+            "get_manifest" => Op::One {
+                tool: MANIFEST,
+                args: json!({}),
+            },
+            "search_broad" => Op::One {
+                tool: SEARCH,
+                args: json!({"organization_id": self.org(rng), "page": {"limit": 25}}),
+            },
+            "search_narrow" => {
+                let s = &self.samples[rng.below(self.samples.len())];
+                let mut filters = json!({
+                    "make": [s.make],
+                    "model": [s.model],
+                    "year_min": s.year - 2,
+                    "year_max": s.year + 1,
+                });
+                if let Some((amount, currency)) = &s.price {
+                    // 20% above the sampled vehicle's price.
+                    filters["price_max"] =
+                        json!({"amount_minor": amount + amount / 5, "currency": currency});
+                }
+                Op::One {
+                    tool: SEARCH,
+                    args: json!({
+                        "organization_id": s.organization_id,
+                        "filters": filters,
+                        "page": {"limit": 25}
+                    }),
+                }
+            }
+            "search_text" => Op::One {
+                tool: SEARCH,
+                args: json!({
+                    "organization_id": self.org(rng),
+                    "query": TEXT_QUERIES[rng.below(TEXT_QUERIES.len())],
+                    "page": {"limit": 25}
+                }),
+            },
+            "search_price_sort" => Op::One {
+                tool: SEARCH,
+                args: json!({
+                    "organization_id": self.org(rng),
+                    "sort": {"field": "advertised_price", "order": "asc"},
+                    "page": {"limit": 25}
+                }),
+            },
+            "search_deep" => Op::Deep {
+                args: json!({"organization_id": self.org(rng), "page": {"limit": 25}}),
+                pages: self.deep_pages,
+            },
+            "get_vehicle" => {
+                let s = &self.samples[rng.below(self.samples.len())];
+                Op::One {
+                    tool: GET_VEHICLE,
+                    args: json!({
+                        "organization_id": s.organization_id,
+                        "rooftop_id": s.rooftop_id,
+                        "vehicle_id": s.vehicle_id
+                    }),
+                }
+            }
+            other => panic!("unknown scenario {other}"),
+        }
+    }
+}
+
+/// What a run of requests produced.
+#[derive(Default)]
+struct Tally {
+    /// Latency of every successful request, microseconds.
+    latencies_us: Vec<u64>,
+    /// Latency by page number (1-based) for chains.
+    by_page_us: BTreeMap<usize, Vec<u64>>,
+    bytes: u64,
+    errors: u64,
+    first_error: Option<String>,
+}
+
+impl Tally {
+    fn merge(&mut self, other: Tally) {
+        self.latencies_us.extend(other.latencies_us);
+        for (page, v) in other.by_page_us {
+            self.by_page_us.entry(page).or_default().extend(v);
+        }
+        self.bytes += other.bytes;
+        self.errors += other.errors;
+        if self.first_error.is_none() {
+            self.first_error = other.first_error;
+        }
+    }
+
+    fn record(&mut self, page: Option<usize>, r: Result<Done, String>) -> Option<String> {
+        match r {
+            Ok(done) => {
+                let us = u64::try_from(done.latency.as_micros()).unwrap_or(u64::MAX);
+                self.latencies_us.push(us);
+                if let Some(p) = page {
+                    self.by_page_us.entry(p).or_default().push(us);
+                }
+                self.bytes += done.bytes as u64;
+                done.next_cursor
+            }
+            Err(e) => {
+                self.errors += 1;
+                if self.first_error.is_none() {
+                    self.first_error = Some(e);
+                }
+                None
+            }
+        }
+    }
+}
+
+/// Run one op; `stop` ends a chain early (throughput deadline).
+async fn run_op(mcp: &Mcp, op: Op, id: &mut u64, tally: &mut Tally, stop: Option<Instant>) {
+    match op {
+        Op::One { tool, args } => {
+            *id += 1;
+            let r = mcp.call(*id, tool, &args).await;
+            tally.record(None, r);
+        }
+        Op::Deep { args, pages } => {
+            let mut args = args;
+            for page in 1..=pages {
+                if stop.is_some_and(|s| Instant::now() >= s) {
+                    break;
+                }
+                *id += 1;
+                let r = mcp.call(*id, SEARCH, &args).await;
+                match tally.record(Some(page), r) {
+                    Some(cursor) => args["page"]["cursor"] = json!(cursor),
+                    None => break,
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- cpu
+
+/// CPU clock ticks (Linux `/proc`; 100 per second on every common kernel).
+const TICKS_PER_SECOND: f64 = 100.0;
+
+/// utime + stime of a process, in ticks.
+fn process_ticks(pid: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces: fields follow the last ')'.
+    let rest = &text[text.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // state is field 3, utime 14, stime 15 (1-based, counting pid and comm).
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
+/// (busy, total) ticks of the whole machine.
+fn machine_ticks() -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = text.lines().next()?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal (guest is in user).
+    let total: u64 = v.iter().take(8).sum();
+    let idle = v.get(3)? + v.get(4).copied().unwrap_or(0);
+    Some((total - idle, total))
+}
+
+#[derive(Clone, Copy)]
+struct CpuMark {
+    server: Option<u64>,
+    client: Option<u64>,
+    machine: Option<(u64, u64)>,
+}
+
+impl CpuMark {
+    fn now(server_pid: Option<u32>) -> Self {
+        Self {
+            server: server_pid.and_then(|p| process_ticks(&p.to_string())),
+            client: process_ticks("self"),
+            machine: machine_ticks(),
+        }
+    }
+}
+
+/// CPU use over one phase.
+#[derive(Debug, Clone, Copy, Default)]
+struct CpuUse {
+    /// Server CPU per request, ms.
+    server_ms_per_request: Option<f64>,
+    /// Load generator CPU per request, ms.
+    client_ms_per_request: Option<f64>,
+    /// Share of the machine's CPU time used by other processes, percent.
+    other_percent: Option<f64>,
+}
+
+fn cpu_use(a: CpuMark, b: CpuMark, requests: usize) -> CpuUse {
+    let per = |x: Option<u64>, y: Option<u64>| -> Option<f64> {
+        let d = y?.checked_sub(x?)?;
+        (requests > 0).then(|| d as f64 / TICKS_PER_SECOND * 1000.0 / requests as f64)
+    };
+    let other_percent = match (a.machine, b.machine, a.client, b.client) {
+        (Some((b0, t0)), Some((b1, t1)), Some(c0), Some(c1)) if t1 > t0 => {
+            let server = match (a.server, b.server) {
+                (Some(s0), Some(s1)) => s1.saturating_sub(s0),
+                _ => 0,
+            };
+            let busy = (b1 - b0).saturating_sub(server + c1.saturating_sub(c0));
+            Some(100.0 * busy as f64 / (t1 - t0) as f64)
+        }
+        _ => None,
+    };
+    CpuUse {
+        server_ms_per_request: per(a.server, b.server),
+        client_ms_per_request: per(a.client, b.client),
+        other_percent,
+    }
+}
+
+// ---------------------------------------------------------------- stats
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Stats {
+    n: usize,
+    p50: f64,
+    p90: f64,
+    p99: f64,
+    max: f64,
+    mean: f64,
+}
+
+/// Percentiles (nearest rank) of latencies in microseconds, as ms.
+fn stats(values: &[u64]) -> Stats {
+    if values.is_empty() {
+        return Stats::default();
+    }
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    let rank = |p: f64| -> f64 {
+        let idx = ((p * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
+        v[idx] as f64 / 1000.0
+    };
+    let sum: u64 = v.iter().sum();
+    Stats {
+        n: v.len(),
+        p50: rank(0.50),
+        p90: rank(0.90),
+        p99: rank(0.99),
+        max: v[v.len() - 1] as f64 / 1000.0,
+        mean: sum as f64 / v.len() as f64 / 1000.0,
+    }
+}
+
+struct Throughput {
+    cpu: CpuUse,
+    concurrency: usize,
+    requests: usize,
+    seconds: f64,
+    rps: f64,
+    stats: Stats,
+    errors: u64,
+}
+
+struct ScenarioResult {
+    name: String,
+    latency: Option<(Stats, u64)>,
+    deep_pages: Option<(Stats, Stats)>,
+    mean_bytes: u64,
+    throughput: Option<Throughput>,
+    first_error: Option<String>,
+    hits: Option<f64>,
+}
+
+// ---------------------------------------------------------------- phases
+
+async fn latency_phase(
+    mcp: &Mcp,
+    work: &Workload,
+    scenario: &str,
+    requests: usize,
+    warmup: usize,
+    rng: &mut Rng,
+) -> Tally {
+    let mut id = 0u64;
+    let mut scratch = Tally::default();
+    // Warm-up: same mix, not recorded.
+    let mut done = 0;
+    while done < warmup {
+        let op = work.op(scenario, rng);
+        run_op(mcp, op, &mut id, &mut scratch, None).await;
+        done = scratch.latencies_us.len() + scratch.errors as usize;
+    }
+    // Warm-up errors still make the run invalid.
+    let mut tally = Tally {
+        errors: scratch.errors,
+        first_error: scratch.first_error,
+        ..Tally::default()
+    };
+    let base_errors = tally.errors as usize;
+    while tally.latencies_us.len() + tally.errors as usize - base_errors < requests {
+        let op = work.op(scenario, rng);
+        run_op(mcp, op, &mut id, &mut tally, None).await;
+    }
+    tally
+}
+
+async fn throughput_phase(
+    mcp: &Mcp,
+    work: Arc<Workload>,
+    scenario: &str,
+    concurrency: usize,
+    duration: Duration,
+    seed: u64,
+    server_pid: Option<u32>,
+) -> (Tally, usize, f64, CpuUse) {
+    // Open the connections first so connection set-up is not measured.
+    let mut warm = Vec::new();
+    for w in 0..concurrency {
+        let mcp = mcp.clone();
+        let work = work.clone();
+        let scenario = scenario.to_owned();
+        warm.push(tokio::spawn(async move {
+            let mut rng = Rng(seed ^ (w as u64 + 1000));
+            let mut t = Tally::default();
+            let mut id = 0;
+            for _ in 0..3 {
+                let op = work.op(&scenario, &mut rng);
+                run_op(&mcp, op, &mut id, &mut t, None).await;
+            }
+        }));
+    }
+    for h in warm {
+        let _ = h.await;
+    }
+
+    let mark = CpuMark::now(server_pid);
+    let start = Instant::now();
+    let deadline = start + duration;
+    let mut handles = Vec::new();
+    for w in 0..concurrency {
+        let mcp = mcp.clone();
+        let work = work.clone();
+        let scenario = scenario.to_owned();
+        handles.push(tokio::spawn(async move {
+            let mut rng = Rng(seed ^ (w as u64 + 1));
+            let mut tally = Tally::default();
+            let mut id = 0u64;
+            while Instant::now() < deadline {
+                let op = work.op(&scenario, &mut rng);
+                run_op(&mcp, op, &mut id, &mut tally, Some(deadline)).await;
+            }
+            tally
+        }));
+    }
+    let mut total = Tally::default();
+    for h in handles {
+        match h.await {
+            Ok(t) => total.merge(t),
+            Err(e) => {
+                total.errors += 1;
+                total
+                    .first_error
+                    .get_or_insert_with(|| format!("worker: {e}"));
+            }
+        }
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let n = total.latencies_us.len() + total.errors as usize;
+    let cpu = cpu_use(mark, CpuMark::now(server_pid), n);
+    (total, n, seconds, cpu)
+}
+
+// ---------------------------------------------------------------- discovery
+
+fn str_of(v: &Value, key: &str) -> String {
+    v[key].as_str().unwrap_or_default().to_owned()
+}
+
+async fn discover(mcp: &Mcp, deep_pages: usize) -> Result<Workload, String> {
+    let manifest = mcp.structured(MANIFEST, &json!({})).await?;
+    let organizations: Vec<String> = manifest["organization_ids"]
+        .as_array()
+        .ok_or("manifest without organization_ids")?
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    let rooftops = manifest["rooftop_ids"].as_array().map_or(0, Vec::len);
+    if organizations.is_empty() {
+        return Err("the manifest lists no organization".into());
+    }
+    let mut samples = Vec::new();
+    for org in &organizations {
+        let mut args = json!({"organization_id": org, "page": {"limit": 100}});
+        for _ in 0..2 {
+            let sc = mcp.structured(SEARCH, &args).await?;
+            for v in sc["vehicles"].as_array().into_iter().flatten() {
+                let amount = &v["advertised_price"]["amount"];
+                let price = amount["amount_minor"]
+                    .as_i64()
+                    .map(|a| (a, str_of(amount, "currency")));
+                samples.push(Sample {
+                    organization_id: str_of(v, "organization_id"),
+                    rooftop_id: str_of(v, "rooftop_id"),
+                    vehicle_id: str_of(v, "vehicle_id"),
+                    make: str_of(v, "make"),
+                    model: str_of(v, "model"),
+                    year: v["year"].as_i64().unwrap_or(2020),
+                    price,
+                });
+            }
+            match sc["page"]["next_cursor"].as_str() {
+                Some(c) => args["page"]["cursor"] = json!(c),
+                None => break,
+            }
+        }
+    }
+    if samples.is_empty() {
+        return Err("no vehicle found: is the inventory imported?".into());
+    }
+    Ok(Workload {
+        organizations,
+        rooftops,
+        samples,
+        deep_pages,
+    })
+}
+
+/// Mean size of the filtered set (sum of the `make` facet) over a few
+/// requests of a search scenario, to show how selective it is.
+async fn mean_hits(mcp: &Mcp, work: &Workload, scenario: &str, rng: &mut Rng) -> Option<f64> {
+    let mut sum = 0u64;
+    let mut n = 0u64;
+    for _ in 0..40 {
+        let args = match work.op(scenario, rng) {
+            Op::One { tool, args } if tool == SEARCH => args,
+            Op::Deep { args, .. } => args,
+            Op::One { .. } => return None,
+        };
+        let sc = mcp.structured(SEARCH, &args).await.ok()?;
+        let total: u64 = sc["facets"]["make"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f["count"].as_u64())
+            .sum();
+        sum += total;
+        n += 1;
+    }
+    Some(sum as f64 / n as f64)
+}
+
+// ---------------------------------------------------------------- report
+
+fn f1(x: f64) -> String {
+    format!("{x:.2}")
+}
+
+fn print_report(results: &[ScenarioResult], work: &Workload, args: &Args) {
+    println!();
+    println!(
+        "## mcp_bench: {} organizations, {} rooftops, {} sampled vehicles",
+        work.organizations.len(),
+        work.rooftops,
+        work.samples.len()
+    );
+    println!();
+    println!(
+        "Concurrency 1: {} timed requests per scenario after {} warm-up requests. \
+         Concurrency {}: {:.0} s per scenario. Latencies in ms.",
+        args.requests, args.warmup, args.concurrency, args.duration
+    );
+    println!();
+    println!(
+        "| scenario | c=1 p50 | c=1 p90 | c=1 p99 | c=1 max | c=1 mean | reply bytes | c={c} req/s | c={c} p50 | c={c} p99 | % of get_manifest req/s | matched vehicles | errors |",
+        c = args.concurrency
+    );
+    println!(
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    );
+    let floor = results
+        .iter()
+        .find(|r| r.name == "get_manifest")
+        .and_then(|r| r.throughput.as_ref())
+        .map(|t| t.rps);
+    for r in results {
+        let (l, lerr) = r.latency.unwrap_or_default();
+        let dash = || "–".to_owned();
+        let (rps, tp50, tp99, terr) = match &r.throughput {
+            Some(t) => (
+                format!("{:.0}", t.rps),
+                f1(t.stats.p50),
+                f1(t.stats.p99),
+                t.errors,
+            ),
+            None => (dash(), dash(), dash(), 0),
+        };
+        let pct = match (floor, &r.throughput) {
+            (Some(f), Some(t)) if f > 0.0 => format!("{:.0}%", 100.0 * t.rps / f),
+            _ => dash(),
+        };
+        let lat = |x: f64| if r.latency.is_some() { f1(x) } else { dash() };
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.name,
+            lat(l.p50),
+            lat(l.p90),
+            lat(l.p99),
+            lat(l.max),
+            lat(l.mean),
+            r.mean_bytes,
+            rps,
+            tp50,
+            tp99,
+            pct,
+            r.hits.map_or_else(dash, |h| format!("{h:.0}")),
+            lerr + terr
+        );
+    }
+    if results.iter().any(|r| r.throughput.is_some()) {
+        println!();
+        println!(
+            "CPU during the c={} phase (from /proc): milliseconds of CPU per request, and the share of the machine used by other processes (noise).",
+            args.concurrency
+        );
+        println!();
+        println!("| scenario | server CPU ms/req | load generator CPU ms/req | other processes |");
+        println!("| --- | ---: | ---: | ---: |");
+        let opt = |x: Option<f64>, suffix: &str| {
+            x.map_or_else(|| "–".to_owned(), |v| format!("{v:.2}{suffix}"))
+        };
+        for r in results {
+            if let Some(t) = &r.throughput {
+                println!(
+                    "| {} | {} | {} | {} |",
+                    r.name,
+                    opt(t.cpu.server_ms_per_request, ""),
+                    opt(t.cpu.client_ms_per_request, ""),
+                    t.cpu
+                        .other_percent
+                        .map_or_else(|| "–".to_owned(), |v| format!("{v:.0}%"))
+                );
+            }
+        }
+    }
+    if let Some(r) = results.iter().find(|r| r.name == "search_deep")
+        && let Some((first, deep)) = r.deep_pages
+    {
+        println!();
+        println!(
+            "search_deep at c=1, by page: page 1 p50 {} / p99 {} ms (n={}); pages {}–{} p50 {} / p99 {} ms (n={}).",
+            f1(first.p50),
+            f1(first.p99),
+            first.n,
+            work.deep_pages / 2 + 1,
+            work.deep_pages,
+            f1(deep.p50),
+            f1(deep.p99),
+            deep.n
+        );
+    }
+    for r in results {
+        if let Some(e) = &r.first_error {
+            println!();
+            println!("INVALID {}: first error: {e}", r.name);
+        }
+    }
+}
+
+fn stats_json(s: &Stats) -> Value {
+    json!({"n": s.n, "p50_ms": s.p50, "p90_ms": s.p90, "p99_ms": s.p99, "max_ms": s.max, "mean_ms": s.mean})
+}
+
+fn results_json(results: &[ScenarioResult], work: &Workload, args: &Args) -> Value {
+    let floor = results
+        .iter()
+        .find(|r| r.name == "get_manifest")
+        .and_then(|r| r.throughput.as_ref())
+        .map(|t| t.rps);
+    let scenarios: Vec<Value> = results
+        .iter()
+        .map(|r| {
+            let mut o = json!({"name": r.name, "mean_reply_bytes": r.mean_bytes});
+            if let Some((s, errors)) = &r.latency {
+                o["c1"] = stats_json(s);
+                o["c1"]["errors"] = json!(errors);
+            }
+            if let Some((first, deep)) = &r.deep_pages {
+                o["c1_page_1"] = stats_json(first);
+                o["c1_deep_pages"] = stats_json(deep);
+            }
+            if let Some(t) = &r.throughput {
+                o["throughput"] = json!({
+                    "concurrency": t.concurrency,
+                    "requests": t.requests,
+                    "seconds": t.seconds,
+                    "requests_per_second": t.rps,
+                    "latency": stats_json(&t.stats),
+                    "errors": t.errors,
+                    "percent_of_get_manifest": floor.map(|f| 100.0 * t.rps / f),
+                    "server_cpu_ms_per_request": t.cpu.server_ms_per_request,
+                    "client_cpu_ms_per_request": t.cpu.client_ms_per_request,
+                    "other_processes_cpu_percent": t.cpu.other_percent,
+                });
+            }
+            if let Some(h) = r.hits {
+                o["mean_matched_vehicles"] = json!(h);
+            }
+            if let Some(e) = &r.first_error {
+                o["first_error"] = json!(e);
+            }
+            o
+        })
+        .collect();
+    json!({
+        "url": args.url,
+        "organizations": work.organizations.len(),
+        "rooftops": work.rooftops,
+        "sampled_vehicles": work.samples.len(),
+        "requests_c1": args.requests,
+        "warmup": args.warmup,
+        "duration_seconds": args.duration,
+        "concurrency": args.concurrency,
+        "deep_pages": args.deep_pages,
+        "scenarios": scenarios,
+    })
+}
+
+// ---------------------------------------------------------------- main
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    let scenarios: Vec<String> = if args.scenarios.is_empty() {
+        ALL_SCENARIOS.iter().map(|s| (*s).to_owned()).collect()
+    } else {
+        args.scenarios.clone()
+    };
+    for s in &scenarios {
+        if !ALL_SCENARIOS.contains(&s.as_str()) {
+            eprintln!("unknown scenario {s}; known: {}", ALL_SCENARIOS.join(", "));
+            return ExitCode::from(2);
+        }
+    }
+    let mcp = match Mcp::new(&args.url) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("client: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let work = match discover(&mcp, args.deep_pages).await {
+        Ok(w) => Arc::new(w),
+        Err(e) => {
+            eprintln!("discovery failed: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    eprintln!(
+        "discovered {} organizations, {} rooftops; sampled {} vehicles",
+        work.organizations.len(),
+        work.rooftops,
+        work.samples.len()
+    );
+
+    let mut rng = Rng(args.seed);
+    let mut results = Vec::new();
+    let mut invalid = false;
+    for scenario in &scenarios {
+        let hits = if scenario.starts_with("search_") {
+            mean_hits(&mcp, &work, scenario, &mut rng.clone()).await
+        } else {
+            None
+        };
+        let mut first_error = None;
+        let mut bytes = 0u64;
+        let mut ok = 0u64;
+
+        let mut latency = None;
+        let mut deep_pages = None;
+        if !args.no_latency {
+            eprintln!("{scenario}: {} requests at concurrency 1", args.requests);
+            let tally =
+                latency_phase(&mcp, &work, scenario, args.requests, args.warmup, &mut rng).await;
+            latency = Some((stats(&tally.latencies_us), tally.errors));
+            if scenario == "search_deep" {
+                let first = tally.by_page_us.get(&1).cloned().unwrap_or_default();
+                let deep: Vec<u64> = tally
+                    .by_page_us
+                    .range(args.deep_pages / 2 + 1..)
+                    .flat_map(|(_, v)| v.iter().copied())
+                    .collect();
+                deep_pages = Some((stats(&first), stats(&deep)));
+            }
+            bytes += tally.bytes;
+            ok += tally.latencies_us.len() as u64;
+            first_error = tally.first_error;
+        }
+
+        let mut throughput = None;
+        if !args.no_throughput {
+            eprintln!(
+                "{scenario}: {:.0} s at concurrency {}",
+                args.duration, args.concurrency
+            );
+            let (tally, n, seconds, cpu) = throughput_phase(
+                &mcp,
+                work.clone(),
+                scenario,
+                args.concurrency,
+                Duration::from_secs_f64(args.duration),
+                args.seed,
+                args.server_pid,
+            )
+            .await;
+            bytes += tally.bytes;
+            ok += tally.latencies_us.len() as u64;
+            throughput = Some(Throughput {
+                cpu,
+                concurrency: args.concurrency,
+                requests: n,
+                seconds,
+                rps: tally.latencies_us.len() as f64 / seconds,
+                stats: stats(&tally.latencies_us),
+                errors: tally.errors,
+            });
+            if first_error.is_none() {
+                first_error = tally.first_error;
+            }
+        }
+        let errors = latency.map_or(0, |(_, e)| e) + throughput.as_ref().map_or(0, |t| t.errors);
+        invalid |= errors > 0;
+        results.push(ScenarioResult {
+            name: scenario.clone(),
+            latency,
+            deep_pages,
+            mean_bytes: bytes.checked_div(ok).unwrap_or(0),
+            throughput,
+            first_error,
+            hits,
+        });
+    }
+
+    print_report(&results, &work, &args);
+    if let Some(path) = &args.json {
+        let doc = results_json(&results, &work, &args);
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        if let Err(e) = std::fs::write(path, text + "\n") {
+            eprintln!("writing {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    }
+    if invalid {
+        eprintln!("INVALID RUN: some responses were errors (see above)");
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}
