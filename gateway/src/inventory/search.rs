@@ -1075,29 +1075,32 @@ fn coded_facet(table: &[&str], counts: &[u64]) -> Vec<FacetValue> {
 
 /// Groups `(lower, exact, count)` case-insensitively; each group is shown
 /// in its most frequent exact spelling (ties: the smallest spelling).
-fn spelled_facet(mut entries: Vec<(&str, &str, u64)>) -> Vec<FacetValue> {
-    entries.sort_unstable_by(|a, b| a.0.cmp(b.0).then_with(|| a.1.cmp(b.1)));
-    let mut out: Vec<(FacetKey, u64)> = Vec::new();
-    let mut i = 0;
-    while i < entries.len() {
-        let lower = entries[i].0;
-        let mut total = 0u64;
-        let mut best: (&str, u64) = ("", 0);
-        while i < entries.len() && entries[i].0 == lower {
-            // Sum the same exact spelling (it may come from several snapshots).
-            let exact = entries[i].1;
-            let mut n = 0u64;
-            while i < entries.len() && entries[i].0 == lower && entries[i].1 == exact {
-                n += entries[i].2;
-                i += 1;
-            }
-            total += n;
-            if n > best.1 {
-                best = (exact, n);
-            }
+fn spelled_facet(entries: Vec<(&str, &str, u64)>) -> Vec<FacetValue> {
+    // Group by lower-case value, then by exact spelling, with a hash map:
+    // the entries (one per make/model of each searched snapshot) far
+    // outnumber the groups, so hashing them is cheaper than sorting them
+    // (docs/benchmarks.md). `ordered` fixes the output order.
+    let mut groups: std::collections::HashMap<&str, Vec<(&str, u64)>> =
+        std::collections::HashMap::new();
+    for (lower, exact, n) in entries {
+        let spellings = groups.entry(lower).or_default();
+        match spellings.iter_mut().find(|(s, _)| *s == exact) {
+            Some((_, c)) => *c += n,
+            None => spellings.push((exact, n)),
         }
-        out.push((FacetKey::Str(best.0.to_owned()), total));
     }
+    let out: Vec<(FacetKey, u64)> = groups
+        .into_values()
+        .map(|spellings| {
+            let total = spellings.iter().map(|(_, n)| n).sum();
+            // Most frequent spelling; ties: the smallest spelling.
+            let best = spellings
+                .iter()
+                .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(a.0)))
+                .map_or("", |(s, _)| *s);
+            (FacetKey::Str(best.to_owned()), total)
+        })
+        .collect();
     ordered(out)
 }
 

@@ -228,14 +228,13 @@ async fn tools_call(
         )
     })?;
     let text = serde_json::to_string(&outcome.structured).unwrap_or_default();
-    Ok(MethodResult {
-        body: obj(json!({
-            "content": [{"type": "text", "text": text}],
-            "structuredContent": outcome.structured,
-            "isError": outcome.is_error,
-        })),
-        cache: None,
-    })
+    // Moved in, not through `json!` (which would deep-copy the whole tree;
+    // docs/benchmarks.md measured the copies at a third of a search).
+    let mut body = Map::with_capacity(3);
+    body.insert("content".into(), json!([{"type": "text", "text": text}]));
+    body.insert("structuredContent".into(), outcome.structured);
+    body.insert("isError".into(), Value::Bool(outcome.is_error));
+    Ok(MethodResult { body, cache: None })
 }
 
 /// Shape a result for its era.

@@ -196,6 +196,16 @@ fn plain_error(status: StatusCode, error: RpcError) -> Response {
     json_response(status, &body, None)
 }
 
+/// `{"jsonrpc": "2.0", "id": id, "result": result}`, moving `result` in
+/// (`json!` would deep-copy it).
+fn envelope(id: &Value, result: Value) -> Value {
+    let mut body = Map::with_capacity(3);
+    body.insert("jsonrpc".into(), Value::from("2.0"));
+    body.insert("id".into(), id.clone());
+    body.insert("result".into(), result);
+    Value::Object(body)
+}
+
 fn json_response(status: StatusCode, body: &Value, session: Option<&str>) -> Response {
     let mut response = (status, serde_json::to_vec(body).unwrap_or_default()).into_response();
     let h = response.headers_mut();
@@ -402,7 +412,7 @@ async fn handle_message(
     }
     match dispatch::dispatch(state, Era::Legacy, &method, &params, caller, &trace_id).await {
         Ok(result) => {
-            let body = json!({"jsonrpc": "2.0", "id": id, "result": dispatch::decorate(Era::Legacy, result)});
+            let body = envelope(&id, dispatch::decorate(Era::Legacy, result));
             json_response(StatusCode::OK, &body, None)
         }
         Err(RpcError::MethodNotFound) => {
@@ -544,7 +554,7 @@ async fn modern(
     // 4. Dispatch.
     match dispatch::dispatch(state, Era::Modern, method, params, caller, trace_id).await {
         Ok(result) => {
-            let body = json!({"jsonrpc": "2.0", "id": id, "result": dispatch::decorate(Era::Modern, result)});
+            let body = envelope(id, dispatch::decorate(Era::Modern, result));
             json_response(StatusCode::OK, &body, None)
         }
         Err(e) => rpc_error(&e, Some(id)),

@@ -195,12 +195,23 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
         };
         page_info["next_cursor"] = json!(cursor::seal(&state.cursor_key, &payload));
     }
-    Ok(json!({
-        "vehicles": vehicles,
-        "facets": page.facets,
-        "page": page_info,
-        "provenance": render::search_provenance(&indexes, now),
-        "freshness": render::aggregate_freshness(&bases, &searched, now),
-        "trace_id": ctx.trace_id,
-    }))
+    // Built by moving, not with `json!`: `json!` serializes every value it
+    // is given into a new tree, i.e. a deep copy of the rendered page.
+    let mut out = serde_json::Map::with_capacity(6);
+    out.insert("vehicles".into(), Value::Array(vehicles));
+    out.insert(
+        "facets".into(),
+        serde_json::to_value(&page.facets).map_err(ToolError::internal)?,
+    );
+    out.insert("page".into(), page_info);
+    out.insert(
+        "provenance".into(),
+        render::search_provenance(&indexes, now),
+    );
+    out.insert(
+        "freshness".into(),
+        render::aggregate_freshness(&bases, &searched, now),
+    );
+    out.insert("trace_id".into(), Value::String(ctx.trace_id.clone()));
+    Ok(Value::Object(out))
 }
