@@ -23,6 +23,17 @@
 //! | `search_price_sort` | sort `advertised_price` asc, limit 25 |
 //! | `search_deep` | follow `next_cursor` `--deep-pages` pages deep (limit 25) |
 //! | `get_vehicle` | a random sampled `vehicle_id` |
+//! | `verify_cache_hit` | `dealeragent.inventory.verify_availability` of one of `--verify-hot` vehicles, each checked once before the scenario: answered from the reuse cache |
+//! | `verify_upstream_50ms` | `verify_availability` of a vehicle never checked before (one upstream call each); c=1 runs `--upstream-requests` requests |
+//!
+//! The two `verify_*` scenarios are not in the default set: they need
+//! rooftops whose `availability_source` is `http` (an upstream such as the
+//! `availability_upstream` example; `scripts/bench-availability` sets it
+//! up) and an anonymous quota raised above the request rate. Their vehicles
+//! are collected by paging searches (`--verify-vehicles` in all); a
+//! vehicle of `verify_upstream_50ms` is used once, and any reuse after the
+//! pool runs out is reported as "repeated". The report also counts the
+//! answers with `checked_live` true (upstream called) and false (reused).
 //!
 //! Requests rotate over every organization of the manifest. Before the
 //! scenarios run, the tool discovers the organizations (manifest) and
@@ -48,6 +59,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -58,6 +70,10 @@ const PROTOCOL: &str = "2026-07-28";
 const MANIFEST: &str = "dealeragent.discovery.get_manifest";
 const SEARCH: &str = "dealeragent.inventory.search";
 const GET_VEHICLE: &str = "dealeragent.inventory.get_vehicle";
+const VERIFY: &str = "dealeragent.inventory.verify_availability";
+
+/// Scenarios run only when named in `--scenarios` (they need http sources).
+const VERIFY_SCENARIOS: [&str; 2] = ["verify_cache_hit", "verify_upstream_50ms"];
 
 const ALL_SCENARIOS: [&str; 7] = [
     "get_manifest",
@@ -121,6 +137,17 @@ struct Args {
     /// Also write the results as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Distinct vehicles collected for the `verify_*` scenarios (the pool of
+    /// `verify_upstream_50ms` is this minus `--verify-hot`).
+    #[arg(long, default_value_t = 6000)]
+    verify_vehicles: usize,
+    /// Vehicles checked over and over by `verify_cache_hit`.
+    #[arg(long, default_value_t = 8)]
+    verify_hot: usize,
+    /// Timed requests of `verify_upstream_50ms` at concurrency 1 (each one
+    /// waits for the upstream, so fewer than `--requests`).
+    #[arg(long, default_value_t = 300)]
+    upstream_requests: usize,
 }
 
 // ---------------------------------------------------------------- random
@@ -165,6 +192,20 @@ struct HotResult {
 struct HotStructured {
     #[serde(default)]
     page: Option<HotPage>,
+    #[serde(default)]
+    extensions: Option<HotExtensions>,
+}
+
+#[derive(Deserialize)]
+struct HotExtensions {
+    #[serde(rename = "dealergateway.availability", default)]
+    availability: Option<HotAvailability>,
+}
+
+#[derive(Deserialize)]
+struct HotAvailability {
+    #[serde(default)]
+    checked_live: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -184,6 +225,8 @@ struct Done {
     latency: Duration,
     bytes: usize,
     next_cursor: Option<String>,
+    /// `checked_live` of a `verify_availability` answer.
+    checked_live: Option<bool>,
 }
 
 /// The JSON of an `application/json` or single-event `text/event-stream`
@@ -290,13 +333,16 @@ impl Mcp {
             let snippet = String::from_utf8_lossy(&payload[..payload.len().min(400)]).into_owned();
             return Err(format!("isError is not false: {snippet}"));
         }
+        let (page, extensions) = result
+            .structured
+            .map_or((None, None), |s| (s.page, s.extensions));
         Ok(Done {
             latency,
             bytes: bytes.len(),
-            next_cursor: result
-                .structured
-                .and_then(|s| s.page)
-                .and_then(|p| p.next_cursor),
+            next_cursor: page.and_then(|p| p.next_cursor),
+            checked_live: extensions
+                .and_then(|e| e.availability)
+                .and_then(|a| a.checked_live),
         })
     }
 
@@ -335,6 +381,12 @@ struct Workload {
     rooftops: usize,
     samples: Vec<Sample>,
     deep_pages: usize,
+    /// (organization, rooftop, vehicle) checked over and over by `verify_cache_hit`.
+    verify_hot: Vec<(String, String, String)>,
+    /// Vehicles of `verify_upstream_50ms`, each meant to be used once.
+    verify_fresh: Vec<(String, String, String)>,
+    /// Next index into `verify_fresh` (past the end: repeats).
+    fresh_next: AtomicUsize,
 }
 
 /// One unit of work: a single request, or a chain of pages.
@@ -411,8 +463,28 @@ impl Workload {
                     }),
                 }
             }
+            "verify_cache_hit" => {
+                let (o, r, v) = &self.verify_hot[rng.below(self.verify_hot.len())];
+                verify_op(o, r, v)
+            }
+            "verify_upstream_50ms" => {
+                let i = self.fresh_next.fetch_add(1, Ordering::Relaxed);
+                let (o, r, v) = &self.verify_fresh[i % self.verify_fresh.len()];
+                verify_op(o, r, v)
+            }
             other => panic!("unknown scenario {other}"),
         }
+    }
+}
+
+fn verify_op(organization_id: &str, rooftop_id: &str, vehicle_id: &str) -> Op {
+    Op::One {
+        tool: VERIFY,
+        args: json!({
+            "organization_id": organization_id,
+            "rooftop_id": rooftop_id,
+            "vehicle_id": vehicle_id
+        }),
     }
 }
 
@@ -426,6 +498,9 @@ struct Tally {
     bytes: u64,
     errors: u64,
     first_error: Option<String>,
+    /// `verify_availability` answers with `checked_live` true / false.
+    live: u64,
+    reused: u64,
 }
 
 impl Tally {
@@ -436,6 +511,8 @@ impl Tally {
         }
         self.bytes += other.bytes;
         self.errors += other.errors;
+        self.live += other.live;
+        self.reused += other.reused;
         if self.first_error.is_none() {
             self.first_error = other.first_error;
         }
@@ -450,6 +527,11 @@ impl Tally {
                     self.by_page_us.entry(p).or_default().push(us);
                 }
                 self.bytes += done.bytes as u64;
+                match done.checked_live {
+                    Some(true) => self.live += 1,
+                    Some(false) => self.reused += 1,
+                    None => {}
+                }
                 done.next_cursor
             }
             Err(e) => {
@@ -621,6 +703,12 @@ struct ScenarioResult {
     throughput: Option<Throughput>,
     first_error: Option<String>,
     hits: Option<f64>,
+    /// verify scenarios: answers with `checked_live` true and false (timed
+    /// requests of both phases), and `verify_upstream_50ms` requests that
+    /// reused a vehicle because the pool ran out.
+    live: u64,
+    reused: u64,
+    repeated: Option<usize>,
 }
 
 // ---------------------------------------------------------------- phases
@@ -728,7 +816,44 @@ fn str_of(v: &Value, key: &str) -> String {
     v[key].as_str().unwrap_or_default().to_owned()
 }
 
-async fn discover(mcp: &Mcp, deep_pages: usize) -> Result<Workload, String> {
+/// Vehicles for the `verify_*` scenarios: `total` distinct ones, paging
+/// every organization's default search (limit 100) in turn.
+async fn verify_vehicles(
+    mcp: &Mcp,
+    organizations: &[String],
+    total: usize,
+) -> Result<Vec<(String, String, String)>, String> {
+    let mut out = Vec::with_capacity(total);
+    for org in organizations {
+        let mut args = json!({"organization_id": org, "page": {"limit": 100}});
+        while out.len() < total {
+            let sc = mcp.structured(SEARCH, &args).await?;
+            for v in sc["vehicles"].as_array().into_iter().flatten() {
+                if out.len() < total {
+                    out.push((
+                        str_of(v, "organization_id"),
+                        str_of(v, "rooftop_id"),
+                        str_of(v, "vehicle_id"),
+                    ));
+                }
+            }
+            match sc["page"]["next_cursor"].as_str() {
+                Some(c) => args["page"]["cursor"] = json!(c),
+                None => break,
+            }
+        }
+        if out.len() >= total {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+async fn discover(
+    mcp: &Mcp,
+    deep_pages: usize,
+    verify: Option<(usize, usize)>,
+) -> Result<Workload, String> {
     let manifest = mcp.structured(MANIFEST, &json!({})).await?;
     let organizations: Vec<String> = manifest["organization_ids"]
         .as_array()
@@ -769,11 +894,26 @@ async fn discover(mcp: &Mcp, deep_pages: usize) -> Result<Workload, String> {
     if samples.is_empty() {
         return Err("no vehicle found: is the inventory imported?".into());
     }
+    let (mut verify_hot, mut verify_fresh) = (Vec::new(), Vec::new());
+    if let Some((total, hot)) = verify {
+        let mut all = verify_vehicles(mcp, &organizations, total).await?;
+        if all.len() <= hot {
+            return Err(format!(
+                "only {} vehicles for the verify scenarios (need more than --verify-hot {hot})",
+                all.len()
+            ));
+        }
+        verify_fresh = all.split_off(hot);
+        verify_hot = all;
+    }
     Ok(Workload {
         organizations,
         rooftops,
         samples,
         deep_pages,
+        verify_hot,
+        verify_fresh,
+        fresh_next: AtomicUsize::new(0),
     })
 }
 
@@ -894,6 +1034,28 @@ fn print_report(results: &[ScenarioResult], work: &Workload, args: &Args) {
             }
         }
     }
+    if results.iter().any(|r| r.name.starts_with("verify_")) {
+        println!();
+        println!(
+            "verify_availability answers (timed requests of both phases): upstream called (`checked_live` true) or reused (false). \
+             Pool: {} vehicles for verify_cache_hit, {} distinct for verify_upstream_50ms ({} c=1 timed requests).",
+            work.verify_hot.len(),
+            work.verify_fresh.len(),
+            args.upstream_requests
+        );
+        println!();
+        println!("| scenario | checked live | reused | vehicles repeated |");
+        println!("| --- | ---: | ---: | ---: |");
+        for r in results.iter().filter(|r| r.name.starts_with("verify_")) {
+            println!(
+                "| {} | {} | {} | {} |",
+                r.name,
+                r.live,
+                r.reused,
+                r.repeated.map_or_else(|| "–".to_owned(), |n| n.to_string())
+            );
+        }
+    }
     if let Some(r) = results.iter().find(|r| r.name == "search_deep")
         && let Some((first, deep)) = r.deep_pages
     {
@@ -957,6 +1119,11 @@ fn results_json(results: &[ScenarioResult], work: &Workload, args: &Args) -> Val
             if let Some(h) = r.hits {
                 o["mean_matched_vehicles"] = json!(h);
             }
+            if r.name.starts_with("verify_") {
+                o["checked_live"] = json!(r.live);
+                o["reused"] = json!(r.reused);
+                o["vehicles_repeated"] = json!(r.repeated);
+            }
             if let Some(e) = &r.first_error {
                 o["first_error"] = json!(e);
             }
@@ -988,11 +1155,19 @@ async fn main() -> ExitCode {
         args.scenarios.clone()
     };
     for s in &scenarios {
-        if !ALL_SCENARIOS.contains(&s.as_str()) {
-            eprintln!("unknown scenario {s}; known: {}", ALL_SCENARIOS.join(", "));
+        if !ALL_SCENARIOS.contains(&s.as_str()) && !VERIFY_SCENARIOS.contains(&s.as_str()) {
+            eprintln!(
+                "unknown scenario {s}; known: {}, {}",
+                ALL_SCENARIOS.join(", "),
+                VERIFY_SCENARIOS.join(", ")
+            );
             return ExitCode::from(2);
         }
     }
+    let verify = scenarios
+        .iter()
+        .any(|s| s.starts_with("verify_"))
+        .then_some((args.verify_vehicles, args.verify_hot.max(1)));
     let mcp = match Mcp::new(&args.url) {
         Ok(m) => m,
         Err(e) => {
@@ -1000,7 +1175,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let work = match discover(&mcp, args.deep_pages).await {
+    let work = match discover(&mcp, args.deep_pages, verify).await {
         Ok(w) => Arc::new(w),
         Err(e) => {
             eprintln!("discovery failed: {e}");
@@ -1008,10 +1183,12 @@ async fn main() -> ExitCode {
         }
     };
     eprintln!(
-        "discovered {} organizations, {} rooftops; sampled {} vehicles",
+        "discovered {} organizations, {} rooftops; sampled {} vehicles; {} + {} for the verify scenarios",
         work.organizations.len(),
         work.rooftops,
-        work.samples.len()
+        work.samples.len(),
+        work.verify_hot.len(),
+        work.verify_fresh.len()
     );
 
     let mut rng = Rng(args.seed);
@@ -1027,12 +1204,32 @@ async fn main() -> ExitCode {
         let mut bytes = 0u64;
         let mut ok = 0u64;
 
+        let (mut live, mut reused) = (0u64, 0u64);
+        if scenario == "verify_cache_hit" {
+            // One check of each hot vehicle: every later one is a reuse.
+            for (o, r, v) in &work.verify_hot {
+                let mut scratch = Tally::default();
+                let mut id = 0u64;
+                run_op(&mcp, verify_op(o, r, v), &mut id, &mut scratch, None).await;
+                if let Some(e) = scratch.first_error {
+                    eprintln!("{scenario}: warm-up check failed: {e}");
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        let requests = if scenario == "verify_upstream_50ms" {
+            args.upstream_requests
+        } else {
+            args.requests
+        };
+
         let mut latency = None;
         let mut deep_pages = None;
         if !args.no_latency {
-            eprintln!("{scenario}: {} requests at concurrency 1", args.requests);
-            let tally =
-                latency_phase(&mcp, &work, scenario, args.requests, args.warmup, &mut rng).await;
+            eprintln!("{scenario}: {requests} requests at concurrency 1");
+            let tally = latency_phase(&mcp, &work, scenario, requests, args.warmup, &mut rng).await;
+            live += tally.live;
+            reused += tally.reused;
             latency = Some((stats(&tally.latencies_us), tally.errors));
             if scenario == "search_deep" {
                 let first = tally.by_page_us.get(&1).cloned().unwrap_or_default();
@@ -1045,7 +1242,9 @@ async fn main() -> ExitCode {
             }
             bytes += tally.bytes;
             ok += tally.latencies_us.len() as u64;
-            first_error = tally.first_error;
+            if first_error.is_none() {
+                first_error = tally.first_error;
+            }
         }
 
         let mut throughput = None;
@@ -1066,6 +1265,8 @@ async fn main() -> ExitCode {
             .await;
             bytes += tally.bytes;
             ok += tally.latencies_us.len() as u64;
+            live += tally.live;
+            reused += tally.reused;
             throughput = Some(Throughput {
                 cpu,
                 concurrency: args.concurrency,
@@ -1080,7 +1281,12 @@ async fn main() -> ExitCode {
             }
         }
         let errors = latency.map_or(0, |(_, e)| e) + throughput.as_ref().map_or(0, |t| t.errors);
-        invalid |= errors > 0;
+        invalid |= errors > 0 || first_error.is_some();
+        let repeated = (scenario == "verify_upstream_50ms").then(|| {
+            work.fresh_next
+                .load(Ordering::Relaxed)
+                .saturating_sub(work.verify_fresh.len())
+        });
         results.push(ScenarioResult {
             name: scenario.clone(),
             latency,
@@ -1089,6 +1295,9 @@ async fn main() -> ExitCode {
             throughput,
             first_error,
             hits,
+            live,
+            reused,
+            repeated,
         });
     }
 

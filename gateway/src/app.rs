@@ -52,6 +52,8 @@ pub struct AppState {
     pub anonymous_tool_limiter: KeyedLimiter<(String, IpAddr)>,
     /// Availability checks (reuse, coalescing, breaker, overlay).
     pub availability: crate::availability::AvailabilityService,
+    /// Incentive programs per organization (cached, validated).
+    pub offers: crate::offers::OffersService,
     /// Public base URL without a trailing slash.
     pub public_base: String,
     /// The self-description served at `/conformance/claim.json`.
@@ -140,6 +142,7 @@ impl AppState {
             principal_limiter,
             anonymous_tool_limiter,
             availability,
+            offers: crate::offers::OffersService::new(),
             public_base,
             claim,
             claim_digest,
@@ -327,6 +330,7 @@ pub async fn seed_if_empty(
     store.upsert_organizations(&records).await?;
     if settings.seed_dealers.is_none() {
         seed_demo_inventory(store, &records, now).await?;
+        seed_demo_programs(catalog, store, now).await?;
     }
     Ok(Some(name))
 }
@@ -375,6 +379,38 @@ async fn seed_demo_inventory(
                     .await?;
             }
         }
+    }
+    Ok(())
+}
+
+/// The bundled demo's incentive programs, one file per demo organization
+/// (`demo/programs/<organization_id>.yaml`).
+pub const DEMO_PROGRAMS: &[(&str, &str)] = &[
+    (
+        "org.lakeshore-auto-group",
+        include_str!("../../demo/programs/org.lakeshore-auto-group.yaml"),
+    ),
+    (
+        "org.maplecrest-motor-group",
+        include_str!("../../demo/programs/org.maplecrest-motor-group.yaml"),
+    ),
+];
+
+/// Import the bundled demo programs through the same validation and store
+/// path as `dealer-gateway import programs`.
+async fn seed_demo_programs(
+    catalog: &Catalog,
+    store: &dyn Store,
+    now: chrono::DateTime<Utc>,
+) -> Result<(), crate::Error> {
+    for (organization_id, text) in DEMO_PROGRAMS {
+        let name = format!("demo/programs/{organization_id}.yaml");
+        let parsed =
+            crate::offers::import::parse(catalog, &name, text.as_bytes(), "bundled-demo", now)
+                .map_err(|e| crate::Error::Io(format!("bundled demo programs are invalid: {e}")))?;
+        store
+            .import_programs(organization_id, &parsed.records)
+            .await?;
     }
     Ok(())
 }

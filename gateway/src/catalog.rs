@@ -57,6 +57,14 @@ pub const SCHEMA_FILES: &[(&str, &str)] = &[
         "availability-source.schema.json",
         include_str!("../../schemas/availability-source.schema.json"),
     ),
+    (
+        "programs.schema.json",
+        include_str!("../../schemas/programs.schema.json"),
+    ),
+    (
+        "offers.schema.json",
+        include_str!("../../schemas/offers.schema.json"),
+    ),
 ];
 
 const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";

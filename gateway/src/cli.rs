@@ -55,6 +55,27 @@ pub enum Command {
         #[command(subcommand)]
         what: AuditCommand,
     },
+    /// The rooftop manager's view of one vehicle: the disclosure exactly as
+    /// agents get it, the completeness score with what is missing and how
+    /// to fix it, and the offer evaluation as a table (docs/pricing.md).
+    Preview {
+        /// The organization that owns the rooftop.
+        #[arg(long)]
+        organization: String,
+        /// The rooftop that lists the vehicle.
+        #[arg(long)]
+        rooftop: String,
+        /// Select the vehicle by VIN.
+        #[arg(long, conflicts_with = "stock", required_unless_present = "stock")]
+        vin: Option<String>,
+        /// Select the vehicle by stock number.
+        #[arg(long)]
+        stock: Option<String>,
+        /// A PII-free eligibility profile (YAML or JSON: payment_mode,
+        /// jurisdiction, claims, as_of) to evaluate instead of the default.
+        #[arg(long)]
+        profile: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -164,6 +185,21 @@ pub enum ImportCommand {
         /// dap-csv); a Dealer.com export must be named explicitly.
         #[arg(long, value_enum)]
         format: Option<FeedFormatArg>,
+        /// Validate and report what would change, but write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Import the incentive programs file of one organization (YAML or
+    /// JSON; schemas/programs.schema.json, docs/pricing.md). All or
+    /// nothing: every problem is reported at once. Programs are versioned
+    /// by (program_id, revision); an older revision never overwrites a
+    /// newer one.
+    Programs {
+        /// The file to import (.yaml, .yml or .json).
+        file: PathBuf,
+        /// The organization whose programs these are.
+        #[arg(long)]
+        organization: String,
         /// Validate and report what would change, but write nothing.
         #[arg(long)]
         dry_run: bool,

@@ -15,8 +15,9 @@ use sha2::{Digest, Sha256};
 
 use crate::catalog::Catalog;
 use crate::store::{
-    AvailabilitySource, DealersImportSummary, FreshnessSla, HttpAvailabilitySource,
-    OrganizationRecord, RooftopRecord, RooftopSettings, SourceRecord,
+    AvailabilitySource, DealersImportSummary, FreshnessSla, GovernmentChargeEstimate,
+    HttpAvailabilitySource, OrganizationRecord, RooftopPricing, RooftopRecord, RooftopSettings,
+    SourceRecord,
 };
 
 /// Default freshness SLAs (seconds) when a rooftop does not configure them:
@@ -204,7 +205,7 @@ fn convert(
                     .unwrap_or(default)
             };
             let settings = RooftopSettings {
-                currency,
+                currency: currency.clone(),
                 odometer_unit: gs["odometer_unit"].as_str().unwrap_or_default().to_owned(),
                 anonymous_reads: gs["publication"]["anonymous_reads"]
                     .as_bool()
@@ -219,8 +220,12 @@ fn convert(
                     &format!("{ptr}/gateway_settings/availability_source"),
                     problems,
                 ),
-                // Filled from `gateway_settings.pricing` (issue 7).
-                pricing: crate::store::RooftopPricing::default(),
+                pricing: rooftop_pricing(
+                    &gs["pricing"],
+                    &currency,
+                    &format!("{ptr}/gateway_settings/pricing"),
+                    problems,
+                ),
             };
             let mut dap = rooftop.clone();
             if let Some(map) = dap.as_object_mut() {
@@ -247,6 +252,71 @@ fn convert(
         });
     }
     out
+}
+
+/// The rooftop's pricing configuration (`gateway_settings.pricing`,
+/// schema-valid already; empty when absent). Every amount must be in the
+/// rooftop currency and charge ids are unique within the rooftop.
+fn rooftop_pricing(
+    value: &Value,
+    currency: &str,
+    pointer: &str,
+    problems: &mut Vec<Problem>,
+) -> RooftopPricing {
+    let mut check_currency = |amount: &Value, at: String| {
+        if amount["currency"].as_str() != Some(currency) {
+            problems.push(Problem {
+                pointer: at,
+                rule: "must be in the rooftop currency (gateway_settings.currency)".into(),
+            });
+        }
+    };
+    let charges = value["required_dealer_charges"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut charge_ids = HashSet::new();
+    let mut duplicates = Vec::new();
+    for (i, charge) in charges.iter().enumerate() {
+        let at = format!("{pointer}/required_dealer_charges/{i}");
+        check_currency(&charge["amount"], format!("{at}/amount/currency"));
+        if !charge_ids.insert(charge["charge_id"].as_str().unwrap_or_default()) {
+            duplicates.push(format!("{at}/charge_id"));
+        }
+    }
+    let mut estimates = Vec::new();
+    for (i, estimate) in value["government_charge_estimates"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let lines = estimate["lines"].as_array().cloned().unwrap_or_default();
+        for (j, line) in lines.iter().enumerate() {
+            check_currency(
+                &line["amount"],
+                format!("{pointer}/government_charge_estimates/{i}/lines/{j}/amount/currency"),
+            );
+        }
+        estimates.push(GovernmentChargeEstimate {
+            jurisdiction: estimate["jurisdiction"].clone(),
+            lines,
+            assumptions: estimate["assumptions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|a| a.as_str().map(str::to_owned))
+                .collect(),
+        });
+    }
+    problems.extend(duplicates.into_iter().map(|pointer| Problem {
+        pointer,
+        rule: "duplicate charge_id: each required dealer charge of a rooftop has its own id".into(),
+    }));
+    RooftopPricing {
+        required_dealer_charges: charges,
+        government_charge_estimates: estimates,
+    }
 }
 
 /// Default timeout of an http availability source (milliseconds).
@@ -394,6 +464,48 @@ mod tests {
 
     fn source_of(orgs: &[OrganizationRecord]) -> AvailabilitySource {
         orgs[0].rooftops[0].settings.availability_source.clone()
+    }
+
+    #[test]
+    fn pricing_config_converts_and_is_cross_checked() {
+        let charge = |id: &str, currency: &str| {
+            format!(
+                r#"{{"charge_id": "{id}", "name": "Documentation fee", "amount": {{"amount_minor": 34900, "currency": "{currency}"}}, "payee": "dealer", "included_in_advertised_price": false, "taxable_status": "taxable", "required": true}}"#
+            )
+        };
+        let ok = format!(
+            r#", "pricing": {{"required_dealer_charges": [{}], "government_charge_estimates": [{{"jurisdiction": {{"country": "US", "subdivision": "US-IL"}}, "lines": [{{"name": "Title", "amount": {{"amount_minor": 16500, "currency": "USD"}}, "payee": "government"}}], "assumptions": ["Passenger vehicle"]}}]}}"#,
+            charge("doc-fee", "USD")
+        );
+        let orgs = parse_with_source(&ok).unwrap();
+        let pricing = &orgs[0].rooftops[0].settings.pricing;
+        assert_eq!(pricing.required_dealer_charges.len(), 1);
+        assert_eq!(
+            pricing.government_charge_estimates[0].assumptions,
+            ["Passenger vehicle"]
+        );
+        assert_eq!(
+            parse_with_source("").unwrap()[0].rooftops[0]
+                .settings
+                .pricing,
+            RooftopPricing::default()
+        );
+        let bad = format!(
+            r#", "pricing": {{"required_dealer_charges": [{}, {}]}}"#,
+            charge("doc-fee", "CAD"),
+            charge("doc-fee", "USD")
+        );
+        let err = parse_with_source(&bad).unwrap_err();
+        let base = "/organizations/0/rooftops/0/gateway_settings/pricing/required_dealer_charges";
+        let pointers: Vec<&str> = err.problems.iter().map(|p| p.pointer.as_str()).collect();
+        assert_eq!(
+            pointers,
+            [
+                format!("{base}/0/amount/currency"),
+                format!("{base}/1/charge_id")
+            ],
+            "{err}"
+        );
     }
 
     #[test]

@@ -22,6 +22,8 @@ pub mod dealers;
 pub mod demo;
 /// The in-memory dealer directory over the store.
 pub mod directory;
+/// The pricing disclosure of a vehicle (one pure builder).
+pub mod disclosure;
 /// Inventory feeds (DAP CSV, Dealer.com CSV, JSON): parse, validate, convert.
 pub mod ingest;
 /// Vehicles: the domain model and its wire rendering.
@@ -30,6 +32,10 @@ pub mod inventory;
 pub mod manifest;
 /// The MCP endpoint, both eras.
 pub mod mcp;
+/// Incentive programs: per-organization cache, import, vehicle mapping.
+pub mod offers;
+/// `dealer-gateway preview`: a vehicle's pricing as the rooftop manager sees it.
+pub mod preview;
 /// Keyed rate limits (per address, per principal, per-tool quotas).
 pub mod ratelimit;
 /// MCP resources over the reserved `dealeragent://` URIs.

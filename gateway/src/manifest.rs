@@ -15,6 +15,9 @@ use crate::directory::DirectorySnapshot;
 use crate::mcp::{LEGACY_REVISION, MODERN_REVISION};
 use crate::tools::ToolError;
 
+/// The prefix of the profiles DAP's manifest `capabilities` may name.
+const DAP_PROFILE_PREFIX: &str = "dealeragent.";
+
 /// How long a manifest stays valid after its directory snapshot was read.
 const MANIFEST_VALIDITY: Duration = Duration::hours(1);
 
@@ -57,11 +60,16 @@ pub fn build(
 
     let base = &state.public_base;
     let catalog = &state.catalog;
-    let capabilities: Vec<Value> = catalog
+    // DAP's `capability.profile` names only `dealeragent.*` profiles; this
+    // gateway's own extension profiles (`dealergateway.*`) are published
+    // under `extensions."dealergateway.extensions"` instead.
+    let (dap_profiles, extension_profiles): (Vec<_>, Vec<_>) = catalog
         .profiles
         .iter()
-        .map(|p| json!({"profile": p.id, "status": p.status, "tools": p.tools, "scopes": p.scopes}))
-        .collect();
+        .partition(|p| p.id.starts_with(DAP_PROFILE_PREFIX));
+    let describe = |p: &crate::catalog::Profile| json!({"profile": p.id, "status": p.status, "tools": p.tools, "scopes": p.scopes});
+    let capabilities: Vec<Value> = dap_profiles.into_iter().map(describe).collect();
+    let extension_profiles: Vec<Value> = extension_profiles.into_iter().map(describe).collect();
     let mut operator = json!({"name": state.settings.operator_name});
     if let Some(uri) = &state.settings.operator_uri {
         operator["uri"] = json!(uri);
@@ -120,6 +128,9 @@ pub fn build(
                     .map(|t| t.name.as_str())
                     .collect::<Vec<_>>(),
                 "over_limit": "HTTP 429 with Retry-After at the edge; dealeragent.rate_limited with retry_after_ms for tool quotas"
+            },
+            "dealergateway.extensions": {
+                "profiles": extension_profiles
             },
             "dealergateway.catalog": {
                 "bundle": catalog.bundle,

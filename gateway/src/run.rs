@@ -77,6 +77,11 @@ pub async fn run(cli: Cli) -> ExitCode {
                 .await
             }
             ImportCommand::Bundle { dir, dry_run } => import_bundle(db, &dir, dry_run).await,
+            ImportCommand::Programs {
+                file,
+                organization,
+                dry_run,
+            } => import_programs(db, &file, &organization, dry_run).await,
         },
         Command::Demo { what } => match what {
             DemoCommand::Generate {
@@ -123,6 +128,23 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Audit { what } => match what {
             AuditCommand::Export { since } => audit_export(db, &since).await,
         },
+        Command::Preview {
+            organization,
+            rooftop,
+            vin,
+            stock,
+            profile,
+        } => crate::preview::run(
+            db,
+            &organization,
+            &rooftop,
+            vin.as_deref(),
+            stock.as_deref(),
+            profile.as_deref(),
+        )
+        .await
+        .map(|text| print!("{text}"))
+        .map_err(Failure::from),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -214,6 +236,102 @@ async fn import_dealers(
         rr = summary.rooftops_removed,
     );
     Ok(records)
+}
+
+/// `import programs FILE --organization ORG [--dry-run]`: parse, schema-check
+/// and validate (every problem at once, each rule compiled), then store in
+/// one transaction. Bad input exits 2 and writes nothing.
+async fn import_programs(
+    database_url: &str,
+    file: &Path,
+    organization: &str,
+    dry_run: bool,
+) -> Result<(), Failure> {
+    let catalog = Catalog::load()?;
+    let name = file.display().to_string();
+    let bytes = std::fs::read(file).map_err(|e| Error::Io(format!("{name}: cannot read: {e}")))?;
+    let file_name = file
+        .file_name()
+        .map_or_else(|| name.clone(), |n| n.to_string_lossy().into_owned());
+    let parsed = crate::offers::import::parse(
+        &catalog,
+        &name,
+        &bytes,
+        &format!("programs-file:{file_name}"),
+        Utc::now(),
+    )
+    .map_err(|e| Failure::BadInput(e.to_string()))?;
+    let store = store::open(database_url).await?;
+    if store.get_organization(organization).await?.is_none() {
+        return Err(Failure::BadInput(format!(
+            "organization {organization} is not in the store: import its dealers file first \
+             (dealer-gateway import dealers FILE); nothing was imported"
+        )));
+    }
+    let summary = if dry_run {
+        plan_programs(store.as_ref(), organization, &parsed.records).await?
+    } else {
+        store
+            .import_programs(organization, &parsed.records)
+            .await
+            .map_err(|e| match e {
+                store::StoreError::Query(message) => {
+                    Failure::BadInput(format!("{name}: {message}"))
+                }
+                other => Failure::from(other),
+            })?
+    };
+    println!(
+        "{verb} {name}: {n} program(s) of {organization} — added {a}, unchanged {u}, older revisions ignored {i}",
+        verb = if dry_run {
+            "dry run, nothing written:"
+        } else {
+            "imported"
+        },
+        n = parsed.records.len(),
+        a = summary.added,
+        u = summary.unchanged,
+        i = summary.older_revisions_ignored,
+    );
+    Ok(())
+}
+
+/// What importing `records` would change (for `--dry-run`), against the
+/// stored revisions; a conflicting document is bad input.
+async fn plan_programs(
+    store: &dyn Store,
+    organization: &str,
+    records: &[store::ProgramRecord],
+) -> Result<store::ProgramsImportSummary, Failure> {
+    let current = store.current_programs(organization).await?;
+    let mut newest: std::collections::BTreeMap<&str, u32> = current
+        .iter()
+        .map(|p| (p.program_id.as_str(), p.revision))
+        .collect();
+    let mut sorted: Vec<&store::ProgramRecord> = records.iter().collect();
+    sorted.sort_by(|a, b| (&a.program_id, a.revision).cmp(&(&b.program_id, b.revision)));
+    let mut summary = store::ProgramsImportSummary::default();
+    for record in sorted {
+        let stored = current
+            .iter()
+            .find(|p| p.program_id == record.program_id && p.revision == record.revision);
+        match (stored, newest.get(record.program_id.as_str())) {
+            (Some(p), _) if p.doc == record.doc => summary.unchanged += 1,
+            (Some(_), _) => {
+                return Err(Failure::BadInput(format!(
+                    "program '{}' revision {} is already stored with a different document; \
+                     give the change a new revision; nothing was imported",
+                    record.program_id, record.revision
+                )));
+            }
+            (None, Some(n)) if *n > record.revision => summary.older_revisions_ignored += 1,
+            (None, _) => {
+                summary.added += 1;
+                newest.insert(record.program_id.as_str(), record.revision);
+            }
+        }
+    }
+    Ok(summary)
 }
 
 /// `import inventory FILE --organization ORG [--rooftop R] [--format F] [--dry-run]`.

@@ -48,13 +48,17 @@ const NOT_FOUND: &str = "dealeragent.resource.not_found";
 /// The availability tool: covered when the catalog serves it.
 const VERIFY: &str = "dealeragent.inventory.verify_availability";
 /// Every tool the matrix covers; a test checks the catalog has no other.
-const MATRIX_TOOLS: [&str; 5] = [
+const MATRIX_TOOLS: [&str; 7] = [
     "dealeragent.discovery.get_manifest",
     "dealeragent.dealer.get",
     "dealeragent.inventory.search",
     "dealeragent.inventory.get_vehicle",
     VERIFY,
+    DISCLOSURE,
+    OFFERS,
 ];
+const DISCLOSURE: &str = "dealeragent.pricing.get_disclosure";
+const OFFERS: &str = "dealergateway.offers.evaluate";
 const SCOPE_INSUFFICIENT: &str = "dealeragent.scope.insufficient";
 
 // ---------------------------------------------------------------------------
@@ -138,6 +142,12 @@ impl Who {
     /// Authenticated, but without `dealeragent:inventory:read`.
     fn lacks_inventory_scope(self) -> bool {
         matches!(self, Who::MissingScopeToken | Who::NoScopeJwt)
+    }
+
+    /// Authenticated, but without `dealeragent:pricing:read` (only the
+    /// pricing-only token holds it).
+    fn lacks_pricing_scope(self) -> bool {
+        self.authenticated() && self != Who::MissingScopeToken
     }
 
     fn authenticated(self) -> bool {
@@ -500,6 +510,10 @@ enum Case {
     VehicleFleetUnderOtherOrganization,
     VerifyFleet,
     VerifyChicago,
+    DisclosureFleet,
+    DisclosureChicago,
+    OffersFleet,
+    OffersChicago,
     ResourceManifest,
     ResourceList,
     ResourceOrganization,
@@ -510,7 +524,7 @@ enum Case {
 }
 
 impl Case {
-    const ALL: [Case; 18] = [
+    const ALL: [Case; 22] = [
         Case::Manifest,
         Case::DealerFleet,
         Case::DealerOrganization,
@@ -522,6 +536,10 @@ impl Case {
         Case::VehicleFleetUnderOtherOrganization,
         Case::VerifyFleet,
         Case::VerifyChicago,
+        Case::DisclosureFleet,
+        Case::DisclosureChicago,
+        Case::OffersFleet,
+        Case::OffersChicago,
         Case::ResourceManifest,
         Case::ResourceList,
         Case::ResourceOrganization,
@@ -533,7 +551,12 @@ impl Case {
 
     /// Served by this build (the availability tool may not be).
     fn served(self) -> bool {
-        !matches!(self, Case::VerifyFleet | Case::VerifyChicago) || catalog_has(VERIFY)
+        match self {
+            Case::VerifyFleet | Case::VerifyChicago => catalog_has(VERIFY),
+            Case::DisclosureFleet | Case::DisclosureChicago => catalog_has(DISCLOSURE),
+            Case::OffersFleet | Case::OffersChicago => catalog_has(OFFERS),
+            _ => true,
+        }
     }
 
     fn is_resource(self) -> bool {
@@ -601,6 +624,21 @@ fn expected(case: Case, who: Who) -> Outcome {
         | Case::VehicleChicago
         | Case::VerifyChicago => gated(true),
         Case::VehicleFleetUnderOtherOrganization => gated(false),
+        // The disclosure and the offer evaluation need the pricing scope,
+        // not the inventory scope.
+        Case::DisclosureFleet
+        | Case::DisclosureChicago
+        | Case::OffersFleet
+        | Case::OffersChicago => {
+            let visible = matches!(case, Case::DisclosureChicago | Case::OffersChicago) || fleet;
+            if who.lacks_pricing_scope() {
+                Outcome::ScopeInsufficient
+            } else if visible {
+                Outcome::Ok
+            } else {
+                Outcome::NotFound
+            }
+        }
         Case::ResourceRooftopFleet | Case::ResourceVehicleFleet => {
             if fleet {
                 Outcome::Ok
@@ -697,6 +735,36 @@ impl Fixture {
                     who,
                     VERIFY,
                     json!({"organization_id": ORG, "rooftop_id": CHICAGO, "vehicle_id": self.chicago_vehicle}),
+                )
+                .await
+            }
+            Case::DisclosureFleet => {
+                self.tool(
+                    who,
+                    DISCLOSURE,
+                    json!({"organization_id": ORG, "rooftop_id": FLEET, "vehicle_id": self.fleet_vehicle}),
+                )
+                .await
+            }
+            Case::DisclosureChicago => {
+                self.tool(
+                    who,
+                    DISCLOSURE,
+                    json!({"organization_id": ORG, "rooftop_id": CHICAGO, "vehicle_id": self.chicago_vehicle}),
+                )
+                .await
+            }
+            Case::OffersFleet | Case::OffersChicago => {
+                let (rooftop, vehicle) = if case == Case::OffersFleet {
+                    (FLEET, &self.fleet_vehicle)
+                } else {
+                    (CHICAGO, &self.chicago_vehicle)
+                };
+                self.tool(
+                    who,
+                    OFFERS,
+                    json!({"organization_id": ORG, "rooftop_id": rooftop, "vehicle_id": vehicle,
+                           "profile": {"payment_mode": "unknown", "jurisdiction": {"country": "US"}, "claims": {}}}),
                 )
                 .await
             }
@@ -1574,7 +1642,7 @@ async fn protected_resource_metadata_names_the_resource_servers_and_scopes() {
         assert_eq!(r.body["authorization_servers"], json!([ISSUER]));
         assert_eq!(
             r.body["scopes_supported"],
-            json!([SCOPE_INVENTORY_READ]),
+            json!([SCOPE_INVENTORY_READ, SCOPE_PRICING_READ]),
             "{}",
             r.raw
         );

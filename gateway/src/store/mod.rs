@@ -200,6 +200,34 @@ pub struct DealersImportSummary {
     pub rooftops_removed: u32,
 }
 
+/// One stored revision of one incentive program (`incentive_programs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProgramRecord {
+    pub program_id: String,
+    pub revision: u32,
+    /// The `pricing::Program` exactly as imported (JSON).
+    pub doc: serde_json::Value,
+    /// `sha256:<hex>` of the stacking rule source, for `rule_defined`
+    /// programs.
+    pub rule_hash: Option<String>,
+    /// When the revision was stored (microsecond precision).
+    pub imported_at: DateTime<Utc>,
+    /// Provenance of the import that stored it.
+    pub source: SourceRecord,
+}
+
+/// What an import of programs changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ProgramsImportSummary {
+    /// New (program_id, revision) pairs stored.
+    pub added: u32,
+    /// Pairs already stored with an identical document.
+    pub unchanged: u32,
+    /// Revisions older than the newest stored for their program_id: not
+    /// stored (an older revision never overwrites a newer one).
+    pub older_revisions_ignored: u32,
+}
+
 /// One immutable inventory snapshot of one rooftop.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SnapshotRecord {
@@ -455,6 +483,28 @@ pub trait Store: Send + Sync + 'static {
         event_id: &str,
         limit: u32,
     ) -> Result<Vec<AuditEvent>, StoreError>;
+
+    /// Import incentive program revisions of one organization in one
+    /// transaction (issue 7 item 1). Per record, in ascending
+    /// (program_id, revision) order: an existing (program_id, revision)
+    /// with an identical document is *unchanged*; a revision older than the
+    /// newest stored for its program_id is not stored and counted as
+    /// *ignored*; anything else is *added*. Fails with
+    /// [`StoreError::Query`] (writing nothing) when the organization is not
+    /// stored, or when a different document is given under a stored
+    /// (program_id, revision) (naming the program).
+    async fn import_programs(
+        &self,
+        organization_id: &str,
+        programs: &[ProgramRecord],
+    ) -> Result<ProgramsImportSummary, StoreError>;
+
+    /// The newest revision of every program of an organization, ordered by
+    /// `program_id`.
+    async fn current_programs(
+        &self,
+        organization_id: &str,
+    ) -> Result<Vec<ProgramRecord>, StoreError>;
 
     /// Append one availability observation.
     async fn record_availability(
@@ -831,4 +881,60 @@ fn summarize(plans: &[OrganizationPlan<'_>]) -> DealersImportSummary {
         summary.rooftops_removed += u32::try_from(plan.removed.len()).unwrap_or(u32::MAX);
     }
     summary
+}
+
+/// The records of a programs import in the order the store applies them:
+/// ascending (program_id, revision); a pair given twice must carry the same
+/// document.
+fn sorted_programs(programs: &[ProgramRecord]) -> Result<Vec<&ProgramRecord>, StoreError> {
+    let mut sorted: Vec<&ProgramRecord> = programs.iter().collect();
+    sorted.sort_by(|a, b| (&a.program_id, a.revision).cmp(&(&b.program_id, b.revision)));
+    for pair in sorted.windows(2) {
+        if pair[0].program_id == pair[1].program_id
+            && pair[0].revision == pair[1].revision
+            && pair[0].doc != pair[1].doc
+        {
+            return Err(program_conflict(&pair[0].program_id, pair[0].revision));
+        }
+    }
+    Ok(sorted)
+}
+
+/// A different document under a stored (program_id, revision).
+fn program_conflict(program_id: &str, revision: u32) -> StoreError {
+    StoreError::Query(format!(
+        "program '{program_id}' revision {revision} is already stored with a different \
+         document; a revision is immutable: give the change a new revision; nothing was imported"
+    ))
+}
+
+/// The readable error for a programs import of an unknown organization.
+fn programs_organization_missing(organization_id: &str) -> StoreError {
+    StoreError::Query(format!(
+        "organization '{organization_id}' is not in the store: import its dealers file first; \
+         nothing was imported"
+    ))
+}
+
+/// What one program record does against the stored state: `stored` is the
+/// document of the same (id, revision) if stored, `newest` the newest
+/// stored revision of the id.
+fn program_change(
+    record: &ProgramRecord,
+    stored: Option<&serde_json::Value>,
+    newest: Option<u32>,
+) -> Result<ProgramOutcome, StoreError> {
+    Ok(match stored {
+        Some(doc) if *doc == record.doc => ProgramOutcome::Unchanged,
+        Some(_) => return Err(program_conflict(&record.program_id, record.revision)),
+        None if newest.is_some_and(|n| n > record.revision) => ProgramOutcome::Ignored,
+        None => ProgramOutcome::Added,
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ProgramOutcome {
+    Added,
+    Unchanged,
+    Ignored,
 }

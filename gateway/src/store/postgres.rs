@@ -22,6 +22,10 @@ use super::{
     embedded_migrator, json_text, map_sqlx_error, new_snapshot_identity, plan_organization,
     rooftop_not_of_organization, rooftop_taken, summarize, validate_import, validate_snapshot,
 };
+use super::{
+    ProgramOutcome, ProgramRecord, ProgramsImportSummary, program_change,
+    programs_organization_missing, sorted_programs,
+};
 use crate::auth::{Credential, RooftopScope};
 use crate::inventory::model::{InventoryImportSummary, VehicleRecord, diff_vehicles};
 
@@ -539,6 +543,113 @@ impl Store for PostgresStore {
         .await
         .map_err(map_sqlx_error)?;
         rows.iter().map(audit_from_row).collect()
+    }
+
+    async fn import_programs(
+        &self,
+        organization_id: &str,
+        programs: &[ProgramRecord],
+    ) -> Result<ProgramsImportSummary, StoreError> {
+        let sorted = sorted_programs(programs)?;
+        let mut tx = self.pool.begin().await.map_err(map_sqlx_error)?;
+        // One import at a time across replicas (the dealer import lock): the
+        // newest revisions read below stay the newest until commit. The
+        // organization row is locked too, so it cannot vanish meanwhile.
+        sqlx::query("select pg_advisory_xact_lock($1)")
+            .bind(IMPORT_LOCK_KEY)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?;
+        let known: Option<String> = sqlx::query_scalar(
+            "select organization_id from organizations where organization_id = $1 for share",
+        )
+        .bind(organization_id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(map_sqlx_error)?;
+        if known.is_none() {
+            return Err(programs_organization_missing(organization_id));
+        }
+        let mut summary = ProgramsImportSummary::default();
+        for record in sorted {
+            let stored: Option<Json<serde_json::Value>> = sqlx::query_scalar(
+                "select doc from incentive_programs
+                 where organization_id = $1 and program_id = $2 and revision = $3",
+            )
+            .bind(organization_id)
+            .bind(&record.program_id)
+            .bind(i64::from(record.revision))
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?;
+            let newest: Option<i64> = sqlx::query_scalar(
+                "select max(revision) from incentive_programs
+                 where organization_id = $1 and program_id = $2",
+            )
+            .bind(organization_id)
+            .bind(&record.program_id)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?;
+            let newest = newest.and_then(|n| u32::try_from(n).ok());
+            match program_change(record, stored.as_ref().map(|d| &d.0), newest)? {
+                ProgramOutcome::Unchanged => summary.unchanged += 1,
+                ProgramOutcome::Ignored => summary.older_revisions_ignored += 1,
+                ProgramOutcome::Added => {
+                    sqlx::query(
+                        "insert into incentive_programs (organization_id, program_id, revision,
+                             doc, rule_hash, imported_at, source)
+                         values ($1, $2, $3, $4::json, $5, $6, $7::json)",
+                    )
+                    .bind(organization_id)
+                    .bind(&record.program_id)
+                    .bind(i64::from(record.revision))
+                    .bind(json_text(&record.doc)?)
+                    .bind(&record.rule_hash)
+                    .bind(record.imported_at)
+                    .bind(json_text(&record.source)?)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(map_sqlx_error)?;
+                    summary.added += 1;
+                }
+            }
+        }
+        tx.commit().await.map_err(map_sqlx_error)?;
+        Ok(summary)
+    }
+
+    async fn current_programs(
+        &self,
+        organization_id: &str,
+    ) -> Result<Vec<ProgramRecord>, StoreError> {
+        let rows = sqlx::query(
+            "select distinct on (program_id) program_id, revision, doc, rule_hash, imported_at,
+                 source
+             from incentive_programs
+             where organization_id = $1
+             order by program_id, revision desc",
+        )
+        .bind(organization_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        rows.iter()
+            .map(|row| {
+                let revision: i64 = row.try_get("revision").map_err(map_sqlx_error)?;
+                let doc: Json<serde_json::Value> = row.try_get("doc").map_err(map_sqlx_error)?;
+                let source: Json<SourceRecord> = row.try_get("source").map_err(map_sqlx_error)?;
+                Ok(ProgramRecord {
+                    program_id: row.try_get("program_id").map_err(map_sqlx_error)?,
+                    revision: u32::try_from(revision)
+                        .map_err(|_| StoreError::Corrupt(format!("revision {revision}")))?,
+                    doc: doc.0,
+                    rule_hash: row.try_get("rule_hash").map_err(map_sqlx_error)?,
+                    imported_at: row.try_get("imported_at").map_err(map_sqlx_error)?,
+                    source: source.0,
+                })
+            })
+            .collect()
     }
 
     async fn record_availability(

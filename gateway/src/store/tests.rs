@@ -226,6 +226,8 @@ backend_suite! {
         audit_event_never_contains_the_token_secret,
         availability_observations_round_trip_newest_first,
         stored_settings_without_an_availability_source_decode_as_feed,
+        programs_import_counts_and_current_is_newest_revision,
+        programs_import_conflict_or_unknown_organization_writes_nothing,
     ],
     db: [
         migrations_apply_and_reapply,
@@ -1877,4 +1879,97 @@ async fn stored_settings_without_an_availability_source_decode_as_feed(store: &d
     store.upsert_organizations(&[org.clone()]).await.unwrap();
     let back = store.get_organization("org-a").await.unwrap().unwrap();
     assert_eq!(back.rooftops[0].settings, org.rooftops[0].settings);
+}
+
+// ---------------------------------------------------------------------------
+// Incentive programs
+// ---------------------------------------------------------------------------
+
+fn program(id: &str, revision: u32, amount: i64) -> ProgramRecord {
+    ProgramRecord {
+        program_id: id.to_owned(),
+        revision,
+        doc: json!({"program_id": id, "revision": revision, "amount": amount}),
+        rule_hash: (amount == 7).then(|| "sha256:00".to_owned()),
+        imported_at: DateTime::parse_from_rfc3339("2026-11-29T10:00:00.123456Z")
+            .unwrap()
+            .with_timezone(&Utc),
+        source: source("sha256:programs"),
+    }
+}
+
+async fn programs_import_counts_and_current_is_newest_revision(store: &dyn Store) {
+    seed_dealers(store).await;
+    let first = store
+        .import_programs(
+            "org-a",
+            &[
+                program("cash", 2, 100),
+                program("bonus", 1, 7),
+                program("cash", 1, 50),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        first,
+        ProgramsImportSummary {
+            added: 3,
+            unchanged: 0,
+            older_revisions_ignored: 0
+        }
+    );
+    // Identical again: unchanged; an older revision than the newest: ignored.
+    let again = store
+        .import_programs(
+            "org-a",
+            &[
+                program("cash", 2, 100),
+                program("bonus", 1, 7),
+                program("bonus", 0, 1),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        again,
+        ProgramsImportSummary {
+            added: 0,
+            unchanged: 2,
+            older_revisions_ignored: 1
+        }
+    );
+    let current = store.current_programs("org-a").await.unwrap();
+    assert_eq!(
+        current,
+        vec![program("bonus", 1, 7), program("cash", 2, 100)]
+    );
+    assert!(store.current_programs("org-b").await.unwrap().is_empty());
+    // A newer revision becomes current.
+    store
+        .import_programs("org-a", &[program("cash", 3, 120)])
+        .await
+        .unwrap();
+    let current = store.current_programs("org-a").await.unwrap();
+    assert_eq!(current[1], program("cash", 3, 120));
+}
+
+async fn programs_import_conflict_or_unknown_organization_writes_nothing(store: &dyn Store) {
+    seed_dealers(store).await;
+    store
+        .import_programs("org-a", &[program("cash", 1, 100)])
+        .await
+        .unwrap();
+    let err = store
+        .import_programs("org-a", &[program("new", 1, 5), program("cash", 1, 999)])
+        .await
+        .unwrap_err();
+    let message = query_message(err);
+    assert!(message.contains("'cash' revision 1"), "{message}");
+    assert_eq!(store.current_programs("org-a").await.unwrap().len(), 1);
+    let err = store
+        .import_programs("org-missing", &[program("cash", 1, 100)])
+        .await
+        .unwrap_err();
+    assert!(query_message(err).contains("org-missing"));
 }

@@ -7,9 +7,11 @@
 
 pub mod dealer_get;
 mod error;
+pub mod get_disclosure;
 pub mod get_manifest;
 pub mod get_vehicle;
 pub mod inventory_search;
+pub mod offers_evaluate;
 pub mod policy;
 pub mod verify_availability;
 
@@ -41,6 +43,8 @@ pub const IMPLEMENTED: &[&str] = &[
     inventory_search::NAME,
     get_vehicle::NAME,
     verify_availability::NAME,
+    get_disclosure::NAME,
+    offers_evaluate::NAME,
 ];
 
 /// Outcome of one tool call: the structured content and whether it is an
@@ -159,6 +163,8 @@ async fn dispatch(name: &str, ctx: &ToolContext, args: &Value) -> Option<Result<
         inventory_search::NAME => inventory_search::call(ctx, args).await,
         get_vehicle::NAME => get_vehicle::call(ctx, args).await,
         verify_availability::NAME => verify_availability::call(ctx, args).await,
+        offers_evaluate::NAME => offers_evaluate::call(ctx, args).await,
+        get_disclosure::NAME => get_disclosure::call(ctx, args).await,
         _ => return None,
     })
 }

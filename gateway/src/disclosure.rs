@@ -1,0 +1,1074 @@
+//! The DAP pricing disclosure of one vehicle (`pricing.schema.json#/$defs/
+//! pricingDisclosure`), built by one pure function of its inputs so that the
+//! tool `dealeragent.pricing.get_disclosure` and the terminal preview show
+//! exactly the same thing (docs/pricing.md, sections 5 and 6).
+//!
+//! Rules (the "one price problem"):
+//! * The four parts stay separate: the generally available advertised
+//!   price, the itemized required dealer charges, the conditional
+//!   adjustments (each only for an eligible buyer, never subtracted from the
+//!   advertised price) and the government charges.
+//! * Unknown is never zero: unknown government charges have no lines and no
+//!   total, and the text says they are unknown.
+//! * The completeness score follows the published weights in
+//!   [`WEIGHT_COMPONENT`] and [`band_points`].
+
+use chrono::{DateTime, Duration, Utc};
+use pricing::Money;
+use serde_json::{Map, Value, json};
+
+use crate::availability::Band;
+use crate::inventory::model::VehicleRecord;
+use crate::inventory::render::timestamp;
+use crate::store::{RooftopPricing, SourceRecord};
+
+/// Points of each boolean completeness component.
+pub const WEIGHT_COMPONENT: u32 = 20;
+/// Longest `disclosure_text` DAP allows.
+pub const MAX_TEXT: usize = 4000;
+const MAX_AGE_LIMIT: u32 = 2_592_000;
+
+/// Points of the availability band component (at most [`WEIGHT_COMPONENT`]).
+pub fn band_points(band: Band) -> u32 {
+    match band {
+        Band::VerifiedCurrent => 20,
+        Band::RecentAuthoritative => 15,
+        Band::Asserted => 10,
+        Band::Stale => 5,
+        Band::Unknown => 0,
+    }
+}
+
+/// A conditional adjustment from a published incentive program, already in
+/// DAP `conditionalAdjustment` shape, with what its provenance and
+/// freshness need.
+#[derive(Debug, Clone)]
+pub struct ProgramAdjustment {
+    pub adjustment: Value,
+    pub program_id: String,
+    pub revision: u32,
+    /// `sha256:…` of the program's stacking rule, when it has one.
+    pub rule_hash: Option<String>,
+    pub valid_until: Option<DateTime<Utc>>,
+}
+
+/// Published programs of the organization (absent when none are loaded).
+#[derive(Debug, Clone)]
+pub struct ProgramsInput {
+    /// Applicable programs (already narrowed by the caller's applicability
+    /// rules) as adjustments.
+    pub adjustments: Vec<ProgramAdjustment>,
+    /// The provenance `source` objects of the programs file(s).
+    pub sources: Vec<Value>,
+    /// When the programs were loaded.
+    pub loaded_at: DateTime<Utc>,
+    /// `extensions["dealergateway.offers"]`: the offer evaluation for the
+    /// default profile.
+    pub evaluation: Option<Value>,
+    /// The evaluation's own validity limit (a program starting or ending).
+    pub evaluation_valid_until: Option<DateTime<Utc>>,
+}
+
+/// Everything a disclosure is computed from.
+#[derive(Debug, Clone)]
+pub struct Inputs<'a> {
+    pub record: &'a VehicleRecord,
+    /// The rooftop's pricing configuration.
+    pub pricing: &'a RooftopPricing,
+    /// Where the rooftop configuration came from (the dealers file).
+    pub config_source: Option<&'a SourceRecord>,
+    pub inventory_sla_seconds: u32,
+    /// The vehicle was withdrawn by the rooftop's newest snapshot.
+    pub withdrawn: bool,
+    /// Version of the snapshot the record comes from.
+    pub snapshot_version: i64,
+    /// Availability band at `now` (from stored observations only).
+    pub band: Band,
+    /// Requested buyer jurisdiction (DAP `jurisdiction`).
+    pub jurisdiction: Option<&'a Value>,
+    /// Requested payment mode (`cash|finance|lease|unknown`).
+    pub payment_mode: Option<&'a str>,
+    pub programs: Option<ProgramsInput>,
+    pub now: DateTime<Utc>,
+}
+
+/// One completeness component that did not earn its full points.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gap {
+    pub component: &'static str,
+    pub points_lost: u32,
+    pub what: String,
+    pub fix: String,
+}
+
+/// A built disclosure: the wire document plus what the preview shows.
+#[derive(Debug, Clone)]
+pub struct Disclosure {
+    pub document: Value,
+    pub score: u32,
+    pub gaps: Vec<Gap>,
+}
+
+fn money_of(v: &Value) -> Option<Money> {
+    serde_json::from_value::<Money>(v.clone()).ok()
+}
+
+fn str_of<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+fn parse_time(v: &Value, key: &str) -> Option<DateTime<Utc>> {
+    str_of(v, key)
+        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// Does an adjustment's (or estimate's) jurisdiction `rule` cover the
+/// requested `wanted`? Country must be equal; a subdivision on the rule
+/// must equal the requested one (a request without a subdivision cannot
+/// rule it out, so it is kept for adjustments and not matched for
+/// estimates, see `strict`).
+fn jurisdiction_covers(rule: &Value, wanted: &Value, strict: bool) -> bool {
+    if str_of(rule, "country") != str_of(wanted, "country") {
+        return false;
+    }
+    match (str_of(rule, "subdivision"), str_of(wanted, "subdivision")) {
+        (None, _) => true,
+        (Some(a), Some(b)) => a == b,
+        (Some(_), None) => !strict,
+    }
+}
+
+/// Is the adjustment applicable under the request's jurisdiction, payment
+/// mode and `now` (validity window)?
+fn adjustment_applies(
+    adj: &Value,
+    jurisdiction: Option<&Value>,
+    payment_mode: Option<&str>,
+    now: DateTime<Utc>,
+) -> bool {
+    if parse_time(adj, "valid_until").is_some_and(|t| t < now)
+        || parse_time(adj, "valid_from").is_some_and(|t| t > now)
+    {
+        return false;
+    }
+    if let (Some(wanted), Some(list)) = (
+        jurisdiction,
+        adj.get("jurisdictions").and_then(Value::as_array),
+    ) && !list.is_empty()
+        && !list.iter().any(|j| jurisdiction_covers(j, wanted, false))
+    {
+        return false;
+    }
+    if let Some(mode) = payment_mode.filter(|m| *m != "unknown") {
+        let criteria = adj
+            .get("criteria")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let any_mode = str_of(adj, "criteria_mode") == Some("any");
+        let tests: Vec<bool> = criteria
+            .iter()
+            .filter(|c| str_of(c, "criterion") == Some("payment_mode"))
+            .map(|c| match c.get("value") {
+                Some(Value::String(s)) => s == mode,
+                Some(Value::Array(a)) => a.iter().any(|v| v.as_str() == Some(mode)),
+                _ => true,
+            })
+            .collect();
+        // With `any`, another criterion may still qualify the buyer; only an
+        // all-criteria adjustment is ruled out by a payment mode mismatch.
+        if !tests.is_empty() && !any_mode && tests.iter().any(|ok| !ok) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Merge rooftop default charges and the vehicle's own (by `charge_id`,
+/// the vehicle wins), rooftop order first.
+fn merged_charges(record: &VehicleRecord, pricing: &RooftopPricing) -> Vec<Value> {
+    let own = record
+        .required_dealer_charges
+        .as_deref()
+        .unwrap_or_default();
+    let mut out: Vec<Value> = pricing
+        .required_dealer_charges
+        .iter()
+        .filter(|c| {
+            !own.iter()
+                .any(|o| str_of(o, "charge_id") == str_of(c, "charge_id"))
+        })
+        .cloned()
+        .collect();
+    out.extend(own.iter().cloned());
+    out
+}
+
+/// A configured estimate matching the requested jurisdiction (subdivision
+/// matches before country-only ones; first in file order otherwise).
+fn matching_estimate<'p>(
+    pricing: &'p RooftopPricing,
+    wanted: Option<&Value>,
+) -> Option<&'p crate::store::GovernmentChargeEstimate> {
+    let wanted = wanted?;
+    let matches = |e: &&crate::store::GovernmentChargeEstimate| {
+        jurisdiction_covers(&e.jurisdiction, wanted, true)
+    };
+    pricing
+        .government_charge_estimates
+        .iter()
+        .filter(matches)
+        .find(|e| str_of(&e.jurisdiction, "subdivision").is_some())
+        .or_else(|| pricing.government_charge_estimates.iter().find(matches))
+}
+
+/// Government charges and, for the text, the estimate's total.
+struct Government {
+    value: Value,
+    status: &'static str,
+    total: Option<Money>,
+    reason: String,
+    assumptions: Vec<String>,
+}
+
+fn government(inputs: &Inputs<'_>) -> Government {
+    if let Some(estimate) = matching_estimate(inputs.pricing, inputs.jurisdiction) {
+        let amounts: Option<Vec<Money>> = estimate
+            .lines
+            .iter()
+            .map(|l| l.get("amount").and_then(money_of))
+            .collect();
+        let total = amounts.and_then(|a| {
+            let first = a.first()?.currency();
+            Money::checked_sum(first, a).ok()
+        });
+        if let Some(total) = total {
+            let mut assumptions = estimate.assumptions.clone();
+            if assumptions.is_empty() {
+                assumptions.push(
+                    "Estimate configured by the dealer for this jurisdiction; the actual amounts depend on the buyer's registration."
+                        .to_owned(),
+                );
+            }
+            let mut value = json!({
+                "status": "estimated",
+                "jurisdiction": estimate.jurisdiction,
+                "lines": estimate.lines,
+                "total": total,
+                "assumptions": assumptions,
+            });
+            if let Some(p) = config_provenance(inputs.config_source) {
+                value["provenance"] = p;
+            }
+            return Government {
+                value,
+                status: "estimated",
+                total: Some(total),
+                reason: "Government charges are an estimate for the requested jurisdiction."
+                    .to_owned(),
+                assumptions,
+            };
+        }
+    }
+    match inputs.record.government_charges_status.as_deref() {
+        Some(status @ ("calculated" | "not_applicable")) => {
+            let status: &'static str = if status == "calculated" {
+                "calculated"
+            } else {
+                "not_applicable"
+            };
+            let basis = format!(
+                "Status {status} as published by the dealer's inventory feed ({}).",
+                inputs.record.source.source_name
+            );
+            Government {
+                value: json!({"status": status, "assumptions": [basis.clone()]}),
+                status,
+                total: None,
+                reason: basis.clone(),
+                assumptions: vec![basis],
+            }
+        }
+        _ => {
+            let reason = if inputs.jurisdiction.is_none() {
+                "Government charges (taxes, title, registration) are unknown: no buyer jurisdiction was given and the dealer publishes no amounts."
+            } else {
+                "Government charges (taxes, title, registration) are unknown for the requested jurisdiction: the dealer publishes no estimate for it."
+            };
+            Government {
+                value: json!({"status": "unknown"}),
+                status: "unknown",
+                total: None,
+                reason: reason.to_owned(),
+                assumptions: Vec::new(),
+            }
+        }
+    }
+}
+
+fn config_provenance(source: Option<&SourceRecord>) -> Option<Value> {
+    let s = source?;
+    Some(json!({
+        "sources": [config_source_value(s)],
+        "authority_status": "asserted",
+    }))
+}
+
+fn config_source_value(s: &SourceRecord) -> Value {
+    json!({
+        "source_name": truncate(&s.source_name, 128),
+        "authority": s.authority,
+        "observed_at": timestamp(s.observed_at),
+        "content_digest": s.content_digest,
+    })
+}
+
+fn truncate(s: &str, max_chars: usize) -> &str {
+    match s.char_indices().nth(max_chars) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+fn feed_source_value(record: &VehicleRecord) -> Value {
+    let s = &record.source;
+    let mut v = json!({
+        "source_name": truncate(&s.source_name, 128),
+        "authority": s.authority,
+        "observed_at": timestamp(s.observed_at),
+        "content_digest": s.content_digest,
+    });
+    if let Some(id) = s.source_record_id.as_deref().filter(|i| !i.is_empty()) {
+        v["source_record_id"] = truncate(id, 256).into();
+    }
+    v
+}
+
+/// The identifier of a disclosure: `pricing.<vehicle_id>.v<snapshot>`,
+/// or a digest form when that would exceed 128 characters.
+pub fn disclosure_id(vehicle_id: &str, snapshot_version: i64) -> String {
+    let id = format!("pricing.{vehicle_id}.v{snapshot_version}");
+    if id.len() <= 128 {
+        return id;
+    }
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(id.as_bytes());
+    format!("pricing.{}", &hex::encode(digest)[..40])
+}
+
+fn charge_name(c: &Value) -> String {
+    str_of(c, "name")
+        .or_else(|| str_of(c, "charge_id"))
+        .unwrap_or("charge")
+        .to_owned()
+}
+
+fn amount_text(v: &Value) -> String {
+    v.get("amount")
+        .and_then(money_of)
+        .map_or_else(|| "an unknown amount".to_owned(), |m| m.to_string())
+}
+
+/// Build the disclosure.
+#[allow(clippy::too_many_lines, reason = "one linear pass over the four parts")]
+pub fn build(inputs: &Inputs<'_>) -> Disclosure {
+    let record = inputs.record;
+    let now = inputs.now;
+    let price = record.advertised_price;
+    let observed = record.source.observed_at;
+    let inventory_until = observed
+        .checked_add_signed(Duration::seconds(i64::from(inputs.inventory_sla_seconds)))
+        .unwrap_or(observed);
+    let record_current = !inputs.withdrawn && now <= inventory_until;
+
+    // Required dealer charges.
+    let charges = merged_charges(record, inputs.pricing);
+    let charges_known = record.required_dealer_charges.is_some()
+        || !inputs.pricing.required_dealer_charges.is_empty();
+    let charges_value: Vec<Value> = charges
+        .iter()
+        .map(|c| {
+            let mut c = c.clone();
+            if c.get("provenance").is_none() {
+                let from_vehicle = record.required_dealer_charges.as_deref().is_some_and(|own| {
+                    own.iter()
+                        .any(|o| str_of(o, "charge_id") == str_of(&c, "charge_id"))
+                });
+                let p = if from_vehicle {
+                    Some(json!({"sources": [feed_source_value(record)], "authority_status": "asserted"}))
+                } else {
+                    config_provenance(inputs.config_source)
+                };
+                if let Some(p) = p {
+                    c["provenance"] = p;
+                }
+            }
+            c
+        })
+        .collect();
+    let includes_all = charges_known
+        && charges
+            .iter()
+            .all(|c| c.get("included_in_advertised_price") == Some(&Value::Bool(true)));
+
+    // Conditional adjustments: the feed's own, then published programs.
+    let mut adjustments: Vec<Value> = Vec::new();
+    let mut adjustment_expiries: Vec<DateTime<Utc>> = Vec::new();
+    let mut seen_ids: Vec<String> = Vec::new();
+    let feed_adjustments = record
+        .conditional_adjustments
+        .as_deref()
+        .unwrap_or_default();
+    for adj in feed_adjustments {
+        if adjustment_applies(adj, inputs.jurisdiction, inputs.payment_mode, now) {
+            let mut a = adj.clone();
+            if a.get("provenance").is_none() {
+                a["provenance"] =
+                    json!({"sources": [feed_source_value(record)], "authority_status": "asserted"});
+            }
+            adjustment_expiries.extend(parse_time(adj, "valid_until"));
+            seen_ids.extend(str_of(adj, "adjustment_id").map(str::to_owned));
+            adjustments.push(a);
+        }
+    }
+    let mut program_refs: Vec<Value> = Vec::new();
+    if let Some(programs) = &inputs.programs {
+        for p in &programs.adjustments {
+            if !adjustment_applies(&p.adjustment, inputs.jurisdiction, inputs.payment_mode, now) {
+                continue;
+            }
+            let id = str_of(&p.adjustment, "adjustment_id").unwrap_or_default();
+            if seen_ids.iter().any(|s| s == id) {
+                continue;
+            }
+            seen_ids.push(id.to_owned());
+            adjustment_expiries.extend(p.valid_until);
+            let mut r = json!({"program_id": p.program_id, "revision": p.revision});
+            if let Some(h) = &p.rule_hash {
+                r["rule_hash"] = h.clone().into();
+            }
+            program_refs.push(r);
+            adjustments.push(p.adjustment.clone());
+        }
+    }
+    let adjustments_known = record.conditional_adjustments.is_some() || inputs.programs.is_some();
+    let adjustments_described = adjustments_known
+        && adjustments.iter().all(|a| {
+            a.get("criteria")
+                .and_then(Value::as_array)
+                .is_some_and(|c| !c.is_empty())
+                && a.get("stacking")
+                    .is_some_and(|s| str_of(s, "group").is_some())
+                && (str_of(a, "amount_status") != Some("known") || a.get("amount").is_some())
+        });
+
+    let gov = government(inputs);
+
+    // Completeness (docs/pricing.md section 6).
+    let price_authoritative = record_current
+        && price.amount_minor() > 0
+        && matches!(
+            record.source.authority.as_str(),
+            "authoritative_dealer_system" | "dealer_asserted"
+        );
+    let gov_classified = gov.status != "unknown";
+    let mut gaps = Vec::new();
+    if !price_authoritative {
+        gaps.push(Gap {
+            component: "advertised_price_present_and_authoritative",
+            points_lost: WEIGHT_COMPONENT,
+            what: if inputs.withdrawn {
+                "The vehicle was withdrawn from the latest inventory feed.".to_owned()
+            } else if !record_current {
+                "The inventory record is older than the rooftop's inventory SLA.".to_owned()
+            } else {
+                "The advertised price is missing, zero, or not from the dealer.".to_owned()
+            },
+            fix: "Publish a current feed with the vehicle's advertised price (import-inventory)."
+                .to_owned(),
+        });
+    }
+    if !charges_known {
+        gaps.push(Gap {
+            component: "required_dealer_charges_itemized",
+            points_lost: WEIGHT_COMPONENT,
+            what: "Required dealer charges are unknown: the feed does not list them and the rooftop has no defaults.".to_owned(),
+            fix: "List required charges in the feed (an empty list if there are none) or set gateway_settings.pricing.required_dealer_charges in the dealers file.".to_owned(),
+        });
+    }
+    if !adjustments_described {
+        gaps.push(Gap {
+            component: "conditional_adjustments_have_eligibility_and_stacking",
+            points_lost: WEIGHT_COMPONENT,
+            what: if adjustments_known {
+                "A conditional adjustment lacks criteria, stacking or its amount.".to_owned()
+            } else {
+                "Conditional adjustments are unknown: the feed does not list them and no programs are published.".to_owned()
+            },
+            fix: "List conditional adjustments in the feed (an empty list if there are none) or import the organization's incentive programs.".to_owned(),
+        });
+    }
+    if !gov_classified {
+        gaps.push(Gap {
+            component: "government_charges_classified",
+            points_lost: WEIGHT_COMPONENT,
+            what: "Government charges are unknown.".to_owned(),
+            fix: "Configure gateway_settings.pricing.government_charge_estimates for the buyer's jurisdiction, or publish a government charges status in the feed.".to_owned(),
+        });
+    }
+    let band_score = band_points(inputs.band);
+    if band_score < WEIGHT_COMPONENT {
+        gaps.push(Gap {
+            component: "availability_band",
+            points_lost: WEIGHT_COMPONENT - band_score,
+            what: format!("The availability band is {}.", inputs.band.as_str()),
+            fix: "Connect the dealer system as the availability source (availability_source: http) and verify availability; keep the feed within its SLA.".to_owned(),
+        });
+    }
+    let score = [
+        price_authoritative,
+        charges_known,
+        adjustments_described,
+        gov_classified,
+    ]
+    .iter()
+    .map(|ok| if *ok { WEIGHT_COMPONENT } else { 0 })
+    .sum::<u32>()
+        + band_score;
+
+    // Uncertainty.
+    let mut reasons: Vec<String> = Vec::new();
+    if !charges_known {
+        reasons.push("Required dealer charges are unknown.".to_owned());
+    }
+    if !adjustments_known {
+        reasons.push("Conditional adjustments are unknown.".to_owned());
+    }
+    if gov.status != "not_applicable" {
+        reasons.push(gov.reason.clone());
+    }
+    let status = if !charges_known
+        || gov.status == "unknown"
+        || gov.status == "calculated" && gov.total.is_none()
+    {
+        "unknown"
+    } else if gov.status == "estimated" {
+        "estimated"
+    } else {
+        "exact"
+    };
+    let mut uncertainty = json!({"status": status});
+    if status != "exact" {
+        let mut reason = reasons.join(" ");
+        if reason.is_empty() {
+            reason = "Some price components are not exact.".to_owned();
+        }
+        uncertainty["reason"] = truncate(&reason, 500).into();
+    }
+    if !gov.assumptions.is_empty() {
+        uncertainty["assumptions"] = gov
+            .assumptions
+            .iter()
+            .take(32)
+            .map(|a| Value::from(truncate(a, 500)))
+            .collect::<Vec<_>>()
+            .into();
+    }
+
+    // Provenance.
+    let mut sources = vec![feed_source_value(record)];
+    if let Some(s) = inputs.config_source {
+        sources.push(config_source_value(s));
+    }
+    if let Some(p) = &inputs.programs {
+        sources.extend(p.sources.iter().cloned());
+    }
+    let mut transformations = vec![
+        format!(
+            "required dealer charges: rooftop defaults merged with the vehicle's own by charge_id ({} listed)",
+            charges_value.len()
+        ),
+        format!(
+            "conditional adjustments narrowed by jurisdiction, payment mode and validity ({} applicable)",
+            adjustments.len()
+        ),
+        format!("government charges classified {}", gov.status),
+        format!("completeness score {score} by the published weights (docs/pricing.md section 6)"),
+    ];
+    for r in &program_refs {
+        let mut t = format!(
+            "program {} revision {}",
+            str_of(r, "program_id").unwrap_or_default(),
+            r["revision"]
+        );
+        if let Some(h) = str_of(r, "rule_hash") {
+            t.push_str(&format!(" rule {h}"));
+        }
+        transformations.push(truncate(&t, 160).to_owned());
+    }
+    transformations.truncate(32);
+    let provenance = json!({
+        "sources": sources,
+        "authority_status": "asserted",
+        "transformed_at": timestamp(now),
+        "transformations": transformations,
+    });
+
+    // Freshness: oldest input, earliest expiry.
+    let mut observed_at = observed;
+    if let Some(p) = &inputs.programs {
+        observed_at = observed_at.min(p.loaded_at);
+    }
+    if let Some(t) = inputs
+        .programs
+        .as_ref()
+        .and_then(|p| p.evaluation_valid_until)
+    {
+        adjustment_expiries.push(t);
+    }
+    let valid_until = adjustment_expiries
+        .iter()
+        .copied()
+        .fold(inventory_until, DateTime::min);
+    let state = if inputs.withdrawn {
+        "withdrawn"
+    } else if now <= valid_until {
+        "current"
+    } else {
+        "stale"
+    };
+    let freshness = json!({
+        "observed_at": timestamp(observed_at),
+        "valid_until": timestamp(valid_until),
+        "state": state,
+        "max_age_seconds": inputs.inventory_sla_seconds.min(MAX_AGE_LIMIT),
+    });
+
+    let text = disclosure_text(
+        price,
+        includes_all,
+        charges_known,
+        &charges_value,
+        &adjustments,
+        &gov,
+    );
+
+    let mut doc = Map::new();
+    doc.insert(
+        "disclosure_id".into(),
+        disclosure_id(&record.vehicle_id, inputs.snapshot_version).into(),
+    );
+    doc.insert("vehicle_id".into(), record.vehicle_id.clone().into());
+    doc.insert(
+        "organization_id".into(),
+        record.organization_id.clone().into(),
+    );
+    doc.insert("rooftop_id".into(), record.rooftop_id.clone().into());
+    doc.insert(
+        "advertised_price".into(),
+        json!({
+            "amount": price,
+            "availability": "generally_available",
+            "includes_required_dealer_charges": includes_all,
+        }),
+    );
+    doc.insert("required_dealer_charges".into(), charges_value.into());
+    doc.insert("conditional_adjustments".into(), adjustments.into());
+    doc.insert("government_charges".into(), gov.value.clone());
+    doc.insert(
+        "disclosure_completeness".into(),
+        json!({
+            "score": score,
+            "components": {
+                "advertised_price_present_and_authoritative": price_authoritative,
+                "required_dealer_charges_itemized": charges_known,
+                "conditional_adjustments_have_eligibility_and_stacking": adjustments_described,
+                "government_charges_classified": gov_classified,
+                "availability_band": inputs.band.as_str(),
+            }
+        }),
+    );
+    doc.insert("disclosure_text".into(), text.into());
+    doc.insert("uncertainty".into(), uncertainty);
+    doc.insert("provenance".into(), provenance);
+    doc.insert("freshness".into(), freshness);
+    let mut extensions = Map::new();
+    if let Some(e) = inputs.programs.as_ref().and_then(|p| p.evaluation.as_ref()) {
+        extensions.insert("dealergateway.offers".into(), e.clone());
+    }
+    if !extensions.is_empty() {
+        doc.insert("extensions".into(), Value::Object(extensions));
+    }
+    Disclosure {
+        document: Value::Object(doc),
+        score,
+        gaps,
+    }
+}
+
+fn disclosure_text(
+    price: Money,
+    includes_all: bool,
+    charges_known: bool,
+    charges: &[Value],
+    adjustments: &[Value],
+    gov: &Government,
+) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    parts.push(format!(
+        "Advertised price: {price}, available to every buyer."
+    ));
+    if includes_all && !charges.is_empty() {
+        parts.push("The advertised price includes every required dealer charge.".to_owned());
+    }
+    let not_included: Vec<&Value> = charges
+        .iter()
+        .filter(|c| c.get("included_in_advertised_price") != Some(&Value::Bool(true)))
+        .collect();
+    let included: Vec<&Value> = charges
+        .iter()
+        .filter(|c| c.get("included_in_advertised_price") == Some(&Value::Bool(true)))
+        .collect();
+    if !charges_known {
+        parts.push(
+            "Required dealer charges are unknown: the dealer has not listed them, so the price may not include every required charge."
+                .to_owned(),
+        );
+    } else if charges.is_empty() {
+        parts.push("The dealer lists no required dealer charges.".to_owned());
+    } else {
+        if !included.is_empty() {
+            let list: Vec<String> = included
+                .iter()
+                .map(|c| format!("{} ({})", charge_name(c), amount_text(c)))
+                .collect();
+            parts.push(format!(
+                "Included in the advertised price: {}.",
+                list.join(", ")
+            ));
+        }
+        if !not_included.is_empty() {
+            let list: Vec<String> = not_included
+                .iter()
+                .map(|c| format!("{} ({})", charge_name(c), amount_text(c)))
+                .collect();
+            parts.push(format!(
+                "NOT included in the advertised price and required on every sale: {}.",
+                list.join(", ")
+            ));
+            let sum = not_included
+                .iter()
+                .map(|c| c.get("amount").and_then(money_of))
+                .collect::<Option<Vec<Money>>>()
+                .and_then(|m| {
+                    Money::checked_sum(price.currency(), m.into_iter().chain([price])).ok()
+                });
+            if let Some(sum) = sum {
+                parts.push(format!(
+                    "Advertised price plus required dealer charges: {sum}, before government charges."
+                ));
+            }
+        }
+    }
+    match gov.status {
+        "estimated" => {
+            let total = gov
+                .total
+                .map_or_else(|| "an estimated amount".to_owned(), |t| t.to_string());
+            let basis = gov.assumptions.join(" ");
+            parts.push(format!(
+                "Government charges (taxes, title, registration) are estimated at {total}, not included; basis: {basis}"
+            ));
+        }
+        "calculated" => parts.push(
+            "Government charges are calculated by the dealer for this sale; the amounts are not published here, ask the dealer."
+                .to_owned(),
+        ),
+        "not_applicable" => {
+            parts.push("The dealer reports that no government charges apply.".to_owned());
+        }
+        _ => parts.push(
+            "Government charges (taxes, title, registration) are unknown and not included; they are not zero and depend on the buyer's jurisdiction."
+                .to_owned(),
+        ),
+    }
+    if !adjustments.is_empty() {
+        let list: Vec<String> = adjustments
+            .iter()
+            .take(20)
+            .map(|a| {
+                let verb = if str_of(a, "direction") == Some("surcharge") {
+                    "surcharge"
+                } else {
+                    "discount"
+                };
+                let amount = if str_of(a, "amount_status") == Some("known") {
+                    amount_text(a)
+                } else {
+                    "amount unknown".to_owned()
+                };
+                format!(
+                    "{} ({verb}, {amount})",
+                    str_of(a, "name").unwrap_or("offer")
+                )
+            })
+            .collect();
+        parts.push(format!(
+            "Conditional offers, only for buyers who meet their eligibility requirements (eligibility is required and may need proof); they are not part of the advertised price: {}.",
+            list.join("; ")
+        ));
+    }
+    parts.push("This is a price disclosure, not a personalized or out-the-door quote.".to_owned());
+    let text = parts.join(" ");
+    truncate(&text, MAX_TEXT).to_owned()
+}
+
+/// A DAP jurisdiction object from a program's `"US"` / `"US-IL"` code.
+fn jurisdiction_of_code(code: &str) -> Value {
+    let country: String = code.chars().take(2).collect();
+    if code.contains('-') {
+        json!({"country": country, "subdivision": code})
+    } else {
+        json!({"country": country})
+    }
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    !s.is_empty()
+        && s.len() <= 128
+        && chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))
+}
+
+/// The source authorities DAP knows; anything else is `unknown`.
+fn dap_authority(a: &str) -> &str {
+    match a {
+        "authoritative_dealer_system"
+        | "dealer_asserted"
+        | "oem"
+        | "government"
+        | "third_party"
+        | "derived" => a,
+        _ => "unknown",
+    }
+}
+
+/// The DAP `conditionalAdjustment` of one validated program, with the
+/// amount resolved for this vehicle by the evaluation (`report`).
+fn program_adjustment(
+    vp: &pricing::incentives::ValidatedProgram,
+    report: &pricing::stacking::ProgramReport,
+) -> Value {
+    use pricing::stacking::ResolvedAmount;
+    let p = &vp.program;
+    let mut criteria: Vec<Value> = p
+        .criteria
+        .iter()
+        .filter_map(|c| serde_json::to_value(c).ok())
+        .collect();
+    if let Some(modes) = &p.payment_modes {
+        let names: Vec<&str> = modes.iter().map(|m| m.name()).collect();
+        if !criteria
+            .iter()
+            .any(|c| str_of(c, "criterion") == Some("payment_mode"))
+        {
+            criteria.push(json!({
+                "criterion": "payment_mode", "operator": "in", "value": names,
+                "evidence_status": "not_required",
+                "description": format!("Only for {} purchases.", names.join(", ")),
+            }));
+        }
+    }
+    if criteria.is_empty() {
+        criteria.push(json!({
+            "criterion": "other", "operator": "present", "value": true,
+            "evidence_status": "not_required",
+            "description": "No buyer criteria: applies within the program's vehicle scope, jurisdictions, validity and payment modes.",
+        }));
+    }
+    let combinable: Vec<&str> = p
+        .stacking
+        .combinable_with
+        .iter()
+        .map(String::as_str)
+        .filter(|s| is_identifier(s))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut stacking = json!({
+        "group": truncate(&p.stacking.group, 80),
+        "combinability": p.stacking.combinability.name(),
+    });
+    if !combinable.is_empty() {
+        stacking["combinable_with"] = json!(combinable);
+    }
+    let mut adj = json!({
+        "adjustment_id": p.program_id,
+        "name": truncate(&p.name, 160),
+        "direction": p.direction.name(),
+        "criteria": criteria,
+        "criteria_mode": p.criteria_mode.name(),
+        "stacking": stacking,
+    });
+    match &report.amount {
+        ResolvedAmount::Known { amount, .. } | ResolvedAmount::Percent { amount, .. }
+            if !amount.is_negative() =>
+        {
+            adj["amount_status"] = "known".into();
+            adj["amount"] = json!(amount);
+        }
+        _ => adj["amount_status"] = "unknown".into(),
+    }
+    if let Some(js) = &p.jurisdictions {
+        adj["jurisdictions"] = js.iter().map(|j| jurisdiction_of_code(j)).collect();
+    }
+    if let Some(t) = p.valid_from {
+        adj["valid_from"] = timestamp(t.with_timezone(&Utc)).into();
+    }
+    if let Some(t) = p.valid_until {
+        adj["valid_until"] = timestamp(t.with_timezone(&Utc)).into();
+    }
+    if let Some(pv) = &p.provenance {
+        let mut source = json!({
+            "source_name": truncate(&pv.source_name, 128),
+            "authority": dap_authority(&pv.authority),
+            "observed_at": timestamp(pv.observed_at.with_timezone(&Utc)),
+        });
+        if let Some(id) = pv.record_id.as_deref().filter(|i| !i.is_empty()) {
+            source["source_record_id"] = truncate(id, 256).into();
+        }
+        let mut transformations = vec![format!("program {} revision {}", p.program_id, p.revision)];
+        if let Some(rule) = &vp.rule {
+            transformations.push(format!("stacking rule {}", rule.rule_hash));
+        }
+        adj["provenance"] = json!({
+            "sources": [source],
+            "authority_status": "asserted",
+            "transformations": transformations.iter().map(|t| truncate(t, 160)).collect::<Vec<_>>(),
+        });
+    }
+    adj
+}
+
+/// The programs part of a disclosure: every program applicable to the
+/// vehicle (in some payment-mode branch allowed by `payment_mode`) as a
+/// conditional adjustment, and the evaluation for the default profile
+/// (payment mode unknown, no claims, `jurisdiction` — the requested one,
+/// else the rooftop's — as of `now`). `None` when the organization
+/// publishes no programs.
+pub fn programs_input(
+    record: &VehicleRecord,
+    validated: &pricing::ValidatedPrograms,
+    loaded_at: DateTime<Utc>,
+    jurisdiction: pricing::stacking::ProfileJurisdiction,
+    payment_mode: Option<&str>,
+    now: DateTime<Utc>,
+) -> Option<ProgramsInput> {
+    use pricing::stacking::{Applicability, Profile, ProfilePaymentMode, SearchBudget};
+    if validated.programs().is_empty() {
+        return None;
+    }
+    let profile = Profile {
+        payment_mode: ProfilePaymentMode::Unknown,
+        jurisdiction,
+        claims: std::collections::BTreeMap::new(),
+        as_of: now.fixed_offset(),
+    };
+    let vehicle = crate::offers::vehicle_for_pricing(record);
+    let evaluation = pricing::evaluate(&vehicle, validated, &profile, SearchBudget::default());
+    let mut adjustments = Vec::new();
+    let mut sources: Vec<Value> = Vec::new();
+    let evaluation_value = match &evaluation {
+        Ok(e) => {
+            for vp in validated.programs() {
+                let p = &vp.program;
+                let report = e
+                    .branches
+                    .iter()
+                    .filter(|b| {
+                        payment_mode
+                            .filter(|m| *m != "unknown")
+                            .is_none_or(|m| b.payment_mode.name() == m)
+                    })
+                    .flat_map(|b| b.programs.iter())
+                    .find(|r| {
+                        r.program_id == p.program_id
+                            && r.revision == p.revision
+                            && r.applicability == Applicability::Applicable
+                    });
+                let Some(report) = report else {
+                    continue;
+                };
+                if !is_identifier(&p.program_id) {
+                    continue;
+                }
+                if let Some(pv) = &p.provenance
+                    && !sources
+                        .iter()
+                        .any(|s| str_of(s, "source_name") == Some(&pv.source_name))
+                {
+                    sources.push(json!({
+                        "source_name": truncate(&pv.source_name, 128),
+                        "authority": dap_authority(&pv.authority),
+                        "observed_at": timestamp(pv.observed_at.with_timezone(&Utc)),
+                    }));
+                }
+                adjustments.push(ProgramAdjustment {
+                    adjustment: program_adjustment(vp, report),
+                    program_id: p.program_id.clone(),
+                    revision: p.revision,
+                    rule_hash: vp.rule.as_ref().map(|r| r.rule_hash.clone()),
+                    valid_until: p.valid_until.map(|t| t.with_timezone(&Utc)),
+                });
+            }
+            serde_json::to_value(e).ok()
+        }
+        Err(err) => Some(json!({"error": err.to_string()})),
+    };
+    if sources.is_empty() {
+        sources.push(json!({
+            "source_name": "dealer-agent-gateway incentive programs",
+            "authority": "dealer_asserted",
+            "observed_at": timestamp(loaded_at),
+        }));
+    }
+    Some(ProgramsInput {
+        adjustments,
+        sources,
+        loaded_at,
+        evaluation: evaluation_value,
+        evaluation_valid_until: evaluation
+            .ok()
+            .and_then(|e| e.valid_until)
+            .map(|t| t.with_timezone(&Utc)),
+    })
+}
+
+/// The default profile's jurisdiction: the requested one, else the
+/// rooftop's address (`country`, `region` as an ISO 3166-2 subdivision).
+pub fn profile_jurisdiction(
+    requested: Option<&Value>,
+    rooftop_dap: &Value,
+) -> Option<pricing::stacking::ProfileJurisdiction> {
+    let from = |v: &Value, sub_key: &str| {
+        let country = str_of(v, "country")?.to_owned();
+        let subdivision = str_of(v, sub_key).map(|s| {
+            if s.contains('-') {
+                s.to_owned()
+            } else {
+                format!("{country}-{s}")
+            }
+        });
+        Some(pricing::stacking::ProfileJurisdiction {
+            country,
+            subdivision,
+            postal_code: str_of(v, "postal_code").map(str::to_owned),
+        })
+    };
+    match requested {
+        Some(j) => from(j, "subdivision"),
+        None => from(rooftop_dap.get("address")?, "region"),
+    }
+}

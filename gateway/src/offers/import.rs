@@ -1,0 +1,188 @@
+//! The programs file (`schemas/programs.schema.json`, docs/pricing.md):
+//! parse (YAML, or JSON by extension), schema-check, validate with
+//! [`pricing::ProgramSet`] (every problem at once; each rule compiled), and
+//! turn into store records. Shared by `dealer-gateway import programs` and
+//! the demo seed. Problems name the file, a JSON pointer and the rule,
+//! never a value from the file.
+
+use std::fmt;
+
+use chrono::{DateTime, SubsecRound as _, Utc};
+use pricing::{ProgramSet, ProgramsFile, ValidatedPrograms};
+use serde_json::Value;
+
+use crate::catalog::Catalog;
+use crate::store::{ProgramRecord, SourceRecord};
+
+/// The schema definition a programs file must match.
+pub const PROGRAMS_FILE_SCHEMA: &str = "programs.schema.json#/$defs/programsFile";
+
+/// One problem of a programs file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// JSON pointer into the file (`""` is the root).
+    pub pointer: String,
+    /// What is wrong (never the offending value).
+    pub rule: String,
+}
+
+/// A programs file that cannot be imported: every problem found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgramsFileError {
+    pub file: String,
+    pub problems: Vec<Problem>,
+}
+
+impl fmt::Display for ProgramsFileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{}: {} problem(s); nothing was imported",
+            self.file,
+            self.problems.len()
+        )?;
+        for p in &self.problems {
+            let at = if p.pointer.is_empty() {
+                "/"
+            } else {
+                &p.pointer
+            };
+            writeln!(f, "{}: {at}: {}", self.file, p.rule)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ProgramsFileError {}
+
+/// A valid programs file.
+pub struct ParsedPrograms {
+    /// One per program, in file order.
+    pub records: Vec<ProgramRecord>,
+    /// The same programs, validated (rules compiled).
+    pub validated: ValidatedPrograms,
+}
+
+/// Parse and validate a programs file named `name` (`.json` is JSON,
+/// anything else YAML).
+///
+/// # Errors
+/// Every problem found, with pointer and rule.
+pub fn parse(
+    catalog: &Catalog,
+    name: &str,
+    bytes: &[u8],
+    source_name: &str,
+    imported_at: DateTime<Utc>,
+) -> Result<ParsedPrograms, ProgramsFileError> {
+    let fail = |problems: Vec<Problem>| ProgramsFileError {
+        file: name.to_owned(),
+        problems,
+    };
+    let one = |rule: String| {
+        fail(vec![Problem {
+            pointer: String::new(),
+            rule,
+        }])
+    };
+    let doc: Value = if name.ends_with(".json") {
+        serde_json::from_slice(bytes).map_err(|e| {
+            one(format!(
+                "not valid JSON (line {}, column {})",
+                e.line(),
+                e.column()
+            ))
+        })?
+    } else {
+        let text = std::str::from_utf8(bytes).map_err(|_| one("not valid UTF-8 text".into()))?;
+        yaml_serde::from_str(text).map_err(|e| {
+            let at = e
+                .location()
+                .map(|l| format!(" (line {}, column {})", l.line(), l.column()))
+                .unwrap_or_default();
+            one(format!("not valid YAML{at}"))
+        })?
+    };
+
+    let schema = crate::catalog::bundle_reference(&catalog.schema_documents, PROGRAMS_FILE_SCHEMA)
+        .map_err(|e| one(format!("programs schema unavailable: {e}")))?;
+    let validator = jsonschema::draft202012::options()
+        .should_validate_formats(true)
+        .build(&schema)
+        .map_err(|e| one(format!("programs schema does not compile: {e}")))?;
+    if !validator.is_valid(&doc) {
+        let mut problems: Vec<Problem> = Vec::new();
+        for error in validator.iter_errors(&doc) {
+            let problem = Problem {
+                pointer: error.instance_path().to_string(),
+                rule: format!(
+                    "{} (schema keyword '{}')",
+                    explain(error.kind()),
+                    error.kind().keyword()
+                ),
+            };
+            if !problems.contains(&problem) {
+                problems.push(problem);
+            }
+        }
+        return Err(fail(problems));
+    }
+
+    let file: ProgramsFile = serde_json::from_value(doc.clone()).map_err(|e| {
+        one(format!(
+            "does not match the programs model: {}",
+            e.to_string().split(" at line").next().unwrap_or_default()
+        ))
+    })?;
+    let validated = ProgramSet::validate_file(file).map_err(|problems| {
+        fail(
+            problems
+                .into_iter()
+                .map(|p| Problem {
+                    rule: match &p.program_id {
+                        Some(id) => format!("program '{id}': {}", p.rule),
+                        None => p.rule,
+                    },
+                    pointer: p.pointer,
+                })
+                .collect(),
+        )
+    })?;
+
+    let source = SourceRecord {
+        source_name: source_name.to_owned(),
+        authority: "dealer_asserted".to_owned(),
+        content_digest: crate::dealers::digest(bytes),
+        observed_at: imported_at.trunc_subsecs(6),
+    };
+    let docs = doc["programs"].as_array().cloned().unwrap_or_default();
+    let records = validated
+        .programs()
+        .iter()
+        .zip(docs)
+        .map(|(v, doc)| ProgramRecord {
+            program_id: v.program.program_id.clone(),
+            revision: v.program.revision,
+            doc,
+            rule_hash: v.rule.as_ref().map(|r| r.rule_hash.clone()),
+            imported_at: imported_at.trunc_subsecs(6),
+            source: source.clone(),
+        })
+        .collect();
+    Ok(ParsedPrograms { records, validated })
+}
+
+/// A value-free explanation of one failed keyword.
+fn explain(kind: &jsonschema::error::ValidationErrorKind) -> String {
+    use jsonschema::error::ValidationErrorKind as K;
+    match kind {
+        K::Required { property } => match property.as_str() {
+            Some(name) => format!("Required property '{name}' is missing."),
+            None => "A required property is missing.".to_owned(),
+        },
+        K::AdditionalProperties { .. } | K::UnevaluatedProperties { .. } => {
+            "The object has a property that this schema does not allow.".to_owned()
+        }
+        other => format!("Value failed validation for keyword '{}'.", other.keyword()),
+    }
+}

@@ -1,0 +1,501 @@
+//! `dealer-gateway preview`: the rooftop manager's view of one vehicle's
+//! pricing in the terminal (issue 7 item 6) — the disclosure exactly as an
+//! agent sees it (the same builder as `dealeragent.pricing.get_disclosure`),
+//! the completeness score with what is missing and how to fix it, and the
+//! offer evaluation as a table. Read-only; never calls a dealer system.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use chrono::{DateTime, SubsecRound as _, Utc};
+use pricing::stacking::{
+    Applicability, ClaimValue, Eligibility, Evaluation, Profile, ProfileJurisdiction,
+    ProfilePaymentMode, ResolvedAmount, SearchBudget,
+};
+use serde_json::Value;
+
+use crate::Error;
+use crate::disclosure::{self, Inputs, WEIGHT_COMPONENT, band_points};
+
+fn io(message: impl Into<String>) -> Error {
+    Error::Io(message.into())
+}
+
+/// The preview text of one vehicle, selected by VIN or stock number.
+///
+/// # Errors
+/// The store cannot be read, the organization, rooftop or vehicle is not
+/// found, or the profile file is unreadable or invalid.
+pub async fn run(
+    database_url: &str,
+    organization: &str,
+    rooftop: &str,
+    vin: Option<&str>,
+    stock: Option<&str>,
+    profile_file: Option<&Path>,
+) -> Result<String, Error> {
+    let now = Utc::now().trunc_subsecs(0);
+    let store = crate::store::open(database_url).await?;
+    let orgs = store.list_organizations().await?;
+    let org = orgs
+        .iter()
+        .find(|o| o.organization_id == organization)
+        .ok_or_else(|| io(format!("organization {organization} not found")))?;
+    let roof = org
+        .rooftops
+        .iter()
+        .find(|r| r.rooftop_id == rooftop)
+        .ok_or_else(|| io(format!("rooftop {rooftop} not found in {organization}")))?;
+    let snapshot = store
+        .latest_snapshots()
+        .await?
+        .into_iter()
+        .find(|s| s.organization_id == organization && s.rooftop_id == rooftop)
+        .ok_or_else(|| io(format!("rooftop {rooftop} has no imported inventory")))?;
+    let vehicles = store.snapshot_vehicles(&snapshot.snapshot_id).await?;
+    let record = vehicles
+        .into_iter()
+        .find(|v| match (vin, stock) {
+            (Some(vin), _) => v
+                .vin
+                .as_deref()
+                .is_some_and(|x| x.eq_ignore_ascii_case(vin)),
+            (None, Some(stock)) => v.stock_number.as_deref() == Some(stock),
+            (None, None) => false,
+        })
+        .ok_or_else(|| {
+            io("vehicle not found in the rooftop's latest inventory (give --vin or --stock)")
+        })?;
+    let observation = store
+        .latest_availability(rooftop, &record.vehicle_id)
+        .await?;
+    let band = crate::tools::get_disclosure::stored_band(&record, false, observation.as_ref(), now);
+    let offers = crate::offers::OffersService::with_refresh(std::time::Duration::ZERO);
+    let programs = offers.programs(store.as_ref(), organization).await?;
+    let profile = match profile_file {
+        Some(path) => Some(read_profile(path, now)?),
+        None => None,
+    };
+    let programs_input = disclosure::profile_jurisdiction(None, &roof.dap).and_then(|j| {
+        disclosure::programs_input(
+            &record,
+            &programs.validated,
+            programs.loaded_at,
+            j,
+            None,
+            now,
+        )
+    });
+    let built = disclosure::build(&Inputs {
+        record: &record,
+        pricing: &roof.settings.pricing,
+        config_source: Some(&org.source),
+        inventory_sla_seconds: roof.settings.freshness_sla_seconds.inventory,
+        withdrawn: false,
+        snapshot_version: snapshot.version,
+        band,
+        jurisdiction: None,
+        payment_mode: None,
+        programs: programs_input,
+        now,
+    });
+
+    let mut out = String::new();
+    let title = format!(
+        "{} {} {}{}",
+        record.year,
+        record.make,
+        record.model,
+        record
+            .trim
+            .as_deref()
+            .map(|t| format!(" {t}"))
+            .unwrap_or_default()
+    );
+    let _ = writeln!(out, "Pricing preview: {title}");
+    let _ = writeln!(
+        out,
+        "  vehicle {}  VIN {}  stock {}  rooftop {}/{}  snapshot v{}",
+        record.vehicle_id,
+        record.vin.as_deref().unwrap_or("-"),
+        record.stock_number.as_deref().unwrap_or("-"),
+        organization,
+        rooftop,
+        snapshot.version
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(out, "== What an agent is told (disclosure_text) ==");
+    let _ = writeln!(
+        out,
+        "{}",
+        built.document["disclosure_text"]
+            .as_str()
+            .unwrap_or_default()
+    );
+    let _ = writeln!(out);
+    write_parts(&mut out, &built.document);
+    let _ = writeln!(out);
+    write_score(&mut out, &built);
+    let _ = writeln!(out);
+    if programs.validated.programs().is_empty() {
+        let _ = writeln!(
+            out,
+            "== Offer evaluation ==\nNo incentive programs are published for {organization} (import them with `dealer-gateway import programs`)."
+        );
+    } else {
+        let profile = match profile {
+            Some(p) => p,
+            None => Profile {
+                payment_mode: ProfilePaymentMode::Unknown,
+                jurisdiction: disclosure::profile_jurisdiction(None, &roof.dap).unwrap_or(
+                    ProfileJurisdiction {
+                        country: "US".into(),
+                        subdivision: None,
+                        postal_code: None,
+                    },
+                ),
+                claims: BTreeMap::new(),
+                as_of: now.fixed_offset(),
+            },
+        };
+        let vehicle = crate::offers::vehicle_for_pricing(&record);
+        match pricing::evaluate(
+            &vehicle,
+            &programs.validated,
+            &profile,
+            SearchBudget::default(),
+        ) {
+            Ok(e) => write_evaluation(&mut out, &e, &profile),
+            Err(e) => {
+                let _ = writeln!(out, "== Offer evaluation ==\nnot evaluated: {e}");
+            }
+        }
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "== The disclosure document (JSON, as returned to agents) =="
+    );
+    let _ = writeln!(
+        out,
+        "{}",
+        serde_json::to_string_pretty(&built.document).unwrap_or_default()
+    );
+    Ok(out)
+}
+
+fn money_text(v: &Value) -> String {
+    serde_json::from_value::<pricing::Money>(v.clone())
+        .map_or_else(|_| "unknown".to_owned(), |m| m.to_string())
+}
+
+fn write_parts(out: &mut String, doc: &Value) {
+    let _ = writeln!(out, "== Price components ==");
+    let _ = writeln!(
+        out,
+        "Advertised price (generally available): {}  includes required charges: {}",
+        money_text(&doc["advertised_price"]["amount"]),
+        doc["advertised_price"]["includes_required_dealer_charges"]
+    );
+    let charges = doc["required_dealer_charges"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if charges.is_empty() {
+        let _ = writeln!(out, "Required dealer charges: none listed");
+    }
+    for c in charges {
+        let _ = writeln!(
+            out,
+            "  charge   {:<32} {:>18}  {}",
+            c["name"].as_str().unwrap_or_default(),
+            money_text(&c["amount"]),
+            if c["included_in_advertised_price"] == Value::Bool(true) {
+                "included"
+            } else {
+                "NOT included"
+            }
+        );
+    }
+    let adjustments = doc["conditional_adjustments"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if adjustments.is_empty() {
+        let _ = writeln!(out, "Conditional adjustments: none listed");
+    }
+    for a in adjustments {
+        let criteria: Vec<String> = a["criteria"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} ({})",
+                    c["criterion"].as_str().unwrap_or_default(),
+                    c["evidence_status"].as_str().unwrap_or_default()
+                )
+            })
+            .collect();
+        let amount = if a["amount_status"] == "known" {
+            money_text(&a["amount"])
+        } else {
+            "unknown".to_owned()
+        };
+        let _ = writeln!(
+            out,
+            "  offer    {:<32} {:>18}  {} | stacking {}/{} | needs {}",
+            a["name"].as_str().unwrap_or_default(),
+            amount,
+            a["direction"].as_str().unwrap_or_default(),
+            a["stacking"]["group"].as_str().unwrap_or_default(),
+            a["stacking"]["combinability"].as_str().unwrap_or_default(),
+            criteria.join(", ")
+        );
+    }
+    let gov = &doc["government_charges"];
+    let status = gov["status"].as_str().unwrap_or("unknown");
+    match gov.get("total") {
+        Some(total) => {
+            let _ = writeln!(
+                out,
+                "Government charges: {status}, total {}",
+                money_text(total)
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "Government charges: {status} (no amount given; never zero)"
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "Freshness: {} until {}",
+        doc["freshness"]["state"].as_str().unwrap_or_default(),
+        doc["freshness"]["valid_until"].as_str().unwrap_or("-")
+    );
+}
+
+fn write_score(out: &mut String, built: &disclosure::Disclosure) {
+    let components = &built.document["disclosure_completeness"]["components"];
+    let _ = writeln!(out, "== Completeness score: {}/100 ==", built.score);
+    for key in [
+        "advertised_price_present_and_authoritative",
+        "required_dealer_charges_itemized",
+        "conditional_adjustments_have_eligibility_and_stacking",
+        "government_charges_classified",
+    ] {
+        let ok = components[key] == Value::Bool(true);
+        let _ = writeln!(
+            out,
+            "  [{}] {:<56} {:>2}/{WEIGHT_COMPONENT}",
+            if ok { "x" } else { " " },
+            key,
+            if ok { WEIGHT_COMPONENT } else { 0 }
+        );
+    }
+    let band = components["availability_band"]
+        .as_str()
+        .unwrap_or("unknown");
+    let points = built
+        .gaps
+        .iter()
+        .find(|g| g.component == "availability_band")
+        .map_or(WEIGHT_COMPONENT, |g| WEIGHT_COMPONENT - g.points_lost);
+    let _ = writeln!(
+        out,
+        "  [{}] availability_band = {band:<37} {points:>2}/{WEIGHT_COMPONENT}",
+        if points == band_points(crate::availability::Band::VerifiedCurrent) {
+            "x"
+        } else {
+            "~"
+        }
+    );
+    if built.gaps.is_empty() {
+        let _ = writeln!(out, "Nothing is missing.");
+        return;
+    }
+    let _ = writeln!(out, "Missing, and how to fix it:");
+    for g in &built.gaps {
+        let _ = writeln!(out, "  - {} (-{}): {}", g.component, g.points_lost, g.what);
+        let _ = writeln!(out, "      fix: {}", g.fix);
+    }
+}
+
+fn write_evaluation(out: &mut String, e: &Evaluation, profile: &Profile) {
+    let claims: Vec<String> = profile
+        .claims
+        .iter()
+        .map(|(k, v)| format!("{}={}", k.name(), claim_text(*v)))
+        .collect();
+    let _ = writeln!(
+        out,
+        "== Offer evaluation (payment mode {}, jurisdiction {}, claims [{}], as of {}) ==",
+        serde_json::to_value(profile.payment_mode)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+        profile
+            .jurisdiction
+            .subdivision
+            .as_deref()
+            .unwrap_or(&profile.jurisdiction.country),
+        claims.join(", "),
+        profile.as_of.to_rfc3339()
+    );
+    let chosen: Vec<&str> = e
+        .best_stack
+        .program_ids
+        .iter()
+        .chain(e.best_stack.surcharge_ids.iter())
+        .map(|r| r.program_id.as_str())
+        .collect();
+    let _ = writeln!(
+        out,
+        "  {:<24} {:>4} {:<15} {:<28} {:>18} {:<5}",
+        "program", "rev", "applicability", "eligibility", "amount", "stack"
+    );
+    for p in &e.programs {
+        let applicability = match &p.applicability {
+            Applicability::Applicable => "applicable".to_owned(),
+            Applicability::NotApplicable { .. } => "not applicable".to_owned(),
+        };
+        let eligibility = match &p.eligibility {
+            Eligibility::Eligible => "eligible".to_owned(),
+            Eligibility::EligibleSubjectToEvidence { criteria } => {
+                format!("if proven: {}", criteria.join(","))
+            }
+            Eligibility::Ineligible { .. } => "ineligible".to_owned(),
+            Eligibility::Unknown { needs } => format!(
+                "needs {}",
+                needs
+                    .iter()
+                    .map(|n| n.criterion.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+        };
+        let amount = match &p.amount {
+            ResolvedAmount::Known { amount, .. } | ResolvedAmount::Percent { amount, .. } => {
+                amount.to_string()
+            }
+            ResolvedAmount::Unknown { .. } => "unknown".to_owned(),
+        };
+        let _ = writeln!(
+            out,
+            "  {:<24} {:>4} {:<15} {:<28} {:>18} {:<5}",
+            clip(&p.program_id, 24),
+            p.revision,
+            applicability,
+            clip(&eligibility, 28),
+            amount,
+            if chosen.contains(&p.program_id.as_str()) {
+                "yes"
+            } else {
+                ""
+            }
+        );
+    }
+    let _ = writeln!(
+        out,
+        "Best stack ({}): discount {}, net price {} (before required charges and government charges; not a quote)",
+        e.winning_payment_mode.name(),
+        e.best_stack.total_discount,
+        e.best_stack.net_price
+    );
+    let _ = writeln!(
+        out,
+        "Guaranteed floor (no claims needed): net price {}",
+        e.guaranteed_floor.net_price
+    );
+    for x in &e.potential_extra {
+        let _ = writeln!(out, "Potential extra: {}", x.summary);
+    }
+    for b in &e.branches {
+        let _ = writeln!(
+            out,
+            "  branch {:<8} best net price {}",
+            b.payment_mode.name(),
+            b.best_stack.net_price
+        );
+    }
+}
+
+fn claim_text(v: ClaimValue) -> &'static str {
+    match v {
+        ClaimValue::True => "true",
+        ClaimValue::False => "false",
+        ClaimValue::Unknown => "unknown",
+    }
+}
+
+fn clip(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_owned()
+    } else {
+        let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// A buyer profile file (YAML or JSON): `{payment_mode, jurisdiction:
+/// {country, subdivision?, postal_code?}, claims: {criterion: true|false|
+/// "unknown"}, as_of?}` — hypothetical facts, never PII.
+fn read_profile(path: &Path, now: DateTime<Utc>) -> Result<Profile, Error> {
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| io(format!("{name}: {e}")))?;
+    let text = std::str::from_utf8(&bytes).map_err(|_| io(format!("{name}: not UTF-8 text")))?;
+    let value: Value = if name.ends_with(".json") {
+        serde_json::from_str(text).map_err(|e| io(format!("{name}: not valid JSON: {e}")))?
+    } else {
+        yaml_serde::from_str(text).map_err(|e| io(format!("{name}: not valid YAML: {e}")))?
+    };
+    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+    let payment_mode = match value.get("payment_mode").and_then(Value::as_str) {
+        None | Some("unknown") => ProfilePaymentMode::Unknown,
+        Some("cash") => ProfilePaymentMode::Cash,
+        Some("finance") => ProfilePaymentMode::Finance,
+        Some("lease") => ProfilePaymentMode::Lease,
+        Some(_) => {
+            return Err(io(format!(
+                "{name}: payment_mode must be cash, finance, lease or unknown"
+            )));
+        }
+    };
+    let j = value.get("jurisdiction").unwrap_or(&Value::Null);
+    let country =
+        s(j, "country").ok_or_else(|| io(format!("{name}: jurisdiction.country is required")))?;
+    let mut claims = BTreeMap::new();
+    if let Some(map) = value.get("claims").and_then(Value::as_object) {
+        for (k, v) in map {
+            let criterion = serde_json::from_value(Value::String(k.clone()))
+                .map_err(|_| io(format!("{name}: claims.{k} is not a supported criterion")))?;
+            let claim = match v {
+                Value::Bool(true) => ClaimValue::True,
+                Value::Bool(false) => ClaimValue::False,
+                _ => ClaimValue::Unknown,
+            };
+            claims.insert(criterion, claim);
+        }
+    }
+    let as_of = match s(&value, "as_of") {
+        Some(t) => DateTime::parse_from_rfc3339(&t)
+            .map_err(|_| io(format!("{name}: as_of is not an RFC 3339 date-time")))?,
+        None => now.fixed_offset(),
+    };
+    Ok(Profile {
+        payment_mode,
+        jurisdiction: ProfileJurisdiction {
+            country,
+            subdivision: s(j, "subdivision"),
+            postal_code: s(j, "postal_code"),
+        },
+        claims,
+        as_of,
+    })
+}

@@ -1,0 +1,697 @@
+//! `dealeragent.pricing.get_disclosure` over real HTTP (issue 7 item 3):
+//! the "one price problem" cases give honest disclosures — conditional
+//! offers listed apart from the advertised price, required charges
+//! itemized, unknown government charges never zero — and the completeness
+//! score follows docs/pricing.md section 6. Backend-neutral.
+
+mod common;
+
+use chrono::{DateTime, Duration, SubsecRound as _, Utc};
+use common::{TestApp, fresh_database, spawn_on, test_source, test_vehicle, tool_error_code};
+use gateway::inventory::model::VehicleRecord;
+use gateway::store::{GovernmentChargeEstimate, RooftopPricing};
+use serde_json::{Value, json};
+
+const ORG: &str = "org.search-motors";
+const NORTH: &str = "roof.search-north";
+const SOUTH: &str = "roof.search-south";
+const PRIVATE: &str = "roof.search-private";
+const OTHER_ORG: &str = "org.other-group";
+const EAST: &str = "roof.other-east";
+
+const TOOL: &str = "dealeragent.pricing.get_disclosure";
+const NOT_FOUND: &str = "dealeragent.resource.not_found";
+
+struct Fixture {
+    app: TestApp,
+    now: DateTime<Utc>,
+}
+
+fn usd(minor: i64) -> Value {
+    json!({"amount_minor": minor, "currency": "USD"})
+}
+
+fn charge(id: &str, name: &str, amount: Value, included: bool) -> Value {
+    json!({
+        "charge_id": id, "name": name, "amount": amount, "payee": "dealer",
+        "included_in_advertised_price": included, "required": true,
+        "taxable_status": "jurisdiction_dependent",
+    })
+}
+
+fn military(valid_until: DateTime<Utc>) -> Value {
+    json!({
+        "adjustment_id": "incentive.military",
+        "name": "Military appreciation",
+        "direction": "discount",
+        "amount_status": "known",
+        "amount": usd(50_000),
+        "criteria": [{"criterion": "military", "operator": "verified", "value": true, "evidence_status": "required"}],
+        "criteria_mode": "all",
+        "jurisdictions": [{"country": "US"}],
+        "valid_until": gateway::inventory::render::timestamp(valid_until),
+        "stacking": {"group": "affinity", "combinability": "rule_defined"},
+    })
+}
+
+fn finance_only() -> Value {
+    json!({
+        "adjustment_id": "incentive.finance-cash",
+        "name": "Finance bonus cash",
+        "direction": "discount",
+        "amount_status": "unknown",
+        "criteria": [{"criterion": "payment_mode", "operator": "equals", "value": "finance", "evidence_status": "not_required"}],
+        "stacking": {"group": "finance", "combinability": "stackable"},
+    })
+}
+
+fn canada_only() -> Value {
+    json!({
+        "adjustment_id": "incentive.canada",
+        "name": "Canada loyalty",
+        "direction": "discount",
+        "amount_status": "known",
+        "amount": usd(100_000),
+        "criteria": [{"criterion": "loyalty", "operator": "present", "value": true, "evidence_status": "required"}],
+        "jurisdictions": [{"country": "CA"}],
+        "stacking": {"group": "loyalty", "combinability": "exclusive"},
+    })
+}
+
+fn north_pricing() -> RooftopPricing {
+    RooftopPricing {
+        required_dealer_charges: vec![
+            charge(
+                "charge.documentation",
+                "Documentation fee",
+                usd(39_900),
+                false,
+            ),
+            charge("charge.prep", "Dealer preparation", usd(29_500), true),
+        ],
+        government_charge_estimates: vec![
+            GovernmentChargeEstimate {
+                jurisdiction: json!({"country": "US"}),
+                lines: vec![
+                    json!({"name": "Federal placeholder", "amount": usd(1), "payee": "government"}),
+                ],
+                assumptions: vec!["Country-level fallback.".into()],
+            },
+            GovernmentChargeEstimate {
+                jurisdiction: json!({"country": "US", "subdivision": "US-IL"}),
+                lines: vec![
+                    json!({"name": "State sales tax (estimate)", "amount": usd(203_000), "payee": "government", "basis": "6.25% of the advertised price"}),
+                    json!({"name": "Title and registration", "amount": usd(15_100), "payee": "government_agent"}),
+                ],
+                assumptions: vec!["Buyer registers the vehicle in Illinois.".into()],
+            },
+        ],
+    }
+}
+
+/// NORTH: `a` (the one-price case), `b` (nothing but the price), `c`
+/// (stale, everything classified); SOUTH: a JPY vehicle; PRIVATE and EAST
+/// one vehicle each.
+async fn setup() -> (Fixture, Vec<VehicleRecord>) {
+    setup_with(false).await
+}
+
+/// [`setup`], with `tests/fixtures/disclosure/programs.yaml` imported for
+/// ORG when `programs`.
+async fn setup_with(programs: bool) -> (Fixture, Vec<VehicleRecord>) {
+    let now = Utc::now().trunc_subsecs(0);
+    let (dir, url) = fresh_database().await;
+    let store = gateway::store::open(&url).await.expect("store opens");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/search/dealers.yaml");
+    let bytes = std::fs::read(&path).expect("dealers fixture");
+    let catalog = gateway::catalog::Catalog::load().expect("catalog");
+    let mut orgs =
+        gateway::dealers::parse(&catalog, "dealers.yaml", &bytes, "dealers-file:test", now)
+            .unwrap_or_else(|e| panic!("{e}"));
+    for org in &mut orgs {
+        for rooftop in &mut org.rooftops {
+            if rooftop.rooftop_id == NORTH {
+                rooftop.settings.pricing = north_pricing();
+            }
+        }
+    }
+    store
+        .upsert_organizations(&orgs)
+        .await
+        .expect("dealers imported");
+    if programs {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/disclosure/programs.yaml");
+        let bytes = std::fs::read(&path).expect("programs fixture");
+        let parsed = gateway::offers::import::parse(
+            &catalog,
+            "programs.yaml",
+            &bytes,
+            "programs-file:test",
+            now,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        store
+            .import_programs(ORG, &parsed.records)
+            .await
+            .expect("programs imported");
+    }
+
+    let mut a = test_vehicle(ORG, NORTH, "veh.a.n", "1NRTH", 1, now);
+    a.required_dealer_charges = Some(vec![charge(
+        "charge.documentation",
+        "Documentation fee",
+        usd(49_900),
+        false,
+    )]);
+    a.conditional_adjustments = Some(vec![
+        military(now + Duration::minutes(20)),
+        finance_only(),
+        canada_only(),
+    ]);
+    let b = test_vehicle(ORG, NORTH, "veh.b.n", "1NRTH", 2, now);
+    let mut c = test_vehicle(ORG, NORTH, "veh.c.n", "1NRTH", 3, now);
+    c.source.observed_at = now - Duration::hours(3);
+    c.required_dealer_charges = Some(vec![]);
+    c.conditional_adjustments = Some(vec![]);
+    c.government_charges_status = Some("not_applicable".into());
+    let mut j = test_vehicle(ORG, SOUTH, "veh.j.s", "2STHX", 1, now);
+    j.advertised_price = pricing::Money::from_minor(3_500_000, pricing::Currency::JPY);
+    j.required_dealer_charges = Some(vec![charge(
+        "charge.registration-agency",
+        "Registration agency fee",
+        json!({"amount_minor": 55_000, "currency": "JPY"}),
+        false,
+    )]);
+    let p = test_vehicle(ORG, PRIVATE, "veh.p.p", "3PRVT", 1, now);
+    let e = test_vehicle(OTHER_ORG, EAST, "veh.e.e", "4EAST", 1, now);
+    for (org, rooftop, vehicles) in [
+        (ORG, NORTH, vec![a.clone(), b.clone(), c.clone()]),
+        (ORG, SOUTH, vec![j.clone()]),
+        (ORG, PRIVATE, vec![p.clone()]),
+        (OTHER_ORG, EAST, vec![e.clone()]),
+    ] {
+        store
+            .create_snapshot(
+                org,
+                rooftop,
+                &test_source(&format!("{rooftop}.csv"), now),
+                &vehicles,
+            )
+            .await
+            .expect("snapshot created");
+    }
+    let app = spawn_on(dir, url, |s| s.no_demo = true).await;
+    (Fixture { app, now }, vec![a, b, c, j, p, e])
+}
+
+async fn disclose(app: &TestApp, args: Value) -> Value {
+    let result = app.call_tool(TOOL, args.clone()).await;
+    assert_eq!(tool_error_code(&result), None, "{args}: {result}");
+    let doc = result["structuredContent"].clone();
+    assert_honest_shape(&doc);
+    doc
+}
+
+fn args(v: &VehicleRecord) -> Value {
+    json!({"organization_id": v.organization_id, "rooftop_id": v.rooftop_id, "vehicle_id": v.vehicle_id})
+}
+
+/// No generic `price` key anywhere; every `amount_minor` is an integer.
+fn assert_honest_shape(v: &Value) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                assert_ne!(k, "price", "generic price key in {v}");
+                if k == "amount_minor" {
+                    assert!(x.is_i64(), "amount_minor not an integer: {x}");
+                }
+                assert_honest_shape(x);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(assert_honest_shape),
+        _ => {}
+    }
+}
+
+fn time(v: &Value) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(v.as_str().expect("timestamp"))
+        .expect("rfc3339")
+        .with_timezone(&Utc)
+}
+
+#[tokio::test]
+async fn the_one_price_problem_cases_give_an_honest_disclosure() {
+    let (fx, v) = setup().await;
+    let d = disclose(&fx.app, args(&v[0])).await;
+    assert_eq!(
+        d["disclosure_id"]
+            .as_str()
+            .unwrap()
+            .split('.')
+            .take(3)
+            .collect::<Vec<_>>(),
+        ["pricing", "veh", "a"]
+    );
+
+    // The advertised price is the generally available one, untouched.
+    assert_eq!(d["advertised_price"]["amount"], usd(3_249_500));
+    assert_eq!(d["advertised_price"]["availability"], "generally_available");
+    assert_eq!(
+        d["advertised_price"]["includes_required_dealer_charges"],
+        json!(false)
+    );
+
+    // Required charges: rooftop defaults plus the vehicle's own (it wins).
+    let charges = d["required_dealer_charges"].as_array().unwrap();
+    assert_eq!(charges.len(), 2, "{charges:?}");
+    let doc_fee = charges
+        .iter()
+        .find(|c| c["charge_id"] == "charge.documentation")
+        .unwrap();
+    assert_eq!(doc_fee["amount"], usd(49_900));
+    assert_eq!(doc_fee["included_in_advertised_price"], json!(false));
+    assert_eq!(
+        doc_fee["provenance"]["sources"][0]["source_name"],
+        v[0].source.source_name.as_str()
+    );
+    let prep = charges
+        .iter()
+        .find(|c| c["charge_id"] == "charge.prep")
+        .unwrap();
+    assert_eq!(
+        prep["provenance"]["sources"][0]["source_name"],
+        "dealers-file:test"
+    );
+
+    // Conditional adjustments: listed as conditional, never subtracted.
+    let adjustments = d["conditional_adjustments"].as_array().unwrap();
+    let ids: Vec<&str> = adjustments
+        .iter()
+        .map(|a| a["adjustment_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "incentive.military",
+            "incentive.finance-cash",
+            "incentive.canada"
+        ]
+    );
+    assert_eq!(adjustments[0]["criteria"][0]["evidence_status"], "required");
+
+    // Government charges unknown: no lines, no total.
+    let gov = &d["government_charges"];
+    assert_eq!(gov["status"], "unknown");
+    assert!(
+        gov.get("lines").is_none() && gov.get("total").is_none(),
+        "{gov}"
+    );
+    assert_eq!(d["uncertainty"]["status"], "unknown");
+
+    let text = d["disclosure_text"].as_str().unwrap();
+    assert!(text.len() <= 4000);
+    assert!(text.contains("32,495.00 USD"), "{text}");
+    assert!(text.contains("Documentation fee (499.00 USD)"), "{text}");
+    assert!(text.contains("NOT included"), "{text}");
+    assert!(
+        text.contains("Government charges (taxes, title, registration) are unknown"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("$0") && !text.contains(" 0.00") && !text.contains(" 0 USD"),
+        "{text}"
+    );
+    assert!(text.contains("eligibility"), "{text}");
+    assert!(text.contains("Military appreciation"), "{text}");
+    assert!(text.contains("not part of the advertised price"), "{text}");
+    assert!(
+        text.contains("not a personalized or out-the-door quote"),
+        "{text}"
+    );
+
+    // Completeness: price 20 + charges 20 + adjustments 20 + government 0
+    // + band asserted 10.
+    let c = &d["disclosure_completeness"];
+    assert_eq!(c["components"]["availability_band"], "asserted");
+    assert_eq!(
+        c["components"]["government_charges_classified"],
+        json!(false)
+    );
+    assert_eq!(c["score"], json!(70));
+
+    // Freshness: valid until the earliest input expiry (the military
+    // offer, 20 minutes, before the inventory SLA's 55 minutes).
+    assert_eq!(
+        time(&d["freshness"]["valid_until"]),
+        fx.now + Duration::minutes(20)
+    );
+    assert_eq!(d["freshness"]["state"], "current");
+    assert_eq!(
+        time(&d["freshness"]["observed_at"]),
+        v[0].source.observed_at
+    );
+}
+
+#[tokio::test]
+async fn jurisdiction_selects_the_estimate_and_narrows_adjustments() {
+    let (fx, v) = setup().await;
+    let mut a = args(&v[0]);
+    a["jurisdiction"] = json!({"country": "US", "subdivision": "US-IL"});
+    a["payment_mode"] = json!("cash");
+    let d = disclose(&fx.app, a).await;
+    let gov = &d["government_charges"];
+    assert_eq!(gov["status"], "estimated");
+    assert_eq!(gov["lines"].as_array().unwrap().len(), 2);
+    assert_eq!(gov["total"], usd(218_100));
+    assert_eq!(
+        gov["assumptions"][0],
+        "Buyer registers the vehicle in Illinois."
+    );
+    assert_eq!(d["uncertainty"]["status"], "estimated");
+    let ids: Vec<&str> = d["conditional_adjustments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["adjustment_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        ["incentive.military"],
+        "cash in Illinois: no finance or Canadian offer"
+    );
+    let text = d["disclosure_text"].as_str().unwrap();
+    assert!(text.contains("estimated at 2,181.00 USD"), "{text}");
+    assert!(text.contains("Illinois"), "{text}");
+    // 20 + 20 + 20 + 20 + asserted 10.
+    assert_eq!(d["disclosure_completeness"]["score"], json!(90));
+
+    // A jurisdiction without an estimate is unknown, never zero.
+    let mut a = args(&v[0]);
+    a["jurisdiction"] = json!({"country": "CA", "subdivision": "CA-ON"});
+    let d = disclose(&fx.app, a).await;
+    assert_eq!(d["government_charges"], json!({"status": "unknown"}));
+    let ids: Vec<&str> = d["conditional_adjustments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["adjustment_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["incentive.finance-cash", "incentive.canada"]);
+}
+
+#[tokio::test]
+async fn the_completeness_score_follows_the_published_weights() {
+    let (fx, v) = setup().await;
+    // b: price 20 + rooftop default charges 20 + adjustments unknown 0 +
+    // government unknown 0 + asserted 10.
+    let b = disclose(&fx.app, args(&v[1])).await;
+    let c = &b["disclosure_completeness"];
+    assert_eq!(
+        c["components"],
+        json!({
+            "advertised_price_present_and_authoritative": true,
+            "required_dealer_charges_itemized": true,
+            "conditional_adjustments_have_eligibility_and_stacking": false,
+            "government_charges_classified": false,
+            "availability_band": "asserted",
+        })
+    );
+    assert_eq!(c["score"], json!(50));
+    assert_eq!(b["conditional_adjustments"], json!([]));
+    // c: stale record (price not authoritative 0) + charges 20 +
+    // adjustments 20 + not_applicable 20 + asserted (3 h) 10.
+    let d = disclose(&fx.app, args(&v[2])).await;
+    let c = &d["disclosure_completeness"];
+    assert_eq!(
+        c["components"]["advertised_price_present_and_authoritative"],
+        json!(false)
+    );
+    assert_eq!(
+        c["components"]["government_charges_classified"],
+        json!(true)
+    );
+    assert_eq!(c["score"], json!(70));
+    assert_eq!(d["government_charges"]["status"], "not_applicable");
+    assert_eq!(d["freshness"]["state"], "stale");
+    // Rooftop defaults apply to c too, its own list is empty.
+    assert_eq!(d["required_dealer_charges"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn yen_amounts_have_no_decimals() {
+    let (fx, v) = setup().await;
+    let d = disclose(&fx.app, args(&v[3])).await;
+    assert_eq!(
+        d["advertised_price"]["amount"],
+        json!({"amount_minor": 3_500_000, "currency": "JPY"})
+    );
+    let text = d["disclosure_text"].as_str().unwrap();
+    assert!(text.contains("3,500,000 JPY"), "{text}");
+    assert!(
+        text.contains("Registration agency fee (55,000 JPY)"),
+        "{text}"
+    );
+    assert!(text.contains("3,555,000 JPY"), "{text}");
+    assert!(!text.contains("3,500,000.00"), "{text}");
+    // The vehicle's own charges are known: itemized even without defaults.
+    assert_eq!(
+        d["disclosure_completeness"]["components"]["required_dealer_charges_itemized"],
+        json!(true)
+    );
+}
+
+#[tokio::test]
+async fn foreign_private_and_absent_vehicles_are_not_found() {
+    let (fx, v) = setup().await;
+    let cases = [
+        args(&v[4]),
+        json!({"organization_id": ORG, "rooftop_id": EAST, "vehicle_id": v[5].vehicle_id}),
+        json!({"organization_id": OTHER_ORG, "rooftop_id": NORTH, "vehicle_id": v[0].vehicle_id}),
+        json!({"organization_id": ORG, "rooftop_id": SOUTH, "vehicle_id": v[0].vehicle_id}),
+        json!({"organization_id": ORG, "rooftop_id": NORTH, "vehicle_id": "veh.nothing"}),
+    ];
+    for a in cases {
+        let result = fx.app.call_tool(TOOL, a.clone()).await;
+        assert_eq!(
+            tool_error_code(&result).as_deref(),
+            Some(NOT_FOUND),
+            "{a}: {result}"
+        );
+    }
+    // Unknown properties are a validation error.
+    let mut a = args(&v[0]);
+    a["vin"] = json!("1NRTH000000000001");
+    let result = fx.app.call_tool(TOOL, a).await;
+    assert_eq!(
+        tool_error_code(&result).as_deref(),
+        Some("dealeragent.validation.invalid")
+    );
+}
+
+#[tokio::test]
+async fn published_programs_become_conditional_adjustments_with_the_evaluation() {
+    let (fx, v) = setup_with(true).await;
+    let d = disclose(&fx.app, args(&v[1])).await;
+    let adjustments = d["conditional_adjustments"].as_array().unwrap();
+    let ids: Vec<&str> = adjustments
+        .iter()
+        .map(|a| a["adjustment_id"].as_str().unwrap())
+        .collect();
+    // Used vehicle in Illinois (the rooftop's jurisdiction by default): not
+    // the Canadian or the new-vehicle program.
+    assert_eq!(ids, ["sm-finance-bonus", "sm-used-cash"], "{d}");
+    let cash = &adjustments[1];
+    assert_eq!(cash["amount_status"], "known");
+    assert_eq!(cash["amount"], usd(100_000));
+    assert_eq!(
+        cash["stacking"],
+        json!({"group": "dealer", "combinability": "stackable"})
+    );
+    assert_eq!(cash["criteria"][0]["evidence_status"], "not_required");
+    let finance = &adjustments[0];
+    assert_eq!(finance["criteria"][0]["criterion"], "payment_mode");
+    assert_eq!(finance["stacking"]["combinability"], "rule_defined");
+    assert!(
+        finance["stacking"].get("rule").is_none(),
+        "only DAP stacking fields"
+    );
+    // Never subtracted from the advertised price.
+    assert_eq!(d["advertised_price"]["amount"], usd(3_249_500));
+    // Provenance names the revisions and the rule hash.
+    let transformations = d["provenance"]["transformations"].to_string();
+    assert!(
+        transformations.contains("program sm-used-cash revision 2"),
+        "{transformations}"
+    );
+    assert!(
+        transformations.contains("rule sha256:"),
+        "{transformations}"
+    );
+    // The evaluation for the default profile rides in the extension.
+    let offers = &d["extensions"]["dealergateway.offers"];
+    assert_eq!(offers["payment_mode"], "unknown");
+    assert_eq!(offers["branches"].as_array().unwrap().len(), 3);
+    assert!(
+        offers["best_stack"]["net_price"]["amount_minor"].is_i64(),
+        "{offers}"
+    );
+    // Adjustments are now known and described: 20 + 20 + 20 + 0 + 10.
+    assert_eq!(d["disclosure_completeness"]["score"], json!(70));
+    let text = d["disclosure_text"].as_str().unwrap();
+    assert!(
+        text.contains("Used vehicle cash (discount, 1,000.00 USD)"),
+        "{text}"
+    );
+
+    // A cash buyer: the finance-only program is not applicable.
+    let mut a = args(&v[1]);
+    a["payment_mode"] = json!("cash");
+    let d = disclose(&fx.app, a).await;
+    let ids: Vec<&str> = d["conditional_adjustments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["adjustment_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["sm-used-cash"]);
+    // A Canadian buyer sees the Canadian program.
+    let mut a = args(&v[1]);
+    a["jurisdiction"] = json!({"country": "CA", "subdivision": "CA-ON"});
+    let d = disclose(&fx.app, a).await;
+    let ids: Vec<&str> = d["conditional_adjustments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["adjustment_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["sm-canada", "sm-finance-bonus", "sm-used-cash"]);
+}
+
+#[tokio::test]
+async fn the_preview_shows_the_disclosure_the_score_with_fixes_and_the_offer_table() {
+    let (fx, v) = setup_with(true).await;
+    let b = &v[1];
+    let text = gateway::preview::run(
+        &fx.app.database_url,
+        ORG,
+        NORTH,
+        b.vin.as_deref(),
+        None,
+        None,
+    )
+    .await
+    .expect("preview");
+    assert!(text.contains("Completeness score: 70/100"), "{text}");
+    assert!(
+        text.contains("government_charges_classified (-20)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("fix: Configure gateway_settings.pricing.government_charge_estimates"),
+        "{text}"
+    );
+    assert!(text.contains("sm-used-cash"), "{text}");
+    assert!(text.contains("Best stack ("), "{text}");
+    assert!(
+        text.contains("\"disclosure_id\": \"pricing.veh.b.n.v1\""),
+        "{text}"
+    );
+    // With a profile file: the finance branch only.
+    let profile = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/disclosure/profile.yaml");
+    let text = gateway::preview::run(
+        &fx.app.database_url,
+        ORG,
+        NORTH,
+        None,
+        b.stock_number.as_deref(),
+        Some(&profile),
+    )
+    .await
+    .expect("preview with profile");
+    assert!(
+        text.contains("payment mode finance, jurisdiction US-IL"),
+        "{text}"
+    );
+    assert!(text.contains("branch finance"), "{text}");
+    assert!(!text.contains("branch cash"), "{text}");
+    // Unknown vehicle: an error, not a panic.
+    assert!(
+        gateway::preview::run(
+            &fx.app.database_url,
+            ORG,
+            NORTH,
+            Some("1NRTH999999999999"),
+            None,
+            None
+        )
+        .await
+        .is_err()
+    );
+}
+
+/// A tool call with `Authorization: Bearer <token>`; the `result` object.
+async fn call_as(app: &TestApp, token: &str, args: Value) -> Value {
+    let body = common::modern_body(1, "tools/call", json!({"name": TOOL, "arguments": args}));
+    let auth = format!("Bearer {token}");
+    let reply = app
+        .post_raw(
+            &[
+                ("accept", "application/json, text/event-stream"),
+                ("mcp-protocol-version", common::MODERN),
+                ("mcp-method", "tools/call"),
+                ("mcp-name", TOOL),
+                ("authorization", &auth),
+            ],
+            body.to_string(),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.raw);
+    reply.result().clone()
+}
+
+async fn token(store: &dyn gateway::store::Store, rooftop: &str, scopes: &[&str]) -> String {
+    use gateway::auth::RooftopScope;
+    use gateway::auth::api_token::{self, TokenRequest};
+    let catalog = gateway::catalog::Catalog::load().expect("catalog");
+    let now = Utc::now();
+    let request = TokenRequest {
+        subject: "partner:disclosure-test".into(),
+        organization_id: ORG.into(),
+        rooftops: RooftopScope::Rooftops([rooftop.to_owned()].into()),
+        scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+        purpose: "disclosure test".into(),
+        expires_at: now + Duration::hours(1),
+    };
+    api_token::create(store, &request, &api_token::known_scopes(&catalog), now)
+        .await
+        .expect("token created")
+        .token
+}
+
+#[tokio::test]
+async fn the_pricing_scope_and_the_granted_rooftops_decide_access() {
+    let (fx, v) = setup().await;
+    let store = gateway::store::open(&fx.app.database_url)
+        .await
+        .expect("store opens");
+    let private = args(&v[4]);
+    // The private rooftop's partner with the pricing scope reads it.
+    let pricing = token(store.as_ref(), PRIVATE, &["dealeragent:pricing:read"]).await;
+    let result = call_as(&fx.app, &pricing, private.clone()).await;
+    assert_eq!(tool_error_code(&result), None, "{result}");
+    assert_eq!(result["structuredContent"]["vehicle_id"], "veh.p.p");
+    // Inventory scope alone is not the pricing scope.
+    let inventory = token(store.as_ref(), PRIVATE, &["dealeragent:inventory:read"]).await;
+    let result = call_as(&fx.app, &inventory, private.clone()).await;
+    assert_eq!(
+        tool_error_code(&result).as_deref(),
+        Some("dealeragent.scope.insufficient")
+    );
+    // A grant for another rooftop never reaches the private one.
+    let north = token(store.as_ref(), NORTH, &["dealeragent:pricing:read"]).await;
+    let result = call_as(&fx.app, &north, private).await;
+    assert_eq!(tool_error_code(&result).as_deref(), Some(NOT_FOUND));
+}
