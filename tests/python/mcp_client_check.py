@@ -151,9 +151,17 @@ async def run_mode(url: str, mode: str, wire: bool, report: Report, bearer: str 
                         parsed == sc,
                         f"text={brief(text)}",
                     )
-                    advertised = sorted({t for cap in sc.get("capabilities") or [] for t in cap.get("tools") or []})
+                    # DAP profiles are in `capabilities`; this gateway's own
+                    # extension profiles (dealergateway.*) cannot be (DAP's
+                    # profile pattern), so they are published under
+                    # extensions["dealergateway.extensions"].profiles.
+                    extension_profiles = ((sc.get("extensions") or {}).get("dealergateway.extensions") or {}).get("profiles") or []
+                    advertised = sorted(
+                        {t for cap in sc.get("capabilities") or [] for t in cap.get("tools") or []}
+                        | {t for prof in extension_profiles for t in prof.get("tools") or []}
+                    )
                     report.check(
-                        f"{p} tools/list equals the tools the manifest's capabilities advertise",
+                        f"{p} tools/list equals the tools the manifest advertises (capabilities and extension profiles)",
                         sorted(names) == advertised,
                         f"tools/list={sorted(names)} manifest={advertised}",
                     )
