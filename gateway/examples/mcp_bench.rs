@@ -25,6 +25,14 @@
 //! | `get_vehicle` | a random sampled `vehicle_id` |
 //! | `verify_cache_hit` | `dealeragent.inventory.verify_availability` of one of `--verify-hot` vehicles, each checked once before the scenario: answered from the reuse cache |
 //! | `verify_upstream_50ms` | `verify_availability` of a vehicle never checked before (one upstream call each); c=1 runs `--upstream-requests` requests |
+//! | `get_disclosure` | `dealeragent.pricing.get_disclosure {organization_id, rooftop_id, vehicle_id}` of a random sampled vehicle |
+//! | `offers_evaluate` | `dealergateway.offers.evaluate` of a random sampled vehicle with `profile: {payment_mode: "unknown", jurisdiction: {country}, claims: {}}` (three payment-mode branches; the country is the rooftop's, from `dealeragent.dealer.get`) |
+//!
+//! The two pricing scenarios (`get_disclosure`, `offers_evaluate`) are not
+//! in the default set: they need an organization with incentive
+//! programs (the demo dataset has them; `scripts/bench-pricing` runs them).
+//! Their vehicles are the sampled ones (anonymous callers only see
+//! published rooftops, so every sample is readable).
 //!
 //! The two `verify_*` scenarios are not in the default set: they need
 //! rooftops whose `availability_source` is `http` (an upstream such as the
@@ -71,9 +79,15 @@ const MANIFEST: &str = "dealeragent.discovery.get_manifest";
 const SEARCH: &str = "dealeragent.inventory.search";
 const GET_VEHICLE: &str = "dealeragent.inventory.get_vehicle";
 const VERIFY: &str = "dealeragent.inventory.verify_availability";
+const DISCLOSURE: &str = "dealeragent.pricing.get_disclosure";
+const OFFERS: &str = "dealergateway.offers.evaluate";
+const DEALER_GET: &str = "dealeragent.dealer.get";
 
 /// Scenarios run only when named in `--scenarios` (they need http sources).
 const VERIFY_SCENARIOS: [&str; 2] = ["verify_cache_hit", "verify_upstream_50ms"];
+
+/// Scenarios run only when named in `--scenarios` (they need programs).
+const PRICING_SCENARIOS: [&str; 2] = ["get_disclosure", "offers_evaluate"];
 
 const ALL_SCENARIOS: [&str; 7] = [
     "get_manifest",
@@ -387,6 +401,9 @@ struct Workload {
     verify_fresh: Vec<(String, String, String)>,
     /// Next index into `verify_fresh` (past the end: repeats).
     fresh_next: AtomicUsize,
+    /// rooftop_id -> ISO 3166-1 country (from `dealeragent.dealer.get`),
+    /// for `offers_evaluate`; empty unless a pricing scenario runs.
+    countries: BTreeMap<String, String>,
 }
 
 /// One unit of work: a single request, or a chain of pages.
@@ -460,6 +477,34 @@ impl Workload {
                         "organization_id": s.organization_id,
                         "rooftop_id": s.rooftop_id,
                         "vehicle_id": s.vehicle_id
+                    }),
+                }
+            }
+            "get_disclosure" => {
+                let s = &self.samples[rng.below(self.samples.len())];
+                Op::One {
+                    tool: DISCLOSURE,
+                    args: json!({
+                        "organization_id": s.organization_id,
+                        "rooftop_id": s.rooftop_id,
+                        "vehicle_id": s.vehicle_id
+                    }),
+                }
+            }
+            "offers_evaluate" => {
+                let s = &self.samples[rng.below(self.samples.len())];
+                let country = self.countries.get(&s.rooftop_id).map_or("", String::as_str);
+                Op::One {
+                    tool: OFFERS,
+                    args: json!({
+                        "organization_id": s.organization_id,
+                        "rooftop_id": s.rooftop_id,
+                        "vehicle_id": s.vehicle_id,
+                        "profile": {
+                            "payment_mode": "unknown",
+                            "jurisdiction": {"country": country},
+                            "claims": {}
+                        }
                     }),
                 }
             }
@@ -849,10 +894,31 @@ async fn verify_vehicles(
     Ok(out)
 }
 
+/// rooftop_id -> country of every rooftop of `organizations` the caller sees.
+async fn rooftop_countries(
+    mcp: &Mcp,
+    organizations: &[String],
+) -> Result<BTreeMap<String, String>, String> {
+    let mut out = BTreeMap::new();
+    for org in organizations {
+        let sc = mcp
+            .structured(DEALER_GET, &json!({"organization_id": org}))
+            .await?;
+        for r in sc["rooftops"].as_array().into_iter().flatten() {
+            let country = str_of(&r["address"], "country");
+            if !country.is_empty() {
+                out.insert(str_of(r, "rooftop_id"), country);
+            }
+        }
+    }
+    Ok(out)
+}
+
 async fn discover(
     mcp: &Mcp,
     deep_pages: usize,
     verify: Option<(usize, usize)>,
+    pricing: bool,
 ) -> Result<Workload, String> {
     let manifest = mcp.structured(MANIFEST, &json!({})).await?;
     let organizations: Vec<String> = manifest["organization_ids"]
@@ -906,7 +972,20 @@ async fn discover(
         verify_fresh = all.split_off(hot);
         verify_hot = all;
     }
+    let countries = if pricing {
+        let c = rooftop_countries(mcp, &organizations).await?;
+        if let Some(s) = samples.iter().find(|s| !c.contains_key(&s.rooftop_id)) {
+            return Err(format!(
+                "dealeragent.dealer.get gives no address.country for rooftop {}",
+                s.rooftop_id
+            ));
+        }
+        c
+    } else {
+        BTreeMap::new()
+    };
     Ok(Workload {
+        countries,
         organizations,
         rooftops,
         samples,
@@ -1155,11 +1234,15 @@ async fn main() -> ExitCode {
         args.scenarios.clone()
     };
     for s in &scenarios {
-        if !ALL_SCENARIOS.contains(&s.as_str()) && !VERIFY_SCENARIOS.contains(&s.as_str()) {
+        if !ALL_SCENARIOS.contains(&s.as_str())
+            && !VERIFY_SCENARIOS.contains(&s.as_str())
+            && !PRICING_SCENARIOS.contains(&s.as_str())
+        {
             eprintln!(
-                "unknown scenario {s}; known: {}, {}",
+                "unknown scenario {s}; known: {}, {}, {}",
                 ALL_SCENARIOS.join(", "),
-                VERIFY_SCENARIOS.join(", ")
+                VERIFY_SCENARIOS.join(", "),
+                PRICING_SCENARIOS.join(", ")
             );
             return ExitCode::from(2);
         }
@@ -1175,7 +1258,10 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let work = match discover(&mcp, args.deep_pages, verify).await {
+    let pricing = scenarios
+        .iter()
+        .any(|s| PRICING_SCENARIOS.contains(&s.as_str()));
+    let work = match discover(&mcp, args.deep_pages, verify, pricing).await {
         Ok(w) => Arc::new(w),
         Err(e) => {
             eprintln!("discovery failed: {e}");
