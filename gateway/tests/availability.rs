@@ -203,8 +203,10 @@ async fn verify(app: &TestApp, rooftop: &str, v: &VehicleRecord) -> Value {
     app.call_tool(VERIFY, by_id(rooftop, v)).await
 }
 
+/// The band and source of a check: in the MCP result's `_meta`, since
+/// DAP 0.1's `availabilityResult` has no room for them.
 fn ext(r: &Value) -> &Value {
-    &r["structuredContent"]["extensions"]["dealergateway.availability"]
+    &r["_meta"]["dealergateway.availability"]
 }
 
 fn availability(r: &Value) -> &Value {
@@ -385,8 +387,10 @@ async fn bands_follow_the_age_of_the_authoritative_observation() {
         assert_eq!(availability(&r)["status"], status, "{r}");
         assert_eq!(availability(&r)["human_verification_required"], hvr);
         assert_never_available_unless_verified(&r);
+        // Freshness is bounded by the rooftop's advertised availability
+        // SLA (120 s here): older observations are stale whatever the band.
         let state = &r["structuredContent"]["freshness"]["state"];
-        assert_eq!(*state, if band == "stale" { "stale" } else { "current" });
+        assert_eq!(*state, if age <= 120 { "current" } else { "stale" }, "{r}");
     }
     let asserted = verify(&fx.app, LIVE, &fx.live[1]).await;
     let reason = availability(&asserted)["reason"].as_str().unwrap();
@@ -640,4 +644,44 @@ async fn withdrawn_vehicle_answers_unknown_without_a_live_check() {
     assert_eq!(availability(&last)["status"], "unknown");
     assert_eq!(ext(&last)["band"], "unknown");
     assert_never_available_unless_verified(&last);
+}
+
+/// DAP 6.4: one record, one freshness state. A feed answer is the imported
+/// record itself, so verify_availability may never call it fresher than
+/// search and get_vehicle do, and it is bounded by the rooftop's advertised
+/// availability SLA (120 s): a record observed 5 minutes ago is `current`
+/// for inventory (900 s) but `stale` as an availability answer.
+#[tokio::test]
+async fn feed_answers_are_never_fresher_than_the_record_or_the_availability_sla() {
+    let fx = setup(|_| {}).await;
+    for v in &fx.feed {
+        let checked = verify(&fx.app, FEED, v).await;
+        assert_eq!(tool_error_code(&checked), None, "{checked}");
+        let detail = fx.app.call_tool(GET, by_id(FEED, v)).await;
+        let record_state = detail["structuredContent"]["freshness"]["state"].clone();
+        let f = &checked["structuredContent"]["freshness"];
+        if record_state == "stale" {
+            assert_eq!(f["state"], "stale", "record stale, check {checked}");
+        }
+        // Observed 5 minutes (or 30 hours) ago: past the 120 s SLA.
+        assert_eq!(f["state"], "stale", "{checked}");
+        let observed = DateTime::parse_from_rfc3339(f["observed_at"].as_str().unwrap()).unwrap();
+        let until = DateTime::parse_from_rfc3339(f["valid_until"].as_str().unwrap()).unwrap();
+        assert!(until - observed <= Duration::seconds(120), "{checked}");
+        assert!(f["max_age_seconds"].as_u64().unwrap() <= 120, "{checked}");
+        // No member outside DAP 0.1's availabilityResult.
+        assert!(
+            checked["structuredContent"].get("extensions").is_none(),
+            "{checked}"
+        );
+    }
+    // A live verified_current answer within the SLA stays current.
+    let v = &fx.live[5];
+    fx.fake.set(vin(v), Behaviour::Answer("available", 10));
+    let r = verify(&fx.app, LIVE, v).await;
+    assert_eq!(
+        r["structuredContent"]["freshness"]["state"], "current",
+        "{r}"
+    );
+    assert_eq!(ext(&r)["band"], "verified_current", "{r}");
 }

@@ -1814,14 +1814,52 @@ async fn a_vehicle_observed_before_its_rooftop_sla_is_stale_and_makes_the_respon
         .unwrap();
     assert_eq!(parse_time(&mixed["freshness"]["valid_until"]), earliest);
 
-    // A page of current vehicles only is current.
-    let current_only = search_ok(
+    // A page holding only current vehicles, of a result set whose later
+    // pages hold stale ones, is stale: the response never claims better
+    // freshness than the result set it pages through (DAP 6.4; issue 10).
+    // (This used to read `current`, describing the page alone.)
+    let args = json!({"organization_id": ORG, "rooftop_ids": [NORTH],
+                      "sort": {"field": "observed_at", "order": "desc"}, "page": {"limit": 5}});
+    let first = search_ok(&fx.app, args.clone()).await;
+    let page_states: Vec<&str> = first["vehicles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["freshness"]["state"].as_str().unwrap())
+        .collect();
+    assert!(
+        page_states.iter().all(|s| *s == "current"),
+        "{page_states:?}"
+    );
+    assert_eq!(
+        first["freshness"]["state"], "stale",
+        "{}",
+        first["freshness"]
+    );
+    assert_eq!(
+        parse_time(&first["freshness"]["observed_at"]),
+        fx.north.iter().map(|v| v.source.observed_at).min().unwrap()
+    );
+    // Every page of the walk says the same.
+    let mut cursor = first["page"]["next_cursor"].as_str().map(str::to_owned);
+    let mut pages = 1;
+    while let Some(c) = cursor {
+        let mut next = args.clone();
+        next["page"]["cursor"] = json!(c);
+        let page = search_ok(&fx.app, next).await;
+        assert_eq!(page["freshness"]["state"], "stale", "page {pages}");
+        cursor = page["page"]["next_cursor"].as_str().map(str::to_owned);
+        pages += 1;
+    }
+    assert!(pages > 1);
+    // A result set that is current throughout is current.
+    let current_set = search_ok(
         &fx.app,
         json!({"organization_id": ORG, "rooftop_ids": [NORTH],
-               "sort": {"field": "observed_at", "order": "desc"}, "page": {"limit": 5}}),
+               "filters": {"vin": recent.vin}, "page": {"limit": 5}}),
     )
     .await;
-    assert_eq!(current_only["freshness"]["state"], "current");
+    assert_eq!(current_set["freshness"]["state"], "current");
 }
 
 #[tokio::test]

@@ -202,6 +202,54 @@ pub fn report(observation: Option<&Observed<'_>>, what: &str, now: DateTime<Utc>
     }
 }
 
+/// Bound the `freshness` of a [`Reported`] availability by the rooftop's
+/// advertised availability SLA and by any other limit the same record is
+/// already held to (for a feed answer: the record's inventory freshness,
+/// which `search` and `get_vehicle` report).
+///
+/// DAP 6.4: a stale record MUST remain explicitly stale — one record has
+/// one freshness state in every tool. The band (DAP's normative age
+/// classes) is left as computed; only `freshness` is bounded: its
+/// `valid_until` becomes the earliest limit, its `max_age_seconds` the
+/// smallest, and a `current` state past that instant becomes `stale`.
+/// `unknown` and `withdrawn` states are never changed.
+pub fn bound_freshness(
+    reported: &mut Reported,
+    observed_at: DateTime<Utc>,
+    sla_seconds: u32,
+    other_limit: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) {
+    let f = &mut reported.freshness;
+    if f.get("state").and_then(Value::as_str) != Some("current")
+        && f.get("state").and_then(Value::as_str) != Some("stale")
+    {
+        return;
+    }
+    let sla_until = observed_at
+        .checked_add_signed(Duration::seconds(i64::from(sla_seconds)))
+        .unwrap_or(observed_at);
+    let band_until = f
+        .get("valid_until")
+        .and_then(Value::as_str)
+        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.with_timezone(&Utc));
+    let until = [Some(sla_until), band_until, other_limit]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(sla_until);
+    f["valid_until"] = json!(crate::inventory::render::timestamp(until));
+    let max_age = f
+        .get("max_age_seconds")
+        .and_then(Value::as_u64)
+        .map_or(u64::from(sla_seconds), |m| m.min(u64::from(sla_seconds)));
+    f["max_age_seconds"] = json!(max_age);
+    if now > until {
+        f["state"] = json!("stale");
+    }
+}
+
 /// "43 s", "12 min", "5 h", "3 d".
 fn describe_age(seconds: i64) -> String {
     match seconds {

@@ -554,6 +554,11 @@ pub struct SearchPage {
     pub facets: BTreeMap<&'static str, Vec<FacetValue>>,
     /// Key of the page's last vehicle when more follow; `None` at the end.
     pub next: Option<PageKey>,
+    /// Per searched snapshot with at least one match (its position in
+    /// `indexes`): the oldest `observed_at` among ALL its matches, in
+    /// microseconds. The response's freshness is judged on these, so a
+    /// page never reads fresher than the result set it pages through.
+    pub oldest_match_us: Vec<(usize, i64)>,
 }
 
 /// Facet names, in response order.
@@ -885,6 +890,7 @@ pub fn search_with_overlay(
         .map(|d| i128::from(now_us) - (i128::from(d) + 1) * DAY_US);
 
     let mut heap: BinaryHeap<Cand<'_>> = BinaryHeap::with_capacity(limit + 1);
+    let mut oldest_match_us: Vec<(usize, i64)> = Vec::new();
     let mut total = 0usize;
     let mut after_count = 0usize;
     let mut make_counts: Vec<(&str, &str, u64)> = Vec::new();
@@ -908,6 +914,8 @@ pub fn search_with_overlay(
         counts.make.resize(index.makes.exact.len(), 0);
         counts.model.clear();
         counts.model.resize(index.models.exact.len(), 0);
+        let position = slot;
+        let mut oldest_us = i64::MAX;
         let slot = u32::try_from(slot).unwrap_or(u32::MAX);
         let row32 = |i: usize| u32::try_from(i).unwrap_or(u32::MAX);
 
@@ -931,6 +939,7 @@ pub fn search_with_overlay(
                         continue;
                     }
                     total += 1;
+                    oldest_us = oldest_us.min(index.rows[i].observed_us);
                     counts.add(&index.rows[i], prepared.availability(i, &index.rows[i]));
                     if pos < start {
                         continue;
@@ -970,6 +979,7 @@ pub fn search_with_overlay(
                     }
                     let r = &index.rows[i];
                     total += 1;
+                    oldest_us = oldest_us.min(r.observed_us);
                     counts.add(r, prepared.availability(i, r));
                     let cand = Cand {
                         key: sort_key(sort, r, now_us),
@@ -992,6 +1002,9 @@ pub fn search_with_overlay(
             }
         }
 
+        if oldest_us != i64::MAX {
+            oldest_match_us.push((position, oldest_us));
+        }
         for (id, c) in counts.make.iter().enumerate() {
             if *c > 0 {
                 make_counts.push((&index.makes.lower[id], &index.makes.exact[id], *c));
@@ -1051,6 +1064,7 @@ pub fn search_with_overlay(
         total,
         facets,
         next,
+        oldest_match_us,
     }
 }
 

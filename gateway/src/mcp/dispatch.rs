@@ -234,6 +234,9 @@ async fn tools_call(
     body.insert("content".into(), json!([{"type": "text", "text": text}]));
     body.insert("structuredContent".into(), outcome.structured);
     body.insert("isError".into(), Value::Bool(outcome.is_error));
+    if let Some(meta) = outcome.meta {
+        body.insert("_meta".into(), meta);
+    }
     Ok(MethodResult { body, cache: None })
 }
 
@@ -246,10 +249,13 @@ pub fn decorate(era: Era, result: MethodResult) -> Value {
             body.insert("ttlMs".into(), json!(ttl));
             body.insert("cacheScope".into(), json!(scope));
         }
-        body.insert(
-            "_meta".into(),
-            json!({"io.modelcontextprotocol/serverInfo": server_info()}),
-        );
+        // Merged into a tool's own result `_meta` (if any), not replacing it.
+        let meta = body
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(meta) = meta {
+            meta.insert("io.modelcontextprotocol/serverInfo".into(), server_info());
+        }
     }
     Value::Object(body)
 }

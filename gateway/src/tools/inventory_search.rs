@@ -179,6 +179,21 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
         .iter()
         .map(|i| FreshnessBasis::of_snapshot(i))
         .collect();
+    // The response's freshness covers the whole result set, not just this
+    // page (DAP 6.4: never better than what the cursor pages through): the
+    // oldest match of every snapshot joins the page's own vehicles.
+    for (position, oldest_us) in &page.oldest_match_us {
+        if let (Some(index), Some(observed_at)) = (
+            indexes.get(*position),
+            chrono::DateTime::from_timestamp_micros(*oldest_us),
+        ) {
+            bases.push(FreshnessBasis {
+                observed_at,
+                sla_seconds: index.inventory_sla_seconds(),
+                withdrawn: false,
+            });
+        }
+    }
 
     let mut page_info = json!({"has_more": page.next.is_some()});
     if let Some(key) = page.next {

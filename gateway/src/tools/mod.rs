@@ -52,6 +52,9 @@ pub const IMPLEMENTED: &[&str] = &[
 pub struct ToolOutcome {
     pub structured: Value,
     pub is_error: bool,
+    /// Members for the MCP result's `_meta`: this gateway's additions that
+    /// the DAP output schema has no room for (e.g. the availability band).
+    pub meta: Option<Value>,
 }
 
 /// Write the audit event of one call (DAP spec 11, CORE-039/040): every
@@ -156,15 +159,25 @@ fn authorize_tool(ctx: &ToolContext, tool: &crate::catalog::Tool) -> Result<(), 
     }
 }
 
-async fn dispatch(name: &str, ctx: &ToolContext, args: &Value) -> Option<Result<Value, ToolError>> {
+/// A tool's structured output and, for some tools, its result `_meta`.
+type Output = (Value, Option<Value>);
+
+async fn dispatch(
+    name: &str,
+    ctx: &ToolContext,
+    args: &Value,
+) -> Option<Result<Output, ToolError>> {
+    let plain = |r: Result<Value, ToolError>| r.map(|v| (v, None));
     Some(match name {
-        get_manifest::NAME => get_manifest::call(ctx, args).await,
-        dealer_get::NAME => dealer_get::call(ctx, args).await,
-        inventory_search::NAME => inventory_search::call(ctx, args).await,
-        get_vehicle::NAME => get_vehicle::call(ctx, args).await,
-        verify_availability::NAME => verify_availability::call(ctx, args).await,
-        offers_evaluate::NAME => offers_evaluate::call(ctx, args).await,
-        get_disclosure::NAME => get_disclosure::call(ctx, args).await,
+        get_manifest::NAME => plain(get_manifest::call(ctx, args).await),
+        dealer_get::NAME => plain(dealer_get::call(ctx, args).await),
+        inventory_search::NAME => plain(inventory_search::call(ctx, args).await),
+        get_vehicle::NAME => plain(get_vehicle::call(ctx, args).await),
+        verify_availability::NAME => verify_availability::call(ctx, args)
+            .await
+            .map(|(v, meta)| (v, Some(meta))),
+        offers_evaluate::NAME => plain(offers_evaluate::call(ctx, args).await),
+        get_disclosure::NAME => plain(get_disclosure::call(ctx, args).await),
         _ => return None,
     })
 }
@@ -182,8 +195,8 @@ pub async fn invoke(ctx: &ToolContext, name: &str, args: &Value) -> Option<ToolO
             None => Err(ToolError::internal(format!(
                 "tool {name} is in the catalog but not implemented"
             ))),
-            Some(Ok(output)) => match tool.validate_output(&output) {
-                Ok(()) => Ok(output),
+            Some(Ok((output, meta))) => match tool.validate_output(&output) {
+                Ok(()) => Ok((output, meta)),
                 Err(errors) => Err(ToolError::internal(format!(
                     "output of {name} failed its schema: {}",
                     serde_json::to_string(&errors).unwrap_or_default()
@@ -192,11 +205,16 @@ pub async fn invoke(ctx: &ToolContext, name: &str, args: &Value) -> Option<ToolO
             Some(Err(e)) => Err(e),
         },
     };
+    let (result, meta) = match result {
+        Ok((output, meta)) => (Ok(output), meta),
+        Err(e) => (Err(e), None),
+    };
     audit(ctx, tool, args, &result).await;
     Some(match result {
         Ok(structured) => ToolOutcome {
             structured,
             is_error: false,
+            meta,
         },
         Err(error) => {
             let error_id = format!("err.{}", uuid::Uuid::new_v4());
@@ -208,6 +226,7 @@ pub async fn invoke(ctx: &ToolContext, name: &str, args: &Value) -> Option<ToolO
             ToolOutcome {
                 structured: error.to_dap(&error_id, &ctx.trace_id, Utc::now()),
                 is_error: true,
+                meta: None,
             }
         }
     })

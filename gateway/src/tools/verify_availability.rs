@@ -6,9 +6,14 @@
 //! before anything is looked up; otherwise not found. Then the rooftop's
 //! source answers (docs/availability.md): `feed` → the imported record;
 //! `http` → the dealer system, live or reused within its band. The band is
-//! computed ([`crate::availability::band`]) and reported in
-//! `extensions."dealergateway.availability"`; `available` is never reported
-//! outside an authoritative band (DAP-CORE-036). Sold and withdrawn units
+//! computed ([`crate::availability::band`]) and reported in the MCP
+//! result's `_meta."dealergateway.availability"` (DAP 0.1's
+//! `availabilityResult` allows no other member, so our additions stay out
+//! of `structuredContent`); `available` is never reported outside an
+//! authoritative band (DAP-CORE-036). `freshness` is bounded by the
+//! rooftop's advertised availability SLA and, for a feed answer, by the
+//! record's own inventory freshness: a record `search` and `get_vehicle`
+//! call stale is stale here too (DAP 6.4). Sold and withdrawn units
 //! answer with their status, not an error. A failed live check is
 //! `dealeragent.upstream.unavailable` (retryable, `retry_after_ms`).
 //! `purpose` is accepted and does not change the answer.
@@ -26,7 +31,8 @@ pub const NAME: &str = "dealeragent.inventory.verify_availability";
 const WITHDRAWN_REASON: &str = "The vehicle was withdrawn from the dealer's latest inventory feed; \
 its availability is unknown and it must not be presented as available.";
 
-pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
+/// The availability result and the members of its MCP result `_meta`.
+pub async fn call(ctx: &ToolContext, args: &Value) -> Result<(Value, Value), ToolError> {
     let text = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or_default();
     let organization_id = text("organization_id");
     let rooftop_id = text("rooftop_id");
@@ -128,7 +134,25 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
         authority: &o.authority,
         observed_at: o.observed_at,
     });
-    let reported = band::report(observed.as_ref(), what, now);
+    let mut reported = band::report(observed.as_ref(), what, now);
+    if let Some(o) = observation.as_ref() {
+        // A feed answer IS the imported record: it can be no fresher than
+        // that record is in search and get_vehicle.
+        let record_limit = http.is_none().then(|| {
+            o.observed_at
+                .checked_add_signed(chrono::Duration::seconds(i64::from(
+                    found.index.inventory_sla_seconds(),
+                )))
+                .unwrap_or(o.observed_at)
+        });
+        band::bound_freshness(
+            &mut reported,
+            o.observed_at,
+            rooftop.settings.freshness_sla_seconds.availability,
+            record_limit,
+            now,
+        );
+    }
     let authority_status = reported.availability["authority_status"]
         .as_str()
         .unwrap_or("unknown")
@@ -190,21 +214,23 @@ fn result(
     checked_live: bool,
     source_kind: &str,
     trace_id: &str,
-) -> Value {
-    json!({
-        "vehicle_id": vehicle_id,
-        "organization_id": organization_id,
-        "rooftop_id": rooftop_id,
-        "availability": availability,
-        "provenance": provenance,
-        "freshness": freshness,
-        "trace_id": trace_id,
-        "extensions": {
+) -> (Value, Value) {
+    (
+        json!({
+            "vehicle_id": vehicle_id,
+            "organization_id": organization_id,
+            "rooftop_id": rooftop_id,
+            "availability": availability,
+            "provenance": provenance,
+            "freshness": freshness,
+            "trace_id": trace_id,
+        }),
+        json!({
             "dealergateway.availability": {
                 "band": band.as_str(),
                 "checked_live": checked_live,
                 "source": source_kind,
             }
-        },
-    })
+        }),
+    )
 }
