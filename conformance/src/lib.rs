@@ -1,0 +1,13 @@
+//! `dap-conformance`: a black-box conformance suite for Dealer Agent
+//! Protocol 0.1 gateways, and signed conformance claims (DAP section 14).
+//!
+//! The suite speaks only HTTP to the gateway under test: it never reads a
+//! store or links gateway code, so it runs against any DAP 0.1 gateway.
+
+pub mod checks;
+pub mod claim;
+pub mod client;
+pub mod context;
+pub mod report;
+pub mod run;
+pub mod schemas;

@@ -1,0 +1,99 @@
+//! `dap-conformance run | claim | verify | keygen | jwks`.
+//!
+//! Exit codes of `run`: 0 when no required check failed, 1 when one did,
+//! 2 on usage or connection errors.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use conformance::claim::{
+    ClaimArgs, JwksArgs, KeygenArgs, VerifyArgs, cmd_claim, cmd_jwks, cmd_keygen, cmd_verify,
+};
+use conformance::run::{RunArgs, RunError, RunOptions, run_suite};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "dap-conformance",
+    version,
+    about = "Black-box Dealer Agent Protocol 0.1 conformance suite and signed conformance claims"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the suite against a gateway's MCP endpoint.
+    Run(RunArgs),
+    /// Run the whole suite and, when every required check passed, issue a signed claim.
+    Claim(Box<ClaimArgs>),
+    /// Verify a signed claim (signature, schema, expiry, live match).
+    Verify(VerifyArgs),
+    /// Make a P-256 signing key.
+    Keygen(KeygenArgs),
+    /// Print the JWKS of a signing key.
+    Jwks(JwksArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            // Help and version are not errors.
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("dap-conformance: cannot start the runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let code = runtime.block_on(async {
+        match &cli.command {
+            Command::Run(args) => cmd_run(args).await,
+            Command::Claim(args) => cmd_claim(args).await,
+            Command::Verify(args) => cmd_verify(args).await,
+            Command::Keygen(args) => cmd_keygen(args),
+            Command::Jwks(args) => cmd_jwks(args),
+        }
+    });
+    ExitCode::from(u8::try_from(code).unwrap_or(2))
+}
+
+async fn cmd_run(args: &RunArgs) -> i32 {
+    let result = async {
+        let opts = RunOptions::from_args(args)?;
+        run_suite(&opts).await
+    }
+    .await;
+    let output = match result {
+        Ok(output) => output,
+        Err(e) => {
+            eprintln!("dap-conformance: {e}");
+            return match e {
+                RunError::Usage(_)
+                | RunError::Connection(_)
+                | RunError::Schemas(_)
+                | RunError::Encode(_) => 2,
+            };
+        }
+    };
+    if let Some(path) = &args.report
+        && let Err(e) = std::fs::write(path, &output.report_bytes)
+    {
+        eprintln!("dap-conformance: cannot write {}: {e}", path.display());
+        return 2;
+    }
+    if output.failed_required == 0 { 0 } else { 1 }
+}
