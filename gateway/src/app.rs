@@ -19,7 +19,6 @@ use crate::config::ServeSettings;
 use crate::dealers;
 use crate::directory::Directory;
 use crate::inventory::live::LiveInventory;
-use crate::manifest;
 use crate::mcp::{self, session::Sessions};
 use crate::ratelimit::KeyedLimiter;
 use crate::store::Store;
@@ -56,9 +55,9 @@ pub struct AppState {
     pub offers: crate::offers::OffersService,
     /// Public base URL without a trailing slash.
     pub public_base: String,
-    /// The self-description served at `/conformance/claim.json`.
-    pub claim: Value,
-    pub claim_digest: String,
+    /// What `/conformance/claim.json` serves: the operator's signed claim,
+    /// or a notice that none is published (see [`crate::claim`]).
+    pub claim: crate::claim::PublishedClaim,
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<String>,
 }
@@ -114,8 +113,6 @@ impl AppState {
             .iter()
             .map(|o| o.trim().trim_end_matches('/').to_ascii_lowercase())
             .collect();
-        let claim = manifest::self_description(&catalog);
-        let claim_digest = manifest::json_digest(&claim);
         let directory = Directory::new(
             store.clone(),
             Duration::from_secs(settings.directory_refresh_seconds.max(1)),
@@ -144,8 +141,7 @@ impl AppState {
             availability,
             offers: crate::offers::OffersService::new(),
             public_base,
-            claim,
-            claim_digest,
+            claim: crate::claim::PublishedClaim::none(),
             allowed_hosts,
             allowed_origins,
         }
@@ -289,8 +285,21 @@ async fn protected_resource(State(state): State<Arc<AppState>>) -> Response {
     ))
 }
 
+/// The configured claim byte for byte (its digest and signature cover
+/// exactly these bytes), or 404 with the notice that none is published.
 async fn claim(State(state): State<Arc<AppState>>) -> Response {
-    json_ok(&state.claim)
+    let (status, bytes) = match &state.claim {
+        crate::claim::PublishedClaim::Configured { bytes, .. } => (StatusCode::OK, bytes.clone()),
+        crate::claim::PublishedClaim::None { notice, .. } => {
+            (StatusCode::NOT_FOUND, notice.clone())
+        }
+    };
+    let mut r = (status, bytes).into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
 }
 
 fn json_ok(v: &Value) -> Response {
@@ -430,6 +439,16 @@ pub async fn prepare(
     database_url: &str,
 ) -> Result<(Arc<AppState>, TcpListener), crate::Error> {
     let catalog = Catalog::load()?;
+    // Checked before the store is touched: a claim that does not describe
+    // this build stops the start-up with its reason.
+    let claim = match &settings.conformance_claim {
+        Some(path) => crate::claim::load(path, &catalog, chrono::Utc::now())
+            .map_err(|e| crate::Error::Io(e.to_string()))?,
+        None => crate::claim::PublishedClaim::none(),
+    };
+    if let crate::claim::PublishedClaim::Configured { expires_at, .. } = &claim {
+        tracing::info!(claim.expires_at = %expires_at, "publishing the configured conformance claim");
+    }
     let store = crate::store::open(database_url).await?;
     if let Some(seeded) = seed_if_empty(&settings, &catalog, store.as_ref()).await? {
         tracing::info!(seed = %seeded, "store was empty; loaded dealers");
@@ -463,7 +482,7 @@ pub async fn prepare(
     };
     let availability = crate::availability::AvailabilityService::new()
         .map_err(|e| crate::Error::Io(format!("availability HTTP client: {e}")))?;
-    let state = Arc::new(AppState::new(
+    let mut state = AppState::new(
         settings,
         catalog,
         store,
@@ -471,7 +490,9 @@ pub async fn prepare(
         cursor_key,
         jwt,
         availability,
-    ));
+    );
+    state.claim = claim;
+    let state = Arc::new(state);
     // Build the inventory indexes before taking traffic, so the first
     // request is not the one that pays for loading every snapshot.
     let directory = state.directory.snapshot().await?;

@@ -74,6 +74,14 @@ pub struct ServeSettings {
     #[arg(long, env = "DEALER_GATEWAY_OPERATOR_URI")]
     pub operator_uri: Option<String>,
 
+    /// A signed DAP conformance claim (from `dap-conformance claim`) to
+    /// publish at /conformance/claim.json and name in the manifest. Checked
+    /// at start-up: it must validate, be unexpired and pin exactly the DAP
+    /// tools, resources and profiles this build serves. Without it the
+    /// gateway says plainly that no claim is published.
+    #[arg(long, env = "DEALER_GATEWAY_CONFORMANCE_CLAIM")]
+    pub conformance_claim: Option<std::path::PathBuf>,
+
     /// How often each replica reloads the dealer directory from the store.
     #[arg(
         long,

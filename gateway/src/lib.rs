@@ -12,6 +12,8 @@ pub mod auth;
 pub mod availability;
 /// `capabilities.yaml` and the JSON Schemas, compiled once.
 pub mod catalog;
+/// The conformance claim published at `/conformance/claim.json`.
+pub mod claim;
 /// The command line.
 pub mod cli;
 /// Typed settings with environment variables.

@@ -106,9 +106,12 @@ pub fn build(
             "authoritative_availability_required_for_actions": true
         },
         "freshness_sla_seconds": sla,
+        // DAP's manifest requires `conformance`; without a configured claim
+        // the URI serves a 404 notice whose digest is pinned here, and the
+        // extension below says plainly that no claim is published.
         "conformance": {
             "claim_uri": format!("{base}/conformance/claim.json"),
-            "claim_digest": state.claim_digest,
+            "claim_digest": state.claim.digest(),
         },
         "issued_at": issued_at.to_rfc3339_opts(SecondsFormat::Secs, true),
         "expires_at": expires_at.to_rfc3339_opts(SecondsFormat::Secs, true),
@@ -129,6 +132,9 @@ pub fn build(
                     .collect::<Vec<_>>(),
                 "over_limit": "HTTP 429 with Retry-After at the edge; dealeragent.rate_limited with retry_after_ms for tool quotas"
             },
+            "dealergateway.conformance": {
+                "claim_published": state.claim.is_published(),
+            },
             "dealergateway.extensions": {
                 "profiles": extension_profiles
             },
@@ -138,26 +144,6 @@ pub fn build(
             }
         }
     }))
-}
-
-/// The gateway's self-description published at `/conformance/claim.json`.
-/// It is an unsigned, self-declared statement of what this build serves;
-/// it is not a DAP conformance claim (that needs a signed test run).
-pub fn self_description(state_catalog: &crate::catalog::Catalog) -> Value {
-    json!({
-        "kind": "dealergateway.self-description/0.1",
-        "status": "self_declared_unsigned",
-        "note": "Not a DAP conformance claim: no signed conformance run backs it yet.",
-        "implementation": {
-            "name": "dealer-agent-gateway",
-            "version": env!("CARGO_PKG_VERSION"),
-        },
-        "specification": {"standard": "dealer-agent-protocol", "version": "0.1"},
-        "mcp_revisions": [MODERN_REVISION, LEGACY_REVISION],
-        "profiles": state_catalog.profiles.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(),
-        "tools": state_catalog.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
-        "resources": state_catalog.resources(),
-    })
 }
 
 /// `sha256:<hex>` of a JSON document's compact serialization.

@@ -1,5 +1,6 @@
 //! The other HTTP routes of docs/mcp.md: health, readiness, schemas,
-//! policy and the conformance self-description with its digest.
+//! policy, and the conformance claim (or the notice that none is published)
+//! with its digest.
 
 mod common;
 
@@ -71,8 +72,12 @@ async fn policy_lists_the_tools_with_their_safety_metadata() {
     assert!(!r.body["published_rooftops"].as_array().unwrap().is_empty());
 }
 
+/// Without a configured claim the gateway says so plainly (issue 10 item
+/// 3): the claim URI answers 404 with a notice, never a document that
+/// looks like a claim, and the manifest pins that notice's digest and says
+/// `claim_published: false`.
 #[tokio::test]
-async fn conformance_claim_is_served_and_matches_the_manifest_digest() {
+async fn without_a_claim_the_claim_uri_says_none_is_published() {
     let app = spawn().await;
     let resp = app
         .http
@@ -80,26 +85,168 @@ async fn conformance_claim_is_served_and_matches_the_manifest_digest() {
         .send()
         .await
         .unwrap();
-    assert_eq!(resp.status().as_u16(), 200);
+    assert_eq!(resp.status().as_u16(), 404);
     assert_eq!(resp.headers()["content-type"], "application/json");
     let bytes = resp.bytes().await.unwrap();
-    let claim: Value = serde_json::from_slice(&bytes).unwrap();
-    assert_eq!(claim["status"], "self_declared_unsigned");
+    let notice: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(notice["claim_published"], false);
+    assert!(notice.get("signer").is_none() && notice.get("claim_version").is_none());
 
-    let manifest = app
-        .call_tool("dealeragent.discovery.get_manifest", json!({}))
-        .await["structuredContent"]
-        .clone();
+    let manifest = manifest(&app).await;
     let conformance = &manifest["conformance"];
     assert_eq!(
         conformance["claim_uri"],
         format!("{}/conformance/claim.json", app.base())
     );
-    let digest = format!("sha256:{}", hex::encode(Sha256::digest(&bytes)));
+    assert_eq!(conformance["claim_digest"], digest(&bytes));
     assert_eq!(
-        conformance["claim_digest"], digest,
-        "the digest covers the exact bytes served"
+        manifest["extensions"]["dealergateway.conformance"]["claim_published"],
+        false
     );
+}
+
+async fn manifest(app: &common::TestApp) -> Value {
+    app.call_tool("dealeragent.discovery.get_manifest", json!({}))
+        .await["structuredContent"]
+        .clone()
+}
+
+fn digest(bytes: &[u8]) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+}
+
+/// A claim for what `manifest` serves, valid against
+/// conformance/claim.schema.json. The gateway checks shape, expiry and
+/// inventory, not the signature (it holds no key for it: `dap-conformance
+/// verify` does), so a well-formed compact JWS stands in here.
+fn claim_for(manifest: &Value, expires_at: &str) -> Value {
+    let profiles: Vec<&Value> = manifest["capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["profile"])
+        .collect();
+    let tools: Vec<&Value> = manifest["capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["tools"].as_array().unwrap())
+        .collect();
+    let scopes: std::collections::BTreeSet<&str> = manifest["capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["scopes"].as_array().unwrap())
+        .filter_map(Value::as_str)
+        .collect();
+    json!({
+        "claim_version": "1",
+        "claim_id": "claim.test.1",
+        "status": "active",
+        "specification": {"version": "0.1", "uri": "https://dealeragentprotocol.com/spec/v0.1/",
+                          "digest": format!("sha256:{}", "a".repeat(64))},
+        "implementation": {
+            "name": "dealer-agent-gateway", "version": "0.1.0",
+            "endpoint": "http://127.0.0.1:1/mcp", "source_revision": "0123456789abcdef",
+            "operator": "Test operator",
+            "organization_ids": manifest["organization_ids"],
+            "rooftop_ids": manifest["rooftop_ids"],
+            "tools": tools, "resources": manifest["resources"],
+            "auth_modes": manifest["auth_modes"], "scopes": scopes, "extensions": []
+        },
+        "profiles": profiles,
+        "mcp_revisions": ["2026-07-28", "2025-11-25"],
+        "test_run": {"suite_version": "0.1.0", "result": "pass",
+                     "completed_at": "2026-01-01T00:00:00Z",
+                     "report_digest": format!("sha256:{}", "b".repeat(64)),
+                     "report_uri": "file:///tmp/report.json"},
+        "exceptions": [],
+        "issued_at": "2026-01-01T00:00:00Z",
+        "expires_at": expires_at,
+        "signer": {"organization": "Test operator", "key_id": "k1", "algorithm": "ES256",
+                   "signature": "eyJhbGciOiJFUzI1NiJ9.e30.c2ln"}
+    })
+}
+
+/// `--conformance-claim FILE`: the file is served byte for byte and the
+/// manifest pins the digest of exactly those bytes.
+#[tokio::test]
+async fn a_configured_claim_is_served_byte_for_byte_and_pinned_by_the_manifest() {
+    let probe = spawn().await;
+    let served = manifest(&probe).await;
+    let dir = common::temp_dir();
+    let path = dir.join("claim.json");
+    let bytes = serde_json::to_vec_pretty(&claim_for(&served, "2999-01-01T00:00:00Z")).unwrap();
+    std::fs::write(&path, &bytes).unwrap();
+    let app = common::spawn_with(|s| s.conformance_claim = Some(path.clone())).await;
+    let resp = app
+        .http
+        .get(format!("{}/conformance/claim.json", app.base()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    assert_eq!(resp.bytes().await.unwrap().as_ref(), bytes.as_slice());
+    let m = manifest(&app).await;
+    assert_eq!(m["conformance"]["claim_digest"], digest(&bytes));
+    assert_eq!(
+        m["extensions"]["dealergateway.conformance"]["claim_published"],
+        true
+    );
+}
+
+/// A claim that is not one, has expired, or does not describe this build
+/// is refused at start-up with the reason, never published.
+#[tokio::test]
+async fn a_claim_that_does_not_describe_this_gateway_is_refused_at_start_up() {
+    let probe = spawn().await;
+    let served = manifest(&probe).await;
+    let dir = common::temp_dir();
+    let mut missing_tool = claim_for(&served, "2999-01-01T00:00:00Z");
+    missing_tool["implementation"]["tools"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|t| t != "dealeragent.pricing.get_disclosure");
+    let mut extra_profile = claim_for(&served, "2999-01-01T00:00:00Z");
+    extra_profile["profiles"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!("dealeragent.used-vehicle.read/0.1"));
+    let mut unsigned = claim_for(&served, "2999-01-01T00:00:00Z");
+    unsigned["signer"]
+        .as_object_mut()
+        .unwrap()
+        .remove("signature");
+    let cases = [
+        (
+            "expired",
+            claim_for(&served, "2020-01-01T00:00:00Z"),
+            "expired",
+        ),
+        ("missing-tool", missing_tool, "served but not claimed"),
+        ("extra-profile", extra_profile, "claimed but not served"),
+        ("unsigned", unsigned, "does not validate"),
+        (
+            "self-description",
+            json!({"status": "self_declared_unsigned"}),
+            "does not validate",
+        ),
+    ];
+    for (name, claim, expected) in cases {
+        let path = dir.join(format!("{name}.json"));
+        std::fs::write(&path, serde_json::to_vec(&claim).unwrap()).unwrap();
+        let mut settings =
+            gateway::config::ServeSettings::with_listen("127.0.0.1:0".parse().unwrap());
+        settings.conformance_claim = Some(path);
+        let url = common::test_database_url(&dir.join(name)).await;
+        std::fs::create_dir_all(dir.join(name)).unwrap();
+        let err = match gateway::app::spawn(settings, &url, std::future::pending()).await {
+            Ok(_) => panic!("{name}: a bad claim was accepted"),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains(expected), "{name}: {err}");
+        assert!(err.contains("conformance claim"), "{name}: {err}");
+    }
 }
 
 #[tokio::test]
