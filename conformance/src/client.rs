@@ -58,6 +58,8 @@ pub struct Exchange {
     pub body: Value,
     /// The body exactly as received.
     pub raw: String,
+    /// When the answer arrived (ages are measured against it).
+    pub received_at: chrono::DateTime<chrono::Utc>,
 }
 
 impl Exchange {
@@ -200,7 +202,13 @@ impl Client {
                 has_ct = true;
             }
             req = req.header(*k, *v);
-            shown.insert((*k).to_owned(), Value::String(self.redact(v)));
+            // A credential is never recorded, whatever it is.
+            let value = if k.eq_ignore_ascii_case("authorization") {
+                "<redacted>".to_owned()
+            } else {
+                self.redact(v)
+            };
+            shown.insert((*k).to_owned(), Value::String(value));
         }
         if !has_ct {
             req = req.header("content-type", "application/json");
@@ -247,6 +255,7 @@ impl Client {
             headers,
             body: parsed,
             raw,
+            received_at: chrono::Utc::now(),
         })
     }
 

@@ -47,6 +47,8 @@ pub struct Walk {
     /// The rooftops the caller may read in this organization.
     pub visible: BTreeSet<String>,
     pub pages: Vec<Value>,
+    /// When each page arrived.
+    pub page_times: Vec<DateTime<Utc>>,
     pub truncated: bool,
     /// A page that came back as an error (the walk stopped there).
     pub error: Option<Exchange>,
@@ -406,6 +408,7 @@ pub async fn walk(
         rooftop_ids,
         visible,
         pages: Vec::new(),
+        page_times: Vec::new(),
         truncated: false,
         error: None,
     };
@@ -421,6 +424,7 @@ pub async fn walk(
             .and_then(Value::as_str)
             .map(str::to_owned);
         w.pages.push(page);
+        w.page_times.push(ex.received_at);
         let Some(next) = next else { break };
         if w.pages.len() >= MAX_PAGES {
             w.truncated = true;
