@@ -577,3 +577,154 @@ fn keygen_writes_a_private_key_with_mode_0600_and_never_overwrites() {
     assert_eq!(std::fs::read_to_string(&key_path).unwrap(), pem);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A stand-in MCP 2026-07-28 server for `verify_against_live`: it refuses
+/// (as a JSON-RPC error) any request without the per-request `_meta` and
+/// the mirror headers, and serves the given tools and manifest.
+async fn fake_gateway(tools: Vec<&'static str>, manifest: Value) -> String {
+    use axum::http::HeaderMap;
+    use axum::{Json, Router, routing::post};
+    let state = std::sync::Arc::new((tools, manifest));
+    let app = Router::new().route(
+        "/mcp",
+        post(move |headers: HeaderMap, Json(body): Json<Value>| {
+            let state = state.clone();
+            async move {
+                let header = |n: &str| headers.get(n).and_then(|v| v.to_str().ok());
+                let method = body["method"].as_str().unwrap_or_default();
+                let meta = &body["params"]["_meta"];
+                let well_formed = header("mcp-protocol-version") == Some("2026-07-28")
+                    && header("mcp-method") == Some(method)
+                    && meta["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+                    && meta["io.modelcontextprotocol/clientCapabilities"].is_object();
+                let result = match method {
+                    _ if !well_formed => None,
+                    "tools/list" => Some(json!({
+                        "resultType": "complete",
+                        "tools": state.0.iter().map(|n| json!({"name": n})).collect::<Vec<_>>()
+                    })),
+                    "tools/call"
+                        if body["params"]["name"] == "dealeragent.discovery.get_manifest"
+                            && header("mcp-name") == Some("dealeragent.discovery.get_manifest") =>
+                    {
+                        Some(json!({"isError": false, "structuredContent": state.1}))
+                    }
+                    _ => None,
+                };
+                Json(match result {
+                    Some(r) => json!({"jsonrpc": "2.0", "id": body["id"], "result": r}),
+                    None => json!({"jsonrpc": "2.0", "id": body["id"],
+                                   "error": {"code": -32602, "message": "malformed request"}}),
+                })
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}/mcp")
+}
+
+fn served_manifest(profiles: &[&str]) -> Value {
+    json!({
+        "capabilities": profiles.iter().map(|p| json!({"profile": p})).collect::<Vec<_>>(),
+        "resources": ["dealeragent://manifest", "dealeragent://organization/{organization_id}"],
+    })
+}
+
+const SERVED_TOOLS: [&str; 7] = [
+    "dealeragent.discovery.get_manifest",
+    "dealeragent.dealer.get",
+    "dealeragent.inventory.search",
+    "dealeragent.inventory.get_vehicle",
+    "dealeragent.inventory.verify_availability",
+    "dealeragent.pricing.get_disclosure",
+    "dealergateway.offers.evaluate",
+];
+
+const CORE_PROFILES: [&str; 4] = [
+    "dealeragent.discovery/0.1",
+    "dealeragent.inventory.read/0.1",
+    "dealeragent.inventory.availability/0.1",
+    "dealeragent.pricing.disclosure/0.1",
+];
+
+#[tokio::test]
+async fn a_claim_is_compared_with_what_the_url_serves_now() {
+    let f = fixture();
+    let verified = verify_value(&f.claim, &jwks(&f.key, KID), now()).unwrap();
+
+    // Same inventory (the extension tool is covered by its profile).
+    let url = fake_gateway(SERVED_TOOLS.to_vec(), served_manifest(&CORE_PROFILES)).await;
+    claim::verify_against_live(&verified, &url).await.unwrap();
+
+    // One more DAP tool, one profile gone: each difference by name.
+    let mut tools = SERVED_TOOLS.to_vec();
+    tools.push("dealeragent.inventory.get_used_vehicle_details");
+    let url = fake_gateway(tools, served_manifest(&CORE_PROFILES[..3])).await;
+    match claim::verify_against_live(&verified, &url).await {
+        Err(ClaimError::LiveMismatch { differences, .. }) => assert_eq!(
+            differences,
+            vec![
+                "tool dealeragent.inventory.get_used_vehicle_details is served but not claimed"
+                    .to_owned(),
+                "profile dealeragent.pricing.disclosure/0.1 is claimed but not served".to_owned(),
+            ]
+        ),
+        other => panic!("a changed gateway matched the claim: {other:?}"),
+    }
+
+    // A URL that answers nothing is a connection failure, not a match.
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/mcp", l.local_addr().unwrap())
+    };
+    assert!(matches!(
+        claim::verify_against_live(&verified, &dead).await,
+        Err(ClaimError::Live { .. })
+    ));
+}
+
+#[tokio::test]
+async fn the_verify_command_checks_files_and_exits_by_outcome() {
+    // The command checks expiry against the real clock, so this claim is
+    // issued now.
+    let key = claim::generate_key().unwrap();
+    let report = passing_report();
+    let report_bytes = bytes_of(&report);
+    let issued = issue(&IssueInput {
+        now: Utc::now(),
+        ..input(&report, &report_bytes, &key)
+    })
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!("dap-claim-verify-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let claim_path = dir.join("claim.json");
+    let jwks_path = dir.join("jwks.json");
+    let report_path = dir.join("claim.json.report.json");
+    std::fs::write(&claim_path, serde_json::to_vec_pretty(&issued).unwrap()).unwrap();
+    std::fs::write(&jwks_path, serde_json::to_vec(&jwks(&key, KID)).unwrap()).unwrap();
+    std::fs::write(&report_path, &report_bytes).unwrap();
+    let args = |report: Option<std::path::PathBuf>| claim::VerifyArgs {
+        claim: claim_path.clone(),
+        jwks: jwks_path.clone(),
+        url: None,
+        report,
+    };
+    assert_eq!(claim::cmd_verify(&args(None)).await, 0);
+    assert_eq!(claim::cmd_verify(&args(Some(report_path.clone()))).await, 0);
+    // A different report is refused.
+    std::fs::write(&report_path, b"{}\n").unwrap();
+    assert_eq!(claim::cmd_verify(&args(Some(report_path.clone()))).await, 1);
+    // A claim under another issuer's JWKS is refused.
+    std::fs::write(
+        &jwks_path,
+        serde_json::to_vec(&jwks(&SigningKey::from_slice(&[9; 32]).unwrap(), KID)).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(claim::cmd_verify(&args(None)).await, 1);
+    // A missing file is a usage error.
+    std::fs::remove_file(&jwks_path).unwrap();
+    assert_eq!(claim::cmd_verify(&args(None)).await, 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -222,8 +222,11 @@ async fn claim(args: &ClaimArgs) -> Result<i32, ClaimError> {
 
     if !output.claimable {
         eprintln!(
-            "not claimable: {} required check(s) failed; failed, skipped or untested required checks prohibit a claim",
-            output.failed_required
+            "not claimable: {} required check(s) failed, {} required check(s) skipped; failed, skipped or untested required checks prohibit a claim",
+            output.failed_required,
+            output.report["summary"]["required_skipped"]
+                .as_u64()
+                .unwrap_or_default()
         );
         print_blocking_checks(&output.report);
         return Ok(1);
