@@ -152,6 +152,42 @@ pub enum ClaimError {
     Internal(String),
 }
 
+impl ClaimError {
+    /// The process exit code for this error: 1 when a claim is refused (the
+    /// run does not permit one, or the claim fails verification), 2 for
+    /// usage, file, key, connection and internal errors.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            ClaimError::NotClaimable { .. }
+            | ClaimError::Report { .. }
+            | ClaimError::NotJson(_)
+            | ClaimError::Schema { .. }
+            | ClaimError::JwsMalformed(_)
+            | ClaimError::Algorithm { .. }
+            | ClaimError::Type { .. }
+            | ClaimError::Critical(_)
+            | ClaimError::KidMismatch { .. }
+            | ClaimError::UnknownKey { .. }
+            | ClaimError::Jwks(_)
+            | ClaimError::BadSignature { .. }
+            | ClaimError::PayloadMismatch { .. }
+            | ClaimError::Timestamp { .. }
+            | ClaimError::Expired { .. }
+            | ClaimError::NotYetValid { .. }
+            | ClaimError::EmptyValidity { .. }
+            | ClaimError::Status(_)
+            | ClaimError::ReportDigest { .. }
+            | ClaimError::ReportMismatch(_)
+            | ClaimError::LiveMismatch { .. } => 1,
+            ClaimError::InvalidInput { .. }
+            | ClaimError::Key(_)
+            | ClaimError::Live { .. }
+            | ClaimError::Io { .. }
+            | ClaimError::Internal(_) => 2,
+        }
+    }
+}
+
 /// Everything `issue` needs. Time and the claim id come from the caller so
 /// issuing is deterministic.
 pub struct IssueInput<'a> {

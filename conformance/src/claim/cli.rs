@@ -180,10 +180,7 @@ pub async fn cmd_claim(args: &ClaimArgs) -> i32 {
         Ok(code) => code,
         Err(e) => {
             eprintln!("dap-conformance claim: {e}");
-            match e {
-                ClaimError::NotClaimable { .. } => 1,
-                _ => 2,
-            }
+            e.exit_code()
         }
     }
 }
@@ -285,10 +282,7 @@ pub async fn cmd_verify(args: &VerifyArgs) -> i32 {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("FAIL {e}");
-            match e {
-                ClaimError::Io { .. } | ClaimError::Live { .. } => 2,
-                _ => 1,
-            }
+            e.exit_code()
         }
     }
 }
