@@ -1,7 +1,10 @@
 //! Signed conformance claims (DAP 0.1 section 14; issue 10 item 2): issue a
 //! claim from a synthetic passing report, verify it, and prove that every
 //! tampering the DAP conformance rules name is rejected with its own error.
-//! Pure: no server.
+//! Pure, except the stand-in server for the live comparison and one
+//! end-to-end test against the real gateway.
+
+mod common;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -727,4 +730,113 @@ async fn the_verify_command_checks_files_and_exits_by_outcome() {
     std::fs::remove_file(&jwks_path).unwrap();
     assert_eq!(claim::cmd_verify(&args(None)).await, 2);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// End to end against the real gateway (SQLite, or PostgreSQL under
+/// `DEALER_GATEWAY_TEST_POSTGRES_URL`): `claim` runs the whole suite with
+/// every role, writes the report and a claim; `verify` accepts the claim
+/// with the issuer's JWKS, the report it pins and the live URL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_for_the_real_gateway_verifies_against_it() {
+    let fx = common::setup().await;
+    let dir = common::temp_dir();
+    let key_path = dir.join("key.pem");
+    let jwks_path = dir.join("jwks.json");
+    let claim_path = dir.join("claim.json");
+    assert_eq!(
+        claim::cmd_keygen(&KeygenArgs {
+            out: key_path.clone(),
+            key_id: Some(KID.into()),
+            jwks: Some(jwks_path.clone()),
+        }),
+        0
+    );
+    // The gateway's own test knows its source revision: the checkout's
+    // commit (a black-box suite cannot find it out).
+    let source_revision = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_owned())
+        .filter(|s| s.len() >= 7)
+        .unwrap_or_else(|| "unknown-revision".to_owned());
+    let args = claim::ClaimArgs {
+        run: conformance::run::RunArgs {
+            url: fx.app.url.clone(),
+            token: fx.tokens.iter().map(|(r, t)| format!("{r}={t}")).collect(),
+            report: None,
+            dap_schemas: None,
+            only: None,
+        },
+        key: key_path.clone(),
+        key_id: KID.into(),
+        issuer: "Dealer Agent Gateway maintainers".into(),
+        operator: None,
+        valid_for: "30d".into(),
+        source_revision: source_revision.clone(),
+        report_uri: None,
+        exceptions: vec![],
+        out: claim_path.clone(),
+    };
+    let code = claim::cmd_claim(&args).await;
+    let report_path = dir.join("claim.json.report.json");
+    let report_bytes = std::fs::read(&report_path).expect("the report is always written");
+    let report: Value = serde_json::from_slice(&report_bytes).unwrap();
+    assert_eq!(
+        code,
+        0,
+        "not claimable:\n{}",
+        common::not_passed(&report).join("\n")
+    );
+
+    let claim: Value = serde_json::from_slice(&std::fs::read(&claim_path).unwrap()).unwrap();
+    validate_schema(&claim).unwrap();
+    assert_eq!(claim["implementation"]["endpoint"], fx.app.url.as_str());
+    assert_eq!(
+        claim["implementation"]["source_revision"],
+        source_revision.as_str()
+    );
+    assert_eq!(
+        claim["test_run"]["report_digest"],
+        format!("sha256:{}", hex::encode(Sha256::digest(&report_bytes)))
+    );
+    assert!(
+        claim["test_run"]["report_uri"]
+            .as_str()
+            .unwrap()
+            .starts_with("file:///")
+    );
+    let verify_args = claim::VerifyArgs {
+        claim: claim_path.clone(),
+        jwks: jwks_path.clone(),
+        url: Some(fx.app.url.clone()),
+        report: Some(report_path.clone()),
+    };
+    assert_eq!(claim::cmd_verify(&verify_args).await, 0);
+
+    // The live comparison can fail: the same claim, its tools list edited
+    // and re-signed by the issuer, no longer matches the gateway.
+    let key = claim::key_from_pem(&std::fs::read_to_string(&key_path).unwrap()).unwrap();
+    let mut edited = claim.clone();
+    edited["implementation"]["tools"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|t| t != "dealeragent.dealer.get");
+    resign(
+        &mut edited,
+        &json!({"alg": "ES256", "kid": KID, "typ": "dap-claim+jws"}),
+        &key,
+    );
+    let jwks: Value = serde_json::from_slice(&std::fs::read(&jwks_path).unwrap()).unwrap();
+    let verified = verify_value(&edited, &jwks, Utc::now()).unwrap();
+    match claim::verify_against_live(&verified, &fx.app.url).await {
+        Err(ClaimError::LiveMismatch { differences, .. }) => assert_eq!(
+            differences,
+            vec!["tool dealeragent.dealer.get is served but not claimed".to_owned()]
+        ),
+        other => panic!("an edited claim matched the live gateway: {other:?}"),
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }
