@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{Path, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use chrono::Utc;
@@ -154,16 +155,27 @@ impl AppState {
 
     /// Origin allowlist: loopback origins and the configured ones.
     pub fn origin_allowed(&self, origin: &str) -> bool {
-        let origin = origin.trim().trim_end_matches('/').to_ascii_lowercase();
-        if self.allowed_origins.contains(&origin) {
+        if self.cors_origin_allowed(origin) {
             return true;
         }
+        let origin = origin.trim().trim_end_matches('/').to_ascii_lowercase();
         let Some((scheme, rest)) = origin.split_once("://") else {
             return false;
         };
         matches!(scheme, "http" | "https")
             && !rest.contains('/')
             && LOOPBACK_HOSTS.contains(&mcp::host_without_port(rest).as_str())
+    }
+
+    /// Origins granted CORS: exactly the configured `--allowed-origins`.
+    /// Loopback origins pass the DNS-rebinding check (local tools send
+    /// them) but are not granted CORS unless listed, so an arbitrary page
+    /// served from some local port cannot read the gateway's answers
+    /// (docs/security.md). The same list feeds [`Self::origin_allowed`]:
+    /// one source of truth for both checks.
+    pub fn cors_origin_allowed(&self, origin: &str) -> bool {
+        let origin = origin.trim().trim_end_matches('/').to_ascii_lowercase();
+        self.allowed_origins.contains(&origin)
     }
 
     /// `ttlMs` for directory-derived results: how long until this replica
@@ -173,9 +185,90 @@ impl AppState {
     }
 }
 
+/// Request headers a browser MCP client may send (MCP 2026-07-28
+/// streamable HTTP: the standard mirror headers; 2025-11-25: the session
+/// and resumption headers; bearer credentials). `Content-Type:
+/// application/json` and these custom headers force a CORS preflight.
+const CORS_REQUEST_HEADERS: [HeaderName; 8] = [
+    header::CONTENT_TYPE,
+    header::ACCEPT,
+    header::AUTHORIZATION,
+    HeaderName::from_static(mcp::headers::PROTOCOL_VERSION),
+    HeaderName::from_static(mcp::headers::SESSION_ID),
+    HeaderName::from_static(mcp::headers::METHOD),
+    HeaderName::from_static(mcp::headers::NAME),
+    HeaderName::from_static("last-event-id"),
+];
+
+/// Response headers a browser client must be able to read: the legacy
+/// session id (issued on `initialize`), the protocol version, the OAuth
+/// challenge of a 401 (RFC 9728 discovery) and the 429/503 retry delay.
+/// `Content-Type` and `Cache-Control` are CORS-safelisted already.
+const CORS_EXPOSED_HEADERS: [HeaderName; 4] = [
+    HeaderName::from_static(mcp::headers::SESSION_ID),
+    HeaderName::from_static(mcp::headers::PROTOCOL_VERSION),
+    header::WWW_AUTHENTICATE,
+    header::RETRY_AFTER,
+];
+
+/// How long a browser may cache a preflight answer, so a browser client
+/// does not pay one OPTIONS round trip per POST.
+const CORS_MAX_AGE: Duration = Duration::from_secs(600);
+
+/// CORS for exactly the configured origins (MCP streamable HTTP: browser
+/// clients; the Origin check still answers every other origin with 403).
+/// No credentials mode: bearer tokens travel in `Authorization`, never in
+/// cookies.
+fn cors_layer(state: &Arc<AppState>) -> tower_http::cors::CorsLayer {
+    use tower_http::cors::{AllowOrigin, CorsLayer};
+    let allow = state.clone();
+    CorsLayer::new()
+        .allow_origin(AllowOrigin::predicate(move |origin, _| {
+            origin.to_str().is_ok_and(|o| allow.cors_origin_allowed(o))
+        }))
+        .allow_methods([Method::GET, Method::POST, Method::DELETE, Method::OPTIONS])
+        .allow_headers(CORS_REQUEST_HEADERS)
+        .expose_headers(CORS_EXPOSED_HEADERS)
+        .max_age(CORS_MAX_AGE)
+}
+
+/// In front of the CORS layer, which answers every OPTIONS itself:
+/// - a preflight gets the same Host and Origin checks as a POST (403 with
+///   a JSON-RPC body for a foreign origin: DNS-rebinding defence, MCP
+///   streamable HTTP "Origin MUST be validated");
+/// - a served preflight is 204 No Content (an empty OPTIONS answer);
+/// - a response that does not grant an origin carries no CORS header at
+///   all (tower-http adds `Access-Control-Expose-Headers` and, on
+///   preflights, the allowed methods and headers whatever the origin), so
+///   nothing about the policy is disclosed to an origin it does not cover.
+async fn cors_guard(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    let preflight = req.method() == Method::OPTIONS;
+    if preflight && let Err(refusal) = mcp::check_host_and_origin(&state, req.headers()) {
+        return *refusal;
+    }
+    let mut response = next.run(req).await;
+    if preflight && response.status() == StatusCode::OK {
+        *response.status_mut() = StatusCode::NO_CONTENT;
+    }
+    let headers = response.headers_mut();
+    if !headers.contains_key(header::ACCESS_CONTROL_ALLOW_ORIGIN) {
+        for name in [
+            header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+            header::ACCESS_CONTROL_ALLOW_HEADERS,
+            header::ACCESS_CONTROL_ALLOW_METHODS,
+            header::ACCESS_CONTROL_EXPOSE_HEADERS,
+            header::ACCESS_CONTROL_MAX_AGE,
+        ] {
+            headers.remove(name);
+        }
+    }
+    response
+}
+
 /// The HTTP routes.
 pub fn router(state: Arc<AppState>) -> Router {
     let timeout = Duration::from_secs(state.settings.request_timeout_seconds.max(1));
+    let cors = cors_layer(&state);
     Router::new()
         .route("/mcp", post(mcp::post).get(mcp::get).delete(mcp::delete))
         .route("/healthz", get(healthz))
@@ -194,6 +287,11 @@ pub fn router(state: Arc<AppState>) -> Router {
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
             StatusCode::SERVICE_UNAVAILABLE,
             timeout,
+        ))
+        .layer(cors)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            cors_guard,
         ))
         .with_state(state)
 }
@@ -453,6 +551,13 @@ pub async fn prepare(
     if let Some(seeded) = seed_if_empty(&settings, &catalog, store.as_ref()).await? {
         tracing::info!(seed = %seeded, "store was empty; loaded dealers");
     }
+    // The audit log's retention and size bound hold before the first
+    // request (issue 11 item 1); `serve` keeps pruning every minute.
+    if let Err(e) =
+        crate::store::audit::prune(store.as_ref(), settings.audit_retention(), Utc::now()).await
+    {
+        tracing::warn!(error = %e, "pruning the audit log at start-up failed");
+    }
     let listener = TcpListener::bind(settings.listen)
         .await
         .map_err(|e| crate::Error::Io(format!("cannot listen on {}: {e}", settings.listen)))?;
@@ -546,13 +651,17 @@ pub async fn serve(
     state: Arc<AppState>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), crate::Error> {
-    axum::serve(
+    let retention =
+        crate::store::audit::spawn_retention(state.store.clone(), state.settings.audit_retention());
+    let served = axum::serve(
         listener,
         router(state).into_make_service_with_connect_info::<SocketAddr>(),
     )
     .with_graceful_shutdown(shutdown)
     .await
-    .map_err(|e| crate::Error::Io(e.to_string()))
+    .map_err(|e| crate::Error::Io(e.to_string()));
+    retention.abort();
+    served
 }
 
 /// Resolves on ctrl-c or SIGTERM.

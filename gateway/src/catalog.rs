@@ -69,6 +69,10 @@ pub const SCHEMA_FILES: &[(&str, &str)] = &[
 
 const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
 
+/// The DAP error object (DAP 0.1 errors.md section 1): the
+/// `structuredContent` of every tool result with `isError: true`.
+const ERROR_DEFINITION: &str = "error.schema.json#/$defs/error";
+
 /// Why the catalog could not be loaded. Any of these stops the server at
 /// start: a gateway must never serve a catalog it cannot enforce.
 #[derive(Debug, thiserror::Error)]
@@ -185,7 +189,12 @@ pub struct Tool {
     pub annotations: Annotations,
     pub safety: Safety,
     pub input_schema: Value,
+    /// The success shape alone: what the gateway validates its own results
+    /// against before sending them (as strict as the DAP schema).
     pub output_schema: Value,
+    /// What `tools/list` publishes as `outputSchema`: the success shape or
+    /// the DAP error object. See [`publish_output_schema`].
+    pub published_output_schema: Value,
     input_validator: jsonschema::Validator,
     output_validator: jsonschema::Validator,
 }
@@ -202,12 +211,48 @@ impl std::fmt::Debug for Tool {
 /// the rule, never the offending value (DAP-ERR-002).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct FieldError {
-    /// JSON pointer into the instance (`""` is the root).
+    /// JSON pointer (RFC 6901) into the tool arguments, always starting
+    /// with `/` as DAP 0.1 requires (published error.schema.json:
+    /// `instance_location` pattern `^/`); [`ROOT_POINTER`] stands for the
+    /// arguments object as a whole. Build it with [`FieldError::new`].
     pub instance_location: String,
     /// The JSON Schema keyword that failed.
     pub keyword: String,
     /// A value-free explanation.
     pub explanation: String,
+}
+
+/// `instance_location` of a failure that belongs to the arguments object as
+/// a whole (not an object, a root-level `oneOf`, an unexpected top-level
+/// member). RFC 6901 spells the whole document `""`, which DAP 0.1's
+/// pattern `^/` does not admit; `/` is the closest pointer it does.
+pub const ROOT_POINTER: &str = "/";
+
+impl FieldError {
+    /// A field error at `pointer`; the empty (whole-document) pointer is
+    /// written [`ROOT_POINTER`] so every location starts with `/` (DAP 0.1).
+    pub fn new(
+        pointer: impl Into<String>,
+        keyword: impl Into<String>,
+        explanation: impl Into<String>,
+    ) -> Self {
+        let pointer = pointer.into();
+        Self {
+            instance_location: if pointer.is_empty() {
+                ROOT_POINTER.to_owned()
+            } else {
+                pointer
+            },
+            keyword: keyword.into(),
+            explanation: explanation.into(),
+        }
+    }
+}
+
+/// `parent` extended by one member name, escaped per RFC 6901 (`~` as
+/// `~0`, `/` as `~1`).
+fn child_pointer(parent: &str, member: &str) -> String {
+    format!("{parent}/{}", member.replace('~', "~0").replace('/', "~1"))
 }
 
 /// The loaded catalog.
@@ -249,6 +294,7 @@ impl Catalog {
             documents.insert((*file).to_owned(), doc);
         }
         let definitions = index_definitions(&documents)?;
+        let error_schema = bundle(&definitions, ERROR_DEFINITION)?;
 
         let mut tools = Vec::with_capacity(raw.tools.len());
         for t in raw.tools {
@@ -262,6 +308,13 @@ impl Catalog {
             }
             let input_validator = compile(&t.input_schema, &input_schema)?;
             let output_validator = compile(&t.output_schema, &output_schema)?;
+            let published_output_schema = publish_output_schema(&output_schema, &error_schema)
+                .map_err(|reason| {
+                    CatalogError::Inconsistent(format!("tool {}: {reason}", t.name))
+                })?;
+            // Compiled once so a published schema that does not compile
+            // stops the server at start, like the others.
+            compile(&t.output_schema, &published_output_schema)?;
             tools.push(Tool {
                 name: t.name,
                 title: t.title,
@@ -272,6 +325,7 @@ impl Catalog {
                 safety: t.safety,
                 input_schema,
                 output_schema,
+                published_output_schema,
                 input_validator,
                 output_validator,
             });
@@ -403,11 +457,11 @@ fn collect_errors(
     for error in validator.iter_errors(instance) {
         let keyword = error.kind().keyword().to_owned();
         let explanation = explain(error.kind());
-        let fe = FieldError {
-            instance_location: error.instance_path().to_string(),
+        let fe = FieldError::new(
+            locate(error.kind(), &error.instance_path().to_string()),
             keyword,
             explanation,
-        };
+        );
         if !out.contains(&fe) {
             out.push(fe);
         }
@@ -416,6 +470,33 @@ fn collect_errors(
         }
     }
     Err(out)
+}
+
+/// Where a failure points (DAP 0.1 errors.md section 3: a JSON Pointer per
+/// violation). `at` is the validator's location, `""` for the root.
+///
+/// - `required`: the missing member itself (`/organization_id`). Its name
+///   comes from the schema, not from the caller.
+/// - `additionalProperties` / `unevaluatedProperties` / a `false` schema:
+///   the object holding the unexpected member, never the member. Its name
+///   is caller input and docs/security.md forbids echoing input in errors
+///   (DAP-ERR-002: a name can carry a secret as well as a value can).
+/// - Anything else: the failing value's location. The request schemas
+///   close every object (`additionalProperties: false`) and have no map
+///   members, so each segment there is a schema-defined name or an index.
+fn locate(kind: &jsonschema::error::ValidationErrorKind, at: &str) -> String {
+    use jsonschema::error::ValidationErrorKind as K;
+    match kind {
+        K::Required { property } => match property.as_str() {
+            Some(name) => child_pointer(at, name),
+            None => at.to_owned(),
+        },
+        K::AdditionalProperties { .. } | K::UnevaluatedProperties { .. } => at.to_owned(),
+        K::FalseSchema => at
+            .rsplit_once('/')
+            .map_or_else(String::new, |(parent, _)| parent.to_owned()),
+        _ => at.to_owned(),
+    }
 }
 
 /// A value-free explanation of one failed keyword. Only names that come from
@@ -428,7 +509,10 @@ fn explain(kind: &jsonschema::error::ValidationErrorKind) -> String {
             None => "A required property is missing.".to_owned(),
         },
         K::AdditionalProperties { .. } | K::UnevaluatedProperties { .. } => {
-            "The object has a property that this schema does not allow.".to_owned()
+            "The object has an unexpected member that this schema does not allow (its name is not repeated).".to_owned()
+        }
+        K::FalseSchema => {
+            "The object has a member that this schema does not allow (its name is not repeated).".to_owned()
         }
         other => format!("Value failed validation for keyword '{}'.", other.keyword()),
     }
@@ -519,6 +603,65 @@ fn bundle(
     }
     schema.insert("$ref".into(), json!(format!("#/$defs/{root}")));
     schema.insert("$defs".into(), Value::Object(sorted(out_defs)));
+    Ok(Value::Object(schema))
+}
+
+/// The `outputSchema` a tool publishes: `{"type": "object", "anyOf":
+/// [success, DAP error]}` with both bundles' definitions in one `$defs`.
+///
+/// MCP clients that validate `structuredContent` against `outputSchema`
+/// (the TypeScript SDK, MCP Inspector 0.15 and 2.x) do so for error results
+/// too, and DAP requires an error result's `structuredContent` to be the
+/// DAP error object (DAP 0.1 errors.md section 1); with the success shape
+/// alone every tool error failed client-side validation (issue 10). The
+/// root stays `type: object` (MCP: `outputSchema` root is an object). The
+/// error definitions are added once per tool and shared with the success
+/// shape where both use them (`freshness`, `timestamp`, ...), since
+/// definition names are unique across the schema files.
+fn publish_output_schema(success: &Value, error: &Value) -> Result<Value, String> {
+    let root_ref = |schema: &Value| {
+        schema
+            .get("$ref")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| "bundled schema has no root $ref".to_owned())
+    };
+    let defs_of = |schema: &Value| {
+        schema
+            .get("$defs")
+            .and_then(Value::as_object)
+            .cloned()
+            .ok_or_else(|| "bundled schema has no $defs".to_owned())
+    };
+    if success.get("type") != Some(&json!("object")) {
+        return Err("output schema root must be type object (MCP)".into());
+    }
+    let mut defs = defs_of(success)?;
+    for (name, def) in defs_of(error)? {
+        match defs.get(&name) {
+            Some(existing) if existing != &def => {
+                return Err(format!("definition {name} differs between bundles"));
+            }
+            Some(_) => {}
+            None => {
+                defs.insert(name, def);
+            }
+        }
+    }
+    let mut schema = Map::new();
+    schema.insert("$schema".into(), json!(DRAFT_2020_12));
+    schema.insert("type".into(), json!("object"));
+    schema.insert(
+        "description".into(),
+        json!(
+            "The tool's result when isError is false; the DAP error object when isError is true."
+        ),
+    );
+    schema.insert(
+        "anyOf".into(),
+        json!([{"$ref": root_ref(success)?}, {"$ref": root_ref(error)?}]),
+    );
+    schema.insert("$defs".into(), Value::Object(sorted(defs)));
     Ok(Value::Object(schema))
 }
 

@@ -60,7 +60,11 @@ fn refs(v: &Value, out: &mut Vec<String>) {
 fn published_schemas_are_self_contained() {
     let catalog = Catalog::load().unwrap();
     for tool in &catalog.tools {
-        for schema in [&tool.input_schema, &tool.output_schema] {
+        for schema in [
+            &tool.input_schema,
+            &tool.output_schema,
+            &tool.published_output_schema,
+        ] {
             let mut found = Vec::new();
             refs(schema, &mut found);
             assert!(!found.is_empty());
@@ -78,6 +82,58 @@ fn published_schemas_are_self_contained() {
         assert_eq!(
             tool.input_schema["type"], "object",
             "{}: MCP root type object",
+            tool.name
+        );
+        assert_eq!(
+            tool.published_output_schema["type"], "object",
+            "{}: MCP root type object",
+            tool.name
+        );
+    }
+}
+
+/// A DAP error object, as `ToolError::to_dap` writes it.
+fn dap_error() -> Value {
+    serde_json::json!({
+        "error_id": "err.0194c1d2-0000-7000-8000-000000000001",
+        "code": "dealeragent.validation.invalid",
+        "message": "The arguments do not satisfy the tool's input schema.",
+        "retryable": false,
+        "trace_id": "trace.0194c1d2-0000-7000-8000-000000000002",
+        "created_at": "2026-07-28T12:00:00.000Z",
+        "details": {"field_errors": [
+            {"instance_location": "/organization_id", "keyword": "required", "explanation": "Required property 'organization_id' is missing."}
+        ]}
+    })
+}
+
+/// The published `outputSchema` admits the DAP error object (issue 10), but
+/// the gateway's own check of a successful result stays the success shape
+/// alone: a tool that returned an error-shaped object as a success would
+/// still be refused (dealeragent.internal), exactly as before.
+#[test]
+fn published_output_schemas_admit_the_dap_error_but_success_validation_stays_strict() {
+    let catalog = Catalog::load().unwrap();
+    let error = dap_error();
+    for tool in &catalog.tools {
+        let published = jsonschema::draft202012::options()
+            .should_validate_formats(true)
+            .build(&tool.published_output_schema)
+            .unwrap();
+        let problems: Vec<String> = published
+            .iter_errors(&error)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(problems.is_empty(), "{}: {problems:?}", tool.name);
+        assert!(
+            tool.validate_output(&error).is_err(),
+            "{}: the gateway's success validation must not accept an error object",
+            tool.name
+        );
+        // Not a free-for-all: an object that is neither shape is refused.
+        assert!(
+            !published.is_valid(&serde_json::json!({"anything": "goes"})),
+            "{}",
             tool.name
         );
     }

@@ -64,6 +64,24 @@ async fn initialize_with_an_unknown_version_is_answered_with_2025_11_25() {
     assert_eq!(r.result()["protocolVersion"], LEGACY);
 }
 
+/// MCP 2025-11-25 lifecycle: a requested version the server does not
+/// support is not an error; the server answers with one it supports (the
+/// latest handshake revision) and the session then works with it.
+#[tokio::test]
+async fn initialize_with_an_unserved_version_negotiates_2025_11_25_and_the_session_works() {
+    let app = spawn().await;
+    for requested in ["1999-01-01", "2025-06-18", "2024-11-05"] {
+        let r = initialize(&app, &initialize_body(requested)).await;
+        assert_eq!(r.status, 200, "{requested}: {}", r.raw);
+        assert!(r.body.get("error").is_none(), "{}", r.raw);
+        assert_eq!(r.result()["protocolVersion"], LEGACY);
+        let session = r.headers.get("mcp-session-id").unwrap().to_str().unwrap();
+        let listed = app.legacy(session, "tools/list", json!({})).await;
+        assert_eq!(listed.status, 200, "{}", listed.raw);
+        assert!(listed.result()["tools"].is_array());
+    }
+}
+
 #[tokio::test]
 async fn initialize_requesting_2026_07_28_without_meta_is_answered_with_2025_11_25() {
     let app = spawn().await;

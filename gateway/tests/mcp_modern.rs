@@ -233,6 +233,45 @@ async fn legacy_version_in_meta_is_unsupported_on_the_modern_path() {
     assert_eq!(r.body["error"]["data"]["requested"], LEGACY);
 }
 
+/// Issue 10: -32022 must list as `supported` only what the per-request
+/// path accepts, and name the handshake revisions apart; a client that
+/// retries with any `supported` entry is served instead of looping.
+#[tokio::test]
+async fn minus_32022_lists_only_per_request_revisions_and_names_the_handshake_ones() {
+    let app = spawn().await;
+    for requested in [LEGACY, "1900-01-01", "2025-06-18"] {
+        let mut body = modern_body(1, "tools/list", json!({}));
+        body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(requested);
+        let headers = [
+            ("mcp-protocol-version", requested),
+            ("mcp-method", "tools/list"),
+        ];
+        let r = post_with(&app, &headers, &body).await;
+        assert_rpc_error(&r, 400, -32022);
+        let data = &r.body["error"]["data"];
+        assert_eq!(data["requested"], requested, "{}", r.raw);
+        assert_eq!(data["supported"], json!([MODERN]), "{}", r.raw);
+        assert_eq!(data["requires_initialize"], json!([LEGACY]), "{}", r.raw);
+        if requested == LEGACY {
+            let message = r.body["error"]["message"].as_str().unwrap();
+            assert!(message.contains("initialize"), "{message}");
+        }
+        // Retrying with every listed version is served: no loop.
+        for retry in data["supported"].as_array().unwrap() {
+            let retry = retry.as_str().unwrap();
+            let mut body = modern_body(2, "tools/list", json!({}));
+            body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(retry);
+            let headers = [
+                ("mcp-protocol-version", retry),
+                ("mcp-method", "tools/list"),
+            ];
+            let r = post_with(&app, &headers, &body).await;
+            assert_eq!(r.status, 200, "retry with {retry}: {}", r.raw);
+            assert!(r.result()["tools"].is_array());
+        }
+    }
+}
+
 #[tokio::test]
 async fn mcp_method_value_mismatch_is_header_mismatch() {
     let app = spawn().await;
@@ -683,6 +722,181 @@ async fn tools_call_with_invalid_arguments_is_an_is_error_result_without_echoing
         .await;
     assert_eq!(r.result()["isError"], true);
     assert!(!r.raw.contains("s3cr3t-value"), "value echoed: {}", r.raw);
+}
+
+/// The `field_errors` of a tool call expected to fail validation.
+async fn field_errors(app: &TestApp, tool: &str, args: Value) -> (Vec<Value>, String) {
+    let r = app
+        .modern("tools/call", json!({"name": tool, "arguments": args}))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+    let result = r.result();
+    assert_eq!(result["isError"], true, "{}", r.raw);
+    let sc = &result["structuredContent"];
+    assert_eq!(sc["code"], "dealeragent.validation.invalid", "{}", r.raw);
+    let errors = sc["details"]["field_errors"].as_array().unwrap().clone();
+    assert!(!errors.is_empty(), "{}", r.raw);
+    // DAP 0.1 error.schema.json: instance_location matches `^/`.
+    for e in &errors {
+        let at = e["instance_location"].as_str().unwrap();
+        assert!(at.starts_with('/'), "pointer must start with '/': {e}");
+    }
+    (errors, r.raw.clone())
+}
+
+fn has(errors: &[Value], keyword: &str, at: &str) -> bool {
+    errors
+        .iter()
+        .any(|e| e["keyword"] == keyword && e["instance_location"] == at)
+}
+
+/// Issue 10: root-level validation errors carried `instance_location: ""`
+/// where DAP requires a JSON pointer starting with `/` at the member.
+#[tokio::test]
+async fn validation_errors_point_at_the_member_with_a_leading_slash() {
+    let app = spawn().await;
+    // `required` (schema): the missing member itself.
+    let (errors, raw) = field_errors(&app, "dealeragent.inventory.search", json!({})).await;
+    assert!(has(&errors, "required", "/organization_id"), "{raw}");
+    // `required` (the gateway's own rule when several organizations exist).
+    let (errors, raw) = field_errors(&app, DEALER_TOOL, json!({})).await;
+    assert!(has(&errors, "required", "/organization_id"), "{raw}");
+    // `required` below the root: parent pointer plus the member.
+    let (errors, raw) = field_errors(
+        &app,
+        "dealergateway.offers.evaluate",
+        json!({"organization_id": ORG, "rooftop_id": ROOFTOP, "vehicle_id": "veh.absent",
+               "profile": {"payment_mode": "cash"}}),
+    )
+    .await;
+    assert!(has(&errors, "required", "/profile/jurisdiction"), "{raw}");
+    // A wrong type points at the value's member.
+    let (errors, raw) = field_errors(&app, DEALER_TOOL, json!({"organization_id": 7})).await;
+    assert!(has(&errors, "type", "/organization_id"), "{raw}");
+    // A root-level rule with no single member (exactly one vehicle
+    // selector) points at the arguments object, written "/".
+    let (errors, raw) = field_errors(
+        &app,
+        "dealeragent.inventory.get_vehicle",
+        json!({"organization_id": ORG, "rooftop_id": ROOFTOP}),
+    )
+    .await;
+    assert!(has(&errors, "oneOf", "/"), "{raw}");
+}
+
+/// An unexpected member's name is caller input: the error points at the
+/// object holding it and never repeats the name (docs/security.md).
+#[tokio::test]
+async fn unexpected_members_point_at_their_parent_without_echoing_the_name() {
+    let app = spawn().await;
+    let secret = "sk_live_s3cr3t_member_name";
+    let (errors, raw) = field_errors(&app, MANIFEST_TOOL, json!({secret: 1})).await;
+    assert!(has(&errors, "additionalProperties", "/"), "{raw}");
+    assert!(!raw.contains(secret), "member name echoed: {raw}");
+
+    let (errors, raw) = field_errors(
+        &app,
+        "dealeragent.inventory.search",
+        json!({"organization_id": ORG, "filters": {secret: true}}),
+    )
+    .await;
+    assert!(has(&errors, "additionalProperties", "/filters"), "{raw}");
+    assert!(!raw.contains(secret), "member name echoed: {raw}");
+
+    // Pointer-shaped names cannot smuggle a path either.
+    let sneaky = "a/b~c";
+    let (errors, raw) = field_errors(&app, MANIFEST_TOOL, json!({sneaky: 1})).await;
+    assert!(has(&errors, "additionalProperties", "/"), "{raw}");
+    assert!(!raw.contains("a/b~c") && !raw.contains("a~1b~0c"), "{raw}");
+}
+
+/// Issue 10: MCP clients that validate `structuredContent` against
+/// `outputSchema` (TypeScript SDK, MCP Inspector) rejected every tool error.
+/// For every tool in `tools/list`, a real success result and real error
+/// results must validate against the published `outputSchema`.
+#[tokio::test]
+async fn every_published_output_schema_accepts_the_tools_success_and_dap_error_results() {
+    let app = spawn().await;
+    let search = app
+        .call_tool(
+            "dealeragent.inventory.search",
+            json!({"organization_id": ORG, "rooftop_ids": [ROOFTOP]}),
+        )
+        .await;
+    let vehicle = search["structuredContent"]["vehicles"][0]["vehicle_id"]
+        .as_str()
+        .expect("a demo vehicle")
+        .to_owned();
+    let vehicle_args =
+        json!({"organization_id": ORG, "rooftop_id": ROOFTOP, "vehicle_id": vehicle});
+    let absent_args =
+        json!({"organization_id": ORG, "rooftop_id": ROOFTOP, "vehicle_id": "veh.absent-0000"});
+    let listed = app.modern("tools/list", json!({})).await;
+    let tools = listed.result()["tools"].as_array().unwrap().clone();
+    assert!(!tools.is_empty());
+    for tool in &tools {
+        let name = tool["name"].as_str().unwrap();
+        let schema = &tool["outputSchema"];
+        assert_eq!(schema["type"], "object", "{name}: MCP root type object");
+        let validator = jsonschema::draft202012::options()
+            .should_validate_formats(true)
+            .build(schema)
+            .unwrap_or_else(|e| panic!("{name}: outputSchema does not compile: {e}"));
+        // Success and error arguments per tool; a new tool must be added here.
+        let (success, mut failures) = match name {
+            "dealeragent.discovery.get_manifest" => (json!({}), vec![]),
+            "dealeragent.dealer.get" => (
+                json!({"organization_id": ORG}),
+                vec![json!({}), json!({"organization_id": "org.absent-group"})],
+            ),
+            "dealeragent.inventory.search" => (
+                json!({"organization_id": ORG, "rooftop_ids": [ROOFTOP]}),
+                vec![json!({"organization_id": ORG, "page": {"cursor": "not-a-cursor"}})],
+            ),
+            "dealeragent.inventory.get_vehicle"
+            | "dealeragent.inventory.verify_availability"
+            | "dealeragent.pricing.get_disclosure" => {
+                (vehicle_args.clone(), vec![absent_args.clone()])
+            }
+            "dealergateway.offers.evaluate" => {
+                let profile = json!({"payment_mode": "unknown", "jurisdiction": {"country": "CA"}, "claims": {}});
+                let mut ok = vehicle_args.clone();
+                ok["profile"] = profile.clone();
+                let mut absent = absent_args.clone();
+                absent["profile"] = profile;
+                (ok, vec![absent])
+            }
+            other => panic!("no sample arguments for tool {other}; add them to this test"),
+        };
+        // Every tool: an unexpected member is a validation error.
+        failures.push(json!({"unexpected_member": true}));
+
+        let r = app.call_tool(name, success.clone()).await;
+        assert_eq!(r["isError"], false, "{name} {success}: {r}");
+        let sc = &r["structuredContent"];
+        let problems: Vec<String> = validator.iter_errors(sc).map(|e| e.to_string()).collect();
+        assert!(
+            problems.is_empty(),
+            "{name}: success result rejected by its outputSchema: {problems:?}"
+        );
+
+        for args in failures {
+            let r = app.call_tool(name, args.clone()).await;
+            assert_eq!(r["isError"], true, "{name} {args}: {r}");
+            let sc = &r["structuredContent"];
+            assert!(
+                sc["code"]
+                    .as_str()
+                    .is_some_and(|c| c.starts_with("dealeragent.")),
+                "{sc}"
+            );
+            let problems: Vec<String> = validator.iter_errors(sc).map(|e| e.to_string()).collect();
+            assert!(
+                problems.is_empty(),
+                "{name} {args}: error result rejected by its outputSchema: {problems:?}\n{sc}"
+            );
+        }
+    }
 }
 
 #[tokio::test]

@@ -457,3 +457,178 @@ async fn oversized_request_headers_get_431_with_a_json_rpc_body() {
     assert_eq!(r.status, 431, "{}", r.raw);
     assert_eq!(r.body["error"]["code"], -32600);
 }
+
+// ---- CORS (browser clients; --allowed-origins) ----
+
+const APP_ORIGIN: &str = "https://app.example.com";
+
+/// The comma-separated tokens of one response header, lower-cased.
+fn header_tokens(r: &common::Reply, name: &str) -> Vec<String> {
+    r.headers
+        .get_all(name)
+        .iter()
+        .flat_map(|v| v.to_str().unwrap_or_default().split(','))
+        .map(|t| t.trim().to_ascii_lowercase())
+        .filter(|t| !t.is_empty())
+        .collect()
+}
+
+fn assert_no_cors_headers(r: &common::Reply) {
+    let cors: Vec<&str> = r
+        .headers
+        .keys()
+        .map(reqwest::header::HeaderName::as_str)
+        .filter(|k| k.starts_with("access-control-"))
+        .collect();
+    assert!(cors.is_empty(), "unexpected CORS headers {cors:?}: {r:?}");
+}
+
+fn preflight(app: &TestApp, origin: &str) -> reqwest::RequestBuilder {
+    app.http
+        .request(reqwest::Method::OPTIONS, &app.url)
+        .header("origin", origin)
+        .header("access-control-request-method", "POST")
+        .header(
+            "access-control-request-headers",
+            "content-type,mcp-protocol-version,mcp-method,mcp-name,authorization",
+        )
+}
+
+#[tokio::test]
+async fn preflight_from_a_configured_origin_is_204_allowing_the_mcp_headers() {
+    let app = spawn_with(|s| s.allowed_origins = vec![APP_ORIGIN.into()]).await;
+    let r = send(preflight(&app, APP_ORIGIN)).await;
+    assert_eq!(r.status, 204, "{r:?}");
+    assert_eq!(
+        r.headers.get("access-control-allow-origin").unwrap(),
+        APP_ORIGIN
+    );
+    let methods = header_tokens(&r, "access-control-allow-methods");
+    for m in ["get", "post", "delete", "options"] {
+        assert!(methods.contains(&m.to_owned()), "{m} not in {methods:?}");
+    }
+    let allowed = header_tokens(&r, "access-control-allow-headers");
+    for h in [
+        "content-type",
+        "accept",
+        "authorization",
+        "mcp-protocol-version",
+        "mcp-session-id",
+        "mcp-method",
+        "mcp-name",
+        "last-event-id",
+    ] {
+        assert!(allowed.contains(&h.to_owned()), "{h} not in {allowed:?}");
+    }
+    assert!(
+        header_tokens(&r, "vary").contains(&"origin".to_owned()),
+        "{r:?}"
+    );
+    // No credentials mode: tokens travel in Authorization, not cookies.
+    assert!(r.headers.get("access-control-allow-credentials").is_none());
+}
+
+#[tokio::test]
+async fn requests_from_a_configured_origin_carry_cors_headers_and_expose_the_mcp_ones() {
+    let app = spawn_with(|s| s.allowed_origins = vec![APP_ORIGIN.into()]).await;
+    let mut headers = discover_headers();
+    headers.push(("origin", APP_ORIGIN));
+    let r = app.post_raw(&headers, discover()).await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+    assert_eq!(r.result()["resultType"], "complete");
+    assert_eq!(
+        r.headers.get("access-control-allow-origin").unwrap(),
+        APP_ORIGIN
+    );
+    let exposed = header_tokens(&r, "access-control-expose-headers");
+    for h in [
+        "mcp-session-id",
+        "mcp-protocol-version",
+        "www-authenticate",
+        "retry-after",
+    ] {
+        assert!(exposed.contains(&h.to_owned()), "{h} not in {exposed:?}");
+    }
+
+    // The legacy handshake from a browser: the session id must be readable.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": common::LEGACY, "capabilities": {},
+        "clientInfo": {"name": "browser", "version": "0"}}});
+    let r = app
+        .post_raw(&[("origin", APP_ORIGIN)], init.to_string())
+        .await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+    assert!(r.headers.get("mcp-session-id").is_some());
+    assert_eq!(
+        r.headers.get("access-control-allow-origin").unwrap(),
+        APP_ORIGIN
+    );
+
+    // A refused credential: the challenge is readable by the page.
+    let mut headers = discover_headers();
+    headers.push(("origin", APP_ORIGIN));
+    headers.push(("authorization", "Bearer not-a-token"));
+    let r = app.post_raw(&headers, discover()).await;
+    assert_eq!(r.status, 401, "{}", r.raw);
+    assert!(r.headers.get("www-authenticate").is_some());
+    assert_eq!(
+        r.headers.get("access-control-allow-origin").unwrap(),
+        APP_ORIGIN
+    );
+}
+
+#[tokio::test]
+async fn a_foreign_origin_gets_403_and_no_cors_headers_on_preflight_and_post() {
+    let app = spawn_with(|s| s.allowed_origins = vec![APP_ORIGIN.into()]).await;
+    for origin in ["https://evil.example.com", "http://app.example.com", "null"] {
+        let r = send(preflight(&app, origin)).await;
+        assert_eq!(r.status, 403, "{origin}: {r:?}");
+        assert_error_without_id(&r.body, -32600);
+        assert_no_cors_headers(&r);
+
+        let mut headers = discover_headers();
+        headers.push(("origin", origin));
+        let r = app.post_raw(&headers, discover()).await;
+        assert_eq!(r.status, 403, "{origin}: {}", r.raw);
+        assert_no_cors_headers(&r);
+    }
+    // A foreign Host is refused on preflight too (DNS rebinding).
+    let head = format!(
+        "OPTIONS /mcp HTTP/1.1\r\nHost: evil.example.com\r\nOrigin: {APP_ORIGIN}\r\n\
+         Access-Control-Request-Method: POST\r\nConnection: close\r\n\r\n"
+    );
+    let r = app.raw_http(&head, b"").await;
+    assert_eq!(r.status, 403);
+    assert!(
+        r.headers
+            .iter()
+            .all(|(k, _)| !k.starts_with("access-control-")),
+        "{:?}",
+        r.headers
+    );
+}
+
+#[tokio::test]
+async fn loopback_origins_pass_the_origin_check_but_get_cors_only_when_configured() {
+    let app = spawn().await;
+    let origin = "http://localhost:3000";
+    let mut headers = discover_headers();
+    headers.push(("origin", origin));
+    let r = app.post_raw(&headers, discover()).await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+    assert_no_cors_headers(&r);
+    let r = send(preflight(&app, origin)).await;
+    assert_eq!(r.status, 204, "{r:?}");
+    assert!(
+        r.headers.get("access-control-allow-origin").is_none(),
+        "{r:?}"
+    );
+
+    let app = spawn_with(|s| s.allowed_origins = vec![origin.into()]).await;
+    let r = send(preflight(&app, origin)).await;
+    assert_eq!(r.status, 204, "{r:?}");
+    assert_eq!(
+        r.headers.get("access-control-allow-origin").unwrap(),
+        origin
+    );
+}

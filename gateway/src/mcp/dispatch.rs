@@ -187,7 +187,7 @@ pub fn tool_list(state: &AppState) -> Vec<Value> {
                 "title": t.title,
                 "description": t.description,
                 "inputSchema": t.input_schema,
-                "outputSchema": t.output_schema,
+                "outputSchema": t.published_output_schema,
                 "annotations": annotations,
                 "_meta": {
                     "com.dealeragentprotocol/catalog": {

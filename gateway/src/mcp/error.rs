@@ -8,7 +8,7 @@
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use super::SUPPORTED_REVISIONS;
+use super::{INITIALIZE_REVISIONS, PER_REQUEST_REVISIONS};
 
 /// Closed set of protocol errors. `status_and_body` maps each exactly once.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,10 +60,22 @@ impl RpcError {
             Self::InvalidRequest(m) => (StatusCode::BAD_REQUEST, format!("Invalid request: {m}"), None),
             Self::InvalidMeta(m) => (StatusCode::BAD_REQUEST, format!("Invalid params: {m}"), None),
             Self::HeaderMismatch(m) => (StatusCode::BAD_REQUEST, format!("Header mismatch: {m}"), None),
+            // MCP 2026-07-28 requires `supported` and `requested`. Only the
+            // revisions usable on this (per-request) path are `supported`;
+            // those that need the handshake are listed apart, so a client
+            // retrying with a `supported` entry cannot loop (issue 10).
             Self::UnsupportedVersion { requested } => (
                 StatusCode::BAD_REQUEST,
-                "Unsupported protocol version: send 2026-07-28 in _meta, or use the 2025-11-25 initialize handshake".into(),
-                Some(json!({"supported": SUPPORTED_REVISIONS, "requested": requested})),
+                if INITIALIZE_REVISIONS.contains(&requested.as_str()) {
+                    "Unsupported protocol version for per-request _meta: this revision is served only through the initialize handshake (send initialize without per-request _meta), or name 2026-07-28 in _meta".into()
+                } else {
+                    "Unsupported protocol version: name 2026-07-28 in per-request _meta, or use the initialize handshake for 2025-11-25".into()
+                },
+                Some(json!({
+                    "supported": PER_REQUEST_REVISIONS,
+                    "requested": requested,
+                    "requires_initialize": INITIALIZE_REVISIONS,
+                })),
             ),
             Self::MethodNotFound => (StatusCode::NOT_FOUND, "Method not found".into(), None),
             Self::InvalidParams(m) => (StatusCode::OK, format!("Invalid params: {m}"), None),

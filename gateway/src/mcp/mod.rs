@@ -39,8 +39,16 @@ pub use dispatch::{capabilities, server_info, tool_list};
 pub const MODERN_REVISION: &str = "2026-07-28";
 /// The handshake revision served for older clients.
 pub const LEGACY_REVISION: &str = "2025-11-25";
-/// Every revision served, newest first (`server/discover`, -32022 data).
+/// Every revision served, newest first (`server/discover`'s
+/// `supportedVersions`).
 pub const SUPPORTED_REVISIONS: [&str; 2] = [MODERN_REVISION, LEGACY_REVISION];
+/// Revisions a request may name in its per-request `_meta` (the stateless
+/// path). -32022 lists only these as `supported`: a client that retries
+/// with a listed version must succeed, never loop (issue 10).
+pub const PER_REQUEST_REVISIONS: [&str; 1] = [MODERN_REVISION];
+/// Revisions served only through the `initialize` handshake; -32022 names
+/// them separately (`requires_initialize`).
+pub const INITIALIZE_REVISIONS: [&str; 1] = [LEGACY_REVISION];
 /// Revisions that use the initialize handshake; a header naming one of
 /// these does not by itself select the modern path.
 const HANDSHAKE_REVISIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
@@ -247,7 +255,10 @@ fn accepts_json(headers: &HeaderMap) -> bool {
 
 /// DNS-rebinding defence: the Host must be one we serve, and a browser
 /// Origin must be allowed. Both refusals are 403 with a JSON-RPC body.
-fn check_host_and_origin(state: &AppState, headers: &HeaderMap) -> Result<(), Box<Response>> {
+pub(crate) fn check_host_and_origin(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<(), Box<Response>> {
     if let Some(host) = headers.get(header::HOST) {
         let ok = host
             .to_str()
@@ -543,7 +554,7 @@ async fn modern(
         }
     }
     // 3. Version support (-32022).
-    if version != MODERN_REVISION {
+    if !PER_REQUEST_REVISIONS.contains(&version) {
         return rpc_error(
             &RpcError::UnsupportedVersion {
                 requested: version.to_owned(),

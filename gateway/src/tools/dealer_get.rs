@@ -60,11 +60,12 @@ fn only_visible_organization(
         [] => Err(ToolError::NotFound),
         _ => Err(ToolError::Invalid {
             message: "organization_id is required: this gateway serves several organizations (see the manifest's organization_ids).".into(),
-            field_errors: vec![FieldError {
-                instance_location: String::new(),
-                keyword: "required".into(),
-                explanation: "Required property 'organization_id' is missing.".into(),
-            }],
+            // DAP 0.1: a `required` failure points at the missing member.
+            field_errors: vec![FieldError::new(
+                "/organization_id",
+                "required",
+                "Required property 'organization_id' is missing.",
+            )],
         }),
     }
 }

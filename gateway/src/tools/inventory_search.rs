@@ -33,22 +33,24 @@ pub const NAME: &str = "dealeragent.inventory.search";
 fn invalid_cursor() -> ToolError {
     ToolError::Invalid {
         message: cursor::INVALID_CURSOR_MESSAGE.to_owned(),
-        field_errors: vec![FieldError {
-            instance_location: "/page/cursor".into(),
-            keyword: "cursor".into(),
-            explanation: cursor::INVALID_CURSOR_MESSAGE.to_owned(),
-        }],
+        field_errors: vec![FieldError::new(
+            "/page/cursor",
+            "cursor",
+            cursor::INVALID_CURSOR_MESSAGE,
+        )],
     }
 }
 
 pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
     let query = SearchQuery::parse(args).map_err(|e| ToolError::Invalid {
         message: e.message.to_string(),
-        field_errors: vec![FieldError {
-            instance_location: e.pointer.clone(),
-            keyword: "semantic".into(),
-            explanation: e.message.to_string(),
-        }],
+        // `FieldError::new` writes the parser's root pointer `""` as `/`
+        // (DAP 0.1 requires a leading `/`).
+        field_errors: vec![FieldError::new(
+            e.pointer.clone(),
+            "semantic",
+            e.message.to_string(),
+        )],
     })?;
     let state = &ctx.state;
     let directory = state

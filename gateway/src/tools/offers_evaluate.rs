@@ -126,6 +126,8 @@ fn profile(value: &Value) -> Result<Profile, ToolError> {
     let mut claims = BTreeMap::new();
     if let Some(map) = value.get("claims").and_then(Value::as_object) {
         for (key, claim) in map {
+            // `key` passed the closed offersClaims schema, so it is a
+            // schema-defined name, not free caller input (docs/security.md).
             let criterion: Criterion = serde_json::from_value(json!(key)).map_err(|_| {
                 invalid(
                     &format!("/profile/claims/{key}"),
@@ -160,10 +162,6 @@ fn profile(value: &Value) -> Result<Profile, ToolError> {
 fn invalid(pointer: &str, explanation: &str) -> ToolError {
     ToolError::Invalid {
         message: "The profile is invalid.".into(),
-        field_errors: vec![FieldError {
-            instance_location: pointer.to_owned(),
-            keyword: "semantic".to_owned(),
-            explanation: explanation.to_owned(),
-        }],
+        field_errors: vec![FieldError::new(pointer, "semantic", explanation)],
     }
 }
