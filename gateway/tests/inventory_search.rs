@@ -1414,6 +1414,42 @@ async fn tampered_or_rebound_cursors_are_refused_with_one_message_that_does_not_
     assert_cursor_refused(&err, &east_cursor);
 }
 
+/// docs/inventory.md: an empty list filter is the same as an absent one,
+/// so it cannot change the query a cursor is bound to (issue 11 item 5).
+#[tokio::test]
+async fn an_empty_list_filter_keeps_the_cursor_of_the_same_query() {
+    let fx = setup().await;
+    let plain = json!({"organization_id": ORG, "rooftop_ids": [NORTH], "page": {"limit": 5}});
+    let first = search_ok(&fx.app, plain.clone()).await;
+    let cursor = cursor_of(&first).expect("a cursor");
+    for filters in [
+        json!({"make": []}),
+        json!({}),
+        json!({"make": [], "model": []}),
+    ] {
+        let mut next = plain.clone();
+        next["filters"] = filters.clone();
+        next["page"]["cursor"] = json!(cursor);
+        let page = search_ok(&fx.app, next).await;
+        assert!(
+            !page["vehicles"].as_array().unwrap().is_empty(),
+            "{filters}"
+        );
+    }
+    // And the other way round: a cursor issued for `make: []` works without it.
+    let mut empty = plain.clone();
+    empty["filters"] = json!({"make": []});
+    let first = search_ok(&fx.app, empty).await;
+    let mut next = plain.clone();
+    next["page"]["cursor"] = json!(cursor_of(&first).expect("a cursor"));
+    search_ok(&fx.app, next).await;
+    // A non-empty filter is still another query.
+    let mut other = plain.clone();
+    other["filters"] = json!({"make": ["Honda"]});
+    other["page"]["cursor"] = json!(cursor);
+    search_err(&fx.app, other, "dealeragent.validation.invalid").await;
+}
+
 #[tokio::test]
 async fn a_cursor_is_refused_once_the_resolved_rooftop_set_changes() {
     let fx = setup_with(|s| s.directory_refresh_seconds = 1).await;

@@ -1277,6 +1277,38 @@ async fn refused_credentials_get_a_bearer_challenge_and_nothing_executes() {
         assert!(!r.raw.contains(secret) && !challenge.contains(secret));
         assert_eq!(r.headers["cache-control"], "no-store");
     }
+    // Two Authorization headers are refused whatever they hold (issue 11:
+    // the first used to win), even when both are the same valid token.
+    let group = f.token(Who::GroupToken).to_owned();
+    for pair in [
+        [format!("Bearer {rooftop}"), format!("Bearer {rooftop}")],
+        [format!("Bearer {rooftop}"), format!("Bearer {group}")],
+        ["Bearer junk".to_owned(), format!("Bearer {rooftop}")],
+    ] {
+        let r = f
+            .app
+            .post_raw(
+                &[
+                    ("authorization", pair[0].as_str()),
+                    ("authorization", pair[1].as_str()),
+                ],
+                common::modern_body(
+                    1,
+                    "tools/call",
+                    json!({"name": "dealeragent.inventory.search",
+                           "arguments": {"organization_id": ORG, "rooftop_ids": [FLEET]}}),
+                )
+                .to_string(),
+            )
+            .await;
+        assert_eq!(r.status, 401, "{}", r.raw);
+        let challenge = r.headers["www-authenticate"].to_str().unwrap();
+        assert!(
+            challenge.contains("error=\"invalid_request\""),
+            "{challenge}"
+        );
+        assert!(!r.raw.contains(secret));
+    }
     // Every query parameter that carries tokens elsewhere is refused, even
     // with a valid header beside it.
     for param in ["access_token", "token", "api_key", "ACCESS_TOKEN"] {

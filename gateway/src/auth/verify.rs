@@ -6,6 +6,7 @@
 //! expired, revoked or for another audience is NEVER treated as anonymous:
 //! the request is refused with HTTP 401 and a `WWW-Authenticate: Bearer`
 //! challenge naming the protected-resource metadata, and nothing executes.
+//! More than one `Authorization` header is refused the same way.
 
 use std::sync::Arc;
 
@@ -52,9 +53,20 @@ pub async fn authenticate(
             });
         }
     }
-    let Some(value) = headers.get(header::AUTHORIZATION) else {
+    let mut values = headers.get_all(header::AUTHORIZATION).iter();
+    let Some(value) = values.next() else {
         return Ok(Principal::Anonymous);
     };
+    // Two credentials are ambiguous: which grant would apply depends on
+    // which one a proxy or this server happens to read first. Refused
+    // (401 invalid_request), never resolved by picking one (issue 11).
+    if values.next().is_some() {
+        return Err(AuthRejection {
+            unavailable: false,
+            error: "invalid_request",
+            description: "send exactly one Authorization header",
+        });
+    }
     let value = value.to_str().map_err(|_| AuthRejection {
         unavailable: false,
         error: "invalid_request",

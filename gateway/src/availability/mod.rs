@@ -15,8 +15,12 @@
 //!   [`BREAKER_THRESHOLD`] consecutive failed checks it opens for
 //!   [`BREAKER_OPEN`]; while open every check of that source answers
 //!   `dealeragent.upstream.unavailable` with the remaining open time as
-//!   `retry_after_ms` and makes no upstream call. After that one check is
-//!   let through: success closes it, failure reopens it.
+//!   `retry_after_ms` and makes no upstream call. After that it is
+//!   half-open: exactly ONE check (the probe) is let through, every other
+//!   check meanwhile answers unavailable (retry after
+//!   [`RETRY_AFTER_FAILURE_MS`]); the probe's success closes it, its
+//!   failure reopens it, and a probe that never finishes (its caller went
+//!   away) frees the slot for the next one.
 //! * Every live observation is stored (`availability_observations`) with
 //!   its provenance. This replica keeps the newest observation per vehicle
 //!   in memory: the overlay that `get_vehicle` and `search` show when it is
@@ -77,6 +81,62 @@ type Flight = Arc<OnceCell<Result<LiveCheck, Unavailable>>>;
 struct Breaker {
     failures: u32,
     open_until: Option<Instant>,
+    /// Half-open and a probe is in flight.
+    probing: bool,
+}
+
+/// Whether a check may go upstream now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Admission {
+    /// Closed: any number of checks.
+    Closed,
+    /// Half-open: this check is the one probe.
+    Probe,
+}
+
+impl Breaker {
+    /// Admit a check at `now`, or refuse it with the time to wait.
+    fn admit(&mut self, now: Instant) -> Result<Admission, Duration> {
+        match self.open_until {
+            None => Ok(Admission::Closed),
+            Some(until) if now < until => Err(until - now),
+            Some(_) if self.probing => Err(Duration::from_millis(RETRY_AFTER_FAILURE_MS)),
+            Some(_) => {
+                self.probing = true;
+                Ok(Admission::Probe)
+            }
+        }
+    }
+
+    /// Count a failure at `now`; `Some(open time)` when it (re)opens.
+    fn fail(&mut self, now: Instant) -> Option<Duration> {
+        self.probing = false;
+        self.failures = self.failures.saturating_add(1);
+        if self.failures >= BREAKER_THRESHOLD {
+            self.open_until = Some(now + BREAKER_OPEN);
+            Some(BREAKER_OPEN)
+        } else {
+            None
+        }
+    }
+}
+
+/// Frees the half-open probe slot if the probe ends without an outcome
+/// (its future was dropped), so the breaker cannot stay refused forever.
+struct ProbeSlot<'a> {
+    service: &'a AvailabilityService,
+    key: &'a str,
+    armed: bool,
+}
+
+impl Drop for ProbeSlot<'_> {
+    fn drop(&mut self) {
+        if self.armed
+            && let Some(b) = lock(&self.service.breakers).get_mut(self.key)
+        {
+            b.probing = false;
+        }
+    }
 }
 
 /// The availability service (one per replica).
@@ -172,14 +232,23 @@ impl AvailabilityService {
             Err(e) => tracing::warn!(error = %e, "reading availability observations failed"),
         }
         let breaker_key = &source.url_template;
-        if let Some(remaining) = self.breaker_open(breaker_key) {
-            return Err(Unavailable {
-                retry_after_ms: millis(remaining),
-            });
-        }
+        let admission = self
+            .breaker_admit(breaker_key)
+            .map_err(|wait| Unavailable {
+                retry_after_ms: millis(wait),
+            })?;
+        let mut probe = ProbeSlot {
+            service: self,
+            key: breaker_key,
+            armed: admission == Admission::Probe,
+        };
         self.upstream_calls.fetch_add(1, Ordering::Relaxed);
         let started = Instant::now();
-        match self.client.check(source, target, now).await {
+        let answer = self.client.check(source, target, now).await;
+        // An outcome is recorded below either way: the slot is no longer
+        // the drop guard's to free.
+        probe.armed = false;
+        match answer {
             Ok(answer) => {
                 self.breaker_success(breaker_key);
                 let observation = AvailabilityObservation {
@@ -326,10 +395,11 @@ impl AvailabilityService {
         out
     }
 
-    fn breaker_open(&self, key: &str) -> Option<Duration> {
-        let breakers = lock(&self.breakers);
-        let until = breakers.get(key)?.open_until?;
-        until.checked_duration_since(Instant::now())
+    fn breaker_admit(&self, key: &str) -> Result<Admission, Duration> {
+        match lock(&self.breakers).get_mut(key) {
+            None => Ok(Admission::Closed),
+            Some(b) => b.admit(Instant::now()),
+        }
     }
 
     fn breaker_success(&self, key: &str) {
@@ -338,15 +408,10 @@ impl AvailabilityService {
 
     /// Count a failure; `Some(open time)` when it opens the breaker.
     fn breaker_failure(&self, key: &str) -> Option<Duration> {
-        let mut breakers = lock(&self.breakers);
-        let b = breakers.entry(key.to_owned()).or_default();
-        b.failures = b.failures.saturating_add(1);
-        if b.failures >= BREAKER_THRESHOLD {
-            b.open_until = Some(Instant::now() + BREAKER_OPEN);
-            Some(BREAKER_OPEN)
-        } else {
-            None
-        }
+        lock(&self.breakers)
+            .entry(key.to_owned())
+            .or_default()
+            .fail(Instant::now())
     }
 }
 
@@ -427,3 +492,69 @@ pub fn apply_overlay(
 
 /// Reason prefix of an overlaid availability.
 pub const OVERLAY_SOURCE: &str = "An availability check of the dealer system";
+
+#[cfg(test)]
+mod breaker_tests {
+    use super::*;
+
+    fn opened(now: Instant) -> Breaker {
+        let mut b = Breaker::default();
+        for _ in 0..BREAKER_THRESHOLD {
+            b.fail(now);
+        }
+        b
+    }
+
+    #[test]
+    fn open_refuses_with_the_remaining_time() {
+        let t0 = Instant::now();
+        let mut b = opened(t0);
+        let wait = b.admit(t0 + Duration::from_secs(10)).unwrap_err();
+        assert_eq!(wait, BREAKER_OPEN - Duration::from_secs(10));
+    }
+
+    /// Issue 11 item 5: after the open period exactly one probe goes
+    /// upstream; every other concurrent check is refused meanwhile.
+    #[test]
+    fn half_open_admits_exactly_one_probe() {
+        let t0 = Instant::now();
+        let mut b = opened(t0);
+        let later = t0 + BREAKER_OPEN + Duration::from_millis(1);
+        assert_eq!(b.admit(later), Ok(Admission::Probe));
+        for _ in 0..50 {
+            assert_eq!(
+                b.admit(later),
+                Err(Duration::from_millis(RETRY_AFTER_FAILURE_MS))
+            );
+        }
+    }
+
+    #[test]
+    fn a_failed_probe_reopens() {
+        let t0 = Instant::now();
+        let mut b = opened(t0);
+        let later = t0 + BREAKER_OPEN + Duration::from_millis(1);
+        assert_eq!(b.admit(later), Ok(Admission::Probe));
+        assert_eq!(b.fail(later), Some(BREAKER_OPEN));
+        assert!(b.admit(later + Duration::from_secs(1)).is_err());
+    }
+
+    /// A probe whose caller went away (its future dropped before an
+    /// outcome) frees the slot: the next check becomes the probe.
+    #[test]
+    fn a_dropped_probe_frees_the_slot() {
+        let service = AvailabilityService::new().unwrap();
+        let Some(t0) = Instant::now().checked_sub(BREAKER_OPEN + Duration::from_secs(1)) else {
+            return; // the clock started less than 31 s ago; nothing to test
+        };
+        lock(&service.breakers).insert("src".into(), opened(t0));
+        assert_eq!(service.breaker_admit("src"), Ok(Admission::Probe));
+        assert!(service.breaker_admit("src").is_err());
+        drop(ProbeSlot {
+            service: &service,
+            key: "src",
+            armed: true,
+        });
+        assert_eq!(service.breaker_admit("src"), Ok(Admission::Probe));
+    }
+}

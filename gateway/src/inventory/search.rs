@@ -179,6 +179,16 @@ pub fn query_fingerprint(args: &Value) -> [u8; 32] {
     let mut copy = args.clone();
     if let Value::Object(map) = &mut copy {
         map.remove("page");
+        // An empty list filter is the same query as an absent one
+        // (docs/inventory.md), and so is an empty `filters` object: they
+        // must fingerprint alike, or a cursor breaks when a client sends
+        // `make: []` on one page and omits it on the next (issue 11).
+        if let Some(Value::Object(filters)) = map.get_mut("filters") {
+            filters.retain(|_, v| !matches!(v, Value::Array(items) if items.is_empty()));
+            if filters.is_empty() {
+                map.remove("filters");
+            }
+        }
     }
     let canonical = canonicalize(&copy);
     let text = serde_json::to_string(&canonical).unwrap_or_default();
