@@ -21,7 +21,7 @@ pub const DISCLOSURE: &str = "dealeragent.pricing.get_disclosure";
 /// Pages walked per search before the suite stops (kept in the report).
 pub const MAX_PAGES: usize = 30;
 /// Page size of the walks: small, so that aggregates span several pages.
-pub const WALK_LIMIT: u64 = 25;
+pub const WALK_LIMIT: u64 = 10;
 /// Most vehicles looked at in detail (get_vehicle, verify, disclosure).
 const MAX_SAMPLES: usize = 10;
 /// Most stale or unknown vehicles among them.

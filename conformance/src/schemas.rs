@@ -192,7 +192,10 @@ impl SchemaSet {
                 .iter()
                 .find(|n| defs.and_then(|d| d.get(**n)).is_some())
                 .map_or_else(|| id.clone(), |n| format!("{id}#/$defs/{n}"));
+            // Formats (uri, date-time, ...) are asserted: strict clients
+            // check them, as the gateway's own output validation does.
             let validator = jsonschema::draft202012::options()
+                .should_validate_formats(true)
                 .with_registry(&registry)
                 .build(&json!({"$ref": pointer}))
                 .map_err(|e| SchemaError::Compile {

@@ -1,0 +1,213 @@
+//! The suite must be able to fail: a small proxy in front of the real
+//! gateway breaks exactly one requirement per variant, and the suite fails
+//! by the named check, which passes against the gateway without the fault.
+
+mod common;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use conformance::run::run_suite;
+use serde_json::{Value, json};
+
+/// The one requirement a proxy breaks.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    /// Anonymous calls about the partner rooftop are sent with the partner
+    /// token: a foreign vehicle leaks.
+    LeakPartner,
+    /// get_vehicle answers that say stale are rewritten to current.
+    UpgradeStale,
+    /// Unknown government charges gain a zero total.
+    UnknownAsZero,
+    /// Error messages repeat the raw arguments.
+    EchoArguments,
+    /// Requests carrying a cursor lose their Authorization header, so a
+    /// cursor is accepted under another caller.
+    CursorAnyCaller,
+}
+
+struct Proxy {
+    fault: Fault,
+    upstream: String,
+    partner_rooftop: String,
+    partner_token: String,
+    http: reqwest::Client,
+}
+
+/// Apply `edit` to a tool result's structuredContent and keep its text
+/// block equal to it.
+fn edit_tool_result(body: &mut Value, edit: impl FnOnce(&mut Value)) {
+    let Some(result) = body.get_mut("result") else {
+        return;
+    };
+    let Some(sc) = result.get_mut("structuredContent") else {
+        return;
+    };
+    edit(sc);
+    let text = sc.to_string();
+    if let Some(block) = result
+        .get_mut("content")
+        .and_then(Value::as_array_mut)
+        .and_then(|c| c.first_mut())
+    {
+        block["text"] = Value::String(text);
+    }
+}
+
+async fn forward(State(p): State<Arc<Proxy>>, headers: HeaderMap, body: Bytes) -> Response {
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let tool = request["params"]["name"].as_str().unwrap_or("").to_owned();
+    let args = request["params"]["arguments"].clone();
+    let mut out = HeaderMap::new();
+    for (k, v) in &headers {
+        if !matches!(k.as_str(), "host" | "content-length") {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    match p.fault {
+        Fault::LeakPartner => {
+            let about_partner = args["rooftop_id"] == p.partner_rooftop.as_str()
+                || args["rooftop_ids"]
+                    .as_array()
+                    .is_some_and(|r| r.iter().any(|x| x == p.partner_rooftop.as_str()));
+            if about_partner && !out.contains_key("authorization") {
+                let bearer = format!("Bearer {}", p.partner_token);
+                out.insert(
+                    "authorization",
+                    HeaderValue::from_str(&bearer).expect("header"),
+                );
+            }
+        }
+        Fault::CursorAnyCaller => {
+            if args["page"]["cursor"].is_string() {
+                out.remove("authorization");
+            }
+        }
+        Fault::UpgradeStale | Fault::UnknownAsZero | Fault::EchoArguments => {}
+    }
+    let answer = match p
+        .http
+        .post(&p.upstream)
+        .headers(out)
+        .body(body)
+        .send()
+        .await
+    {
+        Ok(a) => a,
+        Err(e) => return (StatusCode::BAD_GATEWAY, e.to_string()).into_response(),
+    };
+    let status = StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+    let mut back = HeaderMap::new();
+    for (k, v) in answer.headers() {
+        if !matches!(k.as_str(), "content-length" | "transfer-encoding") {
+            back.insert(k.clone(), v.clone());
+        }
+    }
+    let bytes = answer.bytes().await.unwrap_or_default();
+    let Ok(mut reply) = serde_json::from_slice::<Value>(&bytes) else {
+        return (status, back, bytes).into_response();
+    };
+    match p.fault {
+        Fault::UpgradeStale if tool == "dealeragent.inventory.get_vehicle" => {
+            edit_tool_result(&mut reply, |sc| {
+                if sc["freshness"]["state"] == "stale" {
+                    sc["freshness"]["state"] = json!("current");
+                }
+            });
+        }
+        Fault::UnknownAsZero if tool == "dealeragent.pricing.get_disclosure" => {
+            edit_tool_result(&mut reply, |sc| {
+                let currency = sc["advertised_price"]["amount"]["currency"].clone();
+                let g = &mut sc["government_charges"];
+                if g["status"] == "unknown" {
+                    g["total"] = json!({"amount_minor": 0, "currency": currency});
+                }
+            });
+        }
+        Fault::EchoArguments => {
+            let is_error = reply["result"]["isError"] == true;
+            if is_error {
+                let raw = args.to_string();
+                edit_tool_result(&mut reply, |sc| {
+                    let message = sc["message"].as_str().unwrap_or("").to_owned();
+                    sc["message"] = json!(format!("{message} (arguments: {raw})"));
+                });
+            }
+        }
+        Fault::UpgradeStale
+        | Fault::UnknownAsZero
+        | Fault::LeakPartner
+        | Fault::CursorAnyCaller => {}
+    }
+    (status, back, reply.to_string()).into_response()
+}
+
+/// Start a proxy with `fault` in front of the fixture's gateway; returns
+/// its MCP URL.
+async fn proxy(fx: &common::Fixture, fault: Fault) -> String {
+    let state = Arc::new(Proxy {
+        fault,
+        upstream: fx.app.url.clone(),
+        partner_rooftop: common::FLEET.to_owned(),
+        partner_token: fx.token("partner"),
+        http: reqwest::Client::new(),
+    });
+    let app = Router::new().fallback(forward).with_state(state);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("address");
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    format!("http://{addr}/mcp")
+}
+
+/// Run group `only` through a proxy with `fault` and straight against the
+/// gateway: `check` fails through the proxy and passes without it.
+async fn caught(fault: Fault, only: &str, check: &str) {
+    let fx = common::setup().await;
+    let clean = run_suite(&fx.options(&fx.app.url, Some(only)))
+        .await
+        .expect("the suite runs");
+    let (result, reason) = common::result_of(&clean.report, check);
+    assert_eq!(result, "passed", "{check} without the fault: {reason}");
+    let url = proxy(&fx, fault).await;
+    let broken = run_suite(&fx.options(&url, Some(only)))
+        .await
+        .expect("the suite runs through the proxy");
+    let (result, reason) = common::result_of(&broken.report, check);
+    assert_eq!(result, "failed", "{check} with {fault:?}: {reason}");
+    assert!(!broken.claimable);
+    assert!(broken.failed_required >= 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaked_foreign_vehicle_fails_isolation() {
+    caught(Fault::LeakPartner, "DAPC-ISO", "DAPC-ISO-001").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upgraded_stale_record_fails_freshness() {
+    caught(Fault::UpgradeStale, "DAPC-FRS", "DAPC-FRS-001").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_amount_shown_as_zero_fails_pricing() {
+    caught(Fault::UnknownAsZero, "DAPC-PRC", "DAPC-PRC-005").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_echoed_input_fails_redaction() {
+    caught(Fault::EchoArguments, "DAPC-RED", "DAPC-RED-001").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cursor_accepted_under_another_caller_fails_cursor_scope() {
+    caught(Fault::CursorAnyCaller, "DAPC-CUR", "DAPC-CUR-003").await;
+}
