@@ -31,7 +31,9 @@ pub struct ServeSettings {
 
     /// Extra browser origins allowed to call /mcp (comma separated, exact
     /// `scheme://host[:port]`). Loopback origins are always allowed; any
-    /// other Origin gets 403.
+    /// other Origin gets 403. Exactly these listed origins are granted CORS
+    /// (preflight 204, Access-Control-Allow-Origin), so a browser page
+    /// needs its origin here even when it is a loopback one.
     #[arg(long, env = "DEALER_GATEWAY_ALLOWED_ORIGINS", value_delimiter = ',')]
     pub allowed_origins: Vec<String>,
 
