@@ -104,6 +104,14 @@ impl Exchange {
         }
     }
 
+    /// The first value of response header `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
     /// Every header value and the body in one string, for echo searches.
     pub fn everything(&self) -> String {
         let mut all = self.raw.clone();
@@ -194,7 +202,21 @@ impl Client {
         headers: &[(&str, &str)],
         body: &str,
     ) -> Result<Exchange, ClientError> {
-        let mut req = self.http.post(&self.url);
+        self.send(reqwest::Method::POST, caller, headers, body)
+            .await
+    }
+
+    /// Send `method` to the endpoint with exactly `headers` (plus the
+    /// caller's Authorization and, for a body, its Content-Type).
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        caller: &Caller,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Result<Exchange, ClientError> {
+        let shown_method = method.as_str().to_owned();
+        let mut req = self.http.request(method, &self.url);
         let mut shown = serde_json::Map::new();
         let mut has_ct = false;
         for (k, v) in headers {
@@ -210,7 +232,7 @@ impl Client {
             };
             shown.insert((*k).to_owned(), Value::String(value));
         }
-        if !has_ct {
+        if !has_ct && !body.is_empty() {
             req = req.header("content-type", "application/json");
         }
         if let Caller::Role(role) = caller
@@ -247,6 +269,7 @@ impl Client {
             serde_json::from_str::<Value>(&redacted_body).unwrap_or(Value::String(redacted_body));
         Ok(Exchange {
             sent: json!({
+                "method": shown_method,
                 "caller": caller.label(),
                 "headers": Value::Object(shown),
                 "body": body_shown,

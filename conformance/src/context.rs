@@ -114,6 +114,8 @@ pub struct Ctx {
     observed: Mutex<Vec<Observed>>,
     /// A made-up suffix for absent ids, unique per run.
     pub nonce: String,
+    /// A browser origin the operator says the gateway allows.
+    pub origin: Option<String>,
 }
 
 impl Ctx {
@@ -292,6 +294,7 @@ pub async fn discover(
         notes: Vec::new(),
         observed: Mutex::new(Vec::new()),
         nonce: uuid::Uuid::new_v4().simple().to_string()[..12].to_owned(),
+        origin: None,
     };
     let ex = cx.call(&anon, GET_MANIFEST, json!({})).await?;
     cx.manifest = ex.tool_ok().cloned().unwrap_or(Value::Null);

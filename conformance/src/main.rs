@@ -25,7 +25,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the suite against a gateway's MCP endpoint.
-    Run(RunArgs),
+    Run(RunCommand),
     /// Run the whole suite and, when every required check passed, issue a signed claim.
     Claim(Box<ClaimArgs>),
     /// Verify a signed claim (signature, schema, expiry, live match).
@@ -34,6 +34,18 @@ enum Command {
     Keygen(KeygenArgs),
     /// Print the JWKS of a signing key.
     Jwks(JwksArgs),
+}
+
+/// `run`'s arguments: the shared [`RunArgs`] plus what only `run` takes.
+#[derive(Debug, clap::Args)]
+struct RunCommand {
+    #[command(flatten)]
+    run: RunArgs,
+    /// A browser origin the gateway is configured to allow (e.g.
+    /// https://agent.example.com), for the CORS check DAPC-MCP-012
+    /// (skipped without it).
+    #[arg(long, value_name = "ORIGIN")]
+    origin: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -71,9 +83,11 @@ fn main() -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(2))
 }
 
-async fn cmd_run(args: &RunArgs) -> i32 {
+async fn cmd_run(cmd: &RunCommand) -> i32 {
+    let args = &cmd.run;
     let result = async {
-        let opts = RunOptions::from_args(args)?;
+        let mut opts = RunOptions::from_args(args)?;
+        opts.origin.clone_from(&cmd.origin);
         run_suite(&opts).await
     }
     .await;

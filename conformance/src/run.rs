@@ -44,6 +44,8 @@ pub struct RunOptions {
     pub tokens: Vec<(String, String)>,
     pub dap_schemas: Option<PathBuf>,
     pub only: Option<String>,
+    /// A browser origin the gateway allows (CORS check); `None` skips it.
+    pub origin: Option<String>,
 }
 
 /// Why the suite could not run (exit code 2).
@@ -100,6 +102,7 @@ impl RunOptions {
             tokens,
             dap_schemas: a.dap_schemas.clone(),
             only: a.only.clone(),
+            origin: None,
         })
     }
 }
@@ -112,7 +115,8 @@ pub async fn run_suite(opts: &RunOptions) -> Result<RunOutput, RunError> {
         None => SchemaSet::embedded()?,
     };
     let client = Client::new(&opts.url, &opts.tokens)?;
-    let cx = context::discover(client, schemas, &opts.url).await?;
+    let mut cx = context::discover(client, schemas, &opts.url).await?;
+    cx.origin = opts.origin.clone();
     let mut records: Vec<CheckRecord> = Vec::new();
     for check in checks::all() {
         if let Some(prefix) = &opts.only

@@ -22,6 +22,9 @@ async fn every_required_check_passes_against_the_real_gateway() {
         "required checks not passed:\n{}",
         bad.join("\n")
     );
+    // The optional CORS check ran with the configured origin and passed.
+    let (result, reason) = common::result_of(&out.report, "DAPC-MCP-012");
+    assert_eq!(result, "passed", "DAPC-MCP-012: {reason}");
     assert!(out.claimable);
     assert_eq!(out.report["result"], "pass");
     // Every group ran and every role was used.

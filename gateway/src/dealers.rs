@@ -29,13 +29,52 @@ pub const DEFAULT_SLA: FreshnessSla = FreshnessSla {
     pricing: 3600,
 };
 
-/// One problem in a dealers file.
+mod explain;
+pub mod locate;
+
+pub use locate::Position;
+
+/// One problem (or warning) in a dealers file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
-    /// JSON pointer into the document (`""` = the root).
+    /// RFC 6901 JSON pointer into the document (`""` = the root).
     pub pointer: String,
-    /// What rule failed, without echoing the value.
+    /// The rule that failed: the JSON Schema keyword (`required`,
+    /// `pattern`, `additionalProperties`, ...) or a cross-record rule
+    /// (`unique`, `iana_timezone`, ...; docs/dealers-file.md).
     pub rule: String,
+    /// What was expected, in words, without repeating the value (the
+    /// pointer and position find it). An unexpected key is named: this is
+    /// the operator's own file, not caller input.
+    pub explanation: String,
+    /// Where the pointer is in the file as written, when it can be found.
+    pub position: Option<Position>,
+}
+
+impl Problem {
+    fn new(pointer: impl Into<String>, rule: &str, explanation: impl Into<String>) -> Self {
+        Self {
+            pointer: pointer.into(),
+            rule: rule.to_owned(),
+            explanation: explanation.into(),
+            position: None,
+        }
+    }
+
+    /// One report line: `<file>[:<line>:<column>]: <pointer>: <rule>: <explanation>`
+    /// (the root pointer is printed `""`).
+    fn line(&self, file: &str) -> String {
+        let at = self
+            .position
+            .map(|p| format!(":{}:{}", p.line, p.column))
+            .unwrap_or_default();
+        let pointer = if self.pointer.is_empty() {
+            "\"\""
+        } else {
+            &self.pointer
+        };
+        format!("{file}{at}: {pointer}: {}: {}", self.rule, self.explanation)
+    }
 }
 
 /// A dealers file that cannot be imported.
@@ -54,12 +93,7 @@ impl fmt::Display for DealersFileError {
             self.problems.len()
         )?;
         for p in &self.problems {
-            let pointer = if p.pointer.is_empty() {
-                "/"
-            } else {
-                &p.pointer
-            };
-            writeln!(f, "  {}: {}: {}", self.file, pointer, p.rule)?;
+            writeln!(f, "{}", p.line(&self.file))?;
         }
         Ok(())
     }
@@ -67,7 +101,30 @@ impl fmt::Display for DealersFileError {
 
 impl std::error::Error for DealersFileError {}
 
-/// Parse, validate and convert a dealers file.
+/// A dealers file that passed every rule, and what it should still fix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedDealers {
+    pub records: Vec<OrganizationRecord>,
+    /// Not errors: the import goes ahead. Today: contacts without a
+    /// `public` flag, which are not published (issue 11 item 3).
+    pub warnings: Vec<Problem>,
+}
+
+impl ParsedDealers {
+    /// The warnings as report lines, like the problems of a failed file
+    /// but marked `warning:`.
+    pub fn warning_lines(&self, file: &str) -> Vec<String> {
+        self.warnings
+            .iter()
+            .map(|w| format!("warning: {}", w.line(file)))
+            .collect()
+    }
+}
+
+/// Parse, validate and convert a dealers file; warnings are logged (one
+/// `warn` event per warning, with file, pointer, line and column) so every
+/// caller reports them: `import dealers` (also with `--dry-run`),
+/// `import bundle` and `serve --seed-dealers`.
 ///
 /// `name` is how the file is reported (its path); `source_name` is recorded
 /// in provenance. The format is chosen by extension (`.json` is JSON,
@@ -79,61 +136,156 @@ pub fn parse(
     source_name: &str,
     observed_at: DateTime<Utc>,
 ) -> Result<Vec<OrganizationRecord>, DealersFileError> {
-    let fail = |pointer: &str, rule: String| DealersFileError {
+    let parsed = parse_with_warnings(catalog, name, bytes, source_name, observed_at)?;
+    for (w, line) in parsed.warnings.iter().zip(parsed.warning_lines(name)) {
+        tracing::warn!(
+            file = name,
+            pointer = %w.pointer,
+            rule = %w.rule,
+            line = w.position.map(|p| p.line),
+            column = w.position.map(|p| p.column),
+            "{line}"
+        );
+    }
+    Ok(parsed.records)
+}
+
+/// [`parse`], returning the warnings instead of logging them.
+pub fn parse_with_warnings(
+    catalog: &Catalog,
+    name: &str,
+    bytes: &[u8],
+    source_name: &str,
+    observed_at: DateTime<Utc>,
+) -> Result<ParsedDealers, DealersFileError> {
+    let fail = |explanation: String| DealersFileError {
         file: name.to_owned(),
-        problems: vec![Problem {
-            pointer: pointer.to_owned(),
-            rule,
-        }],
+        problems: vec![Problem::new("", "parse", explanation)],
     };
-    let doc: Value = if name.ends_with(".json") {
-        serde_json::from_slice(bytes).map_err(|e| {
-            fail(
-                "",
-                format!("not valid JSON (line {}, column {})", e.line(), e.column()),
-            )
+    let is_json = name.ends_with(".json");
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        let before = &bytes[..e.valid_up_to()];
+        let line = before.iter().filter(|b| **b == b'\n').count() + 1;
+        fail(format!("not valid UTF-8 text (line {line})"))
+    })?;
+    let doc: Value = if is_json {
+        serde_json::from_str(text).map_err(|e| {
+            fail(format!(
+                "not valid JSON (line {}, column {})",
+                e.line(),
+                e.column()
+            ))
         })?
     } else {
-        let text =
-            std::str::from_utf8(bytes).map_err(|_| fail("", "not valid UTF-8 text".to_owned()))?;
         yaml_serde::from_str(text).map_err(|e| {
             let at = e
                 .location()
                 .map(|l| format!(" (line {}, column {})", l.line(), l.column()))
                 .unwrap_or_default();
-            fail("", format!("not valid YAML{at}"))
+            fail(format!("not valid YAML{at}"))
         })?
     };
+    let locate = |problems: &mut Vec<Problem>, targets: &[locate::Target]| {
+        for (p, target) in problems.iter_mut().zip(targets) {
+            p.position = if is_json {
+                locate::in_json(text, &p.pointer, *target)
+            } else {
+                locate::in_yaml(text, &p.pointer, *target)
+            };
+        }
+    };
 
-    if let Err(errors) = catalog.validate_dealers_file(&doc) {
+    if catalog.validate_dealers_file(&doc).is_err() {
+        // The catalog's validator decides; this one words the problems.
+        let located = explain::schema_problems(&doc).map_err(|e| DealersFileError {
+            file: name.to_owned(),
+            problems: vec![Problem::new("", "schema", format!("schema defect: {e}"))],
+        })?;
+        let targets: Vec<locate::Target> = located.iter().map(|l| l.target).collect();
+        let mut problems: Vec<Problem> = located.into_iter().map(|l| l.problem).collect();
+        locate(&mut problems, &targets);
         return Err(DealersFileError {
             file: name.to_owned(),
-            problems: errors
-                .into_iter()
-                .map(|e| Problem {
-                    pointer: e.instance_location,
-                    rule: format!("{} (schema keyword '{}')", e.explanation, e.keyword),
-                })
-                .collect(),
+            problems: sorted(problems),
         });
     }
 
     let mut problems = Vec::new();
+    let mut warnings = Vec::new();
     let records = convert(
         &doc,
         source_name,
         &digest(bytes),
         observed_at,
         &mut problems,
+        &mut warnings,
     );
     if problems.is_empty() {
-        Ok(records)
+        let targets = vec![locate::Target::Value; warnings.len()];
+        locate(&mut warnings, &targets);
+        Ok(ParsedDealers {
+            records,
+            warnings: sorted(warnings),
+        })
     } else {
+        let targets = vec![locate::Target::Value; problems.len()];
+        locate(&mut problems, &targets);
         Err(DealersFileError {
             file: name.to_owned(),
-            problems,
+            problems: sorted(problems),
         })
     }
+}
+
+/// Report order: file order (line, column); problems without a position
+/// last, by pointer with array indexes compared as numbers (so
+/// `/rooftops/2` comes before `/rooftops/10`).
+fn sorted(mut problems: Vec<Problem>) -> Vec<Problem> {
+    fn key(pointer: &str) -> Vec<(u8, usize, String)> {
+        locate::segments(pointer)
+            .into_iter()
+            .map(|s| match s.parse::<usize>() {
+                Ok(n) => (0, n, String::new()),
+                Err(_) => (1, 0, s),
+            })
+            .collect()
+    }
+    problems.sort_by_cached_key(|p| {
+        (
+            p.position.is_none(),
+            p.position,
+            key(&p.pointer),
+            p.rule.clone(),
+        )
+    });
+    problems
+}
+
+/// A stored rooftop as it is published (`dealer.get`, the organization and
+/// rooftop resources): only contacts explicitly marked `public: true`. An
+/// absent flag means not public, and no grant unlocks a non-public contact:
+/// the catalog's `pii_output: public_business_contact_only` for
+/// dealeragent.dealer.get (issue 11 item 3). Applied when serving, so rows
+/// stored before this rule are filtered too.
+pub fn published_rooftop(dap: &Value) -> Value {
+    let mut out = dap.clone();
+    if let Some(map) = out.as_object_mut()
+        && let Some(contacts) = map.get_mut("contacts")
+    {
+        let public: Vec<Value> = contacts
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|c| c.get("public") == Some(&Value::Bool(true)))
+            .cloned()
+            .collect();
+        if public.is_empty() {
+            map.remove("contacts");
+        } else {
+            *contacts = Value::Array(public);
+        }
+    }
+    out
 }
 
 /// `sha256:<hex>` of the file bytes (DAP `source.content_digest`).
@@ -149,6 +301,7 @@ fn convert(
     content_digest: &str,
     observed_at: DateTime<Utc>,
     problems: &mut Vec<Problem>,
+    warnings: &mut Vec<Problem>,
 ) -> Vec<OrganizationRecord> {
     let mut org_ids = HashSet::new();
     let mut rooftop_ids: BTreeMap<String, String> = BTreeMap::new();
@@ -161,10 +314,11 @@ fn convert(
             .unwrap_or_default()
             .to_owned();
         if !org_ids.insert(organization_id.clone()) {
-            problems.push(Problem {
-                pointer: format!("{org_ptr}/organization_id"),
-                rule: "duplicate organization_id: each organization appears once per file".into(),
-            });
+            problems.push(Problem::new(
+                format!("{org_ptr}/organization_id"),
+                "unique",
+                "duplicate organization_id: each organization appears once per file",
+            ));
         }
         let mut rooftops = Vec::new();
         for (ri, rooftop) in org["rooftops"].as_array().into_iter().flatten().enumerate() {
@@ -174,28 +328,46 @@ fn convert(
                 .unwrap_or_default()
                 .to_owned();
             if let Some(first) = rooftop_ids.insert(rooftop_id.clone(), ptr.clone()) {
-                problems.push(Problem {
-                    pointer: format!("{ptr}/rooftop_id"),
-                    rule: format!(
-                        "duplicate rooftop_id: already used at {first}; rooftop ids are unique across the gateway"
+                problems.push(Problem::new(
+                    format!("{ptr}/rooftop_id"),
+                    "unique",
+                    format!(
+                        "duplicate rooftop_id: also used at {first}/rooftop_id; rooftop ids are unique across the gateway"
                     ),
-                });
+                ));
             }
+            // The schema bounds the length; only the tz database knows the
+            // names. `hours` are local to this zone, so a misspelt zone
+            // would misstate every opening time (issue 11 item 6).
+            if rooftop["timezone"]
+                .as_str()
+                .is_none_or(|tz| tz.parse::<chrono_tz::Tz>().is_err())
+            {
+                problems.push(Problem::new(
+                    format!("{ptr}/timezone"),
+                    "iana_timezone",
+                    "not an IANA time zone name (tz database), e.g. America/Chicago or \
+                     America/Toronto; names are case-sensitive",
+                ));
+            }
+            contact_warnings(rooftop, &ptr, warnings);
             let gs = &rooftop["gateway_settings"];
             let currency = gs["currency"].as_str().unwrap_or_default().to_owned();
             if iso_currency::Currency::from_code(&currency).is_none() {
-                problems.push(Problem {
-                    pointer: format!("{ptr}/gateway_settings/currency"),
-                    rule: "not an active ISO 4217 currency code".into(),
-                });
+                problems.push(Problem::new(
+                    format!("{ptr}/gateway_settings/currency"),
+                    "iso_4217",
+                    "not an active ISO 4217 currency code",
+                ));
             }
             if let Some(list) = rooftop["supported_currencies"].as_array()
                 && !list.iter().any(|c| c.as_str() == Some(currency.as_str()))
             {
-                problems.push(Problem {
-                    pointer: format!("{ptr}/supported_currencies"),
-                    rule: "must include gateway_settings.currency, the currency of this rooftop's prices".into(),
-                });
+                problems.push(Problem::new(
+                    format!("{ptr}/supported_currencies"),
+                    "includes_currency",
+                    "must include gateway_settings.currency, the currency of this rooftop's prices",
+                ));
             }
             let sla = &gs["freshness_sla_seconds"];
             let sla_value = |key: &str, default: u32| {
@@ -254,6 +426,26 @@ fn convert(
     out
 }
 
+/// A warning for each contact without a `public` flag: it is not published
+/// (only `public: true` is), which the operator may not intend.
+fn contact_warnings(rooftop: &Value, pointer: &str, warnings: &mut Vec<Problem>) {
+    for (i, contact) in rooftop["contacts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        if contact.get("public").is_none() {
+            warnings.push(Problem::new(
+                format!("{pointer}/contacts/{i}"),
+                "public",
+                "the contact has no public flag, so it is not published; add public: true to \
+                 publish it, or public: false to keep it private and silence this warning",
+            ));
+        }
+    }
+}
+
 /// The rooftop's pricing configuration (`gateway_settings.pricing`,
 /// schema-valid already; empty when absent). Every amount must be in the
 /// rooftop currency and charge ids are unique within the rooftop.
@@ -265,10 +457,11 @@ fn rooftop_pricing(
 ) -> RooftopPricing {
     let mut check_currency = |amount: &Value, at: String| {
         if amount["currency"].as_str() != Some(currency) {
-            problems.push(Problem {
-                pointer: at,
-                rule: "must be in the rooftop currency (gateway_settings.currency)".into(),
-            });
+            problems.push(Problem::new(
+                at,
+                "rooftop_currency",
+                "must be in the rooftop currency (gateway_settings.currency)",
+            ));
         }
     };
     let charges = value["required_dealer_charges"]
@@ -309,9 +502,12 @@ fn rooftop_pricing(
                 .collect(),
         });
     }
-    problems.extend(duplicates.into_iter().map(|pointer| Problem {
-        pointer,
-        rule: "duplicate charge_id: each required dealer charge of a rooftop has its own id".into(),
+    problems.extend(duplicates.into_iter().map(|pointer| {
+        Problem::new(
+            pointer,
+            "unique",
+            "duplicate charge_id: each required dealer charge of a rooftop has its own id",
+        )
     }));
     RooftopPricing {
         required_dealer_charges: charges,
@@ -339,11 +535,11 @@ fn availability_source(
         .iter()
         .any(|p| template.contains(p))
     {
-        problems.push(Problem {
-            pointer: url_pointer.clone(),
-            rule: "must contain at least one placeholder: {vin}, {stock_number} or {vehicle_id}"
-                .into(),
-        });
+        problems.push(Problem::new(
+            url_pointer.clone(),
+            "url_template",
+            "must contain at least one placeholder: {vin}, {stock_number} or {vehicle_id}",
+        ));
     }
     // Parse with placeholders filled by a harmless value.
     let sample = template
@@ -351,21 +547,24 @@ fn availability_source(
         .replace("{stock_number}", "X")
         .replace("{vehicle_id}", "X");
     match reqwest::Url::parse(&sample) {
-        Err(_) => problems.push(Problem {
-            pointer: url_pointer,
-            rule: "not a valid absolute URL".into(),
-        }),
+        Err(_) => problems.push(Problem::new(
+            url_pointer,
+            "url_template",
+            "not a valid absolute URL",
+        )),
         Ok(url) => {
             if url.scheme() != "https" && !(url.scheme() == "http" && is_loopback(&url)) {
-                problems.push(Problem {
-                    pointer: url_pointer,
-                    rule: "must use https: plain http is allowed only for a loopback host (127.0.0.1, localhost, [::1])".into(),
-                });
+                problems.push(Problem::new(
+                    url_pointer,
+                    "url_template",
+                    "must use https: plain http is allowed only for a loopback host (127.0.0.1, localhost, [::1])",
+                ));
             } else if !url.username().is_empty() || url.password().is_some() {
-                problems.push(Problem {
-                    pointer: url_pointer,
-                    rule: "must not carry credentials in the URL".into(),
-                });
+                problems.push(Problem::new(
+                    url_pointer,
+                    "url_template",
+                    "must not carry credentials in the URL",
+                ));
             }
         }
     }
@@ -508,6 +707,142 @@ mod tests {
         );
     }
 
+    /// A one-rooftop YAML file; `rooftop` is spliced into the rooftop
+    /// (indented 8 spaces), `settings` into gateway_settings.
+    fn yaml(rooftop: &str, settings: &str) -> String {
+        format!(
+            "organizations:\n  - organization_id: org.a\n    name: A\n    rooftops:\n      - rooftop_id: roof.a\n        name: A\n        address: {{lines: [1 Main], locality: Chicago, country: US}}\n        departments: [sales]\n{rooftop}        gateway_settings:\n          currency: USD\n          odometer_unit: mi\n{settings}"
+        )
+    }
+
+    fn parse_yaml(text: &str) -> Result<ParsedDealers, DealersFileError> {
+        let catalog = Catalog::load().unwrap();
+        parse_with_warnings(&catalog, "d.yaml", text.as_bytes(), "test", Utc::now())
+    }
+
+    const PUBLICATION: &str = "          publication: {anonymous_reads: true}\n";
+
+    #[test]
+    fn timezone_must_be_an_iana_name() {
+        let ok = yaml("        timezone: America/Toronto\n", PUBLICATION);
+        assert!(parse_yaml(&ok).is_ok());
+        let bad = yaml("        timezone: America/Chicagoo\n", PUBLICATION);
+        let err = parse_yaml(&bad).unwrap_err();
+        assert_eq!(err.problems.len(), 1, "{err}");
+        let p = &err.problems[0];
+        assert_eq!(p.pointer, "/organizations/0/rooftops/0/timezone");
+        assert_eq!(p.rule, "iana_timezone");
+        assert_eq!(
+            p.position,
+            Some(Position {
+                line: 9,
+                column: 19
+            })
+        );
+        assert!(
+            !err.to_string().contains("Chicagoo"),
+            "no value echoed: {err}"
+        );
+        assert!(err.to_string().contains("d.yaml:9:19: /organizations/0/rooftops/0/timezone: iana_timezone: not an IANA time zone name"), "{err}");
+    }
+
+    #[test]
+    fn schema_problems_are_in_words_with_the_key_named_and_a_position() {
+        let bad = yaml(
+            "        timezone: America/Chicago\n        departmnets: [sales]\n",
+            "          publicaton: {anonymous_reads: true}\n",
+        )
+        .replace("rooftop_id: roof.a", "rooftop_id: roof.A")
+        .replace("country: US", "country: usa");
+        let err = parse_yaml(&bad).unwrap_err();
+        let report = err.to_string();
+        assert!(
+            !report.contains("failed validation for keyword"),
+            "{report}"
+        );
+        let lines: Vec<&str> = report.lines().skip(1).collect();
+        assert_eq!(
+            lines,
+            [
+                "d.yaml:5:21: /organizations/0/rooftops/0/rooftop_id: pattern: must be lower case, matching ^[a-z0-9][a-z0-9._-]{0,127}$",
+                "d.yaml:7:64: /organizations/0/rooftops/0/address/country: pattern: must be an ISO 3166-1 alpha-2 country code, matching ^[A-Z]{2}$",
+                "d.yaml:10:9: /organizations/0/rooftops/0/departmnets: additionalProperties: unexpected key 'departmnets' (did you mean 'departments'?): this object does not allow it; allowed keys here: rooftop_id, name, legal_name, website, address, timezone, departments, contacts, hours, supported_languages, supported_currencies, extensions, gateway_settings",
+                "d.yaml:12:11: /organizations/0/rooftops/0/gateway_settings: required: missing required property 'publication'",
+                "d.yaml:14:11: /organizations/0/rooftops/0/gateway_settings/publicaton: additionalProperties: unexpected key 'publicaton' (did you mean 'publication'?): this object does not allow it; allowed keys here: currency, odometer_unit, publication, freshness_sla_seconds, availability_source, pricing",
+            ],
+            "{report}"
+        );
+    }
+
+    #[test]
+    fn unquoted_numbers_and_bad_availability_sources_are_explained() {
+        let bad = yaml(
+            "        timezone: America/Chicago\n        contacts: [{department: sales, channel: phone, value: +13125550142, public: true}]\n",
+            "          publication: {anonymous_reads: true}\n          availability_source: {type: ftp}\n",
+        );
+        let err = parse_yaml(&bad).unwrap_err();
+        let explanations: Vec<(&str, &str)> = err
+            .problems
+            .iter()
+            .map(|p| (p.pointer.as_str(), p.explanation.as_str()))
+            .collect();
+        assert_eq!(
+            explanations,
+            [
+                (
+                    "/organizations/0/rooftops/0/contacts/0/value",
+                    "must be a string, not a number; quote it in YAML"
+                ),
+                (
+                    "/organizations/0/rooftops/0/gateway_settings/availability_source/type",
+                    "must be one of: \"feed\", \"http\""
+                ),
+            ],
+            "{err}"
+        );
+        // A selected branch reports its own problem, not the oneOf.
+        let slow = yaml(
+            "        timezone: America/Chicago\n",
+            "          publication: {anonymous_reads: true}\n          availability_source: {type: http, url_template: \"https://dms.example/{vin}\", timeout_ms: 20}\n",
+        );
+        let err = parse_yaml(&slow).unwrap_err();
+        assert_eq!(err.problems.len(), 1, "{err}");
+        assert_eq!(err.problems[0].rule, "minimum");
+        assert_eq!(err.problems[0].explanation, "must be at least 50");
+    }
+
+    #[test]
+    fn contacts_without_a_public_flag_warn_and_only_public_ones_are_published() {
+        let text = yaml(
+            "        timezone: America/Chicago\n        contacts:\n          - {department: sales, channel: phone, value: \"+13125550142\", public: true}\n          - {department: sales, channel: email, value: a@b.example, public: false}\n          - {department: service, channel: phone, value: \"+13125550143\"}\n",
+            PUBLICATION,
+        );
+        let parsed = parse_yaml(&text).unwrap();
+        assert_eq!(
+            parsed.warning_lines("d.yaml"),
+            [
+                "warning: d.yaml:13:13: /organizations/0/rooftops/0/contacts/2: public: the contact has no public flag, so it is not published; add public: true to publish it, or public: false to keep it private and silence this warning"
+            ]
+        );
+        let dap = &parsed.records[0].rooftops[0].dap;
+        assert_eq!(
+            dap["contacts"].as_array().unwrap().len(),
+            3,
+            "stored as written"
+        );
+        let published = published_rooftop(dap);
+        assert_eq!(
+            published["contacts"],
+            serde_json::json!([{"department": "sales", "channel": "phone", "value": "+13125550142", "public": true}])
+        );
+        // No public contact at all: no contacts member.
+        let private = serde_json::json!({"name": "A", "contacts": [{"department": "sales", "channel": "phone", "value": "+1", "public": false}]});
+        assert_eq!(
+            published_rooftop(&private),
+            serde_json::json!({"name": "A"})
+        );
+    }
+
     #[test]
     fn availability_source_defaults_to_feed() {
         assert_eq!(
@@ -557,7 +892,8 @@ mod tests {
             let err = parse_with_source(&src).unwrap_err();
             assert_eq!(err.problems.len(), 1, "{err}");
             assert_eq!(err.problems[0].pointer, pointer);
-            assert!(err.problems[0].rule.contains(rule), "{err}");
+            assert_eq!(err.problems[0].rule, "url_template", "{err}");
+            assert!(err.problems[0].explanation.contains(rule), "{err}");
         }
         // Schema rules: timeout range, unknown authority, unknown type.
         for bad in [

@@ -98,3 +98,139 @@ async fn foreign_or_absent_organization_is_not_found_without_leaking_the_id() {
     );
     assert!(!r.to_string().contains("secret-foreign"));
 }
+
+/// A dealers file whose one rooftop lists a public contact, a contact
+/// marked `public: false` and one with no flag (issue 11 item 3).
+const CONTACTS_FILE: &str = r#"organizations:
+  - organization_id: org.contacts
+    name: Contacts Motors
+    rooftops:
+      - rooftop_id: roof.contacts-main
+        name: Contacts Motors Main
+        address: {lines: [1 Main St], locality: Springfield, region: IL, country: US}
+        timezone: America/Chicago
+        departments: [sales, service]
+        contacts:
+          - {department: sales, channel: phone, value: "+12175550100", public: true}
+          - {department: sales, channel: phone, value: "+12175550199", public: false}
+          - {department: service, channel: email, value: owner-cell@contacts.example}
+        gateway_settings:
+          currency: USD
+          odometer_unit: mi
+          publication: {anonymous_reads: true}
+"#;
+
+const ORG: &str = "org.contacts";
+const ROOFTOP: &str = "roof.contacts-main";
+
+/// A JSON-RPC request with an optional bearer token; the `result`.
+async fn request_as(
+    app: &common::TestApp,
+    token: Option<&str>,
+    method: &str,
+    params: Value,
+) -> Value {
+    let body = common::modern_body(1, method, params);
+    let name = body["params"]
+        .get("name")
+        .or_else(|| body["params"].get("uri"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", common::MODERN),
+        ("mcp-method", method),
+        ("mcp-name", name.as_str()),
+    ];
+    if let Some(auth) = auth.as_deref() {
+        headers.push(("authorization", auth));
+    }
+    let reply = app.post_raw(&headers, body.to_string()).await;
+    assert_eq!(reply.status, 200, "{}", reply.raw);
+    reply.result().clone()
+}
+
+/// Every contact of every rooftop in a `dealerOrganization`.
+fn contacts(org: &Value) -> Vec<Value> {
+    org["rooftops"]
+        .as_array()
+        .expect("rooftops")
+        .iter()
+        .flat_map(|r| r["contacts"].as_array().cloned().unwrap_or_default())
+        .collect()
+}
+
+#[tokio::test]
+async fn only_contacts_marked_public_are_published_to_anyone() {
+    let dir = common::temp_dir();
+    let file = dir.join("contacts.yaml");
+    std::fs::write(&file, CONTACTS_FILE).unwrap();
+    let app = common::spawn_with(|s| s.seed_dealers = Some(file)).await;
+
+    // A grant for the whole organization does not unlock private contacts.
+    let store = gateway::store::open(&app.database_url).await.unwrap();
+    let catalog = gateway::catalog::Catalog::load().unwrap();
+    let now = chrono::Utc::now();
+    let token = gateway::auth::api_token::create(
+        store.as_ref(),
+        &gateway::auth::api_token::TokenRequest {
+            subject: "partner:contacts-test".into(),
+            organization_id: ORG.into(),
+            rooftops: gateway::auth::RooftopScope::Group,
+            scopes: ["dealeragent:inventory:read".to_owned()].into(),
+            purpose: "contacts test".into(),
+            expires_at: now + chrono::Duration::hours(1),
+        },
+        &gateway::auth::api_token::known_scopes(&catalog),
+        now,
+    )
+    .await
+    .expect("token created")
+    .token;
+
+    let public = json!([{"department": "sales", "channel": "phone", "value": "+12175550100", "public": true}]);
+    for caller in [None, Some(token.as_str())] {
+        let who = if caller.is_some() {
+            "authenticated"
+        } else {
+            "anonymous"
+        };
+        let tool = request_as(
+            &app,
+            caller,
+            "tools/call",
+            json!({"name": "dealeragent.dealer.get", "arguments": {"organization_id": ORG}}),
+        )
+        .await;
+        assert_eq!(tool["isError"], json!(false), "{who}: {tool}");
+        let org = &tool["structuredContent"];
+        assert_eq!(json!(contacts(org)), public, "{who}: dealer.get");
+        let text: Value =
+            serde_json::from_str(tool["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(&text, org, "{who}: the text block is the same object");
+
+        for uri in [
+            format!("dealeragent://organization/{ORG}"),
+            format!("dealeragent://organization/{ORG}/rooftop/{ROOFTOP}"),
+        ] {
+            let read = request_as(&app, caller, "resources/read", json!({"uri": uri})).await;
+            let doc: Value =
+                serde_json::from_str(read["contents"][0]["text"].as_str().unwrap()).unwrap();
+            assert_eq!(json!(contacts(&doc)), public, "{who}: {uri}");
+            for private in ["+12175550199", "owner-cell@contacts.example"] {
+                assert!(
+                    !read.to_string().contains(private),
+                    "{who}: {uri} leaks {private}"
+                );
+            }
+        }
+        for private in ["+12175550199", "owner-cell@contacts.example"] {
+            assert!(
+                !tool.to_string().contains(private),
+                "{who}: dealer.get leaks {private}"
+            );
+        }
+    }
+}

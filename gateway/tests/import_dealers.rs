@@ -201,3 +201,115 @@ async fn a_missing_file_is_a_clear_error() {
         text(&out)
     );
 }
+
+/// The 1-based line of the first occurrence of `needle` in `text`.
+fn line_of(text: &str, needle: &str) -> usize {
+    let at = text.find(needle).expect("needle in text");
+    text[..at].matches('\n').count() + 1
+}
+
+#[tokio::test]
+async fn contacts_without_a_public_flag_are_warned_about_with_file_pointer_and_line() {
+    let dir = temp_dir();
+    let db = test_database_url(&dir).await;
+    let contact = r#"{department: service, channel: phone, value: "+13125550143", public: true}"#;
+    let unflagged = DEMO.replacen(
+        contact,
+        r#"{department: service, channel: phone, value: "+13125550143"}"#,
+        1,
+    );
+    assert_ne!(unflagged, DEMO);
+    let line = line_of(
+        &unflagged,
+        r#"{department: service, channel: phone, value: "+13125550143"}"#,
+    );
+    let file = write(&dir, "dealers.yaml", &unflagged);
+    let expected = format!(
+        "warning: {file}:{line}:13: /organizations/0/rooftops/0/contacts/2: public: the contact has no public flag, so it is not published"
+    );
+    for args in [
+        vec!["import", "dealers", file.as_str(), "--dry-run"],
+        vec!["import", "dealers", file.as_str()],
+    ] {
+        let out = gateway(&db, &args);
+        assert!(out.status.success(), "{}", text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(&expected), "{args:?}: {stderr}");
+        assert_eq!(stderr.matches("no public flag").count(), 1, "{stderr}");
+    }
+    // The demo file flags every contact: no warning.
+    let demo = write(&dir, "demo.yaml", DEMO);
+    let out = gateway(&db, &["import", "dealers", &demo, "--dry-run"]);
+    assert!(out.status.success());
+    assert!(!text(&out).contains("no public flag"), "{}", text(&out));
+}
+
+#[tokio::test]
+async fn problems_name_the_misspelt_key_in_words_with_line_and_column() {
+    let dir = temp_dir();
+    let db = test_database_url(&dir).await;
+    let bad = DEMO.replacen("publication:", "publicaton:", 1).replacen(
+        "rooftop_id: roof.lakeshore-chicago",
+        "rooftop_id: roof.Lakeshore-Chicago",
+        1,
+    );
+    let key_line = line_of(&bad, "publicaton:");
+    let id_line = line_of(&bad, "rooftop_id: roof.Lakeshore-Chicago");
+    let file = write(&dir, "bad.yaml", &bad);
+    let out = gateway(&db, &["import", "dealers", &file]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let report = text(&out);
+    let base = "/organizations/0/rooftops/0";
+    for expected in [
+        format!(
+            "{file}:{id_line}:21: {base}/rooftop_id: pattern: must be lower case, matching ^[a-z0-9][a-z0-9._-]{{0,127}}$"
+        ),
+        format!(
+            "{file}:{key_line}:11: {base}/gateway_settings/publicaton: additionalProperties: unexpected key 'publicaton' (did you mean 'publication'?)"
+        ),
+        format!("{base}/gateway_settings: required: missing required property 'publication'"),
+    ] {
+        assert!(report.contains(&expected), "{expected}\n{report}");
+    }
+    assert!(
+        !report.contains("failed validation for keyword"),
+        "{report}"
+    );
+    assert!(
+        !report.contains("Lakeshore-Chicago"),
+        "never echoes values: {report}"
+    );
+    assert_eq!(organization_count(&db).await, 0);
+}
+
+#[tokio::test]
+async fn a_misspelt_time_zone_is_refused_in_yaml_and_json() {
+    let dir = temp_dir();
+    let db = test_database_url(&dir).await;
+    let bad = DEMO.replacen("timezone: America/Chicago", "timezone: America/Chicagoo", 1);
+    let line = line_of(&bad, "timezone: America/Chicagoo");
+    let yaml = write(&dir, "tz.yaml", &bad);
+    let out = gateway(&db, &["import", "dealers", &yaml, "--dry-run"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!(
+            "{yaml}:{line}:19: /organizations/0/rooftops/0/timezone: iana_timezone: not an IANA time zone name"
+        )),
+        "{}",
+        text(&out)
+    );
+    // The same document as pretty JSON: the same rule, located in the JSON text.
+    let doc: serde_json::Value = yaml_serde::from_str(&bad).unwrap();
+    let pretty = serde_json::to_string_pretty(&doc).unwrap();
+    let json_line = line_of(&pretty, "\"America/Chicagoo\"");
+    let json = write(&dir, "tz.json", &pretty);
+    let out = gateway(&db, &["import", "dealers", &json]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("{json}:{json_line}:"))
+            && text(&out).contains("/organizations/0/rooftops/0/timezone: iana_timezone"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(organization_count(&db).await, 0);
+}

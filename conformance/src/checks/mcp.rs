@@ -122,7 +122,166 @@ pub const CHECKS: &[Check] = &[
         roles: &[],
         run: |cx| Box::pin(error_matches_output_schema(cx)),
     },
+    Check {
+        id: "DAPC-MCP-011",
+        group: G,
+        title: "a foreign browser origin is refused without CORS grants",
+        section: "MCP 2026-07-28 Streamable HTTP security (Origin validation)",
+        keyword: "MUST",
+        text: "a request or preflight from an origin the gateway does not allow is refused (403) and carries no Access-Control-Allow-Origin",
+        required: true,
+        roles: &[],
+        run: |cx| Box::pin(foreign_origin(cx)),
+    },
+    Check {
+        id: "DAPC-MCP-012",
+        group: G,
+        title: "an allowed browser origin gets a working CORS preflight",
+        section: "MCP 2026-07-28 Streamable HTTP; Fetch (CORS)",
+        keyword: "SHOULD",
+        text: "for an allowed origin (--origin) the preflight succeeds allowing POST and the MCP request headers, and responses name the origin and expose Mcp-Session-Id",
+        required: false,
+        roles: &[],
+        run: |cx| Box::pin(allowed_origin(cx)),
+    },
 ];
+
+/// The MCP request headers a browser client sends (lower case).
+const MCP_REQUEST_HEADERS: [&str; 5] = [
+    "content-type",
+    "mcp-protocol-version",
+    "mcp-method",
+    "mcp-name",
+    "authorization",
+];
+
+fn preflight_headers(origin: &str) -> Vec<(&str, &str)> {
+    vec![
+        ("origin", origin),
+        ("access-control-request-method", "POST"),
+        (
+            "access-control-request-headers",
+            "content-type, mcp-protocol-version, mcp-method, mcp-name, authorization",
+        ),
+    ]
+}
+
+async fn foreign_origin(cx: &Ctx) -> Result<Outcome, ClientError> {
+    let mut o = Outcome::new();
+    let origin = format!("https://dapc-foreign-{}.invalid", cx.nonce);
+    let mut problems = Vec::new();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+        "params": {"_meta": meta_for(MODERN)}});
+    let post = cx
+        .client
+        .post_raw(
+            &Caller::Anonymous,
+            &[
+                ("origin", origin.as_str()),
+                ("mcp-protocol-version", MODERN),
+                ("mcp-method", "tools/list"),
+            ],
+            &body.to_string(),
+        )
+        .await?;
+    o.saw(&post);
+    if post.status != 403 {
+        problems.push(format!(
+            "POST from a foreign origin: HTTP {}, expected 403",
+            post.status
+        ));
+    }
+    if post.header("access-control-allow-origin").is_some() {
+        problems.push("POST from a foreign origin carries Access-Control-Allow-Origin".into());
+    }
+    let pre = cx
+        .client
+        .send(
+            reqwest::Method::OPTIONS,
+            &Caller::Anonymous,
+            &preflight_headers(&origin),
+            "",
+        )
+        .await?;
+    o.saw(&pre);
+    if pre.header("access-control-allow-origin").is_some() {
+        problems.push("the preflight of a foreign origin is granted".into());
+    }
+    Ok(o.conclude(&problems, "refused, no CORS grant"))
+}
+
+async fn allowed_origin(cx: &Ctx) -> Result<Outcome, ClientError> {
+    let mut o = Outcome::new();
+    let Some(origin) = cx.origin.as_deref() else {
+        return Ok(o.skip("no --origin given (an origin the gateway is configured to allow)"));
+    };
+    let mut problems = Vec::new();
+    let pre = cx
+        .client
+        .send(
+            reqwest::Method::OPTIONS,
+            &Caller::Anonymous,
+            &preflight_headers(origin),
+            "",
+        )
+        .await?;
+    o.saw(&pre);
+    if !(200..300).contains(&pre.status) {
+        problems.push(format!("preflight: HTTP {}", pre.status));
+    }
+    if pre.header("access-control-allow-origin") != Some(origin) {
+        problems.push(format!(
+            "preflight: Access-Control-Allow-Origin {:?}, expected {origin}",
+            pre.header("access-control-allow-origin")
+        ));
+    }
+    let methods = pre
+        .header("access-control-allow-methods")
+        .unwrap_or("")
+        .to_ascii_uppercase();
+    if !methods.contains("POST") && !methods.contains('*') {
+        problems.push(format!("preflight: POST not allowed ({methods:?})"));
+    }
+    let allowed = pre
+        .header("access-control-allow-headers")
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    for h in MCP_REQUEST_HEADERS {
+        if !allowed.contains(h) && !allowed.contains('*') {
+            problems.push(format!("preflight: header {h} not allowed"));
+        }
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+        "params": {"_meta": meta_for(MODERN)}});
+    let post = cx
+        .client
+        .post_raw(
+            &Caller::Anonymous,
+            &[
+                ("origin", origin),
+                ("mcp-protocol-version", MODERN),
+                ("mcp-method", "tools/list"),
+            ],
+            &body.to_string(),
+        )
+        .await?;
+    o.saw(&post);
+    if post.status != 200 || post.header("access-control-allow-origin") != Some(origin) {
+        problems.push(format!(
+            "POST from the allowed origin: HTTP {}, Access-Control-Allow-Origin {:?}",
+            post.status,
+            post.header("access-control-allow-origin")
+        ));
+    }
+    let exposed = post
+        .header("access-control-expose-headers")
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if !exposed.contains("mcp-session-id") {
+        problems.push("Mcp-Session-Id is not exposed to the browser".into());
+    }
+    Ok(o.conclude(&problems, "preflight and request carry the CORS grant"))
+}
 
 async fn discover(cx: &Ctx) -> Result<Outcome, ClientError> {
     let mut o = Outcome::new();

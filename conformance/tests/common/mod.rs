@@ -33,6 +33,9 @@ pub const FLEET: &str = "roof.lakeshore-fleet-wholesale";
 pub const TORONTO: &str = "roof.maplecrest-toronto";
 pub const BURNABY: &str = "roof.maplecrest-burnaby";
 
+/// The browser origin the test gateway allows (CORS check).
+pub const ALLOWED_ORIGIN: &str = "https://agent.conformance.example";
+
 /// Vehicles generated per rooftop.
 const PER_ROOFTOP: usize = 12;
 
@@ -68,6 +71,7 @@ impl Fixture {
             tokens: self.tokens.clone(),
             dap_schemas: None,
             only: only.map(str::to_owned),
+            origin: Some(ALLOWED_ORIGIN.to_owned()),
         }
     }
 }
@@ -301,6 +305,7 @@ pub async fn setup() -> Fixture {
         s.rate_limit_ip_per_minute = 100_000;
         s.rate_limit_principal_per_minute = 100_000;
         s.anonymous_quota_per_minute = 100_000;
+        s.allowed_origins = vec![ALLOWED_ORIGIN.to_owned()];
     })
     .await;
     Fixture { app, tokens }

@@ -87,7 +87,12 @@ pub fn organization_view(
         return Err(ToolError::NotFound);
     }
     let rooftops: Vec<Value> = match rooftop_ids {
-        None => visible.iter().map(|r| r.dap.clone()).collect(),
+        // Only contacts marked `public: true` leave the gateway, whoever
+        // asks (pii_output: public_business_contact_only; issue 11 item 3).
+        None => visible
+            .iter()
+            .map(|r| crate::dealers::published_rooftop(&r.dap))
+            .collect(),
         Some(ids) => {
             let mut out = Vec::with_capacity(ids.len());
             for id in ids {
@@ -97,7 +102,7 @@ pub fn organization_view(
                     .iter()
                     .find(|r| r.rooftop_id == *id)
                     .ok_or(ToolError::NotFound)?;
-                out.push(rooftop.dap.clone());
+                out.push(crate::dealers::published_rooftop(&rooftop.dap));
             }
             out
         }
