@@ -154,6 +154,27 @@ pub struct ServeSettings {
     )]
     pub anonymous_quota_per_minute: u32,
 
+    /// Audit entries older than this many days are deleted, at start-up and
+    /// every minute while serving (docs/security.md, "Audit retention").
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_AUDIT_RETENTION_DAYS",
+        default_value_t = 90,
+        value_parser = clap::value_parser!(u32).range(1..=36_500)
+    )]
+    pub audit_retention_days: u32,
+
+    /// Most audit rows kept (events plus at most a tenth as counters of
+    /// refused anonymous calls); beyond it the oldest are deleted first and
+    /// a warning is logged (docs/security.md, "Audit retention").
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_AUDIT_MAX_EVENTS",
+        default_value_t = 1_000_000,
+        value_parser = clap::value_parser!(u64).range(100..)
+    )]
+    pub audit_max_events: u64,
+
     /// Longest time a request may run before it is answered with 503.
     #[arg(
         long,
@@ -200,6 +221,14 @@ impl ServeSettings {
         let mut settings = Wrapper::parse_from(["dealer-gateway"]).settings;
         settings.listen = listen;
         settings
+    }
+
+    /// `--audit-retention-days` and `--audit-max-events`.
+    pub fn audit_retention(&self) -> crate::store::AuditRetention {
+        crate::store::AuditRetention {
+            retention_days: self.audit_retention_days,
+            max_events: self.audit_max_events,
+        }
     }
 
     /// The public base URL without a trailing slash.

@@ -1570,6 +1570,227 @@ async fn authenticated_resource_reads_of_nonpublic_data_are_audited() {
 }
 
 // ---------------------------------------------------------------------------
+// Bounded audit (issue 11 item 1)
+// ---------------------------------------------------------------------------
+
+/// The stated bound (docs/security.md, "Audit retention"): 1,000 hostile
+/// anonymous calls of the availability check add less than this many bytes
+/// of audit text. Refused ones become counters per (minute, network, tool,
+/// outcome): three outcomes, two windows at most, about 200 bytes each. A
+/// valid check that finds a refilled quota token (one every 2 s at the
+/// default 30 a minute) is a successful authoritative check and is kept
+/// one by one (about 450 bytes). Before the fix every call was one event
+/// holding the raw arguments: over 16 MB here.
+const HOSTILE_AUDIT_BYTES: u64 = 8 * 1024;
+
+#[tokio::test]
+async fn a_thousand_hostile_anonymous_checks_grow_the_audit_log_by_less_than_8_kib() {
+    if !catalog_has(VERIFY) {
+        eprintln!("skipped: the catalog has no availability check");
+        return;
+    }
+    let f = Fixture::new().await;
+    let t0 = Utc::now() - TimeDelta::milliseconds(5);
+    let before = f.store.audit_footprint().await.unwrap();
+    let huge = "o".repeat(65_536);
+    let absent = |n: i32| json!({"organization_id": ORG, "rooftop_id": ABSENT, "vehicle_id": format!("veh.{n}")});
+    for n in 0..1_000 {
+        let (args, refused) = match n % 4 {
+            // Identifiers far beyond the schema's 128 characters.
+            0 => (
+                json!({"organization_id": huge, "rooftop_id": huge, "vehicle_id": "veh.x"}),
+                true,
+            ),
+            // Arguments of the wrong shape: a number, no selector, an
+            // unknown member with a large value.
+            1 => (
+                json!({"organization_id": ORG, "rooftop_id": 7, "junk": huge}),
+                true,
+            ),
+            // Well-formed ids of nothing: not found while the quota lasts.
+            2 => (absent(n), true),
+            // Past the quota: a burst of valid checks, rate limited.
+            _ if n >= 100 => (
+                json!({"organization_id": ORG, "rooftop_id": CHICAGO, "vehicle_id": f.chicago_vehicle}),
+                false,
+            ),
+            _ => (absent(n), true),
+        };
+        let r = f.tool(Who::Anonymous, VERIFY, args).await;
+        assert_eq!(r.status, 200, "call {n}: {}", r.raw);
+        if refused {
+            assert_eq!(r.result()["isError"], true, "call {n}: {}", r.raw);
+        }
+    }
+    let after = f.store.audit_footprint().await.unwrap();
+    let grown = after.bytes - before.bytes;
+    println!("1,000 hostile anonymous checks: the audit log grew by {grown} bytes");
+    assert!(
+        grown < HOSTILE_AUDIT_BYTES,
+        "the audit log grew by {grown} bytes ({before:?} -> {after:?})"
+    );
+    // Only successful checks are single events; everything else is counted.
+    let events = f.store.audit_since(t0, 10_000).await.unwrap();
+    assert!(events.iter().all(|e| e.outcome == "ok"), "{events:#?}");
+    // A counter row starts on the minute.
+    let window = t0 - TimeDelta::seconds(60);
+    let counters = f.store.audit_counts_since(window, 100).await.unwrap();
+    assert!(counters.len() <= 6, "{counters:#?}");
+    // Nothing is lost: the counters and events add up to every call.
+    let counted: u64 = counters.iter().map(|c| c.count).sum();
+    assert_eq!(counted + events.len() as u64, 1_000, "{counters:#?}");
+    for c in &counters {
+        assert_eq!(c.client_network, "127.0.0.0/24", "{c:?}");
+        assert_eq!(c.tool, VERIFY);
+        let deny = c.outcome != "dealeragent.validation.invalid";
+        assert_eq!(c.policy_decision, if deny { "deny" } else { "allow" });
+    }
+    let outcomes: std::collections::BTreeSet<&str> =
+        counters.iter().map(|c| c.outcome.as_str()).collect();
+    assert_eq!(
+        outcomes,
+        [
+            "dealeragent.rate_limited",
+            NOT_FOUND,
+            "dealeragent.validation.invalid"
+        ]
+        .into(),
+    );
+}
+
+#[tokio::test]
+async fn an_identifier_that_fails_validation_is_audited_as_the_marker() {
+    let f = Fixture::new().await;
+    let t0 = Utc::now() - TimeDelta::milliseconds(5);
+    let huge = "o".repeat(900_000);
+    let r = f
+        .tool(
+            Who::RooftopToken,
+            "dealeragent.inventory.search",
+            json!({"organization_id": huge, "rooftop_ids": [FLEET, "not an id", 5]}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+    assert_eq!(
+        common::tool_error_code(r.result()).as_deref(),
+        Some("dealeragent.validation.invalid")
+    );
+    let events = f.store.audit_since(t0, 100).await.unwrap();
+    assert_eq!(events.len(), 1, "{} events", events.len());
+    let e = &events[0];
+    // Authenticated calls are still kept one by one, but never the raw value.
+    assert_eq!(e.subject, "partner:fleet");
+    assert_eq!(e.organization_id.as_deref(), Some("invalid"));
+    assert_eq!(e.rooftop_ids, [FLEET, "invalid", "invalid"]);
+    assert_eq!(e.outcome, "dealeragent.validation.invalid");
+    let line = serde_json::to_string(e).unwrap();
+    assert!(line.len() < 1_024, "{} bytes: {}", line.len(), &line[..200]);
+    // A valid identifier is recorded as it is.
+    let r = f
+        .tool(
+            Who::RooftopToken,
+            "dealeragent.inventory.search",
+            json!({"organization_id": ORG, "rooftop_ids": [FLEET]}),
+        )
+        .await;
+    assert_eq!(common::tool_error_code(r.result()), None, "{}", r.raw);
+    let events = f.store.audit_since(t0, 100).await.unwrap();
+    assert_eq!(events.len(), 2);
+    assert_eq!(events[1].organization_id.as_deref(), Some(ORG));
+    assert_eq!(events[1].rooftop_ids, [FLEET]);
+}
+
+#[tokio::test]
+async fn audit_retention_and_the_size_bound_hold_from_start_up() {
+    // A store that already holds old and many audit entries.
+    let dir = common::temp_dir();
+    let url = common::test_database_url(&dir).await;
+    let store = gateway::store::open(&url).await.expect("store opens");
+    let now = Utc::now().trunc_subsecs(6);
+    let event = |n: i64, age: TimeDelta| AuditEvent {
+        event_id: uuid::Uuid::now_v7().to_string(),
+        occurred_at: now - age,
+        trace_id: format!("trace.{n}"),
+        subject: "partner:fleet".into(),
+        credential: None,
+        organization_id: Some(ORG.into()),
+        rooftop_ids: vec![FLEET.into()],
+        tool: "dealeragent.inventory.search".into(),
+        profile: "dealeragent.inventory/0.1".into(),
+        policy_decision: "allow".into(),
+        resource_ids: vec![],
+        outcome: "ok".into(),
+        delegation: vec![],
+    };
+    for n in 0..10 {
+        store
+            .append_audit(&event(n, TimeDelta::days(40) + TimeDelta::seconds(n)))
+            .await
+            .unwrap();
+    }
+    for n in 0..300 {
+        store
+            .append_audit(&event(n, TimeDelta::seconds(1_000 - n)))
+            .await
+            .unwrap();
+    }
+    drop(store);
+    let app = common::spawn_on(dir, url, |s| {
+        s.audit_retention_days = 30;
+        s.audit_max_events = 200;
+    })
+    .await;
+    let store = gateway::store::open(&app.database_url).await.unwrap();
+    let kept = store
+        .audit_since(now - TimeDelta::days(365), 1_000)
+        .await
+        .unwrap();
+    // Nothing older than 30 days; at most 200 - 200/10 events, the newest.
+    assert_eq!(kept.len(), 180);
+    assert!(
+        kept.iter()
+            .all(|e| e.occurred_at > now - TimeDelta::days(30))
+    );
+    assert_eq!(kept[0].trace_id, "trace.120");
+    assert_eq!(kept[179].trace_id, "trace.299");
+    // The gateway serves as usual.
+    let r = app.modern("tools/list", json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+}
+
+#[test]
+fn audit_retention_flags_parse_with_their_defaults() {
+    use clap::Parser as _;
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        settings: gateway::config::ServeSettings,
+    }
+    let defaults = Cli::try_parse_from(["dealer-gateway"]).unwrap().settings;
+    assert_eq!(defaults.audit_retention_days, 90);
+    assert_eq!(defaults.audit_max_events, 1_000_000);
+    let set = Cli::try_parse_from([
+        "dealer-gateway",
+        "--audit-retention-days",
+        "7",
+        "--audit-max-events",
+        "5000",
+    ])
+    .unwrap()
+    .settings;
+    assert_eq!((set.audit_retention_days, set.audit_max_events), (7, 5000));
+    for bad in [
+        ["--audit-retention-days", "0"],
+        ["--audit-max-events", "99"],
+    ] {
+        assert!(
+            Cli::try_parse_from(["dealer-gateway", bad[0], bad[1]]).is_err(),
+            "{bad:?}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Rate limits and metadata
 // ---------------------------------------------------------------------------
 

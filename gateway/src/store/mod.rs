@@ -5,6 +5,7 @@
 //! and PostgreSQL (the shared store for several gateway replicas).
 //! Migrations live in `migrations/{sqlite,postgres}/` and run at open.
 
+pub mod audit;
 mod postgres;
 mod sqlite;
 #[cfg(test)]
@@ -20,6 +21,7 @@ use crate::auth::{Credential, Principal, RooftopScope};
 
 use crate::inventory::model::{InventoryImportSummary, VehicleRecord};
 
+pub use audit::{AuditCount, AuditFootprint, AuditPruneSummary, AuditRetention};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
@@ -462,8 +464,47 @@ pub trait Store: Send + Sync + 'static {
     async fn revoke_api_token(&self, token_id: &str, at: DateTime<Utc>)
     -> Result<bool, StoreError>;
 
-    /// Append one audit event (its `event_id` must be new).
+    /// Append one audit event (its `event_id` must be new). What is stored
+    /// is [`AuditEvent::bounded`]: every field within its bound, an
+    /// identifier that is not one replaced by [`audit::INVALID_MARKER`].
     async fn append_audit(&self, event: &AuditEvent) -> Result<(), StoreError>;
+
+    /// Add `count.count` calls to the counter row of (`window_start`,
+    /// `client_network`, `tool`, `outcome`), creating it with
+    /// `first_trace_id` when missing; `last_at` becomes the later of the
+    /// two. A window already holding `max_keys_per_window` rows counts a new
+    /// key under [`audit::OVERFLOW_NETWORK`] instead (concurrent writers
+    /// are serialised, so the cap holds across replicas).
+    async fn count_audit(
+        &self,
+        count: &AuditCount,
+        max_keys_per_window: u32,
+    ) -> Result<(), StoreError>;
+
+    /// Counter rows with `window_start >= since`, ordered by
+    /// (`window_start`, `client_network`, `tool`, `outcome`), at most `limit`.
+    async fn audit_counts_since(
+        &self,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<AuditCount>, StoreError>;
+
+    /// Rows of `audit_events` and `audit_counters`, and the bytes of their
+    /// field text (JSON documents as their text, timestamps as RFC 3339).
+    async fn audit_footprint(&self) -> Result<AuditFootprint, StoreError>;
+
+    /// Delete events with `occurred_at < older_than` and counter rows with
+    /// `window_start < older_than`; then, while more than `max_events`
+    /// events (`max_counters` counter rows) remain, the oldest ones in
+    /// (`occurred_at`, `event_id`) (counter key) order. Works in batches of
+    /// at most 10,000 rows, each its own transaction, so writers wait at most
+    /// one batch. Concurrent passes (several replicas) are serialised.
+    async fn prune_audit(
+        &self,
+        older_than: DateTime<Utc>,
+        max_events: u64,
+        max_counters: u64,
+    ) -> Result<AuditPruneSummary, StoreError>;
 
     /// Audit events with `occurred_at >= since`, ordered by (`occurred_at`,
     /// `event_id`), at most `limit`.
@@ -544,6 +585,13 @@ const ROOFTOP_ID_INDEX: &str = "rooftops_rooftop_id_unique";
 /// Advisory-lock key serialising dealer imports across PostgreSQL replicas
 /// ("DAPDEALR" in ASCII).
 const IMPORT_LOCK_KEY: i64 = 0x4441_5044_4541_4c52;
+
+/// Advisory-lock key serialising new audit counter keys and audit pruning
+/// across PostgreSQL replicas ("DAPAUDIT" in ASCII).
+const AUDIT_LOCK_KEY: i64 = 0x4441_5041_5544_4954;
+
+/// Rows deleted per statement and transaction by `prune_audit`.
+const AUDIT_PRUNE_BATCH: u64 = 10_000;
 
 /// A `Migrator` over migrations embedded by `build.rs` as
 /// `(version, description, sql)`, checksummed exactly as `sqlx::migrate!` does.

@@ -15,12 +15,14 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions, PgRo
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, Row as _};
 
+use super::audit::OVERFLOW_NETWORK;
 use super::{
-    ApiTokenRecord, AuditEvent, AvailabilityObservation, Change, DealersImportSummary,
-    IMPORT_LOCK_KEY, ObservationSource, OrganizationPlan, OrganizationRecord, RooftopRecord,
-    RooftopSettings, SnapshotRecord, SourceRecord, Store, StoreError, check_api_token,
-    embedded_migrator, json_text, map_sqlx_error, new_snapshot_identity, plan_organization,
-    rooftop_not_of_organization, rooftop_taken, summarize, validate_import, validate_snapshot,
+    AUDIT_LOCK_KEY, AUDIT_PRUNE_BATCH, ApiTokenRecord, AuditCount, AuditEvent, AuditFootprint,
+    AuditPruneSummary, AvailabilityObservation, Change, DealersImportSummary, IMPORT_LOCK_KEY,
+    ObservationSource, OrganizationPlan, OrganizationRecord, RooftopRecord, RooftopSettings,
+    SnapshotRecord, SourceRecord, Store, StoreError, check_api_token, embedded_migrator, json_text,
+    map_sqlx_error, new_snapshot_identity, plan_organization, rooftop_not_of_organization,
+    rooftop_taken, summarize, validate_import, validate_snapshot,
 };
 use super::{
     ProgramOutcome, ProgramRecord, ProgramsImportSummary, program_change,
@@ -52,6 +54,10 @@ const API_TOKEN_COLUMNS: &str = "token_id, secret_hash, subject, organization_id
 const AUDIT_COLUMNS: &str = "event_id, occurred_at, trace_id, subject, credential, \
                              organization_id, rooftop_ids, tool, profile, policy_decision, \
                              resource_ids, outcome, delegation";
+
+/// The columns of an `AuditCount`, for `audit_count_from_row`.
+const AUDIT_COUNTER_COLUMNS: &str = "window_start, client_network, tool, outcome, profile, \
+                                     policy_decision, count, first_trace_id, last_at";
 
 /// The PostgreSQL store.
 #[derive(Debug, Clone)]
@@ -481,6 +487,7 @@ impl Store for PostgresStore {
     }
 
     async fn append_audit(&self, event: &AuditEvent) -> Result<(), StoreError> {
+        let event = &event.bounded();
         sqlx::query(
             "insert into audit_events (event_id, occurred_at, trace_id, subject, credential,
                  organization_id, rooftop_ids, tool, profile, policy_decision, resource_ids,
@@ -505,6 +512,248 @@ impl Store for PostgresStore {
         .await
         .map_err(map_sqlx_error)?;
         Ok(())
+    }
+
+    async fn count_audit(
+        &self,
+        count: &AuditCount,
+        max_keys_per_window: u32,
+    ) -> Result<(), StoreError> {
+        let count = count.bounded();
+        let increment = i64::try_from(count.count).unwrap_or(i64::MAX);
+        let mut tx = self.pool.begin().await.map_err(map_sqlx_error)?;
+        let updated = sqlx::query(
+            "update audit_counters set count = count + $1, last_at = greatest(last_at, $2)
+             where window_start = $3 and client_network = $4 and tool = $5 and outcome = $6",
+        )
+        .bind(increment)
+        .bind(count.last_at)
+        .bind(count.window_start)
+        .bind(&count.client_network)
+        .bind(&count.tool)
+        .bind(&count.outcome)
+        .execute(&mut *tx)
+        .await
+        .map_err(map_sqlx_error)?
+        .rows_affected();
+        if updated == 0 {
+            // A new key: serialise with other replicas' new keys, so the
+            // per-window cap counted below still holds at insert.
+            sqlx::query("select pg_advisory_xact_lock($1)")
+                .bind(AUDIT_LOCK_KEY)
+                .execute(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?;
+            let keys: i64 =
+                sqlx::query_scalar("select count(*) from audit_counters where window_start = $1")
+                    .bind(count.window_start)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(map_sqlx_error)?;
+            let network = if keys >= i64::from(max_keys_per_window) {
+                OVERFLOW_NETWORK
+            } else {
+                count.client_network.as_str()
+            };
+            sqlx::query(
+                "insert into audit_counters (window_start, client_network, tool, outcome,
+                     profile, policy_decision, count, first_trace_id, last_at)
+                 values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                 on conflict (window_start, client_network, tool, outcome) do update set
+                     count = audit_counters.count + excluded.count,
+                     last_at = greatest(audit_counters.last_at, excluded.last_at)",
+            )
+            .bind(count.window_start)
+            .bind(network)
+            .bind(&count.tool)
+            .bind(&count.outcome)
+            .bind(&count.profile)
+            .bind(&count.policy_decision)
+            .bind(increment)
+            .bind(&count.first_trace_id)
+            .bind(count.last_at)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?;
+        }
+        tx.commit().await.map_err(map_sqlx_error)
+    }
+
+    async fn audit_counts_since(
+        &self,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<AuditCount>, StoreError> {
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "select {AUDIT_COUNTER_COLUMNS} from audit_counters where window_start >= $1
+             order by window_start, client_network, tool, outcome limit $2"
+        )))
+        .bind(since)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        rows.iter().map(audit_count_from_row).collect()
+    }
+
+    async fn audit_footprint(&self) -> Result<AuditFootprint, StoreError> {
+        // Timestamps count as their RFC 3339 text (27 bytes), as on SQLite;
+        // json documents as their stored text.
+        let (events, event_bytes): (i64, i64) = sqlx::query_as(
+            "select count(*), coalesce(sum(
+                 octet_length(event_id) + 27 + octet_length(trace_id) + octet_length(subject)
+                 + coalesce(octet_length(credential::text), 0)
+                 + coalesce(octet_length(organization_id), 0)
+                 + octet_length(rooftop_ids::text) + octet_length(tool) + octet_length(profile)
+                 + octet_length(policy_decision) + octet_length(resource_ids::text)
+                 + octet_length(outcome) + octet_length(delegation::text)), 0)::bigint
+             from audit_events",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        let (counters, counter_bytes): (i64, i64) = sqlx::query_as(
+            "select count(*), coalesce(sum(
+                 27 + octet_length(client_network) + octet_length(tool) + octet_length(outcome)
+                 + octet_length(profile) + octet_length(policy_decision) + 8
+                 + octet_length(first_trace_id) + 27), 0)::bigint
+             from audit_counters",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        let unsigned = |n: i64| u64::try_from(n).unwrap_or(0);
+        Ok(AuditFootprint {
+            events: unsigned(events),
+            counters: unsigned(counters),
+            bytes: unsigned(event_bytes) + unsigned(counter_bytes),
+        })
+    }
+
+    async fn prune_audit(
+        &self,
+        older_than: DateTime<Utc>,
+        max_events: u64,
+        max_counters: u64,
+    ) -> Result<AuditPruneSummary, StoreError> {
+        let batch = i64::try_from(AUDIT_PRUNE_BATCH).unwrap_or(i64::MAX);
+        let mut summary = AuditPruneSummary::default();
+        loop {
+            let n = sqlx::query(
+                "delete from audit_events where event_id in
+                     (select event_id from audit_events where occurred_at < $1
+                      order by occurred_at, event_id limit $2)",
+            )
+            .bind(older_than)
+            .bind(batch)
+            .execute(&self.pool)
+            .await
+            .map_err(map_sqlx_error)?
+            .rows_affected();
+            summary.events_expired += n;
+            if n < AUDIT_PRUNE_BATCH {
+                break;
+            }
+        }
+        loop {
+            let n = sqlx::query(
+                "delete from audit_counters where (window_start, client_network, tool, outcome) in
+                     (select window_start, client_network, tool, outcome from audit_counters
+                      where window_start < $1 order by window_start limit $2)",
+            )
+            .bind(older_than)
+            .bind(batch)
+            .execute(&self.pool)
+            .await
+            .map_err(map_sqlx_error)?
+            .rows_affected();
+            summary.counters_expired += n;
+            if n < AUDIT_PRUNE_BATCH {
+                break;
+            }
+        }
+        let max_events = i64::try_from(max_events).unwrap_or(i64::MAX);
+        loop {
+            let mut tx = self.pool.begin().await.map_err(map_sqlx_error)?;
+            // Two replicas pruning at once must not both delete the excess.
+            sqlx::query("select pg_advisory_xact_lock($1)")
+                .bind(AUDIT_LOCK_KEY)
+                .execute(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?;
+            let total: i64 = sqlx::query_scalar("select count(*) from audit_events")
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?;
+            let excess = (total - max_events).min(batch);
+            if excess <= 0 {
+                tx.commit().await.map_err(map_sqlx_error)?;
+                break;
+            }
+            // The newest of the `excess` oldest events: delete up to it.
+            let (at, id): (DateTime<Utc>, String) = sqlx::query_as(
+                "select occurred_at, event_id from audit_events
+                 order by occurred_at, event_id limit 1 offset $1",
+            )
+            .bind(excess - 1)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?;
+            let n =
+                sqlx::query("delete from audit_events where (occurred_at, event_id) <= ($1, $2)")
+                    .bind(at)
+                    .bind(&id)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(map_sqlx_error)?
+                    .rows_affected();
+            tx.commit().await.map_err(map_sqlx_error)?;
+            summary.events_over_limit += n;
+            summary.events_pruned_through = Some(at);
+        }
+        let max_counters = i64::try_from(max_counters).unwrap_or(i64::MAX);
+        loop {
+            let mut tx = self.pool.begin().await.map_err(map_sqlx_error)?;
+            sqlx::query("select pg_advisory_xact_lock($1)")
+                .bind(AUDIT_LOCK_KEY)
+                .execute(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?;
+            let total: i64 = sqlx::query_scalar("select count(*) from audit_counters")
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?;
+            let excess = (total - max_counters).min(batch);
+            if excess <= 0 {
+                tx.commit().await.map_err(map_sqlx_error)?;
+                break;
+            }
+            let (window, network, tool, outcome): (DateTime<Utc>, String, String, String) =
+                sqlx::query_as(
+                    "select window_start, client_network, tool, outcome from audit_counters
+                     order by window_start, client_network, tool, outcome limit 1 offset $1",
+                )
+                .bind(excess - 1)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?;
+            let n = sqlx::query(
+                "delete from audit_counters
+                 where (window_start, client_network, tool, outcome) <= ($1, $2, $3, $4)",
+            )
+            .bind(window)
+            .bind(&network)
+            .bind(&tool)
+            .bind(&outcome)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?
+            .rows_affected();
+            tx.commit().await.map_err(map_sqlx_error)?;
+            summary.counters_over_limit += n;
+            summary.counters_pruned_through = Some(window);
+        }
+        Ok(summary)
     }
 
     async fn audit_since(
@@ -724,6 +973,23 @@ fn api_token_from_row(row: &PgRow) -> Result<ApiTokenRecord, StoreError> {
         created_at: row.try_get("created_at").map_err(map_sqlx_error)?,
         expires_at: row.try_get("expires_at").map_err(map_sqlx_error)?,
         revoked_at: row.try_get("revoked_at").map_err(map_sqlx_error)?,
+    })
+}
+
+/// A row of [`AUDIT_COUNTER_COLUMNS`].
+fn audit_count_from_row(row: &PgRow) -> Result<AuditCount, StoreError> {
+    let count: i64 = row.try_get("count").map_err(map_sqlx_error)?;
+    Ok(AuditCount {
+        window_start: row.try_get("window_start").map_err(map_sqlx_error)?,
+        client_network: row.try_get("client_network").map_err(map_sqlx_error)?,
+        tool: row.try_get("tool").map_err(map_sqlx_error)?,
+        outcome: row.try_get("outcome").map_err(map_sqlx_error)?,
+        profile: row.try_get("profile").map_err(map_sqlx_error)?,
+        policy_decision: row.try_get("policy_decision").map_err(map_sqlx_error)?,
+        count: u64::try_from(count)
+            .map_err(|_| StoreError::Corrupt(format!("audit counter count {count}")))?,
+        first_trace_id: row.try_get("first_trace_id").map_err(map_sqlx_error)?,
+        last_at: row.try_get("last_at").map_err(map_sqlx_error)?,
     })
 }
 

@@ -15,12 +15,14 @@ use sqlx::sqlite::{
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, Row as _};
 
+use super::audit::OVERFLOW_NETWORK;
 use super::{
-    ApiTokenRecord, AuditEvent, AvailabilityObservation, Change, DealersImportSummary,
-    ObservationSource, OrganizationPlan, OrganizationRecord, RooftopRecord, RooftopSettings,
-    SnapshotRecord, SourceRecord, Store, StoreError, check_api_token, embedded_migrator, json_text,
-    map_sqlx_error, new_snapshot_identity, plan_organization, rooftop_not_of_organization,
-    rooftop_taken, summarize, validate_import, validate_snapshot,
+    AUDIT_PRUNE_BATCH, ApiTokenRecord, AuditCount, AuditEvent, AuditFootprint, AuditPruneSummary,
+    AvailabilityObservation, Change, DealersImportSummary, ObservationSource, OrganizationPlan,
+    OrganizationRecord, RooftopRecord, RooftopSettings, SnapshotRecord, SourceRecord, Store,
+    StoreError, check_api_token, embedded_migrator, json_text, map_sqlx_error,
+    new_snapshot_identity, plan_organization, rooftop_not_of_organization, rooftop_taken,
+    summarize, validate_import, validate_snapshot,
 };
 use super::{
     ProgramOutcome, ProgramRecord, ProgramsImportSummary, program_change,
@@ -53,6 +55,10 @@ const API_TOKEN_COLUMNS: &str = "token_id, secret_hash, subject, organization_id
 const AUDIT_COLUMNS: &str = "event_id, occurred_at, trace_id, subject, credential, \
                              organization_id, rooftop_ids, tool, profile, policy_decision, \
                              resource_ids, outcome, delegation";
+
+/// The columns of an `AuditCount`, for `audit_count_from_row`.
+const AUDIT_COUNTER_COLUMNS: &str = "window_start, client_network, tool, outcome, profile, \
+                                     policy_decision, count, first_trace_id, last_at";
 
 /// The SQLite store.
 #[derive(Debug, Clone)]
@@ -497,6 +503,7 @@ impl Store for SqliteStore {
     }
 
     async fn append_audit(&self, event: &AuditEvent) -> Result<(), StoreError> {
+        let event = &event.bounded();
         sqlx::query(
             "insert into audit_events (event_id, occurred_at, trace_id, subject, credential,
                  organization_id, rooftop_ids, tool, profile, policy_decision, resource_ids,
@@ -520,6 +527,247 @@ impl Store for SqliteStore {
         .await
         .map_err(map_sqlx_error)?;
         Ok(())
+    }
+
+    async fn count_audit(
+        &self,
+        count: &AuditCount,
+        max_keys_per_window: u32,
+    ) -> Result<(), StoreError> {
+        let count = count.bounded();
+        let window = timestamp(count.window_start);
+        let last_at = timestamp(count.last_at);
+        let increment = i64::try_from(count.count).unwrap_or(i64::MAX);
+        // `begin immediate`: the key count below must still hold at insert.
+        let mut tx = self
+            .pool
+            .begin_with("begin immediate")
+            .await
+            .map_err(map_sqlx_error)?;
+        let updated = sqlx::query(
+            "update audit_counters set count = count + ?, last_at = max(last_at, ?)
+             where window_start = ? and client_network = ? and tool = ? and outcome = ?",
+        )
+        .bind(increment)
+        .bind(&last_at)
+        .bind(&window)
+        .bind(&count.client_network)
+        .bind(&count.tool)
+        .bind(&count.outcome)
+        .execute(&mut *tx)
+        .await
+        .map_err(map_sqlx_error)?
+        .rows_affected();
+        if updated == 0 {
+            let keys: i64 =
+                sqlx::query_scalar("select count(*) from audit_counters where window_start = ?")
+                    .bind(&window)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(map_sqlx_error)?;
+            let network = if keys >= i64::from(max_keys_per_window) {
+                OVERFLOW_NETWORK
+            } else {
+                count.client_network.as_str()
+            };
+            sqlx::query(
+                "insert into audit_counters (window_start, client_network, tool, outcome,
+                     profile, policy_decision, count, first_trace_id, last_at)
+                 values (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                 on conflict (window_start, client_network, tool, outcome) do update set
+                     count = audit_counters.count + excluded.count,
+                     last_at = max(audit_counters.last_at, excluded.last_at)",
+            )
+            .bind(&window)
+            .bind(network)
+            .bind(&count.tool)
+            .bind(&count.outcome)
+            .bind(&count.profile)
+            .bind(&count.policy_decision)
+            .bind(increment)
+            .bind(&count.first_trace_id)
+            .bind(&last_at)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?;
+        }
+        tx.commit().await.map_err(map_sqlx_error)
+    }
+
+    async fn audit_counts_since(
+        &self,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<AuditCount>, StoreError> {
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "select {AUDIT_COUNTER_COLUMNS} from audit_counters where window_start >= ?
+             order by window_start, client_network, tool, outcome limit ?"
+        )))
+        .bind(timestamp(since))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        rows.iter().map(audit_count_from_row).collect()
+    }
+
+    async fn audit_footprint(&self) -> Result<AuditFootprint, StoreError> {
+        // `length(cast(x as blob))` is the byte length of text.
+        let (events, event_bytes): (i64, i64) = sqlx::query_as(
+            "select count(*), coalesce(sum(
+                 length(cast(event_id as blob)) + length(cast(occurred_at as blob))
+                 + length(cast(trace_id as blob)) + length(cast(subject as blob))
+                 + coalesce(length(cast(credential as blob)), 0)
+                 + coalesce(length(cast(organization_id as blob)), 0)
+                 + length(cast(rooftop_ids as blob)) + length(cast(tool as blob))
+                 + length(cast(profile as blob)) + length(cast(policy_decision as blob))
+                 + length(cast(resource_ids as blob)) + length(cast(outcome as blob))
+                 + length(cast(delegation as blob))), 0)
+             from audit_events",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        let (counters, counter_bytes): (i64, i64) = sqlx::query_as(
+            "select count(*), coalesce(sum(
+                 length(cast(window_start as blob)) + length(cast(client_network as blob))
+                 + length(cast(tool as blob)) + length(cast(outcome as blob))
+                 + length(cast(profile as blob)) + length(cast(policy_decision as blob))
+                 + 8 + length(cast(first_trace_id as blob)) + length(cast(last_at as blob))), 0)
+             from audit_counters",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        let unsigned = |n: i64| u64::try_from(n).unwrap_or(0);
+        Ok(AuditFootprint {
+            events: unsigned(events),
+            counters: unsigned(counters),
+            bytes: unsigned(event_bytes) + unsigned(counter_bytes),
+        })
+    }
+
+    async fn prune_audit(
+        &self,
+        older_than: DateTime<Utc>,
+        max_events: u64,
+        max_counters: u64,
+    ) -> Result<AuditPruneSummary, StoreError> {
+        let cutoff = timestamp(older_than);
+        let batch = i64::try_from(AUDIT_PRUNE_BATCH).unwrap_or(i64::MAX);
+        let mut summary = AuditPruneSummary::default();
+        loop {
+            let n = sqlx::query(
+                "delete from audit_events where event_id in
+                     (select event_id from audit_events where occurred_at < ?
+                      order by occurred_at, event_id limit ?)",
+            )
+            .bind(&cutoff)
+            .bind(batch)
+            .execute(&self.pool)
+            .await
+            .map_err(map_sqlx_error)?
+            .rows_affected();
+            summary.events_expired += n;
+            if n < AUDIT_PRUNE_BATCH {
+                break;
+            }
+        }
+        loop {
+            let n = sqlx::query(
+                "delete from audit_counters where (window_start, client_network, tool, outcome) in
+                     (select window_start, client_network, tool, outcome from audit_counters
+                      where window_start < ? order by window_start limit ?)",
+            )
+            .bind(&cutoff)
+            .bind(batch)
+            .execute(&self.pool)
+            .await
+            .map_err(map_sqlx_error)?
+            .rows_affected();
+            summary.counters_expired += n;
+            if n < AUDIT_PRUNE_BATCH {
+                break;
+            }
+        }
+        let max_events = i64::try_from(max_events).unwrap_or(i64::MAX);
+        loop {
+            let mut tx = self
+                .pool
+                .begin_with("begin immediate")
+                .await
+                .map_err(map_sqlx_error)?;
+            let total: i64 = sqlx::query_scalar("select count(*) from audit_events")
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?;
+            let excess = (total - max_events).min(batch);
+            if excess <= 0 {
+                tx.commit().await.map_err(map_sqlx_error)?;
+                break;
+            }
+            // The newest of the `excess` oldest events: delete up to it.
+            let (at, id): (String, String) = sqlx::query_as(
+                "select occurred_at, event_id from audit_events
+                 order by occurred_at, event_id limit 1 offset ?",
+            )
+            .bind(excess - 1)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?;
+            let n = sqlx::query("delete from audit_events where (occurred_at, event_id) <= (?, ?)")
+                .bind(&at)
+                .bind(&id)
+                .execute(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?
+                .rows_affected();
+            tx.commit().await.map_err(map_sqlx_error)?;
+            summary.events_over_limit += n;
+            summary.events_pruned_through = Some(parse_timestamp(&at)?);
+        }
+        let max_counters = i64::try_from(max_counters).unwrap_or(i64::MAX);
+        loop {
+            let mut tx = self
+                .pool
+                .begin_with("begin immediate")
+                .await
+                .map_err(map_sqlx_error)?;
+            let total: i64 = sqlx::query_scalar("select count(*) from audit_counters")
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?;
+            let excess = (total - max_counters).min(batch);
+            if excess <= 0 {
+                tx.commit().await.map_err(map_sqlx_error)?;
+                break;
+            }
+            let (window, network, tool, outcome): (String, String, String, String) =
+                sqlx::query_as(
+                    "select window_start, client_network, tool, outcome from audit_counters
+                     order by window_start, client_network, tool, outcome limit 1 offset ?",
+                )
+                .bind(excess - 1)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?;
+            let n = sqlx::query(
+                "delete from audit_counters
+                 where (window_start, client_network, tool, outcome) <= (?, ?, ?, ?)",
+            )
+            .bind(&window)
+            .bind(&network)
+            .bind(&tool)
+            .bind(&outcome)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?
+            .rows_affected();
+            tx.commit().await.map_err(map_sqlx_error)?;
+            summary.counters_over_limit += n;
+            summary.counters_pruned_through = Some(parse_timestamp(&window)?);
+        }
+        Ok(summary)
     }
 
     async fn audit_since(
@@ -749,6 +997,25 @@ fn api_token_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<ApiTokenRecord, S
         created_at: parse_timestamp(&created_at)?,
         expires_at: parse_timestamp(&expires_at)?,
         revoked_at: revoked_at.as_deref().map(parse_timestamp).transpose()?,
+    })
+}
+
+/// A row of [`AUDIT_COUNTER_COLUMNS`].
+fn audit_count_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<AuditCount, StoreError> {
+    let window_start: String = row.try_get("window_start").map_err(map_sqlx_error)?;
+    let last_at: String = row.try_get("last_at").map_err(map_sqlx_error)?;
+    let count: i64 = row.try_get("count").map_err(map_sqlx_error)?;
+    Ok(AuditCount {
+        window_start: parse_timestamp(&window_start)?,
+        client_network: row.try_get("client_network").map_err(map_sqlx_error)?,
+        tool: row.try_get("tool").map_err(map_sqlx_error)?,
+        outcome: row.try_get("outcome").map_err(map_sqlx_error)?,
+        profile: row.try_get("profile").map_err(map_sqlx_error)?,
+        policy_decision: row.try_get("policy_decision").map_err(map_sqlx_error)?,
+        count: u64::try_from(count)
+            .map_err(|_| StoreError::Corrupt(format!("audit counter count {count}")))?,
+        first_trace_id: row.try_get("first_trace_id").map_err(map_sqlx_error)?,
+        last_at: parse_timestamp(&last_at)?,
     })
 }
 

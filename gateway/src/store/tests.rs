@@ -224,6 +224,10 @@ backend_suite! {
         audit_since_filters_and_orders,
         audit_pages_through_events_sharing_a_timestamp,
         audit_event_never_contains_the_token_secret,
+        audit_events_are_stored_within_their_bounds,
+        audit_counters_add_up_and_cap_the_keys_of_a_window,
+        audit_retention_prunes_entries_older_than_the_cutoff,
+        audit_size_bound_prunes_the_oldest_entries_first,
         availability_observations_round_trip_newest_first,
         stored_settings_without_an_availability_source_decode_as_feed,
         programs_import_counts_and_current_is_newest_revision,
@@ -1724,6 +1728,275 @@ async fn audit_event_never_contains_the_token_secret(store: &dyn Store) {
     );
     assert_eq!(value["policy_decision"], "allow");
     assert_eq!(value["outcome"], "ok");
+}
+
+/// One refused anonymous call of `network`'s host `.7` at `at`.
+fn audit_count(at_text: &str, network: &str, outcome: &str) -> AuditCount {
+    let host = network.replace(".0/24", ".7");
+    AuditCount::one(
+        at(at_text),
+        host.parse().unwrap(),
+        &format!("trace.{at_text}"),
+        "dealeragent.inventory.verify_availability",
+        "dealeragent.inventory.availability/0.1",
+        "deny",
+        outcome,
+    )
+}
+
+async fn audit_events_are_stored_within_their_bounds(store: &dyn Store) {
+    let before = store.audit_footprint().await.unwrap();
+    assert_eq!(before, AuditFootprint::default());
+    // What a hostile request used to put in an event: a 900,000-character
+    // organization id, ids that fail the identifier schema, an endless list.
+    let mut hostile = audit_event(1, "2026-12-01T10:00:00Z");
+    hostile.organization_id = Some("o".repeat(900_000));
+    hostile.rooftop_ids = vec!["a-1".into(), "not an id".into(), "a".repeat(129)];
+    hostile.resource_ids = vec!["veh-1".into(); 5_000];
+    hostile.subject = "s".repeat(100_000);
+    store.append_audit(&hostile).await.unwrap();
+    let stored = store
+        .audit_since(at("2026-12-01T00:00:00Z"), 10)
+        .await
+        .unwrap();
+    assert_eq!(stored.len(), 1);
+    let e = &stored[0];
+    assert_eq!(e.organization_id.as_deref(), Some(audit::INVALID_MARKER));
+    assert_eq!(
+        e.rooftop_ids,
+        ["a-1", audit::INVALID_MARKER, audit::INVALID_MARKER]
+    );
+    assert_eq!(e.resource_ids.len(), audit::MAX_LIST_ENTRIES);
+    assert_eq!(e.resource_ids.last().unwrap(), audit::TRUNCATED_MARKER);
+    assert!(
+        e.subject.len() <= audit::MAX_TEXT_BYTES,
+        "{}",
+        e.subject.len()
+    );
+    assert_eq!(*e, hostile.bounded());
+    let line = serde_json::to_string(e).unwrap();
+    assert!(line.len() <= audit::MAX_EVENT_BYTES, "{}", line.len());
+    // The footprint counts the stored text, byte for byte on both backends.
+    let after = store.audit_footprint().await.unwrap();
+    assert_eq!((after.events, after.counters), (1, 0));
+    assert!(after.bytes < 2_048, "{after:?}");
+    let fields: usize = [
+        e.event_id.len(),
+        27,
+        e.trace_id.len(),
+        e.subject.len(),
+        serde_json::to_string(&e.credential).unwrap().len(),
+        e.organization_id.as_ref().map_or(0, String::len),
+        serde_json::to_string(&e.rooftop_ids).unwrap().len(),
+        e.tool.len(),
+        e.profile.len(),
+        e.policy_decision.len(),
+        serde_json::to_string(&e.resource_ids).unwrap().len(),
+        e.outcome.len(),
+        serde_json::to_string(&e.delegation).unwrap().len(),
+    ]
+    .iter()
+    .sum();
+    assert_eq!(after.bytes, fields as u64);
+}
+
+async fn audit_counters_add_up_and_cap_the_keys_of_a_window(store: &dyn Store) {
+    const LIMITED: &str = "dealeragent.rate_limited";
+    const INVALID: &str = "dealeragent.validation.invalid";
+    let first = audit_count("2026-12-01T10:00:05Z", "192.0.2.0/24", LIMITED);
+    store.count_audit(&first, 3).await.unwrap();
+    store
+        .count_audit(
+            &audit_count("2026-12-01T10:00:50.5Z", "192.0.2.0/24", LIMITED),
+            3,
+        )
+        .await
+        .unwrap();
+    store
+        .count_audit(
+            &audit_count("2026-12-01T10:00:20Z", "192.0.2.0/24", LIMITED),
+            3,
+        )
+        .await
+        .unwrap();
+    // Two more keys fill the window's cap of 3; the next networks overflow.
+    for (network, outcome) in [
+        ("192.0.2.0/24", INVALID),
+        ("198.51.100.0/24", LIMITED),
+        ("203.0.113.0/24", LIMITED),
+        ("10.9.8.0/24", LIMITED),
+    ] {
+        store
+            .count_audit(&audit_count("2026-12-01T10:00:30Z", network, outcome), 3)
+            .await
+            .unwrap();
+    }
+    // The next window starts afresh.
+    store
+        .count_audit(
+            &audit_count("2026-12-01T10:01:00Z", "203.0.113.0/24", LIMITED),
+            3,
+        )
+        .await
+        .unwrap();
+    let rows = store
+        .audit_counts_since(at("2026-12-01T00:00:00Z"), 100)
+        .await
+        .unwrap();
+    let keys: Vec<(String, &str, &str, u64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.window_start.to_rfc3339(),
+                r.client_network.as_str(),
+                r.outcome.as_str(),
+                r.count,
+            )
+        })
+        .collect();
+    let w0 = "2026-12-01T10:00:00+00:00".to_owned();
+    let w1 = "2026-12-01T10:01:00+00:00".to_owned();
+    assert_eq!(
+        keys,
+        vec![
+            (w0.clone(), "192.0.2.0/24", LIMITED, 3),
+            (w0.clone(), "192.0.2.0/24", INVALID, 1),
+            (w0.clone(), "198.51.100.0/24", LIMITED, 1),
+            (w0.clone(), audit::OVERFLOW_NETWORK, LIMITED, 2),
+            (w1, "203.0.113.0/24", LIMITED, 1),
+        ]
+    );
+    let limited = &rows[0];
+    assert_eq!(limited.first_trace_id, first.first_trace_id);
+    assert_eq!(limited.last_at, at("2026-12-01T10:00:50.5Z"));
+    assert_eq!(limited.policy_decision, "deny");
+    let since = store
+        .audit_counts_since(at("2026-12-01T10:01:00Z"), 100)
+        .await
+        .unwrap();
+    assert_eq!(since.len(), 1);
+    let footprint = store.audit_footprint().await.unwrap();
+    assert_eq!((footprint.events, footprint.counters), (0, 5));
+    assert!(footprint.bytes < 5 * 300, "{footprint:?}");
+}
+
+async fn audit_retention_prunes_entries_older_than_the_cutoff(store: &dyn Store) {
+    let old = audit_event(1, "2026-08-01T00:00:00Z");
+    let at_cutoff = audit_event(2, "2026-09-02T00:00:00Z");
+    let recent = audit_event(3, "2026-11-30T00:00:00Z");
+    for e in [&old, &at_cutoff, &recent] {
+        store.append_audit(e).await.unwrap();
+    }
+    for when in ["2026-08-01T00:00:10Z", "2026-11-30T00:00:10Z"] {
+        store
+            .count_audit(
+                &audit_count(when, "192.0.2.0/24", "dealeragent.rate_limited"),
+                256,
+            )
+            .await
+            .unwrap();
+    }
+    // 90 days before 2026-12-01.
+    let policy = AuditRetention {
+        retention_days: 90,
+        max_events: 1_000_000,
+    };
+    let now = at("2026-12-01T00:00:00Z");
+    assert_eq!(policy.cutoff(now), at("2026-09-02T00:00:00Z"));
+    let summary = audit::prune(store, policy, now).await.unwrap();
+    assert_eq!(
+        summary,
+        AuditPruneSummary {
+            events_expired: 1,
+            counters_expired: 1,
+            ..AuditPruneSummary::default()
+        }
+    );
+    let kept = store
+        .audit_since(at("2000-01-01T00:00:00Z"), 100)
+        .await
+        .unwrap();
+    assert_eq!(kept, vec![at_cutoff, recent]);
+    let counters = store
+        .audit_counts_since(at("2000-01-01T00:00:00Z"), 100)
+        .await
+        .unwrap();
+    assert_eq!(counters.len(), 1);
+    assert_eq!(counters[0].window_start, at("2026-11-30T00:00:00Z"));
+    // A second pass finds nothing to do.
+    assert_eq!(
+        audit::prune(store, policy, now).await.unwrap(),
+        AuditPruneSummary::default()
+    );
+}
+
+async fn audit_size_bound_prunes_the_oldest_entries_first(store: &dyn Store) {
+    // 250 events, five sharing each second, appended newest first.
+    let mut appended: Vec<AuditEvent> = (0..250)
+        .rev()
+        .map(|n| {
+            let second = n / 5;
+            audit_event(
+                n,
+                &format!("2026-12-01T10:{:02}:{:02}Z", second / 60, second % 60),
+            )
+        })
+        .collect();
+    for e in &appended {
+        store.append_audit(e).await.unwrap();
+    }
+    for minute in 0..12 {
+        let when = format!("2026-12-01T09:{minute:02}:00Z");
+        store
+            .count_audit(
+                &audit_count(&when, "192.0.2.0/24", "dealeragent.rate_limited"),
+                256,
+            )
+            .await
+            .unwrap();
+    }
+    appended.sort_by(|a, b| (a.occurred_at, &a.event_id).cmp(&(b.occurred_at, &b.event_id)));
+    let summary = store
+        .prune_audit(at("2000-01-01T00:00:00Z"), 100, 5)
+        .await
+        .unwrap();
+    assert_eq!(summary.events_expired + summary.counters_expired, 0);
+    assert_eq!(summary.events_over_limit, 150);
+    assert_eq!(summary.counters_over_limit, 7);
+    assert_eq!(
+        summary.events_pruned_through,
+        Some(appended[149].occurred_at)
+    );
+    assert_eq!(
+        summary.counters_pruned_through,
+        Some(at("2026-12-01T09:06:00Z"))
+    );
+    let kept = store
+        .audit_since(at("2000-01-01T00:00:00Z"), 1_000)
+        .await
+        .unwrap();
+    assert_eq!(kept, appended[150..]);
+    let counters = store
+        .audit_counts_since(at("2000-01-01T00:00:00Z"), 100)
+        .await
+        .unwrap();
+    assert_eq!(counters.len(), 5);
+    assert_eq!(counters[0].window_start, at("2026-12-01T09:07:00Z"));
+    let footprint = store.audit_footprint().await.unwrap();
+    assert_eq!((footprint.events, footprint.counters), (100, 5));
+    // Through the policy: 50 rows at most, of which 5 counter rows.
+    let policy = AuditRetention {
+        retention_days: 36_500,
+        max_events: 50,
+    };
+    let summary = audit::prune(store, policy, at("2026-12-01T12:00:00Z"))
+        .await
+        .unwrap();
+    assert_eq!(summary.events_over_limit, 55);
+    assert_eq!(summary.counters_over_limit, 0);
+    let footprint = store.audit_footprint().await.unwrap();
+    assert_eq!((footprint.events, footprint.counters), (45, 5));
+    assert!(footprint.events + footprint.counters <= policy.max_events);
 }
 
 // ---------------------------------------------------------------------------

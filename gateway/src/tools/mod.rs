@@ -57,68 +57,145 @@ pub struct ToolOutcome {
     pub meta: Option<Value>,
 }
 
-/// Write the audit event of one call (DAP spec 11, CORE-039/040): every
-/// call by an authenticated principal (the only reads that can reach
-/// nonpublic data) and every authoritative check (`audit:
-/// authoritative_read_event` in the catalog). Ids only: never tokens,
-/// secrets or raw arguments. A failed write is logged, not fatal: the read
-/// already happened and the caller is not to blame.
+/// What the audit log keeps of one call (docs/security.md "Audit
+/// retention", issue 11 item 1).
+enum AuditRecord {
+    /// Nothing: an anonymous call of an `access_log` tool.
+    None,
+    /// One event: every call by an authenticated principal (the only reads
+    /// that can reach nonpublic data, DAP spec 11, CORE-039/040), and every
+    /// anonymous authoritative check that was carried out (it passed the
+    /// quota, the input schema and tenancy, so these are bounded by the
+    /// per-address quota).
+    OneByOne,
+    /// A counter per (minute, client network, tool, outcome): an anonymous
+    /// authoritative check that was refused, invalid or rate limited. These
+    /// cost an attacker nothing, so one row each would let anyone fill the
+    /// disk; the count still shows the refusals and where they came from.
+    Counted,
+}
+
+fn audit_record(
+    principal: &Principal,
+    tool: &crate::catalog::Tool,
+    result: &Result<Value, ToolError>,
+) -> AuditRecord {
+    if matches!(principal, Principal::Authenticated(_)) {
+        return AuditRecord::OneByOne;
+    }
+    if tool.safety.audit != "authoritative_read_event" {
+        return AuditRecord::None;
+    }
+    match result {
+        Ok(_) => AuditRecord::OneByOne,
+        Err(error) => match error {
+            // The check ran against the dealer's system or the gateway
+            // failed: the caller was served, and the quota bounds these.
+            ToolError::UpstreamUnavailable { .. } | ToolError::Internal { .. } => {
+                AuditRecord::OneByOne
+            }
+            ToolError::AuthRequired { .. }
+            | ToolError::ScopeInsufficient { .. }
+            | ToolError::NotFound
+            | ToolError::RateLimited { .. }
+            | ToolError::Validation { .. }
+            | ToolError::Invalid { .. } => AuditRecord::Counted,
+        },
+    }
+}
+
+/// `policy_decision` and `outcome` of a call.
+fn decision_of(result: &Result<Value, ToolError>) -> (&'static str, &'static str) {
+    match result {
+        Ok(_) => ("allow", "ok"),
+        Err(error) => (
+            match error {
+                ToolError::AuthRequired { .. }
+                | ToolError::ScopeInsufficient { .. }
+                | ToolError::NotFound
+                | ToolError::RateLimited { .. } => "deny",
+                ToolError::Validation { .. }
+                | ToolError::Invalid { .. }
+                | ToolError::UpstreamUnavailable { .. }
+                | ToolError::Internal { .. } => "allow",
+            },
+            error.code().as_str(),
+        ),
+    }
+}
+
+/// Write the audit record of one call (see [`AuditRecord`]). Ids only:
+/// never tokens, secrets or raw arguments. An identifier argument is
+/// recorded only when it satisfies the identifier schema; otherwise it is
+/// [`crate::store::audit::INVALID_MARKER`] (the call may have been refused
+/// before its arguments were validated, e.g. over the quota). A failed
+/// write is logged, not fatal: the read already happened and the caller is
+/// not to blame.
 async fn audit(
     ctx: &ToolContext,
     tool: &crate::catalog::Tool,
     args: &Value,
     result: &Result<Value, ToolError>,
 ) {
-    let authoritative = tool.safety.audit == "authoritative_read_event";
-    if matches!(ctx.principal, Principal::Anonymous) && !authoritative {
-        return;
-    }
-    let mut event = crate::store::AuditEvent::for_principal(
-        &ctx.principal,
-        &ctx.trace_id,
-        &tool.name,
-        &tool.profile,
-    );
-    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-    event.organization_id = text(args, "organization_id");
-    event.rooftop_ids = match (
-        text(args, "rooftop_id"),
-        args.get("rooftop_ids").and_then(Value::as_array),
-    ) {
-        (Some(one), _) => vec![one],
-        (None, Some(many)) => many
-            .iter()
-            .filter_map(|r| r.as_str().map(str::to_owned))
-            .collect(),
-        (None, None) => Vec::new(),
+    use crate::store::audit::{
+        AuditCount, INVALID_MARKER, MAX_COUNTER_KEYS_PER_WINDOW, identifier_or_marker,
+        identifiers_of,
     };
-    match result {
-        Ok(output) => {
-            // Resource ids from what was returned, not from what was asked.
-            if let Some(id) = text(output, "vehicle_id") {
-                event.resource_ids.push(id);
-            }
-            if let Some(vehicles) = output.get("vehicles").and_then(Value::as_array) {
-                event
-                    .resource_ids
-                    .extend(vehicles.iter().filter_map(|v| text(v, "vehicle_id")));
-            }
+    let (decision, outcome) = decision_of(result);
+    let written = match audit_record(&ctx.principal, tool, result) {
+        AuditRecord::None => return,
+        AuditRecord::Counted => {
+            let count = AuditCount::one(
+                Utc::now(),
+                ctx.client_ip,
+                &ctx.trace_id,
+                &tool.name,
+                &tool.profile,
+                decision,
+                outcome,
+            );
+            ctx.state
+                .store
+                .count_audit(&count, MAX_COUNTER_KEYS_PER_WINDOW)
+                .await
         }
-        Err(error) => {
-            event.outcome = error.code().as_str().to_owned();
-            event.policy_decision = match error {
-                ToolError::AuthRequired { .. }
-                | ToolError::ScopeInsufficient { .. }
-                | ToolError::NotFound
-                | ToolError::RateLimited { .. } => "deny".to_owned(),
-                ToolError::Validation { .. }
-                | ToolError::Invalid { .. }
-                | ToolError::UpstreamUnavailable { .. }
-                | ToolError::Internal { .. } => "allow".to_owned(),
+        AuditRecord::OneByOne => {
+            let mut event = crate::store::AuditEvent::for_principal(
+                &ctx.principal,
+                &ctx.trace_id,
+                &tool.name,
+                &tool.profile,
+            );
+            let identifier = |v: &Value| {
+                v.as_str()
+                    .map_or_else(|| INVALID_MARKER.to_owned(), identifier_or_marker)
             };
+            event.organization_id = args.get("organization_id").map(identifier);
+            event.rooftop_ids = match (args.get("rooftop_id"), args.get("rooftop_ids")) {
+                (Some(one), _) => vec![identifier(one)],
+                (None, Some(Value::Array(many))) => identifiers_of(many),
+                (None, Some(_)) => vec![INVALID_MARKER.to_owned()],
+                (None, None) => Vec::new(),
+            };
+            if let Ok(output) = result {
+                // Resource ids from what was returned (output-schema
+                // valid), not from what was asked.
+                let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+                if let Some(id) = text(output, "vehicle_id") {
+                    event.resource_ids.push(id);
+                }
+                if let Some(vehicles) = output.get("vehicles").and_then(Value::as_array) {
+                    event
+                        .resource_ids
+                        .extend(vehicles.iter().filter_map(|v| text(v, "vehicle_id")));
+                }
+            }
+            event.policy_decision = decision.to_owned();
+            event.outcome = outcome.to_owned();
+            ctx.state.store.append_audit(&event).await
         }
-    }
-    if let Err(e) = ctx.state.store.append_audit(&event).await {
+    };
+    if let Err(e) = written {
         tracing::error!(error = %e, trace.id = %ctx.trace_id, "audit write failed");
     }
 }
