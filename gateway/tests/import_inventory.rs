@@ -440,3 +440,38 @@ async fn generated_demo_bundle_imports() {
         text(&bundle)
     );
 }
+
+#[tokio::test]
+async fn problems_name_the_right_line_with_crlf_and_lf_line_endings() {
+    let (dir, db) = store_with_dealers().await;
+    let original = std::fs::read_to_string(fixture("lakeshore.csv")).unwrap();
+    let lines: Vec<&str> = original.lines().collect();
+    // Line 4 (the third vehicle) gets a lower-case VIN.
+    let vin = lines[3].split(',').nth(2).unwrap().to_owned();
+    assert_eq!(vin.len(), 17, "fixture layout: {}", lines[3]);
+    let broken: Vec<String> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == 3 {
+                l.replacen(&vin, &vin.to_lowercase(), 1)
+            } else {
+                (*l).to_owned()
+            }
+        })
+        .collect();
+    for (name, terminator) in [("lf.csv", "\n"), ("crlf.csv", "\r\n")] {
+        let path = dir.join(name);
+        std::fs::write(&path, broken.join(terminator) + terminator).unwrap();
+        let file = path.display().to_string();
+        let out = import(&db, &file, LAKESHORE, &[]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        let report = text(&out);
+        assert!(
+            report.contains(&format!("{file}:4: vin: ")),
+            "{name}: {report}"
+        );
+        assert_eq!(report.matches(": vin: ").count(), 1, "{name}: {report}");
+    }
+    assert_eq!(snapshot_count(&db, LAKESHORE, CHICAGO).await, 0);
+}

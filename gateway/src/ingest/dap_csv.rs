@@ -141,21 +141,96 @@ impl Column {
     }
 }
 
+/// Counts line terminators in the bytes the CSV reader pulls, so record
+/// line numbers come from the file itself.
+///
+/// The csv crate's `Position::line()` is one too low for every record
+/// after the header of a CRLF file (the RFC 4180 and spreadsheet default):
+/// it takes a record's position before consuming the `\n` of the previous
+/// `\r\n`, and counts only `\n` (issue 11 item 6). Here a record starting
+/// at byte `b` is on line 1 + the number of terminators (`\r\n`, `\n` or a
+/// lone `\r`) whose last byte is at or before `b`; that is right whether
+/// `b` is the first byte of the record or the `\n` the reader has not yet
+/// skipped. Only the terminators of the reader's look-ahead are kept.
+pub(crate) struct LineCounter<R> {
+    inner: R,
+    /// Bytes read so far.
+    read: u64,
+    /// Offsets of the last byte of terminators not yet passed.
+    ends: std::collections::VecDeque<u64>,
+    /// A `\r` that ended the previous chunk: `\r\n` or a lone `\r`.
+    pending_cr: Option<u64>,
+    /// Terminators already passed.
+    passed: usize,
+}
+
+impl<R: std::io::Read> LineCounter<R> {
+    pub(crate) fn new(inner: R) -> Self {
+        Self {
+            inner,
+            read: 0,
+            ends: std::collections::VecDeque::new(),
+            pending_cr: None,
+            passed: 0,
+        }
+    }
+
+    /// The 1-based line of the record starting at byte offset `byte`.
+    pub(crate) fn line_at(&mut self, byte: u64) -> usize {
+        while self.ends.front().is_some_and(|end| *end <= byte) {
+            self.ends.pop_front();
+            self.passed += 1;
+        }
+        self.passed + 1
+    }
+}
+
+impl<R: std::io::Read> std::io::Read for LineCounter<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n == 0 {
+            if let Some(cr) = self.pending_cr.take() {
+                self.ends.push_back(cr);
+            }
+            return Ok(0);
+        }
+        for (i, byte) in buf[..n].iter().enumerate() {
+            let at = self.read + i as u64;
+            if let Some(cr) = self.pending_cr.take() {
+                if *byte == b'\n' {
+                    self.ends.push_back(at);
+                    continue;
+                }
+                self.ends.push_back(cr);
+            }
+            match byte {
+                b'\n' => self.ends.push_back(at),
+                b'\r' => self.pending_cr = Some(at),
+                _ => {}
+            }
+        }
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
 /// Read a CSV file: the header, then each data record with its 1-based line
-/// number. Rows whose field count differs from the header's, or with a cell
-/// that is not UTF-8, are reported and skipped. Returns the data rows read.
+/// number, one record at a time (the file is never held whole). `total` is
+/// the file size, for progress. Rows whose field count differs from the
+/// header's, or with a cell that is not UTF-8, are reported and skipped.
+/// Returns the data rows read.
 pub(crate) fn read_csv<H>(
-    bytes: &[u8],
+    input: impl std::io::Read,
+    total: u64,
     progress: &mut dyn FnMut(Progress),
     problems: &mut Collector,
     header: impl FnOnce(usize, &[String], &mut Collector) -> H,
     mut row: impl FnMut(&H, usize, &[&str], &mut Collector),
 ) -> Result<usize, Failure> {
-    let total = bytes.len() as u64;
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
-        .from_reader(bytes);
+        .from_reader(LineCounter::new(input));
     let mut record = csv::ByteRecord::new();
     let unreadable = |e: csv::Error| Failure::Unreadable(format!("not readable as CSV: {e}"));
     if !reader.read_byte_record(&mut record).map_err(unreadable)? {
@@ -163,7 +238,8 @@ pub(crate) fn read_csv<H>(
             "the file is empty: a header row is required".into(),
         ));
     }
-    let header_line = record.position().map_or(1, |p| p.line() as usize);
+    let header_byte = record.position().map_or(0, csv::Position::byte);
+    let header_line = reader.get_mut().line_at(header_byte);
     let mut names = Vec::with_capacity(record.len());
     for (i, field) in record.iter().enumerate() {
         let field = if i == 0 {
@@ -184,9 +260,8 @@ pub(crate) fn read_csv<H>(
             break;
         }
         rows += 1;
-        let (line, byte) = record
-            .position()
-            .map_or((0, 0), |p| (p.line() as usize, p.byte()));
+        let byte = record.position().map_or(0, csv::Position::byte);
+        let line = reader.get_mut().line_at(byte);
         rules::report_progress(progress, rows, byte, total);
         if record.len() != width {
             problems.add(
@@ -307,6 +382,7 @@ pub(crate) fn parse(
     let mut vehicles = Vec::new();
     let rows = read_csv(
         bytes,
+        bytes.len() as u64,
         progress,
         &mut problems,
         layout,

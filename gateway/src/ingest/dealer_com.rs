@@ -218,6 +218,7 @@ pub(crate) fn parse(
     let mut vehicles = Vec::new();
     let rows = read_csv(
         bytes,
+        bytes.len() as u64,
         progress,
         &mut problems,
         layout,
