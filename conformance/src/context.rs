@@ -23,7 +23,7 @@ pub const MAX_PAGES: usize = 30;
 /// Page size of the walks: small, so that aggregates span several pages.
 pub const WALK_LIMIT: u64 = 10;
 /// Most vehicles looked at in detail (get_vehicle, verify, disclosure).
-const MAX_SAMPLES: usize = 10;
+const MAX_SAMPLES: usize = 12;
 /// Most stale or unknown vehicles among them.
 const MAX_STALE_SAMPLES: usize = 6;
 
@@ -178,20 +178,15 @@ impl Ctx {
 
     /// The manifest's freshness SLA of `rooftop` for `kind` (inventory,
     /// availability, pricing), in seconds.
+    /// A rooftop only a grant may read has its SLA in that grant's manifest.
     pub fn sla(&self, rooftop: &str, kind: &str) -> Option<i64> {
-        self.manifest
-            .get("freshness_sla_seconds")?
-            .get(rooftop)?
-            .get(kind)?
-            .as_i64()
-            .or_else(|| {
-                self.role_manifests.values().find_map(|m| {
-                    m.get("freshness_sla_seconds")?
-                        .get(rooftop)?
-                        .get(kind)?
-                        .as_i64()
-                })
-            })
+        let of = |m: &Value| {
+            m.get("freshness_sla_seconds")?
+                .get(rooftop)?
+                .get(kind)?
+                .as_i64()
+        };
+        of(&self.manifest).or_else(|| self.role_manifests.values().find_map(of))
     }
 
     /// Names of every tool in tools/list.
@@ -443,13 +438,17 @@ async fn walk_all(cx: &mut Ctx) -> Result<(), ClientError> {
     for org in ids(&cx.manifest, "organization_ids") {
         walks.push(walk(cx, &Caller::Anonymous, &org, None, WALK_LIMIT).await?);
     }
-    if let Some(p) = cx.partner.clone() {
+    // The rooftops only a grant may read are walked with that grant.
+    for hidden in [cx.partner.clone(), cx.foreign.clone()]
+        .into_iter()
+        .flatten()
+    {
         walks.push(
             walk(
                 cx,
-                &Caller::role("partner"),
-                &p.organization_id,
-                Some(vec![p.rooftop_id.clone()]),
+                &Caller::role(&hidden.owner),
+                &hidden.organization_id,
+                Some(vec![hidden.rooftop_id.clone()]),
                 WALK_LIMIT,
             )
             .await?,

@@ -29,6 +29,9 @@ enum Fault {
     /// Requests carrying a cursor lose their Authorization header, so a
     /// cursor is accepted under another caller.
     CursorAnyCaller,
+    /// A search page's aggregate freshness describes only its own
+    /// vehicles (the defect issue 10 reported).
+    PageOnlyFreshness,
 }
 
 struct Proxy {
@@ -88,7 +91,10 @@ async fn forward(State(p): State<Arc<Proxy>>, headers: HeaderMap, body: Bytes) -
                 out.remove("authorization");
             }
         }
-        Fault::UpgradeStale | Fault::UnknownAsZero | Fault::EchoArguments => {}
+        Fault::UpgradeStale
+        | Fault::UnknownAsZero
+        | Fault::EchoArguments
+        | Fault::PageOnlyFreshness => {}
     }
     let answer = match p
         .http
@@ -139,10 +145,21 @@ async fn forward(State(p): State<Arc<Proxy>>, headers: HeaderMap, body: Bytes) -
                 });
             }
         }
+        Fault::PageOnlyFreshness if tool == "dealeragent.inventory.search" => {
+            edit_tool_result(&mut reply, |sc| {
+                let all_current = sc["vehicles"]
+                    .as_array()
+                    .is_some_and(|v| v.iter().all(|x| x["freshness"]["state"] == "current"));
+                if all_current && sc["freshness"].is_object() {
+                    sc["freshness"]["state"] = json!("current");
+                }
+            });
+        }
         Fault::UpgradeStale
         | Fault::UnknownAsZero
         | Fault::LeakPartner
-        | Fault::CursorAnyCaller => {}
+        | Fault::CursorAnyCaller
+        | Fault::PageOnlyFreshness => {}
     }
     (status, back, reply.to_string()).into_response()
 }
@@ -210,4 +227,9 @@ async fn an_echoed_input_fails_redaction() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cursor_accepted_under_another_caller_fails_cursor_scope() {
     caught(Fault::CursorAnyCaller, "DAPC-CUR", "DAPC-CUR-003").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_fresher_than_its_result_set_fails_freshness() {
+    caught(Fault::PageOnlyFreshness, "DAPC-FRS", "DAPC-FRS-003").await;
 }
