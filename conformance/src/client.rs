@@ -130,7 +130,7 @@ pub fn meta_for(version: &str) -> Value {
     json!({
         "io.modelcontextprotocol/protocolVersion": version,
         "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "dap-conformance", "version": crate::run::SUITE_VERSION}
+        "io.modelcontextprotocol/clientInfo": {"name": "dap-conformance", "version": crate::version::SUITE_VERSION}
     })
 }
 
@@ -346,7 +346,7 @@ impl Client {
     ) -> Result<(Option<String>, Vec<Exchange>), ClientError> {
         let body = json!({"jsonrpc": "2.0", "id": self.id(), "method": "initialize", "params": {
             "protocolVersion": LEGACY, "capabilities": {},
-            "clientInfo": {"name": "dap-conformance", "version": crate::run::SUITE_VERSION}}});
+            "clientInfo": {"name": "dap-conformance", "version": crate::version::SUITE_VERSION}}});
         let init = self
             .post_raw(
                 caller,

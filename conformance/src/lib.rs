@@ -11,3 +11,4 @@ pub mod context;
 pub mod report;
 pub mod run;
 pub mod schemas;
+pub mod version;

@@ -12,7 +12,8 @@ use crate::report::{CheckRecord, Summary};
 use crate::schemas::{SchemaError, SchemaSet};
 
 /// The version of this suite, pinned in every report and claim.
-pub const SUITE_VERSION: &str = "0.1.0";
+
+pub use crate::version::SUITE_VERSION;
 
 /// `dap-conformance run` arguments (flattened into `claim`).
 #[derive(Debug, Clone, clap::Args)]
