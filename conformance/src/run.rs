@@ -12,7 +12,6 @@ use crate::report::{CheckRecord, Summary};
 use crate::schemas::{SchemaError, SchemaSet};
 
 /// The version of this suite, pinned in every report and claim.
-
 pub use crate::version::SUITE_VERSION;
 
 /// `dap-conformance run` arguments (flattened into `claim`).
