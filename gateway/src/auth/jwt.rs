@@ -121,7 +121,9 @@ impl VerificationKey {
 
     /// Verifies `signature` over `signing_input`. The caller has already
     /// checked that the token's `alg` is this key's algorithm.
-    fn verify(&self, signing_input: &[u8], signature: &[u8]) -> bool {
+    /// `require_low_s`: refuse an ES256 signature whose S is above n/2
+    /// (`--jwt-require-low-s`, docs/jwt.md "Signature malleability").
+    fn verify(&self, signing_input: &[u8], signature: &[u8], require_low_s: bool) -> bool {
         match &self.material {
             KeyMaterial::Ec(key) => {
                 // JWS ES256 signatures are the raw 64-byte R || S (RFC 7518
@@ -130,6 +132,10 @@ impl VerificationKey {
                     return false;
                 }
                 match p256::ecdsa::Signature::from_slice(signature) {
+                    // (r, s) and (r, n - s) both verify (ECDSA is
+                    // malleable); `normalize_s` maps a high S to n - s and
+                    // leaves a low one unchanged, so inequality means high.
+                    Ok(sig) if require_low_s && sig.normalize_s() != sig => false,
                     Ok(sig) => key.verify(signing_input, &sig).is_ok(),
                     Err(_) => false,
                 }
@@ -407,6 +413,11 @@ pub struct JwtConfig {
     pub jwks: Jwks,
     /// Skew tolerated on `exp` and `nbf`.
     pub leeway_seconds: u64,
+    /// Refuse ES256 signatures with a high S (`--jwt-require-low-s`). Off by
+    /// default: common issuers (OpenSSL, Go, Java, cloud KMS) do not
+    /// normalise S, so about half of their valid tokens are high-S, and the
+    /// gateway keys nothing on signature bytes (docs/jwt.md).
+    pub require_low_s: bool,
 }
 
 impl JwtConfig {
@@ -459,7 +470,16 @@ impl JwtConfig {
             audience,
             jwks,
             leeway_seconds,
+            require_low_s: false,
         })
+    }
+
+    /// Refuse (`true`) or accept (`false`, the default) high-S ES256
+    /// signatures.
+    #[must_use]
+    pub fn with_require_low_s(mut self, require_low_s: bool) -> Self {
+        self.require_low_s = require_low_s;
+        self
     }
 
     /// Verifies a JWT access token and builds its [`Grant`]. The checks run
@@ -516,7 +536,7 @@ impl JwtConfig {
             .decode(signature_b64)
             .map_err(|_| JwtRejection::Malformed)?;
         let signing_input = &token[..header_b64.len() + 1 + payload_b64.len()];
-        if !key.verify(signing_input.as_bytes(), &signature) {
+        if !key.verify(signing_input.as_bytes(), &signature, self.require_low_s) {
             return Err(JwtRejection::BadSignature);
         }
 
@@ -1237,6 +1257,62 @@ mod tests {
         assert_eq!(reject(&short), JwtRejection::BadSignature);
         let long = format!("{}.{}.{}", parts[0], parts[1], b64(&[0x30; 72]));
         assert_eq!(reject(&long), JwtRejection::BadSignature);
+    }
+
+    /// The other signature of the same (r): s' = n - s. Exactly one of
+    /// (r, s) and (r, n - s) is low-S.
+    fn twin(signature: &p256::ecdsa::Signature) -> p256::ecdsa::Signature {
+        let (r, s) = signature.split_scalars();
+        p256::ecdsa::Signature::from_scalars(p256::FieldBytes::from(r), p256::FieldBytes::from(-s))
+            .unwrap()
+    }
+
+    /// The low-S and the high-S signature of `claims` (ES256, kid ec-1).
+    fn low_and_high_s_tokens(claims: &Value) -> (String, String) {
+        let token = es256(claims);
+        let (input, signature) = token.rsplit_once('.').unwrap();
+        let sig = p256::ecdsa::Signature::from_slice(&URL_SAFE_NO_PAD.decode(signature).unwrap())
+            .unwrap();
+        let low = sig.normalize_s();
+        let high = twin(&low);
+        assert_ne!(low, high, "the twin differs");
+        assert_eq!(high.normalize_s(), low, "n - s is the high-S twin");
+        (
+            format!("{input}.{}", b64(&low.to_bytes())),
+            format!("{input}.{}", b64(&high.to_bytes())),
+        )
+    }
+
+    #[test]
+    fn high_s_es256_twins_are_accepted_by_default_and_refused_with_require_low_s() {
+        let (low, high) = low_and_high_s_tokens(&claims());
+        let default = config();
+        assert!(!default.require_low_s, "accepting high S is the default");
+        // Both forms are valid ECDSA signatures of the same input: a
+        // mainstream issuer that does not normalise S emits either.
+        assert!(default.verify(&low, now()).is_ok());
+        assert!(default.verify(&high, now()).is_ok());
+        let strict = config().with_require_low_s(true);
+        assert!(strict.verify(&low, now()).is_ok());
+        assert_eq!(strict.verify(&high, now()), Err(JwtRejection::BadSignature));
+        // The flag changes nothing for RS256 (no such malleability).
+        let rsa_token = mint(
+            &json!({"alg": "RS256", "kid": "rsa-1"}),
+            &claims(),
+            &Signing::Rs256,
+        );
+        assert!(strict.verify(&rsa_token, now()).is_ok());
+        // A high-S twin of a forged token is still forged.
+        let (_, high_forged) = low_and_high_s_tokens(&claims());
+        let parts: Vec<&str> = high_forged.split('.').collect();
+        let forged = b64(with(claims(), "sub", json!("someone-else"))
+            .to_string()
+            .as_bytes());
+        let tampered = format!("{}.{forged}.{}", parts[0], parts[2]);
+        assert_eq!(
+            default.verify(&tampered, now()),
+            Err(JwtRejection::BadSignature)
+        );
     }
 
     #[test]
