@@ -284,9 +284,9 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/.well-known/oauth-protected-resource/mcp",
             get(protected_resource),
         )
-        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
-            StatusCode::SERVICE_UNAVAILABLE,
+        .layer(axum::middleware::from_fn_with_state(
             timeout,
+            request_deadline,
         ))
         .layer(cors)
         .layer(axum::middleware::from_fn_with_state(
@@ -294,6 +294,26 @@ pub fn router(state: Arc<AppState>) -> Router {
             cors_guard,
         ))
         .with_state(state)
+}
+
+/// `Retry-After` on a request that ran out of time, in seconds.
+const TIMEOUT_RETRY_AFTER_SECONDS: u64 = 1;
+
+/// `--request-timeout-seconds`: a request still running after it is
+/// answered 503 with a JSON-RPC body (-32603) and `Retry-After`, like every
+/// other refusal on /mcp (issue 11 item 4; tower-http's timeout layer
+/// answered with an empty body). Dropping the handler's future cancels it.
+async fn request_deadline(State(limit): State<Duration>, req: Request, next: Next) -> Response {
+    match tokio::time::timeout(limit, next.run(req)).await {
+        Ok(response) => response,
+        Err(_) => mcp::unavailable(
+            format!(
+                "the request did not complete within {} s; retry after the Retry-After delay",
+                limit.as_secs()
+            ),
+            TIMEOUT_RETRY_AFTER_SECONDS,
+        ),
+    }
 }
 
 async fn healthz() -> Response {
@@ -580,7 +600,8 @@ pub async fn prepare(
                     jwks,
                     settings.jwt_leeway_seconds,
                 )
-                .map_err(|e| crate::Error::Io(format!("JWT configuration: {e}")))?,
+                .map_err(|e| crate::Error::Io(format!("JWT configuration: {e}")))?
+                .with_require_low_s(settings.jwt_require_low_s),
             )
         }
         _ => None,
@@ -645,7 +666,8 @@ fn random_key() -> Vec<u8> {
     h.finalize().to_vec()
 }
 
-/// Serve until `shutdown` resolves, then finish in-flight requests.
+/// Serve until `shutdown` resolves, then finish in-flight requests for at
+/// most `--shutdown-grace-seconds` and close what is left.
 pub async fn serve(
     listener: TcpListener,
     state: Arc<AppState>,
@@ -653,15 +675,13 @@ pub async fn serve(
 ) -> Result<(), crate::Error> {
     let retention =
         crate::store::audit::spawn_retention(state.store.clone(), state.settings.audit_retention());
-    let served = axum::serve(
-        listener,
-        router(state).into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
-    .map_err(|e| crate::Error::Io(e.to_string()));
+    // Our own accept loop rather than `axum::serve`: header-read and idle
+    // timeouts, connection caps, refusals with bodies and a shutdown
+    // deadline (issue 11 items 2 and 4; see `mcp::connections`).
+    let limits = mcp::connections::Limits::from_settings(&state.settings);
+    mcp::connections::serve(listener, router(state), limits, shutdown).await;
     retention.abort();
-    served
+    Ok(())
 }
 
 /// Resolves on ctrl-c or SIGTERM.
@@ -684,5 +704,7 @@ pub async fn shutdown_signal() {
         () = ctrl_c => {},
         () = term => {},
     }
-    tracing::info!("shutdown requested; finishing in-flight requests");
+    tracing::info!(
+        "shutdown requested; finishing in-flight requests (at most --shutdown-grace-seconds)"
+    );
 }

@@ -118,6 +118,13 @@ pub struct ServeSettings {
     #[arg(long, env = "DEALER_GATEWAY_JWT_LEEWAY_SECONDS", default_value_t = 60)]
     pub jwt_leeway_seconds: u64,
 
+    /// Refuse ES256 signatures whose S is in the upper half of the curve
+    /// order (the malleable twin of a low-S signature). Off by default:
+    /// OpenSSL, Go, Java and cloud KMS issuers do not normalise S, so about
+    /// half of their valid tokens are high-S (docs/jwt.md).
+    #[arg(long, env = "DEALER_GATEWAY_JWT_REQUIRE_LOW_S", action = ArgAction::SetTrue)]
+    pub jwt_require_low_s: bool,
+
     /// Authorization servers published in the protected-resource metadata
     /// (comma separated). Defaults to the JWT issuer.
     #[arg(
@@ -182,6 +189,64 @@ pub struct ServeSettings {
         default_value_t = 30
     )]
     pub request_timeout_seconds: u64,
+
+    /// Longest time from the first byte of a request head to its end
+    /// (request line and headers); a slower client gets 408 and the
+    /// connection is closed (docs/security.md, "Slow clients").
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_HEADER_READ_TIMEOUT_SECONDS",
+        default_value_t = 10,
+        value_parser = clap::value_parser!(u64).range(1..=3600)
+    )]
+    pub header_read_timeout_seconds: u64,
+
+    /// A connection with no request in progress and no byte of a new one
+    /// for this long is closed (keep-alive idle timeout). Behind a proxy
+    /// that reuses upstream connections, set it above the proxy's own idle
+    /// timeout.
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_IDLE_TIMEOUT_SECONDS",
+        default_value_t = 30,
+        value_parser = clap::value_parser!(u64).range(1..=86_400)
+    )]
+    pub idle_timeout_seconds: u64,
+
+    /// Most client connections open at once. A new one beyond it replaces
+    /// the oldest connection that has no request in progress, or is refused
+    /// with 503 when every connection is busy.
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_MAX_CONNECTIONS",
+        default_value_t = 512,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub max_connections: u32,
+
+    /// Most connections open at once from one client IP address (IPv6: one
+    /// /64). A new one beyond it replaces that address's oldest connection
+    /// without a request in progress, or is refused with 503. Behind a
+    /// reverse proxy every connection has the proxy's address: set this to
+    /// --max-connections there.
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_MAX_CONNECTIONS_PER_ADDRESS",
+        default_value_t = 64,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub max_connections_per_address: u32,
+
+    /// On SIGTERM or ctrl-c: stop accepting, let requests in progress
+    /// finish for at most this long, then close every remaining connection
+    /// and exit.
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_SHUTDOWN_GRACE_SECONDS",
+        default_value_t = 10,
+        value_parser = clap::value_parser!(u64).range(0..=3600)
+    )]
+    pub shutdown_grace_seconds: u64,
 
     /// Most concurrent legacy (2025-11-25) MCP sessions kept in memory; the
     /// least recently used is dropped beyond it.

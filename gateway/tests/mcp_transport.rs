@@ -632,3 +632,366 @@ async fn loopback_origins_pass_the_origin_check_but_get_cors_only_when_configure
         origin
     );
 }
+
+// ---- Slow clients and refusals at the connection (issue 11 items 2, 4) ----
+
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// One response read off a raw connection.
+#[derive(Debug)]
+struct Raw {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Value,
+}
+
+impl Raw {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Split every `Content-Length` response in `bytes` (the gateway never
+/// streams a response).
+fn responses(mut bytes: &[u8]) -> Vec<Raw> {
+    let mut out = Vec::new();
+    while let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") {
+        let head = String::from_utf8_lossy(&bytes[..end]).into_owned();
+        let mut lines = head.split("\r\n");
+        let status = lines
+            .next()
+            .and_then(|l| l.split(' ').nth(1))
+            .and_then(|s| s.parse().ok())
+            .expect("status line");
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+            .collect();
+        let length: usize = headers
+            .iter()
+            .find(|(k, _)| k == "content-length")
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0);
+        let body = &bytes[end + 4..(end + 4 + length).min(bytes.len())];
+        out.push(Raw {
+            status,
+            headers,
+            body: serde_json::from_slice(body).unwrap_or(Value::Null),
+        });
+        bytes = &bytes[(end + 4 + length).min(bytes.len())..];
+    }
+    out
+}
+
+/// Read until the server closes the connection or `limit` passes; the
+/// bytes and whether it closed.
+async fn read_until_closed(stream: &mut TcpStream, limit: Duration) -> (Vec<u8>, bool) {
+    let mut bytes = Vec::new();
+    let mut chunk = [0_u8; 4096];
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut chunk)).await {
+            Ok(Ok(0) | Err(_)) => return (bytes, true),
+            Ok(Ok(n)) => bytes.extend_from_slice(&chunk[..n]),
+            Err(_) => return (bytes, false),
+        }
+    }
+}
+
+/// A JSON-RPC refusal: `code`, a message, no `id` member.
+fn assert_refusal(r: &Raw, status: u16, code: i64) {
+    assert_eq!(r.status, status, "{r:?}");
+    assert_eq!(r.header("content-type"), Some("application/json"), "{r:?}");
+    assert_error_without_id(&r.body, code);
+}
+
+const HALF_SENT: &[u8] = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Ty";
+
+async fn half_sent(app: &TestApp) -> TcpStream {
+    let mut s = TcpStream::connect(app.addr).await.expect("connect");
+    s.write_all(HALF_SENT).await.expect("write");
+    s
+}
+
+async fn healthz_over(stream: &mut TcpStream) -> Vec<Raw> {
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .await
+        .expect("write");
+    let (bytes, closed) = read_until_closed(stream, Duration::from_secs(10)).await;
+    assert!(closed, "{:?}", String::from_utf8_lossy(&bytes));
+    responses(&bytes)
+}
+
+#[tokio::test]
+async fn a_half_sent_request_head_gets_408_and_is_closed_within_the_header_read_timeout() {
+    let app = spawn_with(|s| s.header_read_timeout_seconds = 1).await;
+    let started = Instant::now();
+    let mut stream = half_sent(&app).await;
+    let (bytes, closed) = read_until_closed(&mut stream, Duration::from_secs(5)).await;
+    let took = started.elapsed();
+    assert!(closed, "still open after 5 s");
+    assert!(
+        took >= Duration::from_millis(900),
+        "closed too early: {took:?}"
+    );
+    assert!(took < Duration::from_secs(4), "closed late: {took:?}");
+    let replies = responses(&bytes);
+    assert_eq!(replies.len(), 1, "{replies:?}");
+    assert_refusal(&replies[0], 408, -32600);
+    assert_eq!(replies[0].header("connection"), Some("close"));
+}
+
+#[tokio::test]
+async fn an_idle_keep_alive_connection_is_closed_after_the_idle_timeout() {
+    let app = spawn_with(|s| s.idle_timeout_seconds = 1).await;
+    let mut stream = TcpStream::connect(app.addr).await.unwrap();
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let (bytes, closed) = read_until_closed(&mut stream, Duration::from_secs(5)).await;
+    let took = started.elapsed();
+    let replies = responses(&bytes);
+    assert_eq!(replies.len(), 1, "{replies:?}");
+    assert_eq!(replies[0].status, 200);
+    assert!(closed, "the idle keep-alive connection stayed open");
+    assert!(took >= Duration::from_millis(900), "{took:?}");
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    // A connection that never sends a byte is idle too.
+    let mut silent = TcpStream::connect(app.addr).await.unwrap();
+    let (bytes, closed) = read_until_closed(&mut silent, Duration::from_secs(5)).await;
+    assert!(closed && bytes.is_empty(), "{bytes:?}");
+}
+
+#[tokio::test]
+async fn half_open_connections_from_one_address_cannot_lock_out_a_fresh_client() {
+    // Every test client is 127.0.0.1, so the fresh client shares the
+    // attacker's address: a connection over a cap replaces the oldest one
+    // without a request in progress, never the newcomer. Both caps in turn.
+    for (total, per_address) in [(6_u32, 4_u32), (4, 100)] {
+        let app = spawn_with(|s| {
+            s.max_connections = total;
+            s.max_connections_per_address = per_address;
+            s.header_read_timeout_seconds = 60;
+            s.idle_timeout_seconds = 60;
+        })
+        .await;
+        let mut stalled = Vec::new();
+        for _ in 0..30 {
+            stalled.push(half_sent(&app).await);
+        }
+        let mut fresh = TcpStream::connect(app.addr).await.unwrap();
+        let replies = healthz_over(&mut fresh).await;
+        assert_eq!(replies.len(), 1, "{replies:?}");
+        assert_eq!(replies[0].status, 200, "{replies:?}");
+        assert_eq!(replies[0].body["status"], "ok");
+        // The stalled connections were closed, all but at most a cap's worth.
+        let mut closed = 0;
+        for s in &mut stalled {
+            if read_until_closed(s, Duration::from_millis(200)).await.1 {
+                closed += 1;
+            }
+        }
+        let kept = total.min(per_address) as usize;
+        assert!(closed >= 30 - kept, "{closed} of 30 closed (cap {kept})");
+    }
+}
+
+/// A request whose head is complete and whose body never finishes: the
+/// handler waits for the body, so the connection is busy.
+async fn busy_request(app: &TestApp) -> TcpStream {
+    let mut s = TcpStream::connect(app.addr).await.unwrap();
+    s.write_all(
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+          Content-Length: 100\r\n\r\n{\"jsonrpc\":",
+    )
+    .await
+    .unwrap();
+    s
+}
+
+#[tokio::test]
+async fn when_every_connection_of_an_address_is_busy_a_new_one_gets_503_with_a_body() {
+    let app = spawn_with(|s| {
+        s.max_connections_per_address = 2;
+        s.request_timeout_seconds = 30;
+    })
+    .await;
+    let mut busy = vec![busy_request(&app).await, busy_request(&app).await];
+    // Let the server see both heads (the handlers are then waiting).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut third = TcpStream::connect(app.addr).await.unwrap();
+    let (bytes, closed) = read_until_closed(&mut third, Duration::from_secs(5)).await;
+    assert!(closed);
+    let replies = responses(&bytes);
+    assert_eq!(replies.len(), 1, "{replies:?}");
+    assert_refusal(&replies[0], 503, -32603);
+    assert_eq!(replies[0].header("retry-after"), Some("1"));
+    // The busy requests were not disturbed: finishing a body is served.
+    let rest = format!("{:<89}", "\"2.0\",\"id\":1,\"method\":\"ping\"}");
+    busy[0].write_all(rest.as_bytes()).await.unwrap();
+    let mut chunk = [0_u8; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(5), busy[0].read(&mut chunk))
+        .await
+        .expect("answered")
+        .unwrap();
+    let replies = responses(&chunk[..n]);
+    assert_eq!(
+        replies.len(),
+        1,
+        "{:?}",
+        String::from_utf8_lossy(&chunk[..n])
+    );
+    assert_ne!(replies[0].status, 503, "{replies:?}");
+    busy.clear();
+}
+
+#[tokio::test]
+async fn shutdown_with_open_connections_exits_within_the_grace_period() {
+    let dir = common::temp_dir();
+    let url = common::test_database_url(&dir).await;
+    let mut settings = gateway::config::ServeSettings::with_listen("127.0.0.1:0".parse().unwrap());
+    settings.shutdown_grace_seconds = 1;
+    settings.header_read_timeout_seconds = 60;
+    settings.idle_timeout_seconds = 60;
+    settings.request_timeout_seconds = 60;
+    let (state, listener) = gateway::app::prepare(settings, &url).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(gateway::app::serve(listener, state, async move {
+        let _ = stopped.await;
+    }));
+    // One half-sent head (closed at once: no request is in progress) and
+    // one request whose body never ends (in progress: cut at the deadline).
+    let mut head = TcpStream::connect(addr).await.unwrap();
+    head.write_all(HALF_SENT).await.unwrap();
+    let mut body = TcpStream::connect(addr).await.unwrap();
+    body.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .expect("serve returned within the grace period")
+        .unwrap()
+        .unwrap();
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    assert!(
+        took >= Duration::from_millis(900),
+        "the busy request got its grace: {took:?}"
+    );
+    assert!(read_until_closed(&mut head, Duration::from_secs(1)).await.1);
+    assert!(read_until_closed(&mut body, Duration::from_secs(1)).await.1);
+    assert!(
+        TcpStream::connect(addr).await.is_err(),
+        "no longer accepting"
+    );
+}
+
+#[tokio::test]
+async fn more_than_100_header_fields_get_431_with_a_json_rpc_body() {
+    let app = spawn().await;
+    let body = discover();
+    let head = |fields: usize| {
+        // Host, Content-Type, Content-Length, Mcp-Method and Connection,
+        // then padding up to `fields` in all.
+        let mut h = format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nMcp-Method: server/discover\r\nConnection: close\r\n",
+            body.len()
+        );
+        for i in 0..fields - 5 {
+            h.push_str(&format!("X-Pad-{i}: v\r\n"));
+        }
+        h.push_str("\r\n");
+        h
+    };
+    let r = app.raw_http(&head(100), body.as_bytes()).await;
+    assert_eq!(r.status, 200, "100 fields are served: {:?}", r.json());
+    for fields in [101, 150, 2_000] {
+        let r = app.raw_http(&head(fields), body.as_bytes()).await;
+        assert_eq!(r.status, 431, "{fields} fields");
+        assert_error_without_id(&r.json(), -32600);
+    }
+}
+
+#[tokio::test]
+async fn a_control_byte_in_a_header_value_gets_400_with_a_json_rpc_body() {
+    let app = spawn().await;
+    let body = discover();
+    for bad in [&b"a\x01b"[..], b"\x00", b"x\x7fy", b"a\rb"] {
+        let mut request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n\
+             Connection: close\r\nX-Test: ",
+            body.len()
+        )
+        .into_bytes();
+        request.extend_from_slice(bad);
+        request.extend_from_slice(b"\r\n\r\n");
+        request.extend_from_slice(body.as_bytes());
+        let r = app.raw_http("", &request).await;
+        assert_eq!(r.status, 400, "{bad:?}");
+        assert_error_without_id(&r.json(), -32600);
+    }
+}
+
+#[tokio::test]
+async fn a_request_head_over_64_kib_gets_431_with_a_json_rpc_body() {
+    let app = spawn().await;
+    let big = "x".repeat(70 * 1024);
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: {big}\r\nConnection: close\r\n\r\n"
+    );
+    let r = app.raw_http(&head, b"").await;
+    assert_eq!(r.status, 431);
+    assert_error_without_id(&r.json(), -32600);
+}
+
+#[tokio::test]
+async fn a_bad_head_after_a_request_on_a_keep_alive_connection_is_answered_with_a_body() {
+    let app = spawn().await;
+    let body = discover();
+    let mut bytes = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Mcp-Method: server/discover\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes();
+    bytes.extend_from_slice(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    bytes.extend_from_slice(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Bad: \x02\r\n\r\n");
+    let mut stream = TcpStream::connect(app.addr).await.unwrap();
+    stream.write_all(&bytes).await.unwrap();
+    let (bytes, closed) = read_until_closed(&mut stream, Duration::from_secs(10)).await;
+    assert!(closed);
+    let replies = responses(&bytes);
+    assert_eq!(replies.len(), 3, "{replies:?}");
+    assert_eq!(replies[0].status, 200);
+    assert_eq!(replies[0].body["result"]["resultType"], "complete");
+    assert_eq!(replies[1].status, 200);
+    assert_eq!(replies[1].body["status"], "ok");
+    assert_refusal(&replies[2], 400, -32600);
+}
+
+#[tokio::test]
+async fn a_request_over_the_timeout_gets_503_with_a_json_rpc_body_and_retry_after() {
+    let app = spawn_with(|s| s.request_timeout_seconds = 1).await;
+    let mut stream = busy_request(&app).await;
+    let started = Instant::now();
+    let (bytes, _) = read_until_closed(&mut stream, Duration::from_secs(5)).await;
+    assert!(started.elapsed() < Duration::from_secs(4));
+    let replies = responses(&bytes);
+    assert_eq!(replies.len(), 1, "{:?}", String::from_utf8_lossy(&bytes));
+    assert_refusal(&replies[0], 503, -32603);
+    assert_eq!(replies[0].header("retry-after"), Some("1"));
+}

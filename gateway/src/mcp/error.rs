@@ -36,6 +36,10 @@ pub enum RpcError {
     SessionNotFound,
     /// -32603: the gateway failed; the detail is logged under `error_id`.
     Internal { error_id: String, unavailable: bool },
+    /// -32603 with HTTP 503 and `Retry-After`: the gateway cannot take the
+    /// request now (the request timed out, every connection is busy). The
+    /// message says which; nothing failed that an operator must look up.
+    Unavailable(String),
 }
 
 impl RpcError {
@@ -49,7 +53,7 @@ impl RpcError {
             Self::MethodNotFound => -32601,
             Self::ResourceNotFound { legacy: true, .. } => -32002,
             Self::ResourceNotFound { legacy: false, .. } => -32602,
-            Self::Internal { .. } => -32603,
+            Self::Internal { .. } | Self::Unavailable(_) => -32603,
         }
     }
 
@@ -92,6 +96,9 @@ impl RpcError {
                 "Session not found: it ended or expired; send initialize again".into(),
                 None,
             ),
+            Self::Unavailable(m) => {
+                (StatusCode::SERVICE_UNAVAILABLE, format!("Service unavailable: {m}"), None)
+            }
             Self::Internal { error_id, unavailable } => (
                 if *unavailable { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::OK },
                 format!("Internal error; quote error id {error_id} to the operator"),

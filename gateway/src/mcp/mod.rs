@@ -15,6 +15,7 @@
 //!    version, as the conformance suite requires — then dispatch
 //!    (404/-32601 for unknown and removed methods).
 
+pub mod connections;
 mod dispatch;
 pub mod error;
 pub mod headers;
@@ -196,6 +197,22 @@ fn too_large(limit: usize) -> Response {
         StatusCode::PAYLOAD_TOO_LARGE,
         RpcError::InvalidRequest(format!("request body exceeds {limit} bytes")),
     )
+}
+
+/// A transport refusal with a forced status and a JSON-RPC body without
+/// `id` (the request was not read), for the connection layer and the HTTP
+/// middleware (issue 11 item 4: every refusal carries a body).
+pub fn transport_refusal(status: StatusCode, error: RpcError) -> Response {
+    plain_error(status, error)
+}
+
+/// 503 with a JSON-RPC body (-32603) and `Retry-After` in seconds.
+pub fn unavailable(message: String, retry_after_seconds: u64) -> Response {
+    let mut r = rpc_error(&RpcError::Unavailable(message), None);
+    if let Ok(v) = HeaderValue::from_str(&retry_after_seconds.to_string()) {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    r
 }
 
 /// An error with a forced status (transport-level refusals).
