@@ -27,6 +27,18 @@ pub const WEIGHT_COMPONENT: u32 = 20;
 /// Longest `disclosure_text` DAP allows.
 pub const MAX_TEXT: usize = 4000;
 const MAX_AGE_LIMIT: u32 = 2_592_000;
+/// DAP `provenance.transformations` `maxItems`.
+const MAX_TRANSFORMATIONS: usize = 32;
+/// Extension member holding the full transformation list when DAP's cap
+/// abbreviates `provenance.transformations`.
+pub const PROVENANCE_EXTENSION: &str = "dealergateway.provenance";
+/// How many conditional discounts `disclosure_text` names; the rest are
+/// summarised with an exact count ("and 3 more conditional offers").
+/// Surcharges and required charges are never summarised (issue 12 item 5).
+pub const TEXT_DISCOUNT_LIMIT: usize = 10;
+/// Longest name (characters) the text quotes for a charge or adjustment,
+/// so that a long name cannot push a surcharge out of the 4,000 characters.
+const TEXT_NAME_CHARS: usize = 80;
 
 /// Points of the availability band component (at most [`WEIGHT_COMPONENT`]).
 pub fn band_points(band: Band) -> u32 {
@@ -67,6 +79,24 @@ pub struct ProgramsInput {
     pub evaluation: Option<Value>,
     /// The evaluation's own validity limit (a program starting or ending).
     pub evaluation_valid_until: Option<DateTime<Utc>>,
+    /// Why the evaluation for the default profile could not complete (a
+    /// value-free sentence, [`evaluation_failure`]). Then no program is
+    /// listed and the disclosure says so in `uncertainty`, in its text and
+    /// in its score (issue 12 item 6): never an empty list that looks
+    /// complete.
+    pub evaluation_error: Option<String>,
+}
+
+/// A value-free, caller-facing sentence for an evaluation that cannot
+/// complete. Both causes are deterministic properties of the stored inputs
+/// (retrying cannot help), so `offers.evaluate` answers them as a
+/// non-retryable error and the disclosure reports them (issue 12 item 6).
+pub fn evaluation_failure(err: &pricing::stacking::EvaluationError) -> String {
+    use pricing::stacking::EvaluationError;
+    match err {
+        EvaluationError::Money(_) => "The organization's incentive programs cannot be evaluated for this vehicle: their amounts cannot be summed with its price within the signed 64-bit range of minor units (money overflow). The result is deterministic; the programs file must be corrected.".to_owned(),
+        EvaluationError::NegativePrice(_) => "The organization's incentive programs cannot be evaluated for this vehicle: its advertised price is negative.".to_owned(),
+    }
 }
 
 /// Everything a disclosure is computed from.
@@ -453,7 +483,14 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
         }
     }
     let adjustments_known = record.conditional_adjustments.is_some() || inputs.programs.is_some();
+    // A failed evaluation lists no program: the adjustments are then not
+    // known, whatever the feed says, and earn no points (issue 12 item 6).
+    let evaluation_error = inputs
+        .programs
+        .as_ref()
+        .and_then(|p| p.evaluation_error.as_deref());
     let adjustments_described = adjustments_known
+        && evaluation_error.is_none()
         && adjustments.iter().all(|a| {
             a.get("criteria")
                 .and_then(Value::as_array)
@@ -501,7 +538,9 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
         gaps.push(Gap {
             component: "conditional_adjustments_have_eligibility_and_stacking",
             points_lost: WEIGHT_COMPONENT,
-            what: if adjustments_known {
+            what: if let Some(e) = evaluation_error {
+                e.to_owned()
+            } else if adjustments_known {
                 "A conditional adjustment lacks criteria, stacking or its amount.".to_owned()
             } else {
                 "Conditional adjustments are unknown: the feed does not list them and no programs are published.".to_owned()
@@ -539,6 +578,10 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
 
     // Uncertainty.
     let mut reasons: Vec<String> = Vec::new();
+    // First, so that the 500-character bound never cuts it.
+    if let Some(e) = evaluation_error {
+        reasons.push(e.to_owned());
+    }
     if !charges_known {
         reasons.push("Required dealer charges are unknown.".to_owned());
     }
@@ -549,6 +592,7 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
         reasons.push(gov.reason.clone());
     }
     let status = if !charges_known
+        || evaluation_error.is_some()
         || gov.status == "unknown"
         || gov.status == "calculated" && gov.total.is_none()
     {
@@ -607,7 +651,20 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
         }
         transformations.push(truncate(&t, 160).to_owned());
     }
-    transformations.truncate(32);
+    // DAP caps `provenance.transformations` at 32 items. Every program
+    // revision must stay named (issue 12 item 5): beyond the cap the full
+    // list goes to `extensions["dealergateway.provenance"]` (DAP 13 allows
+    // extension members) and the last item says the list is abbreviated.
+    let full_transformations = (transformations.len() > MAX_TRANSFORMATIONS).then(|| {
+        let total = transformations.len();
+        let kept = MAX_TRANSFORMATIONS - 1;
+        let all = transformations.clone();
+        transformations.truncate(kept);
+        transformations.push(format!(
+            "abbreviated: {kept} of {total} transformations listed; all are in extensions.{PROVENANCE_EXTENSION}.transformations"
+        ));
+        all
+    });
     let provenance = json!({
         "sources": sources,
         "authority_status": "asserted",
@@ -645,14 +702,15 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
         "max_age_seconds": inputs.inventory_sla_seconds.min(MAX_AGE_LIMIT),
     });
 
-    let text = disclosure_text(
+    let text = disclosure_text(&TextInputs {
         price,
         includes_all,
         charges_known,
-        &charges_value,
-        &adjustments,
-        &gov,
-    );
+        charges: &charges_value,
+        adjustments: &adjustments,
+        gov: &gov,
+        evaluation_error,
+    });
 
     let mut doc = Map::new();
     doc.insert(
@@ -697,6 +755,9 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
     if let Some(e) = inputs.programs.as_ref().and_then(|p| p.evaluation.as_ref()) {
         extensions.insert("dealergateway.offers".into(), e.clone());
     }
+    if let Some(all) = full_transformations {
+        extensions.insert(PROVENANCE_EXTENSION.into(), json!({"transformations": all}));
+    }
     if !extensions.is_empty() {
         doc.insert("extensions".into(), Value::Object(extensions));
     }
@@ -707,19 +768,59 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
     }
 }
 
-fn disclosure_text(
+/// What [`disclosure_text`] is written from.
+struct TextInputs<'a> {
     price: Money,
     includes_all: bool,
     charges_known: bool,
-    charges: &[Value],
-    adjustments: &[Value],
-    gov: &Government,
-) -> String {
+    charges: &'a [Value],
+    adjustments: &'a [Value],
+    gov: &'a Government,
+    evaluation_error: Option<&'a str>,
+}
+
+/// `name (verb, amount)` of one adjustment, the name cut to
+/// [`TEXT_NAME_CHARS`].
+fn adjustment_phrase(a: &Value) -> String {
+    let verb = if str_of(a, "direction") == Some("surcharge") {
+        "surcharge"
+    } else {
+        "discount"
+    };
+    let amount = if str_of(a, "amount_status") == Some("known") {
+        amount_text(a)
+    } else {
+        "amount unknown".to_owned()
+    };
+    format!(
+        "{} ({verb}, {amount})",
+        truncate(str_of(a, "name").unwrap_or("offer"), TEXT_NAME_CHARS)
+    )
+}
+
+fn charge_phrase(c: &Value) -> String {
+    format!(
+        "{} ({})",
+        truncate(&charge_name(c), TEXT_NAME_CHARS),
+        amount_text(c)
+    )
+}
+
+/// The plain-language text (docs/pricing.md section 5, "Text"). Every
+/// required charge and every surcharge is always named; conditional
+/// discounts are named up to [`TEXT_DISCOUNT_LIMIT`] (fewer if the
+/// 4,000-character bound needs the room) and the rest are counted exactly,
+/// so the text never silently shows less than the structured fields
+/// (issue 12 item 5).
+fn disclosure_text(t: &TextInputs<'_>) -> String {
+    let price = t.price;
+    let charges = t.charges;
+    let gov = t.gov;
     let mut parts: Vec<String> = Vec::new();
     parts.push(format!(
         "Advertised price: {price}, available to every buyer."
     ));
-    if includes_all && !charges.is_empty() {
+    if t.includes_all && !charges.is_empty() {
         parts.push("The advertised price includes every required dealer charge.".to_owned());
     }
     let not_included: Vec<&Value> = charges
@@ -730,7 +831,7 @@ fn disclosure_text(
         .iter()
         .filter(|c| c.get("included_in_advertised_price") == Some(&Value::Bool(true)))
         .collect();
-    if !charges_known {
+    if !t.charges_known {
         parts.push(
             "Required dealer charges are unknown: the dealer has not listed them, so the price may not include every required charge."
                 .to_owned(),
@@ -739,20 +840,14 @@ fn disclosure_text(
         parts.push("The dealer lists no required dealer charges.".to_owned());
     } else {
         if !included.is_empty() {
-            let list: Vec<String> = included
-                .iter()
-                .map(|c| format!("{} ({})", charge_name(c), amount_text(c)))
-                .collect();
+            let list: Vec<String> = included.iter().map(|c| charge_phrase(c)).collect();
             parts.push(format!(
                 "Included in the advertised price: {}.",
                 list.join(", ")
             ));
         }
         if !not_included.is_empty() {
-            let list: Vec<String> = not_included
-                .iter()
-                .map(|c| format!("{} ({})", charge_name(c), amount_text(c)))
-                .collect();
+            let list: Vec<String> = not_included.iter().map(|c| charge_phrase(c)).collect();
             parts.push(format!(
                 "NOT included in the advertised price and required on every sale: {}.",
                 list.join(", ")
@@ -793,33 +888,56 @@ fn disclosure_text(
                 .to_owned(),
         ),
     }
-    if !adjustments.is_empty() {
-        let list: Vec<String> = adjustments
-            .iter()
-            .take(20)
-            .map(|a| {
-                let verb = if str_of(a, "direction") == Some("surcharge") {
-                    "surcharge"
-                } else {
-                    "discount"
-                };
-                let amount = if str_of(a, "amount_status") == Some("known") {
-                    amount_text(a)
-                } else {
-                    "amount unknown".to_owned()
-                };
-                format!(
-                    "{} ({verb}, {amount})",
-                    str_of(a, "name").unwrap_or("offer")
-                )
-            })
-            .collect();
+    if let Some(e) = t.evaluation_error {
         parts.push(format!(
-            "Conditional offers, only for buyers who meet their eligibility requirements (eligibility is required and may need proof); they are not part of the advertised price: {}.",
+            "Offers from the dealer's incentive programs are not listed because they could not be computed: {e}"
+        ));
+    }
+    let (surcharges, discounts): (Vec<&Value>, Vec<&Value>) = t
+        .adjustments
+        .iter()
+        .partition(|a| str_of(a, "direction") == Some("surcharge"));
+    if !surcharges.is_empty() {
+        let list: Vec<String> = surcharges.iter().map(|a| adjustment_phrase(a)).collect();
+        parts.push(format!(
+            "Surcharges, added to the price where their conditions apply and not part of the advertised price: {}.",
             list.join("; ")
         ));
     }
-    parts.push("This is a price disclosure, not a personalized or out-the-door quote.".to_owned());
+    let closing = "This is a price disclosure, not a personalized or out-the-door quote.";
+    let fixed: usize =
+        parts.iter().map(|p| p.chars().count() + 1).sum::<usize>() + closing.chars().count();
+    if !discounts.is_empty() {
+        let sentence = |named: usize| {
+            let mut list: Vec<String> = discounts
+                .iter()
+                .take(named)
+                .map(|a| adjustment_phrase(a))
+                .collect();
+            let rest = discounts.len() - named;
+            if rest > 0 {
+                let offers = if rest == 1 { "offer" } else { "offers" };
+                let lead = if named == 0 { "" } else { "and " };
+                list.push(format!(
+                    "{lead}{rest} more conditional {offers} (every one is listed in conditional_adjustments)"
+                ));
+            }
+            format!(
+                "Conditional offers, only for buyers who meet their eligibility requirements (eligibility is required and may need proof); they are not part of the advertised price: {}.",
+                list.join("; ")
+            )
+        };
+        // Name as many as the limit and the length bound allow; the count
+        // covers every one left out.
+        let mut named = discounts.len().min(TEXT_DISCOUNT_LIMIT);
+        let mut text = sentence(named);
+        while named > 0 && fixed + 1 + text.chars().count() > MAX_TEXT {
+            named -= 1;
+            text = sentence(named);
+        }
+        parts.push(text);
+    }
+    parts.push(closing.to_owned());
     let text = parts.join(" ");
     truncate(&text, MAX_TEXT).to_owned()
 }
@@ -878,6 +996,21 @@ fn program_adjustment(
                 "criterion": "payment_mode", "operator": "in", "value": names,
                 "evidence_status": "not_required",
                 "description": format!("Only for {} purchases.", names.join(", ")),
+            }));
+        }
+    }
+    // A program whose residency the default profile cannot decide (a
+    // subdivision-only program without a requested subdivision, or postal
+    // exclusions without a requested postal code) is listed with the
+    // residency need as a criterion: its eligibility is unknown, never
+    // guessed from the rooftop's own address (docs/pricing.md section 2,
+    // issue 12 item 4).
+    if let pricing::stacking::Eligibility::Unknown { needs } = &report.eligibility {
+        for need in needs.iter().filter(|n| n.criterion == "residency") {
+            criteria.push(json!({
+                "criterion": "residency", "operator": "verified", "value": true,
+                "evidence_status": "required",
+                "description": truncate(&format!("Buyer's residence decides eligibility: {}.", need.evidence), 500),
             }));
         }
     }
@@ -1025,8 +1158,9 @@ pub fn programs_input(
             }
             serde_json::to_value(e).ok()
         }
-        Err(err) => Some(json!({"error": err.to_string()})),
+        Err(err) => Some(json!({"error": evaluation_failure(err)})),
     };
+    let evaluation_error = evaluation.as_ref().err().map(evaluation_failure);
     if sources.is_empty() {
         sources.push(json!({
             "source_name": "dealer-agent-gateway incentive programs",
@@ -1039,6 +1173,7 @@ pub fn programs_input(
         sources,
         loaded_at,
         evaluation: evaluation_value,
+        evaluation_error,
         evaluation_valid_until: evaluation
             .ok()
             .and_then(|e| e.valid_until)
@@ -1048,11 +1183,16 @@ pub fn programs_input(
 
 /// The default profile's jurisdiction: the requested one, else the
 /// rooftop's address (`country`, `region` as an ISO 3166-2 subdivision).
+/// Only the requested jurisdiction supplies a postal code: the rooftop's
+/// postal code says where the dealer is, not where the buyer lives, so a
+/// program with postal exclusions stays applicable with a `residency` need
+/// instead of being hidden by a guess (docs/pricing.md section 5, issue 12
+/// item 4).
 pub fn profile_jurisdiction(
     requested: Option<&Value>,
     rooftop_dap: &Value,
 ) -> Option<pricing::stacking::ProfileJurisdiction> {
-    let from = |v: &Value, sub_key: &str| {
+    let from = |v: &Value, sub_key: &str, postal: bool| {
         let country = str_of(v, "country")?.to_owned();
         let subdivision = str_of(v, sub_key).map(|s| {
             if s.contains('-') {
@@ -1064,11 +1204,13 @@ pub fn profile_jurisdiction(
         Some(pricing::stacking::ProfileJurisdiction {
             country,
             subdivision,
-            postal_code: str_of(v, "postal_code").map(str::to_owned),
+            postal_code: str_of(v, "postal_code")
+                .filter(|_| postal)
+                .map(str::to_owned),
         })
     };
     match requested {
-        Some(j) => from(j, "subdivision"),
-        None => from(rooftop_dap.get("address")?, "region"),
+        Some(j) => from(j, "subdivision", true),
+        None => from(rooftop_dap.get("address")?, "region", false),
     }
 }

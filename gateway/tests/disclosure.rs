@@ -7,7 +7,9 @@
 mod common;
 
 use chrono::{DateTime, Duration, SubsecRound as _, Utc};
-use common::{TestApp, fresh_database, spawn_on, test_source, test_vehicle, tool_error_code};
+use common::{
+    TestApp, fresh_database, spawn, spawn_on, test_source, test_vehicle, tool_error_code,
+};
 use gateway::inventory::model::VehicleRecord;
 use gateway::store::{GovernmentChargeEstimate, RooftopPricing};
 use serde_json::{Value, json};
@@ -119,6 +121,20 @@ async fn setup() -> (Fixture, Vec<VehicleRecord>) {
 /// [`setup`], with `tests/fixtures/disclosure/programs.yaml` imported for
 /// ORG when `programs`.
 async fn setup_with(programs: bool) -> (Fixture, Vec<VehicleRecord>) {
+    let bytes = programs.then(|| {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/disclosure/programs.yaml");
+        std::fs::read(&path).expect("programs fixture")
+    });
+    setup_custom(bytes, |_| {}).await
+}
+
+/// [`setup`], with the programs file `programs` (YAML) imported for ORG
+/// and vehicle `b` edited by `edit_b`.
+async fn setup_custom(
+    programs: Option<Vec<u8>>,
+    edit_b: impl FnOnce(&mut VehicleRecord),
+) -> (Fixture, Vec<VehicleRecord>) {
     let now = Utc::now().trunc_subsecs(0);
     let (dir, url) = fresh_database().await;
     let store = gateway::store::open(&url).await.expect("store opens");
@@ -140,10 +156,7 @@ async fn setup_with(programs: bool) -> (Fixture, Vec<VehicleRecord>) {
         .upsert_organizations(&orgs)
         .await
         .expect("dealers imported");
-    if programs {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/disclosure/programs.yaml");
-        let bytes = std::fs::read(&path).expect("programs fixture");
+    if let Some(bytes) = programs {
         let parsed = gateway::offers::import::parse(
             &catalog,
             "programs.yaml",
@@ -170,7 +183,8 @@ async fn setup_with(programs: bool) -> (Fixture, Vec<VehicleRecord>) {
         finance_only(),
         canada_only(),
     ]);
-    let b = test_vehicle(ORG, NORTH, "veh.b.n", "1NRTH", 2, now);
+    let mut b = test_vehicle(ORG, NORTH, "veh.b.n", "1NRTH", 2, now);
+    edit_b(&mut b);
     let mut c = test_vehicle(ORG, NORTH, "veh.c.n", "1NRTH", 3, now);
     c.source.observed_at = now - Duration::hours(3);
     c.required_dealer_charges = Some(vec![]);
@@ -694,4 +708,261 @@ async fn the_pricing_scope_and_the_granted_rooftops_decide_access() {
     let north = token(store.as_ref(), NORTH, &["dealeragent:pricing:read"]).await;
     let result = call_as(&fx.app, &north, private).await;
     assert_eq!(tool_error_code(&result).as_deref(), Some(NOT_FOUND));
+}
+
+/// Issue 12 item 4: without a requested jurisdiction the default profile
+/// takes only the rooftop's country and region, never its postal code, so
+/// the demo's `lk-il-green` (Illinois, not postal prefix 606) at the
+/// Chicago rooftop (60614) is listed with an unknown eligibility and a
+/// residency need instead of being hidden by a guess.
+#[tokio::test]
+async fn the_default_profile_never_guesses_the_buyers_postal_code() {
+    const DEMO_ORG: &str = "org.lakeshore-auto-group";
+    const CHICAGO: &str = "roof.lakeshore-chicago";
+    let app = spawn().await;
+    let found = app
+        .call_tool(
+            "dealeragent.inventory.search",
+            json!({"organization_id": DEMO_ORG, "rooftop_ids": [CHICAGO]}),
+        )
+        .await;
+    assert_eq!(tool_error_code(&found), None, "{found}");
+    let vehicle_id = found["structuredContent"]["vehicles"][0]["vehicle_id"]
+        .as_str()
+        .expect("a demo vehicle at Chicago")
+        .to_owned();
+    let request = |jurisdiction: Option<Value>| {
+        let mut a =
+            json!({"organization_id": DEMO_ORG, "rooftop_id": CHICAGO, "vehicle_id": vehicle_id});
+        if let Some(j) = jurisdiction {
+            a["jurisdiction"] = j;
+        }
+        a
+    };
+    let green = |d: &Value| {
+        d["conditional_adjustments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["adjustment_id"] == "lk-il-green")
+            .cloned()
+    };
+
+    let d = disclose(&app, request(None)).await;
+    let adjustment = green(&d).unwrap_or_else(|| panic!("lk-il-green hidden: {d}"));
+    let residency: Vec<&Value> = adjustment["criteria"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["criterion"] == "residency")
+        .collect();
+    assert_eq!(residency.len(), 1, "{adjustment}");
+    assert!(
+        residency[0]["description"]
+            .as_str()
+            .unwrap()
+            .contains("606"),
+        "{adjustment}"
+    );
+    let report = d["extensions"]["dealergateway.offers"]["programs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["program_id"] == "lk-il-green")
+        .cloned()
+        .expect("lk-il-green evaluated");
+    assert_eq!(report["applicability"]["status"], "applicable", "{report}");
+    assert_eq!(report["eligibility"]["status"], "unknown", "{report}");
+    assert!(
+        report["eligibility"]["needs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["criterion"] == "residency"),
+        "{report}"
+    );
+
+    // A buyer who says they live in Chicago: excluded, not listed.
+    let d = disclose(
+        &app,
+        request(Some(
+            json!({"country": "US", "subdivision": "US-IL", "postal_code": "60614"}),
+        )),
+    )
+    .await;
+    assert!(green(&d).is_none(), "{d}");
+    // A buyer in Springfield: listed, with no residency question left.
+    let d = disclose(
+        &app,
+        request(Some(
+            json!({"country": "US", "subdivision": "US-IL", "postal_code": "62701"}),
+        )),
+    )
+    .await;
+    let adjustment = green(&d).unwrap_or_else(|| panic!("lk-il-green missing: {d}"));
+    assert!(
+        !adjustment["criteria"].to_string().contains("residency"),
+        "{adjustment}"
+    );
+}
+
+/// A programs file of `discounts` stackable discounts named `Offer NN` and
+/// one 995.00 USD market-adjustment surcharge, last in file order.
+fn many_programs(discounts: usize) -> Vec<u8> {
+    let mut yaml = String::from("programs:\n");
+    for i in 0..discounts {
+        yaml.push_str(&format!(
+            "  - program_id: many-{i:02}\n    revision: 1\n    name: Offer {i:02}\n    kind: cash\n    direction: discount\n    amount: {{status: known, amount: {{amount_minor: {}, currency: USD}}}}\n    stacking: {{group: dealer, combinability: stackable}}\n",
+            1_000 + i
+        ));
+    }
+    yaml.push_str("  - program_id: market-adjustment\n    revision: 1\n    name: Market adjustment\n    kind: surcharge\n    direction: surcharge\n    amount: {status: known, amount: {amount_minor: 99500, currency: USD}}\n    stacking: {group: dealer-addons, combinability: stackable}\n");
+    yaml.into_bytes()
+}
+
+/// Issue 12 item 5: every surcharge and required charge is always in the
+/// text, discounts past the documented limit are counted exactly, and
+/// provenance beyond DAP's 32 transformations is abbreviated with the full
+/// list kept in the extension.
+#[tokio::test]
+async fn the_text_names_every_surcharge_and_counts_the_offers_it_leaves_out() {
+    let (fx, v) = setup_custom(Some(many_programs(29)), |_| {}).await;
+    let d = disclose(&fx.app, args(&v[1])).await;
+    let adjustments = d["conditional_adjustments"].as_array().unwrap();
+    assert_eq!(adjustments.len(), 30, "{d}");
+    let text = d["disclosure_text"].as_str().unwrap();
+    assert!(text.chars().count() <= 4000);
+    assert!(
+        text.contains("Market adjustment (surcharge, 995.00 USD)"),
+        "{text}"
+    );
+    assert!(text.contains("Documentation fee (399.00 USD)"), "{text}");
+    assert!(text.contains("Dealer preparation (295.00 USD)"), "{text}");
+    let limit = gateway::disclosure::TEXT_DISCOUNT_LIMIT;
+    let named = (0..29)
+        .filter(|i| text.contains(&format!("Offer {i:02} (discount")))
+        .count();
+    assert_eq!(named, limit, "{text}");
+    assert!(
+        text.contains(&format!("and {} more conditional offers", 29 - limit)),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("not a personalized or out-the-door quote."),
+        "{text}"
+    );
+
+    // 4 gateway steps + 30 program revisions: abbreviated to DAP's 32, the
+    // full list in the extension.
+    let listed = d["provenance"]["transformations"].as_array().unwrap();
+    assert_eq!(listed.len(), 32, "{listed:?}");
+    let last = listed[31].as_str().unwrap();
+    assert!(last.starts_with("abbreviated: 31 of 34"), "{last}");
+    assert!(
+        last.contains(gateway::disclosure::PROVENANCE_EXTENSION),
+        "{last}"
+    );
+    let all = d["extensions"][gateway::disclosure::PROVENANCE_EXTENSION]["transformations"]
+        .as_array()
+        .unwrap_or_else(|| panic!("full list missing: {d}"));
+    assert_eq!(all.len(), 34);
+    for i in 0..29 {
+        let name = format!("program many-{i:02} revision 1");
+        assert!(all.iter().any(|t| t == &json!(name)), "{name}: {all:?}");
+    }
+    assert!(
+        all.iter()
+            .any(|t| t == "program market-adjustment revision 1")
+    );
+
+    // Few offers: every one named, no count.
+    let (fx, v) = setup_custom(Some(many_programs(3)), |_| {}).await;
+    let d = disclose(&fx.app, args(&v[1])).await;
+    let text = d["disclosure_text"].as_str().unwrap();
+    assert!(text.contains("Offer 02 (discount, 10.02 USD)"), "{text}");
+    assert!(!text.contains("more conditional offer"), "{text}");
+    assert!(
+        d["extensions"]
+            .get(gateway::disclosure::PROVENANCE_EXTENSION)
+            .is_none()
+    );
+    assert!(d["provenance"]["transformations"].as_array().unwrap().len() < 32);
+}
+
+/// Issue 12 item 6: amounts that pass the import bound (an uncapped
+/// percentage is bounded by the price) can still overflow for an extreme
+/// price. `offers.evaluate` then answers a non-retryable error, and the
+/// disclosure says so in `uncertainty` and its text and earns no points
+/// for the adjustments it could not compute.
+#[tokio::test]
+async fn an_evaluation_that_overflows_is_reported_not_retried_or_scored() {
+    let programs = b"programs:
+  - program_id: full-price-fee-a
+    revision: 1
+    name: Full price fee A
+    kind: surcharge
+    direction: surcharge
+    amount: {status: percent_off, percent: \"100\", rounding: half_up}
+    stacking: {group: addons, combinability: stackable}
+  - program_id: full-price-fee-b
+    revision: 1
+    name: Full price fee B
+    kind: surcharge
+    direction: surcharge
+    amount: {status: percent_off, percent: \"100\", rounding: half_up}
+    stacking: {group: addons, combinability: stackable}
+"
+    .to_vec();
+    let (fx, v) = setup_custom(Some(programs), |b| {
+        b.advertised_price =
+            pricing::Money::from_minor(4_000_000_000_000_000_000, pricing::Currency::USD);
+    })
+    .await;
+    let b = &v[1];
+
+    let result = fx
+        .app
+        .call_tool(
+            "dealergateway.offers.evaluate",
+            json!({"organization_id": ORG, "rooftop_id": NORTH, "vehicle_id": b.vehicle_id,
+                   "profile": {"payment_mode": "cash", "jurisdiction": {"country": "US"}}}),
+        )
+        .await;
+    assert_eq!(
+        tool_error_code(&result).as_deref(),
+        Some("dealeragent.validation.invalid"),
+        "{result}"
+    );
+    assert_eq!(result["structuredContent"]["retryable"], false, "{result}");
+    assert!(
+        result["structuredContent"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("overflow"),
+        "{result}"
+    );
+
+    let d = disclose(&fx.app, args(b)).await;
+    assert_eq!(d["conditional_adjustments"], json!([]), "{d}");
+    assert_eq!(
+        d["disclosure_completeness"]["components"]["conditional_adjustments_have_eligibility_and_stacking"],
+        false,
+        "{d}"
+    );
+    // 20 (price) + 20 (charges) + 0 (adjustments) + 0 (government) + 10:
+    // the same vehicle with computable programs scores 70.
+    assert_eq!(d["disclosure_completeness"]["score"], json!(50), "{d}");
+    assert_eq!(d["uncertainty"]["status"], "unknown", "{d}");
+    assert!(
+        d["uncertainty"]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("The organization's incentive programs cannot be evaluated"),
+        "{d}"
+    );
+    let text = d["disclosure_text"].as_str().unwrap();
+    assert!(
+        text.contains("could not be computed") && text.contains("overflow"),
+        "{text}"
+    );
 }

@@ -253,3 +253,78 @@ async fn manifest_lists_the_extension_profile_outside_dap_capabilities() {
         "{extension}"
     );
 }
+
+/// Issue 12 item 6: amounts that cannot be summed with a vehicle's price
+/// are refused at import, whole, naming the bound; the same programs with
+/// amounts within it import.
+#[test]
+fn amounts_that_cannot_be_summed_are_refused_at_import() {
+    let catalog = gateway::catalog::Catalog::load().expect("catalog");
+    let file = |minor: i64| {
+        format!(
+            "programs:
+  - program_id: fee-a
+    revision: 1
+    name: Fee A
+    kind: surcharge
+    direction: surcharge
+    amount: {{status: known, amount: {{amount_minor: {minor}, currency: USD}}}}
+    stacking: {{group: addons, combinability: stackable}}
+  - program_id: fee-b
+    revision: 1
+    name: Fee B
+    kind: surcharge
+    direction: surcharge
+    amount: {{status: known, amount: {{amount_minor: {minor}, currency: USD}}}}
+    stacking: {{group: addons, combinability: stackable}}
+  - program_id: small-cash
+    revision: 1
+    name: Small cash
+    kind: cash
+    direction: discount
+    amount: {{status: known, amount: {{amount_minor: 100, currency: EUR}}}}
+    stacking: {{group: oem, combinability: stackable}}
+"
+        )
+    };
+    let parse = |minor: i64| {
+        gateway::offers::import::parse(
+            &catalog,
+            "programs.yaml",
+            file(minor).as_bytes(),
+            "programs-file:test",
+            chrono::Utc::now(),
+        )
+    };
+    let Err(err) = parse(9_000_000_000_000_000_000) else {
+        panic!("two 9e18 surcharges imported");
+    };
+    // Each program from the one whose amount crosses the bound is named;
+    // the text states the bound.
+    let pointers: Vec<&str> = err.problems.iter().map(|p| p.pointer.as_str()).collect();
+    assert_eq!(
+        pointers,
+        [
+            "/programs/0/amount/amount/amount_minor",
+            "/programs/1/amount/amount/amount_minor"
+        ],
+        "{err}"
+    );
+    let bound = gateway::offers::import::MAX_PROGRAM_SUM_MINOR;
+    assert_eq!(bound, i64::MAX / 2);
+    assert!(err.problems[0].rule.contains("fee-a"), "{err}");
+    assert!(err.problems[0].rule.contains(&bound.to_string()), "{err}");
+    assert!(err.to_string().contains("nothing was imported"), "{err}");
+    // Each within the bound but not their sum: the second is refused.
+    let Err(err) = parse(bound / 2 + 1) else {
+        panic!("a sum above the bound imported");
+    };
+    assert_eq!(err.problems.len(), 1, "{err}");
+    assert_eq!(
+        err.problems[0].pointer,
+        "/programs/1/amount/amount/amount_minor"
+    );
+    // At the bound exactly: accepted.
+    let parsed = parse(bound / 2).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(parsed.records.len(), 3);
+}

@@ -149,6 +149,11 @@ pub fn parse(
         )
     })?;
 
+    let overflow = amount_bound_problems(&validated);
+    if !overflow.is_empty() {
+        return Err(fail(overflow));
+    }
+
     let source = SourceRecord {
         source_name: source_name.to_owned(),
         authority: "dealer_asserted".to_owned(),
@@ -170,6 +175,59 @@ pub fn parse(
         })
         .collect();
     Ok(ParsedPrograms { records, validated })
+}
+
+/// The most the fixed amounts of one currency may add up to, over every
+/// program of a file, in minor units: `i64::MAX / 2`. A vehicle priced
+/// anywhere in `0..=MAX_PROGRAM_SUM_MINOR` can then be evaluated with any
+/// stack of those programs without overflow (price plus every surcharge,
+/// price minus every discount, both stay within `i64`), so such amounts are
+/// refused here as an input error instead of failing every evaluation
+/// later (issue 12 item 6). An uncapped `percent_off` amount is bounded by
+/// the price itself and is not counted.
+pub const MAX_PROGRAM_SUM_MINOR: i64 = i64::MAX / 2;
+
+/// Programs whose fixed amounts (a known amount, cut to its cap when the cap
+/// is in the same currency; a `percent_off` program's cap) push the sum of
+/// their currency past [`MAX_PROGRAM_SUM_MINOR`]: one problem per program
+/// from the first that crosses the bound, naming the bound.
+fn amount_bound_problems(validated: &ValidatedPrograms) -> Vec<Problem> {
+    use pricing::incentives::ProgramAmount;
+    let mut sums: std::collections::BTreeMap<String, i128> = std::collections::BTreeMap::new();
+    let mut problems = Vec::new();
+    for (index, vp) in validated.programs().iter().enumerate() {
+        let p = &vp.program;
+        let (largest, pointer) = match &p.amount {
+            ProgramAmount::Known { amount } => {
+                let capped = match p.cap {
+                    Some(c)
+                        if c.currency() == amount.currency()
+                            && c.amount_minor() < amount.amount_minor() =>
+                    {
+                        c
+                    }
+                    _ => *amount,
+                };
+                (Some(capped), "/amount/amount/amount_minor")
+            }
+            ProgramAmount::PercentOff { .. } => (p.cap, "/cap/amount_minor"),
+            ProgramAmount::Unknown { .. } => (None, ""),
+        };
+        let Some(m) = largest else { continue };
+        let sum = sums.entry(m.currency().to_string()).or_insert(0);
+        *sum += i128::from(m.amount_minor());
+        if *sum > i128::from(MAX_PROGRAM_SUM_MINOR) {
+            problems.push(Problem {
+                pointer: format!("/programs/{index}{pointer}"),
+                rule: format!(
+                    "program '{}': the fixed amounts in {} of this file's programs, summed up to this one, exceed {MAX_PROGRAM_SUM_MINOR} minor units (i64::MAX / 2); larger amounts cannot be summed with a vehicle's price without overflow",
+                    p.program_id,
+                    m.currency()
+                ),
+            });
+        }
+    }
+    problems
 }
 
 /// A value-free explanation of one failed keyword.

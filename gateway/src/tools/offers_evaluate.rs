@@ -64,7 +64,7 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
         &profile,
         SearchBudget::default(),
     )
-    .map_err(ToolError::internal)?;
+    .map_err(|e| evaluation_error(&e))?;
 
     let sla = found.index.inventory_sla_seconds();
     let observed = record.source.observed_at;
@@ -157,6 +157,19 @@ fn profile(value: &Value) -> Result<Profile, ToolError> {
         claims,
         as_of,
     })
+}
+
+/// An evaluation that cannot complete is a deterministic property of the
+/// stored inputs (programs amounts that overflow when summed with the
+/// price, a negative price): retrying cannot help, so it is answered as a
+/// non-retryable input error, never `dealeragent.internal` with
+/// `retryable: true` (DAP-ERR-001, issue 12 item 6). The message is the
+/// disclosure's value-free sentence for the same failure.
+fn evaluation_error(err: &pricing::stacking::EvaluationError) -> ToolError {
+    ToolError::Invalid {
+        message: crate::disclosure::evaluation_failure(err),
+        field_errors: Vec::new(),
+    }
 }
 
 fn invalid(pointer: &str, explanation: &str) -> ToolError {
