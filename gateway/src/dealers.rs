@@ -185,8 +185,11 @@ pub fn parse_with_warnings(
             fail(format!("not valid YAML{at}"))
         })?
     };
+    // Each position costs one more read of the file: the first
+    // MAX_LOCATED entries get one, which keeps a file with thousands of
+    // problems quick to report (the pointer still finds the rest).
     let locate = |problems: &mut Vec<Problem>, targets: &[locate::Target]| {
-        for (p, target) in problems.iter_mut().zip(targets) {
+        for (p, target) in problems.iter_mut().zip(targets).take(MAX_LOCATED) {
             p.position = if is_json {
                 locate::in_json(text, &p.pointer, *target)
             } else {
@@ -195,14 +198,25 @@ pub fn parse_with_warnings(
         }
     };
 
-    if catalog.validate_dealers_file(&doc).is_err() {
-        // The catalog's validator decides; this one words the problems.
+    if let Err(generic) = catalog.validate_dealers_file(&doc) {
+        // The catalog's validator decides; this one words the problems
+        // (both compile the same definition; the generic wording stands in
+        // should they ever disagree).
         let located = explain::schema_problems(&doc).map_err(|e| DealersFileError {
             file: name.to_owned(),
             problems: vec![Problem::new("", "schema", format!("schema defect: {e}"))],
         })?;
-        let targets: Vec<locate::Target> = located.iter().map(|l| l.target).collect();
-        let mut problems: Vec<Problem> = located.into_iter().map(|l| l.problem).collect();
+        let (targets, mut problems): (Vec<locate::Target>, Vec<Problem>) = if located.is_empty() {
+            generic
+                .into_iter()
+                .map(|e| {
+                    let problem = Problem::new(e.instance_location, &e.keyword, e.explanation);
+                    (locate::Target::Value, problem)
+                })
+                .unzip()
+        } else {
+            located.into_iter().map(|l| (l.target, l.problem)).unzip()
+        };
         locate(&mut problems, &targets);
         return Err(DealersFileError {
             file: name.to_owned(),
@@ -236,6 +250,10 @@ pub fn parse_with_warnings(
         })
     }
 }
+
+/// At most this many problems or warnings of one file get a line and
+/// column.
+const MAX_LOCATED: usize = 200;
 
 /// Report order: file order (line, column); problems without a position
 /// last, by pointer with array indexes compared as numbers (so

@@ -11,7 +11,7 @@ use pricing::Money;
 use serde_json::{Value, json};
 
 use super::rules::{self, Cell, CellCache, Collector, Duplicates, Key, Transformations};
-use super::{Failure, FileSource, FormatResult, IngestContext, Progress};
+use super::{Failure, FileSource, FormatResult, IngestContext, Progress, Sink};
 use crate::inventory::model::{Odometer, VehicleRecord, VehicleSource};
 
 /// Every DAP Inventory CSV 0.1 column, in the order DAP lists them.
@@ -370,19 +370,21 @@ impl<'a> Row<'a> {
     }
 }
 
+/// Read the file record by record, handing each valid vehicle to `sink`.
 pub(crate) fn parse(
-    bytes: &[u8],
+    input: impl std::io::Read,
+    total: u64,
     ctx: &IngestContext,
     source: &FileSource,
     progress: &mut dyn FnMut(Progress),
+    sink: Sink<'_>,
 ) -> FormatResult {
     let mut problems = Collector::default();
     let mut duplicates = Duplicates::default();
     let mut cache = CellCache::default();
-    let mut vehicles = Vec::new();
     let rows = read_csv(
-        bytes,
-        bytes.len() as u64,
+        input,
+        total,
         progress,
         &mut problems,
         layout,
@@ -393,13 +395,13 @@ pub(crate) fn parse(
                 layout,
             };
             if let Some(v) = convert(&row, ctx, source, &mut duplicates, &mut cache, problems) {
-                vehicles.push(v);
+                sink(v);
             }
         },
     );
     match rows {
         Err(f) => (0, Err(f)),
-        Ok(n) if problems.is_empty() => (n, Ok(vehicles)),
+        Ok(n) if problems.is_empty() => (n, Ok(())),
         Ok(n) => (n, Err(Failure::Problems(problems.into_problems()))),
     }
 }

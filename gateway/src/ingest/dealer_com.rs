@@ -23,7 +23,7 @@ use serde_json::json;
 
 use super::dap_csv::read_csv;
 use super::rules::{self, Collector, Duplicates, Key, Transformations};
-use super::{FileSource, FormatResult, IngestContext, Progress};
+use super::{FileSource, FormatResult, IngestContext, Progress, Sink};
 use crate::inventory::model::{DistanceUnit, Odometer, VehicleRecord, VehicleSource};
 
 /// The fields this reader maps, each with its accepted headers in priority
@@ -200,11 +200,14 @@ impl<'a> Row<'a> {
     }
 }
 
+/// Read the export record by record, handing each valid vehicle to `sink`.
 pub(crate) fn parse(
-    bytes: &[u8],
+    input: impl std::io::Read,
+    total: u64,
     ctx: &IngestContext,
     source: &FileSource,
     progress: &mut dyn FnMut(Progress),
+    sink: Sink<'_>,
 ) -> FormatResult {
     let mut problems = Collector::default();
     // `check_context` guarantees a rooftop: `--rooftop` or the only one.
@@ -215,10 +218,9 @@ pub(crate) fn parse(
         .unwrap_or_default();
     let settings = ctx.rooftop_settings(&rooftop_id).cloned();
     let mut duplicates = Duplicates::default();
-    let mut vehicles = Vec::new();
     let rows = read_csv(
-        bytes,
-        bytes.len() as u64,
+        input,
+        total,
         progress,
         &mut problems,
         layout,
@@ -242,13 +244,13 @@ pub(crate) fn parse(
                 unit: rules::configured_unit(settings),
             };
             if let Some(v) = convert(&row, ctx, &rooftop, source, &mut duplicates, problems) {
-                vehicles.push(v);
+                sink(v);
             }
         },
     );
     match rows {
         Err(f) => (0, Err(f)),
-        Ok(n) if problems.is_empty() => (n, Ok(vehicles)),
+        Ok(n) if problems.is_empty() => (n, Ok(())),
         Ok(n) => (n, Err(super::Failure::Problems(problems.into_problems()))),
     }
 }

@@ -17,87 +17,172 @@ use pricing::{Currency, Money};
 use serde_json::Value;
 
 use super::rules::{self, Collector, Duplicates, Key, Transformations};
-use super::{Failure, FileSource, FormatResult, IngestContext, Progress};
+use super::{Failure, FileSource, FormatResult, IngestContext, Progress, Sink};
 use crate::inventory::model::{
     DistanceUnit, Odometer, OdometerStatus, VehicleRecord, VehicleSource,
 };
 
+/// Read the array one record at a time (only the current record is held
+/// as a JSON tree, never the whole document), handing each valid vehicle
+/// to `sink`.
 pub(crate) fn parse(
-    bytes: &[u8],
+    input: impl std::io::Read,
+    total: u64,
     ctx: &IngestContext,
     source: &FileSource,
     progress: &mut dyn FnMut(Progress),
+    sink: Sink<'_>,
 ) -> FormatResult {
-    let doc: Value = match serde_json::from_slice(bytes) {
-        Ok(v) => v,
-        Err(e) => {
-            return (
-                0,
-                Err(Failure::Unreadable(format!(
-                    "not valid JSON (line {}, column {})",
-                    e.line(),
-                    e.column()
-                ))),
-            );
-        }
-    };
-    let Some(records) = doc.as_array() else {
-        return (
-            0,
-            Err(Failure::Unreadable(
-                "the document must be a JSON array of DAP vehicle records".into(),
-            )),
-        );
-    };
     let validator = match rules::validators() {
         Ok(v) => &v.json_vehicle,
         Err(e) => return (0, Err(Failure::Unreadable(e))),
     };
-    let total = bytes.len() as u64;
-    let mut problems = Collector::default();
-    let mut duplicates = Duplicates::default();
-    let mut vehicle_ids = HashSet::new();
-    let mut vehicles = Vec::with_capacity(records.len());
-    for (i, record) in records.iter().enumerate() {
-        rules::report_progress(
-            progress,
-            i + 1,
-            total * (i as u64 + 1) / records.len() as u64,
-            total,
-        );
-        let schema = rules::schema_problems(validator, record);
+    let counted = Counted {
+        inner: input,
+        read: std::rc::Rc::new(std::cell::Cell::new(0)),
+    };
+    let read = counted.read.clone();
+    let mut state = Records {
+        validator,
+        ctx,
+        source,
+        progress,
+        sink,
+        read,
+        total,
+        problems: Collector::default(),
+        duplicates: Duplicates::default(),
+        vehicle_ids: HashSet::new(),
+        count: 0,
+    };
+    let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::new(counted));
+    let outcome = serde::Deserializer::deserialize_any(&mut de, &mut state).and_then(|()| de.end());
+    if let Err(e) = outcome {
+        let reason = if e.to_string().contains(NOT_AN_ARRAY) {
+            "the document must be a JSON array of DAP vehicle records".to_owned()
+        } else if e.is_io() {
+            format!("cannot be read: {e}")
+        } else {
+            format!("not valid JSON (line {}, column {})", e.line(), e.column())
+        };
+        return (0, Err(Failure::Unreadable(reason)));
+    }
+    let rows = state.count;
+    (state.progress)(Progress {
+        rows,
+        bytes_done: total,
+        bytes_total: total,
+    });
+    if state.problems.is_empty() {
+        (rows, Ok(()))
+    } else {
+        (rows, Err(Failure::Problems(state.problems.into_problems())))
+    }
+}
+
+/// The failure raised when the top-level value is not an array.
+const NOT_AN_ARRAY: &str = "dealer-gateway: the document is not an array";
+
+/// Counts the bytes read, for progress.
+struct Counted<R> {
+    inner: R,
+    read: std::rc::Rc<std::cell::Cell<u64>>,
+}
+
+impl<R: std::io::Read> std::io::Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.set(self.read.get() + n as u64);
+        Ok(n)
+    }
+}
+
+/// The per-file state of the record-by-record walk.
+struct Records<'a, 'p, 's> {
+    validator: &'a jsonschema::Validator,
+    ctx: &'a IngestContext,
+    source: &'a FileSource,
+    progress: &'p mut dyn FnMut(Progress),
+    sink: Sink<'s>,
+    read: std::rc::Rc<std::cell::Cell<u64>>,
+    total: u64,
+    problems: Collector,
+    duplicates: Duplicates,
+    vehicle_ids: HashSet<String>,
+    count: usize,
+}
+
+impl Records<'_, '_, '_> {
+    fn record(&mut self, i: usize, record: &Value) {
+        rules::report_progress(self.progress, i + 1, self.read.get(), self.total);
+        let problems = &mut self.problems;
+        let schema = rules::schema_problems(self.validator, record);
         if !schema.is_empty() {
             for (at, rule) in schema {
                 problems.add(i, &format!("/{i}{at}"), format!("{rule} (DAP vehicle)"));
             }
-            continue;
+            return;
         }
         let before = problems.len();
-        let v = convert(i, record, ctx, source, &mut duplicates, &mut problems);
+        let v = convert(
+            i,
+            record,
+            self.ctx,
+            self.source,
+            &mut self.duplicates,
+            problems,
+        );
         if let Some(v) = v {
-            if !vehicle_ids.insert(v.vehicle_id.clone()) {
+            if !self.vehicle_ids.insert(v.vehicle_id.clone()) {
                 problems.add(
                     i,
                     &format!("/{i}/vehicle_id"),
                     "duplicate vehicle_id: already used by an earlier record of this file",
                 );
             } else if problems.len() == before {
-                vehicles.push(v);
+                (self.sink)(v);
             }
         }
     }
-    progress(Progress {
-        rows: records.len(),
-        bytes_done: total,
-        bytes_total: total,
-    });
-    if problems.is_empty() {
-        (records.len(), Ok(vehicles))
-    } else {
-        (
-            records.len(),
-            Err(Failure::Problems(problems.into_problems())),
-        )
+}
+
+impl<'de> serde::de::Visitor<'de> for &mut Records<'_, '_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON array of DAP vehicle records")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(record) = seq.next_element::<Value>()? {
+            let i = self.count;
+            self.count += 1;
+            self.record(i, &record);
+        }
+        Ok(())
+    }
+
+    // Anything but an array.
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, _: A) -> Result<(), A::Error> {
+        Err(serde::de::Error::custom(NOT_AN_ARRAY))
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<(), E> {
+        Err(E::custom(NOT_AN_ARRAY))
+    }
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<(), E> {
+        Err(E::custom(NOT_AN_ARRAY))
+    }
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<(), E> {
+        Err(E::custom(NOT_AN_ARRAY))
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<(), E> {
+        Err(E::custom(NOT_AN_ARRAY))
+    }
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<(), E> {
+        Err(E::custom(NOT_AN_ARRAY))
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        Err(E::custom(NOT_AN_ARRAY))
     }
 }
 
