@@ -966,3 +966,55 @@ async fn an_evaluation_that_overflows_is_reported_not_retried_or_scored() {
         "{text}"
     );
 }
+
+/// Issue 12 item 5, the length bound: when 28 surcharges with long names
+/// fill most of the 4,000 characters, every surcharge stays named and the
+/// text names fewer discounts, counting exactly the ones it leaves out.
+#[tokio::test]
+async fn long_texts_give_up_discount_names_never_surcharges() {
+    let mut yaml = String::from("programs:\n");
+    let long_name = |i: usize| format!("Surcharge {i:02} {}", "x".repeat(110));
+    for i in 0..28 {
+        yaml.push_str(&format!(
+            "  - program_id: fee-{i:02}\n    revision: 1\n    name: {}\n    kind: surcharge\n    direction: surcharge\n    amount: {{status: known, amount: {{amount_minor: {}, currency: USD}}}}\n    stacking: {{group: addons, combinability: stackable}}\n",
+            long_name(i),
+            1_000 + i
+        ));
+    }
+    for i in 0..12 {
+        yaml.push_str(&format!(
+            "  - program_id: cash-{i:02}\n    revision: 1\n    name: Offer {i:02}\n    kind: cash\n    direction: discount\n    amount: {{status: known, amount: {{amount_minor: {}, currency: USD}}}}\n    stacking: {{group: dealer, combinability: stackable}}\n",
+            2_000 + i
+        ));
+    }
+    let (fx, v) = setup_custom(Some(yaml.into_bytes()), |_| {}).await;
+    let d = disclose(&fx.app, args(&v[1])).await;
+    assert_eq!(d["conditional_adjustments"].as_array().unwrap().len(), 40);
+    let text = d["disclosure_text"].as_str().unwrap();
+    assert!(text.chars().count() <= 4000, "{}", text.chars().count());
+    for i in 0..28 {
+        let shown: String = long_name(i).chars().take(80).collect();
+        assert!(
+            text.contains(&format!("{shown} (surcharge, 10.{i:02} USD)")),
+            "surcharge {i} missing: {text}"
+        );
+    }
+    let named = (0..12)
+        .filter(|i| text.contains(&format!("Offer {i:02} (discount")))
+        .count();
+    assert!(
+        named < gateway::disclosure::TEXT_DISCOUNT_LIMIT,
+        "the bound did not bite: {text}"
+    );
+    let rest = 12 - named;
+    let offers = if rest == 1 { "offer" } else { "offers" };
+    let lead = if named == 0 { "" } else { "and " };
+    assert!(
+        text.contains(&format!("{lead}{rest} more conditional {offers}")),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("not a personalized or out-the-door quote."),
+        "{text}"
+    );
+}

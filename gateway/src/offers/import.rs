@@ -190,8 +190,10 @@ pub const MAX_PROGRAM_SUM_MINOR: i64 = i64::MAX / 2;
 /// Programs whose fixed amounts (a known amount, cut to its cap when the cap
 /// is in the same currency; a `percent_off` program's cap) push the sum of
 /// their currency past [`MAX_PROGRAM_SUM_MINOR`]: one problem per program
-/// from the first that crosses the bound, naming the bound.
-fn amount_bound_problems(validated: &ValidatedPrograms) -> Vec<Problem> {
+/// from the first that crosses the bound, naming the bound. Public so that
+/// a whole-organization validation can apply the same bound to the union of
+/// its files.
+pub fn amount_bound_problems(validated: &ValidatedPrograms) -> Vec<Problem> {
     use pricing::incentives::ProgramAmount;
     let mut sums: std::collections::BTreeMap<String, i128> = std::collections::BTreeMap::new();
     let mut problems = Vec::new();
