@@ -1,5 +1,6 @@
 //! The command line: `serve`, `migrate`, `import dealers|inventory|bundle`,
-//! `demo generate`, `token create|list|revoke`, `audit export`.
+//! `demo generate`, `token create|list|revoke`, `audit export`,
+//! `import programs [--replace]`, `programs withdraw`.
 
 use std::path::PathBuf;
 
@@ -54,6 +55,11 @@ pub enum Command {
     Audit {
         #[command(subcommand)]
         what: AuditCommand,
+    },
+    /// Incentive programs already imported (docs/pricing.md).
+    Programs {
+        #[command(subcommand)]
+        what: ProgramsCommand,
     },
     /// The rooftop manager's view of one vehicle: the disclosure exactly as
     /// agents get it, the completeness score with what is missing and how
@@ -126,6 +132,28 @@ pub enum TokenCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum ProgramsCommand {
+    /// Withdraw a program (every active revision) or one revision of it:
+    /// it is never evaluated again (audited; a running gateway stops
+    /// offering it within its refresh interval). Refused, withdrawing
+    /// nothing, when the remaining programs would no longer validate
+    /// together (e.g. another program names it in not_combinable_with).
+    Withdraw {
+        /// The organization whose program it is.
+        #[arg(long)]
+        organization: String,
+        /// The program id.
+        program_id: String,
+        /// Only this revision (default: every active revision).
+        #[arg(long)]
+        revision: Option<u32>,
+        /// Check and report what would be withdrawn, but write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum AuditCommand {
     /// Print audit events as JSON lines, oldest first.
     Export {
@@ -191,15 +219,20 @@ pub enum ImportCommand {
     },
     /// Import the incentive programs file of one organization (YAML or
     /// JSON; schemas/programs.schema.json, docs/pricing.md). All or
-    /// nothing: every problem is reported at once. Programs are versioned
-    /// by (program_id, revision); an older revision never overwrites a
-    /// newer one.
+    /// nothing: every problem is reported at once, including conflicts with
+    /// the organization's other stored programs. Programs are versioned by
+    /// (program_id, revision); every revision is kept, and which one applies
+    /// is decided by its validity window. Audited.
     Programs {
         /// The file to import (.yaml, .yml or .json).
         file: PathBuf,
         /// The organization whose programs these are.
         #[arg(long)]
         organization: String,
+        /// The file is the organization's complete program set: every stored
+        /// revision not in it is withdrawn.
+        #[arg(long)]
+        replace: bool,
         /// Validate and report what would change, but write nothing.
         #[arg(long)]
         dry_run: bool,

@@ -85,6 +85,9 @@ pub struct ProgramsInput {
     /// in its score (issue 12 item 6): never an empty list that looks
     /// complete.
     pub evaluation_error: Option<String>,
+    /// One sentence per stored program that cannot be evaluated, for
+    /// `uncertainty` (issue 12 item 2: never dropped in silence).
+    pub unusable: Vec<String>,
 }
 
 /// A value-free, caller-facing sentence for an evaluation that cannot
@@ -588,11 +591,18 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
     if !adjustments_known {
         reasons.push("Conditional adjustments are unknown.".to_owned());
     }
+    let unusable_programs = inputs
+        .programs
+        .as_ref()
+        .map_or(&[][..], |p| &p.unusable[..]);
+    reasons.extend(unusable_programs.iter().cloned());
     if gov.status != "not_applicable" {
         reasons.push(gov.reason.clone());
     }
+    // A program that cannot be evaluated may hold an offer we do not list.
     let status = if !charges_known
         || evaluation_error.is_some()
+        || !unusable_programs.is_empty()
         || gov.status == "unknown"
         || gov.status == "calculated" && gov.total.is_none()
     {
@@ -1093,14 +1103,15 @@ fn program_adjustment(
 /// publishes no programs.
 pub fn programs_input(
     record: &VehicleRecord,
-    validated: &pricing::ValidatedPrograms,
+    programs: &crate::offers::ProgramsAt,
     loaded_at: DateTime<Utc>,
     jurisdiction: pricing::stacking::ProfileJurisdiction,
     payment_mode: Option<&str>,
     now: DateTime<Utc>,
 ) -> Option<ProgramsInput> {
     use pricing::stacking::{Applicability, Profile, ProfilePaymentMode, SearchBudget};
-    if validated.programs().is_empty() {
+    let validated = programs.validated();
+    if programs.is_empty() {
         return None;
     }
     let profile = Profile {
@@ -1110,7 +1121,7 @@ pub fn programs_input(
         as_of: now.fixed_offset(),
     };
     let vehicle = crate::offers::vehicle_for_pricing(record);
-    let evaluation = pricing::evaluate(&vehicle, validated, &profile, SearchBudget::default());
+    let evaluation = programs.evaluate(&vehicle, &profile, SearchBudget::default());
     let mut adjustments = Vec::new();
     let mut sources: Vec<Value> = Vec::new();
     let evaluation_value = match &evaluation {
@@ -1156,7 +1167,12 @@ pub fn programs_input(
                     valid_until: p.valid_until.map(|t| t.with_timezone(&Utc)),
                 });
             }
-            serde_json::to_value(e).ok()
+            // Which revision of each program was used and why the others
+            // were not; unusable programs (issue 12 items 1-2).
+            serde_json::to_value(e).ok().map(|mut v| {
+                programs.annotate(&mut v);
+                v
+            })
         }
         Err(err) => Some(json!({"error": evaluation_failure(err)})),
     };
@@ -1178,6 +1194,7 @@ pub fn programs_input(
             .ok()
             .and_then(|e| e.valid_until)
             .map(|t| t.with_timezone(&Utc)),
+        unusable: programs.unusable_sentences(),
     })
 }
 

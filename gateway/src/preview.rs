@@ -80,7 +80,7 @@ pub async fn run(
     let programs_input = disclosure::profile_jurisdiction(None, &roof.dap).and_then(|j| {
         disclosure::programs_input(
             &record,
-            &programs.validated,
+            &programs.at(now.fixed_offset()),
             programs.loaded_at,
             j,
             None,
@@ -138,7 +138,7 @@ pub async fn run(
     let _ = writeln!(out);
     write_score(&mut out, &built);
     let _ = writeln!(out);
-    if programs.validated.programs().is_empty() {
+    if programs.at(now.fixed_offset()).is_empty() {
         let _ = writeln!(
             out,
             "== Offer evaluation ==\nNo incentive programs are published for {organization} (import them with `dealer-gateway import programs`)."
@@ -160,12 +160,12 @@ pub async fn run(
             },
         };
         let vehicle = crate::offers::vehicle_for_pricing(&record);
-        match pricing::evaluate(
-            &vehicle,
-            &programs.validated,
-            &profile,
-            SearchBudget::default(),
-        ) {
+        // The revisions live at the profile's as_of (issue 12 item 1).
+        let selected = programs.at(profile.as_of);
+        for sentence in selected.unusable_sentences() {
+            let _ = writeln!(out, "warning: {sentence}");
+        }
+        match selected.evaluate(&vehicle, &profile, SearchBudget::default()) {
             Ok(e) => write_evaluation(&mut out, &e, &profile),
             Err(e) => {
                 let _ = writeln!(out, "== Offer evaluation ==\nnot evaluated: {e}");

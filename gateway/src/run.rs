@@ -11,7 +11,8 @@ use crate::auth::RooftopScope;
 use crate::auth::api_token::{self, CreateError, TokenRequest, TokenStatus};
 use crate::catalog::Catalog;
 use crate::cli::{
-    AuditCommand, Cli, Command, DemoCommand, FeedFormatArg, ImportCommand, TokenCommand,
+    AuditCommand, Cli, Command, DemoCommand, FeedFormatArg, ImportCommand, ProgramsCommand,
+    TokenCommand,
 };
 use crate::ingest::{self, FeedFormat, IngestContext, IngestError, ParsedFeed, Progress};
 use crate::inventory::model::{InventoryImportSummary, diff_vehicles};
@@ -80,8 +81,9 @@ pub async fn run(cli: Cli) -> ExitCode {
             ImportCommand::Programs {
                 file,
                 organization,
+                replace,
                 dry_run,
-            } => import_programs(db, &file, &organization, dry_run).await,
+            } => import_programs(db, &file, &organization, replace, dry_run).await,
         },
         Command::Demo { what } => match what {
             DemoCommand::Generate {
@@ -127,6 +129,14 @@ pub async fn run(cli: Cli) -> ExitCode {
         },
         Command::Audit { what } => match what {
             AuditCommand::Export { since } => audit_export(db, &since).await,
+        },
+        Command::Programs { what } => match what {
+            ProgramsCommand::Withdraw {
+                organization,
+                program_id,
+                revision,
+                dry_run,
+            } => programs_withdraw(db, &organization, &program_id, revision, dry_run).await,
         },
         Command::Preview {
             organization,
@@ -238,13 +248,17 @@ async fn import_dealers(
     Ok(records)
 }
 
-/// `import programs FILE --organization ORG [--dry-run]`: parse, schema-check
-/// and validate (every problem at once, each rule compiled), then store in
-/// one transaction. Bad input exits 2 and writes nothing.
+/// `import programs FILE --organization ORG [--replace] [--dry-run]`: parse,
+/// schema-check and validate the file (every problem at once, each rule
+/// compiled), then, in one store transaction, validate the organization's
+/// resulting program set as a whole at every instant (issue 12 item 2) and
+/// store it with an audit event. Bad input, or any conflict, exits 2 and
+/// writes nothing.
 async fn import_programs(
     database_url: &str,
     file: &Path,
     organization: &str,
+    replace: bool,
     dry_run: bool,
 ) -> Result<(), Failure> {
     let catalog = Catalog::load()?;
@@ -268,21 +282,28 @@ async fn import_programs(
              (dealer-gateway import dealers FILE); nothing was imported"
         )));
     }
-    let summary = if dry_run {
-        plan_programs(store.as_ref(), organization, &parsed.records).await?
+    let tool = if replace {
+        "cli.import_programs_replace"
     } else {
-        store
-            .import_programs(organization, &parsed.records)
-            .await
-            .map_err(|e| match e {
-                store::StoreError::Query(message) => {
-                    Failure::BadInput(format!("{name}: {message}"))
-                }
-                other => Failure::from(other),
-            })?
+        "cli.import_programs"
     };
+    let summary = change_programs(
+        store.as_ref(),
+        organization,
+        store::ProgramsChange::Import {
+            records: &parsed.records,
+            replace,
+        },
+        tool,
+        dry_run,
+    )
+    .await
+    .map_err(|e| match e {
+        Failure::BadInput(message) => Failure::BadInput(format!("{name}: {message}")),
+        other => other,
+    })?;
     println!(
-        "{verb} {name}: {n} program(s) of {organization} — added {a}, unchanged {u}, older revisions ignored {i}",
+        "{verb} {name}: {n} program(s) of {organization} — added {a}, unchanged {u}, withdrawn {w}",
         verb = if dry_run {
             "dry run, nothing written:"
         } else {
@@ -291,47 +312,117 @@ async fn import_programs(
         n = parsed.records.len(),
         a = summary.added,
         u = summary.unchanged,
-        i = summary.older_revisions_ignored,
+        w = summary.withdrawn.len(),
     );
+    print_program_changes(&summary, dry_run);
     Ok(())
 }
 
-/// What importing `records` would change (for `--dry-run`), against the
-/// stored revisions; a conflicting document is bad input.
-async fn plan_programs(
+/// `programs withdraw --organization ORG PROGRAM_ID [--revision N] [--dry-run]`
+/// (issue 12 item 3): audited; refused (exit 2, nothing withdrawn) when the
+/// remaining programs would not validate as a set.
+async fn programs_withdraw(
+    database_url: &str,
+    organization: &str,
+    program_id: &str,
+    revision: Option<u32>,
+    dry_run: bool,
+) -> Result<(), Failure> {
+    let store = store::open(database_url).await?;
+    if store.get_organization(organization).await?.is_none() {
+        return Err(Failure::BadInput(format!(
+            "organization {organization} is not in the store; nothing was withdrawn"
+        )));
+    }
+    let summary = change_programs(
+        store.as_ref(),
+        organization,
+        store::ProgramsChange::Withdraw {
+            program_id,
+            revision,
+        },
+        "cli.programs_withdraw",
+        dry_run,
+    )
+    .await?;
+    println!(
+        "{verb} {n} revision(s) of {organization}",
+        verb = if dry_run {
+            "dry run, nothing written: would withdraw"
+        } else {
+            "withdrew"
+        },
+        n = summary.withdrawn.len(),
+    );
+    print_program_changes(&summary, dry_run);
+    Ok(())
+}
+
+/// One programs change through the store: the whole-set check
+/// ([`crate::offers::check_program_set`]) and the audit event (subject
+/// `cli:<user>`, tool `tool`, resource ids `<program_id>:<revision>` of the
+/// added and withdrawn revisions) in the change's transaction. A refusal is
+/// bad input.
+async fn change_programs(
     store: &dyn Store,
     organization: &str,
-    records: &[store::ProgramRecord],
+    change: store::ProgramsChange<'_>,
+    tool: &str,
+    dry_run: bool,
 ) -> Result<store::ProgramsImportSummary, Failure> {
-    let current = store.current_programs(organization).await?;
-    let mut newest: std::collections::BTreeMap<&str, u32> = current
-        .iter()
-        .map(|p| (p.program_id.as_str(), p.revision))
-        .collect();
-    let mut sorted: Vec<&store::ProgramRecord> = records.iter().collect();
-    sorted.sort_by(|a, b| (&a.program_id, a.revision).cmp(&(&b.program_id, b.revision)));
-    let mut summary = store::ProgramsImportSummary::default();
-    for record in sorted {
-        let stored = current
-            .iter()
-            .find(|p| p.program_id == record.program_id && p.revision == record.revision);
-        match (stored, newest.get(record.program_id.as_str())) {
-            (Some(p), _) if p.doc == record.doc => summary.unchanged += 1,
-            (Some(_), _) => {
-                return Err(Failure::BadInput(format!(
-                    "program '{}' revision {} is already stored with a different document; \
-                     give the change a new revision; nothing was imported",
-                    record.program_id, record.revision
-                )));
+    let user = std::env::var("USER").unwrap_or_default();
+    let subject = if store::audit::is_identifier(&user) {
+        format!("cli:{user}")
+    } else {
+        "cli".to_owned()
+    };
+    let audit = store::AuditEvent {
+        event_id: uuid::Uuid::now_v7().to_string(),
+        occurred_at: chrono::SubsecRound::trunc_subsecs(Utc::now(), 6),
+        trace_id: uuid::Uuid::now_v7().simple().to_string(),
+        subject,
+        credential: None,
+        organization_id: Some(organization.to_owned()),
+        rooftop_ids: Vec::new(),
+        tool: tool.to_owned(),
+        profile: "dealergateway.programs/0.1".to_owned(),
+        policy_decision: "allow".to_owned(),
+        resource_ids: Vec::new(),
+        outcome: "ok".to_owned(),
+        delegation: Vec::new(),
+    };
+    store
+        .change_programs(
+            organization,
+            change,
+            &crate::offers::check_program_set,
+            Some(&audit),
+            dry_run,
+        )
+        .await
+        .map_err(|e| match e {
+            store::StoreError::Query(message) => Failure::BadInput(message),
+            other => Failure::from(other),
+        })
+}
+
+/// The withdrawn and still-withdrawn revisions of a change, one a line.
+fn print_program_changes(summary: &store::ProgramsImportSummary, dry_run: bool) {
+    for w in &summary.withdrawn {
+        println!(
+            "  {} {w}",
+            if dry_run {
+                "would withdraw"
+            } else {
+                "withdrawn"
             }
-            (None, Some(n)) if *n > record.revision => summary.older_revisions_ignored += 1,
-            (None, _) => {
-                summary.added += 1;
-                newest.insert(record.program_id.as_str(), record.revision);
-            }
-        }
+        );
     }
-    Ok(summary)
+    for w in &summary.still_withdrawn {
+        println!(
+            "  {w} was withdrawn earlier and stays withdrawn (publish a new revision to offer it again)"
+        );
+    }
 }
 
 /// `import inventory FILE --organization ORG [--rooftop R] [--format F] [--dry-run]`.

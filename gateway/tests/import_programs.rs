@@ -1,7 +1,10 @@
-//! `dealer-gateway import programs FILE --organization ORG [--dry-run]`, run
-//! as the real binary (issue 7 item 1): all or nothing, every problem at
-//! once (a rhai compile error names the program), exit 2 on bad input, and
-//! an older revision never overwrites a newer one.
+//! `dealer-gateway import programs FILE --organization ORG [--replace]
+//! [--dry-run]` and `dealer-gateway programs withdraw`, run as the real
+//! binary (issue 7 item 1, issue 12 items 1-3): all or nothing, every problem
+//! at once (a rhai compile error names the program), exit 2 on bad input,
+//! every revision kept (an older one never overwrites a newer one), each
+//! import validated against the organization's whole resulting program set,
+//! replacement and withdrawal audited.
 
 mod common;
 
@@ -111,14 +114,16 @@ async fn valid_file_imports_and_identical_reimport_is_unchanged() {
     );
 }
 
+// Issue 12 item 1: an older revision is stored beside the newer one (it may
+// cover another validity window); the newer one's document is untouched.
 #[tokio::test]
-async fn older_revision_is_ignored_never_overwriting_the_newer_one() {
+async fn older_revision_is_stored_beside_the_newer_one_never_overwriting_it() {
     let db = store_with_dealers().await;
     assert!(import(&db, &fixture("valid.yaml"), &[]).status.success());
     let older = import(&db, &fixture("older.json"), &[]);
     assert!(older.status.success(), "{}", text(&older));
     assert!(
-        text(&older).contains("added 1, unchanged 0, older revisions ignored 1"),
+        text(&older).contains("added 2, unchanged 0, withdrawn 0"),
         "{}",
         text(&older)
     );
@@ -126,9 +131,248 @@ async fn older_revision_is_ignored_never_overwriting_the_newer_one() {
         current(&db).await,
         [
             ("t-bonus".to_owned(), 1),
+            ("t-cash".to_owned(), 1),
             ("t-cash".to_owned(), 2),
             ("t-dealer".to_owned(), 1)
         ]
+    );
+    let store = gateway::store::open(&db).await.unwrap();
+    let stored = store.current_programs(ORG).await.unwrap();
+    assert_eq!(stored[2].doc["name"], "Customer Cash");
+    assert_eq!(stored[1].doc["name"], "Customer Cash (older)");
+}
+
+/// Write `yaml` as a programs file in a fresh directory.
+fn programs_file(name: &str, yaml: &str) -> String {
+    let path = temp_dir().join(name);
+    std::fs::write(&path, yaml).unwrap();
+    path.display().to_string()
+}
+
+fn withdraw(db: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["programs", "withdraw", "--organization", ORG];
+    args.extend_from_slice(extra);
+    gateway(db, &args)
+}
+
+/// The audit events exported since 2000 (JSON lines).
+fn audit_events(db: &str) -> Vec<serde_json::Value> {
+    let out = gateway(db, &["audit", "export", "--since", "2000-01-01T00:00:00Z"]);
+    assert!(out.status.success(), "{}", text(&out));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+const GROUP_BEST_ONE: &str = r#"
+programs:
+  - program_id: w-loyalty
+    revision: 1
+    name: Loyalty
+    kind: cash
+    direction: discount
+    amount: {status: known, amount: {amount_minor: 50000, currency: USD}}
+    stacking: {group: w-affinity, combinability: stackable, group_resolution: best_one}
+  - program_id: w-excluder
+    revision: 1
+    name: Excludes the affinity group
+    kind: cash
+    direction: discount
+    amount: {status: known, amount: {amount_minor: 10000, currency: USD}}
+    stacking: {group: w-other, combinability: stackable, not_combinable_with: ["group:w-affinity", "w-loyalty"]}
+"#;
+
+// Issue 12 item 2: each file validates alone, but not with what is stored:
+// refused whole (exit 2), every conflict named, nothing written.
+#[tokio::test]
+async fn an_import_that_conflicts_with_stored_programs_is_refused_whole() {
+    let db = store_with_dealers().await;
+    let first = import(&db, &programs_file("a.yaml", GROUP_BEST_ONE), &[]);
+    assert!(first.status.success(), "{}", text(&first));
+
+    // A second file putting a program in w-affinity with `all`.
+    let disagree = programs_file(
+        "b.yaml",
+        r#"
+programs:
+  - program_id: w-conquest
+    revision: 1
+    name: Conquest
+    kind: cash
+    direction: discount
+    amount: {status: known, amount: {amount_minor: 70000, currency: USD}}
+    stacking: {group: w-affinity, combinability: stackable, group_resolution: all}
+  - program_id: w-new
+    revision: 1
+    name: New
+    kind: cash
+    direction: discount
+    amount: {status: known, amount: {amount_minor: 100, currency: USD}}
+    stacking: {group: w-new, combinability: stackable}
+"#,
+    );
+    let out = import(&db, &disagree, &[]);
+    let report = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{report}");
+    assert!(report.contains("nothing was changed"), "{report}");
+    assert!(report.contains("group_resolution"), "{report}");
+    assert!(report.contains("w-affinity"), "{report}");
+    // The dry run refuses the same way.
+    let dry = import(&db, &disagree, &["--dry-run"]);
+    assert_eq!(dry.status.code(), Some(2), "{}", text(&dry));
+
+    // Moving the only member of w-affinity out of it from December on: the
+    // exclusion of w-excluder would name nothing then.
+    let moved = programs_file(
+        "c.yaml",
+        r#"
+programs:
+  - program_id: w-loyalty
+    revision: 2
+    name: Loyalty
+    kind: cash
+    direction: discount
+    amount: {status: known, amount: {amount_minor: 50000, currency: USD}}
+    valid_from: "2026-12-01T00:00:00Z"
+    stacking: {group: w-elsewhere, combinability: stackable}
+"#,
+    );
+    let out = import(&db, &moved, &[]);
+    let report = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{report}");
+    assert!(
+        report
+            .lines()
+            .any(|l| l.contains("program 'w-excluder' revision 1")
+                && l.contains("group:w-affinity")
+                && l.contains("2026-12-01")),
+        "{report}"
+    );
+    assert_eq!(
+        current(&db).await,
+        [("w-excluder".to_owned(), 1), ("w-loyalty".to_owned(), 1)]
+    );
+    // Refusals write no audit event; the accepted import wrote one.
+    let events = audit_events(&db);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["tool"], "cli.import_programs");
+    assert_eq!(events[0]["organization_id"], ORG);
+    assert_eq!(
+        events[0]["resource_ids"],
+        serde_json::json!(["w-excluder:1", "w-loyalty:1"])
+    );
+}
+
+// Issue 12 item 3: withdrawal of one revision or of a program, refused when
+// another program still names it; audited; final.
+#[tokio::test]
+async fn withdraw_is_audited_refused_while_named_and_final() {
+    let db = store_with_dealers().await;
+    assert!(
+        import(&db, &programs_file("a.yaml", GROUP_BEST_ONE), &[])
+            .status
+            .success()
+    );
+    assert!(import(&db, &fixture("valid.yaml"), &[]).status.success());
+    assert!(import(&db, &fixture("older.json"), &[]).status.success());
+
+    // w-excluder names w-loyalty: withdrawing it is refused.
+    let out = withdraw(&db, &["w-loyalty"]);
+    let report = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{report}");
+    assert!(
+        report.contains("program 'w-excluder' revision 1"),
+        "{report}"
+    );
+    assert!(report.contains("w-loyalty"), "{report}");
+
+    // One revision.
+    let dry = withdraw(&db, &["t-cash", "--revision", "2", "--dry-run"]);
+    assert!(dry.status.success(), "{}", text(&dry));
+    assert!(
+        text(&dry).contains("would withdraw t-cash revision 2"),
+        "{}",
+        text(&dry)
+    );
+    assert_eq!(current(&db).await.len(), 6);
+    let out = withdraw(&db, &["t-cash", "--revision", "2"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("withdrew 1 revision(s)"),
+        "{}",
+        text(&out)
+    );
+    assert!(!current(&db).await.contains(&("t-cash".to_owned(), 2)));
+    assert!(current(&db).await.contains(&("t-cash".to_owned(), 1)));
+    // Again: nothing active to withdraw.
+    let out = withdraw(&db, &["t-cash", "--revision", "2"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("already withdrawn"), "{}", text(&out));
+    let out = withdraw(&db, &["no-such-program"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+
+    // Re-importing the withdrawn revision does not reinstate it.
+    let again = import(&db, &fixture("valid.yaml"), &[]);
+    assert!(again.status.success(), "{}", text(&again));
+    assert!(
+        text(&again).contains("t-cash revision 2 was withdrawn earlier and stays withdrawn"),
+        "{}",
+        text(&again)
+    );
+    assert!(!current(&db).await.contains(&("t-cash".to_owned(), 2)));
+
+    let events = audit_events(&db);
+    let withdrawals: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["tool"] == "cli.programs_withdraw")
+        .collect();
+    assert_eq!(withdrawals.len(), 1, "{events:?}");
+    assert_eq!(
+        withdrawals[0]["resource_ids"],
+        serde_json::json!(["t-cash:2"])
+    );
+    assert!(
+        withdrawals[0]["subject"]
+            .as_str()
+            .unwrap()
+            .starts_with("cli"),
+        "{events:?}"
+    );
+}
+
+// Issue 12 item 3: `--replace` makes the file the complete program set.
+#[tokio::test]
+async fn replace_withdraws_every_revision_the_file_omits() {
+    let db = store_with_dealers().await;
+    assert!(import(&db, &fixture("valid.yaml"), &[]).status.success());
+    assert!(import(&db, &fixture("older.json"), &[]).status.success());
+    let dry = import(&db, &fixture("older.json"), &["--replace", "--dry-run"]);
+    assert!(dry.status.success(), "{}", text(&dry));
+    assert!(text(&dry).contains("withdrawn 2"), "{}", text(&dry));
+    assert_eq!(current(&db).await.len(), 4);
+    let out = import(&db, &fixture("older.json"), &["--replace"]);
+    let report = text(&out);
+    assert!(out.status.success(), "{report}");
+    assert!(
+        report.contains("added 0, unchanged 2, withdrawn 2"),
+        "{report}"
+    );
+    assert!(report.contains("withdrawn t-cash revision 2"), "{report}");
+    assert!(report.contains("withdrawn t-dealer revision 1"), "{report}");
+    assert_eq!(
+        current(&db).await,
+        [("t-bonus".to_owned(), 1), ("t-cash".to_owned(), 1)]
+    );
+    let events = audit_events(&db);
+    let replace: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["tool"] == "cli.import_programs_replace")
+        .collect();
+    assert_eq!(replace.len(), 1, "{events:?}");
+    assert_eq!(
+        replace[0]["resource_ids"],
+        serde_json::json!(["t-cash:2", "t-dealer:1"])
     );
 }
 

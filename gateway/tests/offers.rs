@@ -328,3 +328,305 @@ fn amounts_that_cannot_be_summed_are_refused_at_import() {
     let parsed = parse(bound / 2).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(parsed.records.len(), 3);
 }
+
+// ---------------------------------------------------------------------------
+// Issue 12 items 1-3: revisions, unusable programs, withdrawal and
+// replacement reaching a running gateway.
+// ---------------------------------------------------------------------------
+
+/// Run the real binary against the running gateway's store.
+fn cli(app: &TestApp, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_dealer-gateway"))
+        .args(args)
+        .env("DEALER_GATEWAY_DATABASE_URL", &app.database_url)
+        .env("DEALER_GATEWAY_LOG", "warn")
+        .output()
+        .expect("binary runs")
+}
+
+fn cli_text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Import `yaml` as a programs file of ORG through the CLI.
+fn cli_import(app: &TestApp, yaml: &str, extra: &[&str]) {
+    let path = app
+        .db_dir
+        .join(format!("programs-{}.yaml", uuid::Uuid::new_v4()));
+    std::fs::write(&path, yaml).unwrap();
+    let file = path.display().to_string();
+    let mut args = vec!["import", "programs", file.as_str(), "--organization", ORG];
+    args.extend_from_slice(extra);
+    let out = cli(app, &args);
+    assert!(out.status.success(), "{}", cli_text(&out));
+}
+
+async fn evaluate_at(app: &TestApp, vehicle_id: &str, as_of: &str) -> Value {
+    let result = app
+        .call_tool(
+            TOOL,
+            args(
+                vehicle_id,
+                json!({"payment_mode": "cash", "jurisdiction": {"country": "US"}, "as_of": as_of}),
+            ),
+        )
+        .await;
+    assert_eq!(tool_error_code(&result), None, "{result}");
+    result["structuredContent"].clone()
+}
+
+fn choice<'a>(evaluation: &'a Value, program_id: &str) -> Option<&'a Value> {
+    evaluation["revisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["program_id"] == program_id)
+}
+
+/// The offers cache refreshes every 10 s (`offers::DEFAULT_REFRESH`).
+const REFRESH_DEADLINE: std::time::Duration = std::time::Duration::from_secs(15);
+
+const TWO_REVISIONS: &str = r#"
+programs:
+  - program_id: rv-cash
+    revision: 1
+    name: November cash
+    kind: cash
+    direction: discount
+    amount: {status: known, amount: {amount_minor: 30000, currency: USD}}
+    valid_from: "2026-11-01T00:00:00Z"
+    valid_until: "2026-12-01T00:00:00Z"
+    stacking: {group: rv, combinability: stackable}
+  - program_id: rv-cash
+    revision: 2
+    name: December cash
+    kind: cash
+    direction: discount
+    amount: {status: known, amount: {amount_minor: 40000, currency: USD}}
+    valid_from: "2026-11-25T00:00:00Z"
+    valid_until: "2027-01-01T00:00:00Z"
+    stacking: {group: rv, combinability: stackable}
+"#;
+
+// Issue 12 item 1: X@1 for November and X@2 from November 25 both stay
+// offered in their own windows; where the windows overlap the higher one
+// wins; every evaluation names the revision used and why the other was not.
+#[tokio::test]
+async fn revisions_coexist_and_every_evaluation_names_the_revision_it_used() {
+    let app = spawn().await;
+    let vehicle_id = new_vehicle(&app).await;
+    cli_import(&app, TWO_REVISIONS, &[]);
+    let arrived = common::poll_until(REFRESH_DEADLINE, || async {
+        choice(
+            &evaluate_at(&app, &vehicle_id, "2026-11-21T12:00:00Z").await,
+            "rv-cash",
+        )
+        .is_some()
+    })
+    .await;
+    assert!(arrived, "the import never reached the running gateway");
+
+    let nov = evaluate_at(&app, &vehicle_id, "2026-11-21T12:00:00Z").await;
+    let c = choice(&nov, "rv-cash").unwrap();
+    assert_eq!(c["revision"], 1, "{c}");
+    assert_eq!(c["not_used"][0]["revision"], 2, "{c}");
+    assert!(
+        c["not_used"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not valid at as_of"),
+        "{c}"
+    );
+    let reports: Vec<&Value> = nov["programs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["program_id"] == "rv-cash")
+        .collect();
+    assert_eq!(reports.len(), 1, "{nov}");
+    assert_eq!(reports[0]["revision"], 1);
+    assert_eq!(reports[0]["applicability"]["status"], "applicable", "{nov}");
+    // Valid at most until revision 2 takes over.
+    let until = nov["valid_until"].as_str().unwrap();
+    assert!(until <= "2026-11-25T00:00:00Z", "{until}");
+
+    let overlap = evaluate_at(&app, &vehicle_id, "2026-11-28T12:00:00Z").await;
+    let c = choice(&overlap, "rv-cash").unwrap();
+    assert_eq!(c["revision"], 2, "{c}");
+    assert!(
+        c["not_used"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("superseded by revision 2"),
+        "{c}"
+    );
+    let used: Vec<&Value> = overlap["best_stack"]["program_ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["program_id"] == "rv-cash")
+        .collect();
+    assert!(used.len() <= 1, "{overlap}");
+    assert_eq!(overlap["unusable_programs"], json!([]));
+}
+
+// Issue 12 item 2: a stored program that cannot be evaluated (stored before
+// whole-set validation existed: it names a program that is not stored) is
+// reported in the evaluation and in the disclosure's uncertainty.
+#[tokio::test]
+async fn a_stored_program_that_cannot_be_evaluated_is_reported_to_callers() {
+    let app = spawn().await;
+    let vehicle_id = new_vehicle(&app).await;
+    let disclose = || {
+        app.call_tool(
+            "dealeragent.pricing.get_disclosure",
+            json!({"organization_id": ORG, "rooftop_id": CHICAGO, "vehicle_id": vehicle_id,
+                   "jurisdiction": {"country": "US", "subdivision": "US-IL"}}),
+        )
+    };
+    // Before: the Illinois estimate makes the disclosure `estimated`.
+    let before = disclose().await;
+    assert_eq!(tool_error_code(&before), None, "{before}");
+    assert_eq!(
+        before["structuredContent"]["uncertainty"]["status"], "estimated",
+        "{before}"
+    );
+    let store = gateway::store::open(&app.database_url).await.unwrap();
+    let now = chrono::Utc::now();
+    let doc = json!({
+        "program_id": "rv-orphan", "revision": 1, "name": "Orphan", "kind": "cash",
+        "direction": "discount",
+        "amount": {"status": "known", "amount": {"amount_minor": 100, "currency": "USD"}},
+        "stacking": {"group": "rv", "combinability": "stackable", "not_combinable_with": ["rv-ghost"]}
+    });
+    store
+        .import_programs(
+            ORG,
+            &[gateway::store::ProgramRecord {
+                program_id: "rv-orphan".into(),
+                revision: 1,
+                doc,
+                rule_hash: None,
+                imported_at: chrono::SubsecRound::trunc_subsecs(now, 6),
+                source: common::test_source("programs", chrono::SubsecRound::trunc_subsecs(now, 6)),
+            }],
+        )
+        .await
+        .unwrap();
+    let reported = common::poll_until(REFRESH_DEADLINE, || async {
+        let ev = evaluate_at(&app, &vehicle_id, "2026-11-21T12:00:00Z").await;
+        ev["unusable_programs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|u| u["program_id"] == "rv-orphan")
+    })
+    .await;
+    assert!(reported, "the unusable program was never reported");
+    let ev = evaluate_at(&app, &vehicle_id, "2026-11-21T12:00:00Z").await;
+    let u = &ev["unusable_programs"][0];
+    assert_eq!(u["revision"], 1);
+    assert!(
+        u["problems"][0].as_str().unwrap().contains("rv-ghost"),
+        "{u}"
+    );
+    // The other programs are still evaluated.
+    assert!(choice(&ev, "lk-customer-cash").is_some(), "{ev}");
+
+    let disclosure = disclose().await;
+    assert_eq!(tool_error_code(&disclosure), None, "{disclosure}");
+    let offers = &disclosure["structuredContent"]["extensions"]["dealergateway.offers"];
+    assert_eq!(
+        offers["unusable_programs"][0]["program_id"], "rv-orphan",
+        "{offers}"
+    );
+    assert!(
+        offers["revisions"]
+            .as_array()
+            .is_some_and(|r| !r.is_empty()),
+        "{offers}"
+    );
+    let uncertainty = &disclosure["structuredContent"]["uncertainty"];
+    assert_eq!(uncertainty["status"], "unknown", "{uncertainty}");
+    assert!(
+        uncertainty["reason"]
+            .as_str()
+            .unwrap()
+            .contains("rv-orphan revision 1 cannot be evaluated"),
+        "{uncertainty}"
+    );
+}
+
+// Issue 12 item 3: a withdrawal and a replacement made with the CLI while
+// the gateway runs reach it within the refresh interval.
+#[tokio::test]
+async fn withdrawal_and_replacement_reach_a_running_gateway_within_the_refresh_interval() {
+    let app = spawn().await;
+    let vehicle_id = new_vehicle(&app).await;
+    let as_of = "2026-11-28T12:00:00Z";
+    cli_import(&app, TWO_REVISIONS, &[]);
+    assert!(
+        common::poll_until(REFRESH_DEADLINE, || async {
+            choice(&evaluate_at(&app, &vehicle_id, as_of).await, "rv-cash")
+                .is_some_and(|c| c["revision"] == 2)
+        })
+        .await
+    );
+
+    // Withdraw revision 2: revision 1 (still in its window) takes over.
+    let out = cli(
+        &app,
+        &[
+            "programs",
+            "withdraw",
+            "--organization",
+            ORG,
+            "rv-cash",
+            "--revision",
+            "2",
+        ],
+    );
+    assert!(out.status.success(), "{}", cli_text(&out));
+    assert!(
+        common::poll_until(REFRESH_DEADLINE, || async {
+            choice(&evaluate_at(&app, &vehicle_id, as_of).await, "rv-cash")
+                .is_some_and(|c| c["revision"] == 1 && c["not_used"] == json!([]))
+        })
+        .await,
+        "the withdrawal never reached the running gateway"
+    );
+
+    // Replace the whole set with one program: every demo program goes.
+    cli_import(
+        &app,
+        r#"
+programs:
+  - program_id: rv-only
+    revision: 1
+    name: The only program
+    kind: cash
+    direction: discount
+    amount: {status: known, amount: {amount_minor: 12300, currency: USD}}
+    stacking: {group: rv, combinability: stackable}
+"#,
+        &["--replace"],
+    );
+    assert!(
+        common::poll_until(REFRESH_DEADLINE, || async {
+            let ev = evaluate_at(&app, &vehicle_id, as_of).await;
+            let ids: Vec<&str> = ev["programs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["program_id"].as_str().unwrap())
+                .collect();
+            ids == ["rv-only"]
+        })
+        .await,
+        "the replacement never reached the running gateway"
+    );
+}

@@ -9,27 +9,253 @@
 
 pub mod import;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, FixedOffset, Utc};
 use pricing::{Program, ProgramSet, ValidatedPrograms};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::inventory::model::VehicleRecord;
 use crate::store::{ProgramRecord, Store, StoreError};
 
-/// How long an organization's validated programs are reused before the
-/// store is read again (an import shows up within this delay).
+/// How long an organization's programs are reused before the store is read
+/// again: an import, a replacement or a withdrawal shows up within this
+/// delay (docs/pricing.md).
 pub const DEFAULT_REFRESH: Duration = Duration::from_secs(10);
 
-/// The validated current programs of one organization.
+/// One active stored revision, decoded (or why it does not decode).
+#[derive(Debug)]
+struct StoredRevision {
+    program_id: String,
+    revision: u32,
+    program: Result<Program, String>,
+}
+
+/// The active revisions of one organization, as read from the store, and
+/// the validated program set of every revision choice made so far.
 #[derive(Debug)]
 pub struct OrgPrograms {
-    /// The newest revision of every stored program that still validates.
-    pub validated: ValidatedPrograms,
+    revisions: Vec<StoredRevision>,
+    /// Every distinct validity boundary (`valid_from`, `valid_until`) of the
+    /// decoded revisions, ascending: the revision choice is constant between
+    /// two of them.
+    boundaries: Vec<DateTime<Utc>>,
+    /// One validated set per revision choice with its reasons (constant
+    /// between two boundaries, so there are at most `2n + 1`).
+    selections: Mutex<HashMap<Vec<RevisionChoice>, Arc<Selection>>>,
     /// When they were read from the store.
     pub loaded_at: DateTime<Utc>,
+}
+
+/// Which revision of one program an evaluation uses, and why the others
+/// are not used (issue 12 item 1; docs/pricing.md "Revisions").
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct RevisionChoice {
+    pub program_id: String,
+    /// The revision evaluated.
+    pub revision: u32,
+    /// Why this one.
+    pub reason: String,
+    /// Every other active revision of the program, with the reason it was
+    /// not used.
+    pub not_used: Vec<RevisionNotUsed>,
+}
+
+/// An active revision an evaluation did not use.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct RevisionNotUsed {
+    pub revision: u32,
+    pub reason: String,
+}
+
+/// A stored revision that cannot be evaluated (it does not decode, or the
+/// revisions chosen with it do not validate as a set). Reported in every
+/// evaluation and disclosure, never dropped in silence (issue 12 item 2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnusableProgram {
+    pub program_id: String,
+    pub revision: u32,
+    /// What is wrong, one entry per problem.
+    pub problems: Vec<String>,
+}
+
+/// The programs an evaluation at one `as_of` uses.
+#[derive(Debug)]
+pub struct Selection {
+    /// One revision per program id (the usable ones), validated together.
+    pub validated: ValidatedPrograms,
+    /// The revision choice of every program id, by id.
+    pub revisions: Vec<RevisionChoice>,
+    /// Chosen or stored revisions that cannot be evaluated.
+    pub unusable: Vec<UnusableProgram>,
+}
+
+/// A [`Selection`] at one `as_of`, with the next instant at which the
+/// choice may change.
+#[derive(Debug, Clone)]
+pub struct ProgramsAt {
+    pub selection: Arc<Selection>,
+    /// The first validity boundary after `as_of` (a revision starting or
+    /// ending): the evaluation is valid at most until then.
+    pub next_change: Option<DateTime<Utc>>,
+}
+
+impl ProgramsAt {
+    /// The validated programs of the selection.
+    pub fn validated(&self) -> &ValidatedPrograms {
+        &self.selection.validated
+    }
+
+    /// True when the organization has no active program at all (usable or
+    /// not).
+    pub fn is_empty(&self) -> bool {
+        self.selection.revisions.is_empty() && self.selection.unusable.is_empty()
+    }
+
+    /// `pricing::evaluate` over the selection, its `valid_until` bounded by
+    /// [`ProgramsAt::next_change`] (another revision takes over then).
+    ///
+    /// # Errors
+    /// The engine's error.
+    pub fn evaluate(
+        &self,
+        vehicle: &pricing::Vehicle,
+        profile: &pricing::Profile,
+        budget: pricing::SearchBudget,
+    ) -> Result<pricing::Evaluation, pricing::stacking::EvaluationError> {
+        let mut evaluation =
+            pricing::evaluate(vehicle, &self.selection.validated, profile, budget)?;
+        if let Some(next) = self.next_change {
+            let next = next.fixed_offset();
+            evaluation.valid_until = Some(evaluation.valid_until.map_or(next, |t| t.min(next)));
+        }
+        Ok(evaluation)
+    }
+
+    /// Add the gateway's members to a serialized evaluation:
+    /// `revisions` (the choice per program) and `unusable_programs`
+    /// (`schemas/offers.schema.json#/$defs/offersEvaluation`).
+    pub fn annotate(&self, evaluation: &mut Value) {
+        if let Some(map) = evaluation.as_object_mut() {
+            map.insert(
+                "revisions".into(),
+                serde_json::to_value(&self.selection.revisions).unwrap_or_default(),
+            );
+            map.insert(
+                "unusable_programs".into(),
+                serde_json::to_value(&self.selection.unusable).unwrap_or_default(),
+            );
+        }
+    }
+
+    /// One sentence per unusable program, for a disclosure's `uncertainty`.
+    pub fn unusable_sentences(&self) -> Vec<String> {
+        self.selection
+            .unusable
+            .iter()
+            .map(|u| {
+                format!(
+                    "Incentive program {} revision {} cannot be evaluated ({}); its offer is not listed.",
+                    u.program_id,
+                    u.revision,
+                    u.problems.join("; ")
+                )
+            })
+            .collect()
+    }
+}
+
+impl OrgPrograms {
+    /// Decode the active stored revisions of one organization.
+    pub fn from_records(records: &[ProgramRecord], loaded_at: DateTime<Utc>) -> Self {
+        let revisions: Vec<StoredRevision> = records
+            .iter()
+            .map(|r| StoredRevision {
+                program_id: r.program_id.clone(),
+                revision: r.revision,
+                program: serde_json::from_value::<Program>(r.doc.clone())
+                    .map_err(|e| format!("the stored document does not decode: {e}")),
+            })
+            .collect();
+        let mut boundaries: Vec<DateTime<Utc>> = revisions
+            .iter()
+            .filter_map(|r| r.program.as_ref().ok())
+            .flat_map(|p| [p.valid_from, p.valid_until])
+            .flatten()
+            .map(|t| t.with_timezone(&Utc))
+            .collect();
+        boundaries.sort();
+        boundaries.dedup();
+        Self {
+            revisions,
+            boundaries,
+            selections: Mutex::new(HashMap::new()),
+            loaded_at,
+        }
+    }
+
+    /// The programs an evaluation at `as_of` uses: per program id, the
+    /// revision [`choose`] picks; validated as a set (once per distinct
+    /// choice). A chosen revision that does not validate with the others is
+    /// left out and reported in [`Selection::unusable`], as is every
+    /// stored revision that does not decode.
+    pub fn at(&self, as_of: DateTime<FixedOffset>) -> ProgramsAt {
+        let at = as_of.with_timezone(&Utc);
+        let next_change = self.boundaries.iter().find(|b| **b > at).copied();
+        let decoded: Vec<(&str, u32, &Program)> = self
+            .revisions
+            .iter()
+            .filter_map(|r| {
+                r.program
+                    .as_ref()
+                    .ok()
+                    .map(|p| (r.program_id.as_str(), r.revision, p))
+            })
+            .collect();
+        let (choices, chosen) = choose(&decoded, at);
+        let mut cache = self
+            .selections
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let selection = cache
+            .entry(choices.clone())
+            .or_insert_with(|| {
+                let (validated, mut unusable) = validate_usable(chosen);
+                for r in &self.revisions {
+                    if let Err(problem) = &r.program {
+                        unusable.push(UnusableProgram {
+                            program_id: r.program_id.clone(),
+                            revision: r.revision,
+                            problems: vec![bounded(problem)],
+                        });
+                    }
+                }
+                unusable.sort_by(|a, b| {
+                    (&a.program_id, a.revision).cmp(&(&b.program_id, b.revision))
+                });
+                for u in &unusable {
+                    tracing::warn!(
+                        program.id = %u.program_id,
+                        program.revision = u.revision,
+                        problems = %u.problems.join("; "),
+                        "stored incentive program cannot be evaluated; reported to callers as unusable"
+                    );
+                }
+                Arc::new(Selection {
+                    validated,
+                    revisions: choices,
+                    unusable,
+                })
+            })
+            .clone();
+        ProgramsAt {
+            selection,
+            next_change,
+        }
+    }
 }
 
 /// Per-organization cache of [`OrgPrograms`], refreshed after
@@ -68,9 +294,9 @@ impl OffersService {
         }
     }
 
-    /// The validated current programs of `organization_id` (empty when it
-    /// has none). A stored program that no longer decodes or validates is
-    /// logged and skipped: it never fails a request.
+    /// The active revisions of `organization_id` (none when it has none).
+    /// A stored revision that cannot be evaluated never fails a request: it
+    /// is reported by [`OrgPrograms::at`].
     pub async fn programs(
         &self,
         store: &dyn Store,
@@ -86,10 +312,7 @@ impl OffersService {
             return Ok(cached.clone());
         }
         let records = store.current_programs(organization_id).await?;
-        let loaded = Arc::new(OrgPrograms {
-            validated: validate_stored(organization_id, &records),
-            loaded_at: Utc::now(),
-        });
+        let loaded = Arc::new(OrgPrograms::from_records(&records, Utc::now()));
         self.cache
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -98,50 +321,243 @@ impl OffersService {
     }
 }
 
-/// Decode and validate stored programs, dropping (and logging) every
-/// program that fails, until the rest validates as a set.
-fn validate_stored(organization_id: &str, records: &[ProgramRecord]) -> ValidatedPrograms {
-    let mut programs: Vec<Program> = Vec::with_capacity(records.len());
-    for record in records {
-        match serde_json::from_value::<Program>(record.doc.clone()) {
-            Ok(p) => programs.push(p),
-            Err(e) => tracing::warn!(
-                organization.id = organization_id,
-                program.id = %record.program_id,
-                program.revision = record.revision,
-                error = %e,
-                "stored incentive program does not decode; skipped"
-            ),
-        }
+/// Is `at` inside the program's validity window (`valid_from` inclusive,
+/// `valid_until` exclusive; an omitted bound is open)?
+fn window_contains(p: &Program, at: DateTime<Utc>) -> bool {
+    p.valid_from.is_none_or(|f| f <= at) && p.valid_until.is_none_or(|u| at < u)
+}
+
+/// The validity window in words.
+fn window_text(p: &Program) -> String {
+    let t = |x: &pricing::incentives::Timestamp| x.to_rfc3339();
+    match (&p.valid_from, &p.valid_until) {
+        (Some(f), Some(u)) => format!("its window is {} to {}", t(f), t(u)),
+        (Some(f), None) => format!("its window starts {} with no end", t(f)),
+        (None, Some(u)) => format!("its window ends {}", t(u)),
+        (None, None) => "it has no window (always valid)".to_owned(),
     }
+}
+
+/// The revision of each program id an evaluation at `at` uses (issue 12
+/// item 1; docs/pricing.md "Revisions"):
+///
+/// 1. the **highest revision whose validity window contains `at`**: a newer
+///    revision supersedes an older one only where their windows overlap;
+/// 2. when no window contains `at`, the revision that starts next (so the
+///    evaluation reports when the program begins), else the highest one
+///    (reported not applicable: its window ended).
+///
+/// Exactly one revision per id is evaluated, so two revisions of one
+/// program can never be in one stack. `revisions` holds (id, revision,
+/// program) of the decoded active revisions; the result is sorted by id.
+fn choose<'a>(
+    revisions: &[(&str, u32, &'a Program)],
+    at: DateTime<Utc>,
+) -> (Vec<RevisionChoice>, Vec<&'a Program>) {
+    let mut by_id: BTreeMap<&str, Vec<(u32, &'a Program)>> = BTreeMap::new();
+    for (id, revision, program) in revisions {
+        by_id.entry(id).or_default().push((*revision, program));
+    }
+    let mut choices = Vec::with_capacity(by_id.len());
+    let mut chosen = Vec::with_capacity(by_id.len());
+    for (id, mut revs) in by_id {
+        revs.sort_by_key(|r| std::cmp::Reverse(r.0));
+        let live = revs.iter().find(|(_, p)| window_contains(p, at));
+        let (revision, program, reason) = match live {
+            Some((r, p)) => (
+                *r,
+                *p,
+                "the highest revision whose validity window contains as_of".to_owned(),
+            ),
+            None => {
+                let next = revs
+                    .iter()
+                    .filter(|(_, p)| p.valid_from.is_some_and(|f| f > at))
+                    .min_by(|a, b| a.1.valid_from.cmp(&b.1.valid_from).then(b.0.cmp(&a.0)));
+                match next {
+                    Some((r, p)) => (
+                        *r,
+                        *p,
+                        "no revision is valid at as_of; this one starts next (reported not applicable until then)".to_owned(),
+                    ),
+                    None => (
+                        revs[0].0,
+                        revs[0].1,
+                        "no revision is valid at as_of and none starts later; the highest revision is reported (not applicable)".to_owned(),
+                    ),
+                }
+            }
+        };
+        let not_used = revs
+            .iter()
+            .filter(|(r, _)| *r != revision)
+            .map(|(r, p)| RevisionNotUsed {
+                revision: *r,
+                reason: if live.is_some() && window_contains(p, at) {
+                    format!(
+                        "superseded by revision {revision}: both windows contain as_of and the higher revision wins where windows overlap"
+                    )
+                } else {
+                    format!("not valid at as_of: {}", window_text(p))
+                },
+            })
+            .collect();
+        choices.push(RevisionChoice {
+            program_id: id.to_owned(),
+            revision,
+            reason,
+            not_used,
+        });
+        chosen.push(program);
+    }
+    (choices, chosen)
+}
+
+/// Validate the chosen programs as a set; a program with a problem is left
+/// out (and reported with its problems) until the rest validates.
+fn validate_usable(chosen: Vec<&Program>) -> (ValidatedPrograms, Vec<UnusableProgram>) {
+    let mut programs: Vec<Program> = chosen.into_iter().cloned().collect();
+    let mut unusable: Vec<UnusableProgram> = Vec::new();
     loop {
         match ProgramSet::validate(programs.clone()) {
-            Ok(validated) => return validated,
+            Ok(validated) => return (validated, unusable),
             Err(problems) => {
-                let bad: std::collections::BTreeSet<usize> =
-                    problems.iter().map(|p| p.program_index).collect();
+                let mut bad: BTreeMap<usize, Vec<String>> = BTreeMap::new();
                 for problem in &problems {
-                    tracing::warn!(
-                        organization.id = organization_id,
-                        program.id = problem.program_id.as_deref().unwrap_or("?"),
-                        pointer = %problem.pointer,
-                        rule = %problem.rule,
-                        "stored incentive program no longer validates; skipped"
-                    );
+                    bad.entry(problem.program_index)
+                        .or_default()
+                        .push(problem_text(problem));
                 }
                 let before = programs.len();
-                programs = programs
-                    .into_iter()
-                    .enumerate()
-                    .filter(|(i, _)| !bad.contains(i))
-                    .map(|(_, p)| p)
-                    .collect();
+                let mut kept = Vec::with_capacity(programs.len());
+                for (i, p) in programs.into_iter().enumerate() {
+                    match bad.remove(&i) {
+                        Some(texts) => unusable.push(UnusableProgram {
+                            program_id: p.program_id.clone(),
+                            revision: p.revision,
+                            problems: texts.iter().map(|t| bounded(t)).collect(),
+                        }),
+                        None => kept.push(p),
+                    }
+                }
+                programs = kept;
                 if programs.len() == before {
                     // Problems that name no program: nothing can be trusted.
-                    programs.clear();
+                    for p in programs.drain(..) {
+                        unusable.push(UnusableProgram {
+                            program_id: p.program_id.clone(),
+                            revision: p.revision,
+                            problems: problems.iter().map(|p| bounded(&problem_text(p))).collect(),
+                        });
+                    }
                 }
             }
         }
+    }
+}
+
+/// At most 1,000 characters (`offersUnusableProgram.problems`), cut on a
+/// character boundary.
+fn bounded(text: &str) -> String {
+    match text.char_indices().nth(1_000) {
+        Some((end, _)) => format!("{}...", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+/// A validation problem without the set-relative `/programs/<i>` prefix of
+/// its pointer (meaningless outside one file).
+fn problem_text(problem: &pricing::ProgramProblem) -> String {
+    let field = problem
+        .pointer
+        .strip_prefix("/programs/")
+        .and_then(|rest| rest.find('/').map(|i| &rest[i..]))
+        .unwrap_or("");
+    let rule = problem
+        .rule
+        .replace("in this file", "in the organization's program set");
+    if field.is_empty() {
+        rule
+    } else {
+        format!("{field}: {rule}")
+    }
+}
+
+/// Whole-set validation (issue 12 item 2): the organization's resulting
+/// active revisions must validate as a set at every instant, i.e. for every
+/// revision choice [`choose`] can make (one per interval between two
+/// validity boundaries). Every conflict is named once, with the program, the
+/// revision, the field and the interval where it first occurs. Used by
+/// `import programs` and `programs withdraw` as the store's
+/// [`crate::store::ProgramSetCheck`].
+///
+/// # Errors
+/// Every conflict.
+pub fn check_program_set(records: &[ProgramRecord]) -> Result<(), Vec<String>> {
+    let org = OrgPrograms::from_records(records, Utc::now());
+    let mut conflicts: Vec<String> = Vec::new();
+    for r in &org.revisions {
+        if let Err(problem) = &r.program {
+            conflicts.push(format!(
+                "program '{}' revision {}: {problem}",
+                r.program_id, r.revision
+            ));
+        }
+    }
+    // One instant per interval: before the first boundary, then each one.
+    let mut instants: Vec<DateTime<Utc>> = Vec::with_capacity(org.boundaries.len() + 1);
+    match org.boundaries.first() {
+        Some(first) => instants.push(*first - chrono::Duration::microseconds(1)),
+        None => instants.push(DateTime::<Utc>::UNIX_EPOCH),
+    }
+    instants.extend(org.boundaries.iter().copied());
+    let decoded: Vec<(&str, u32, &Program)> = org
+        .revisions
+        .iter()
+        .filter_map(|r| {
+            r.program
+                .as_ref()
+                .ok()
+                .map(|p| (r.program_id.as_str(), r.revision, p))
+        })
+        .collect();
+    let mut seen: std::collections::HashSet<Vec<(String, u32)>> = std::collections::HashSet::new();
+    for (i, at) in instants.iter().enumerate() {
+        let (choices, chosen) = choose(&decoded, *at);
+        let key: Vec<(String, u32)> = choices
+            .iter()
+            .map(|c| (c.program_id.clone(), c.revision))
+            .collect();
+        if !seen.insert(key) {
+            continue;
+        }
+        let period = match (i, org.boundaries.is_empty()) {
+            (_, true) => "at every time".to_owned(),
+            (0, false) => format!("before {}", instants[1].to_rfc3339()),
+            _ => match instants.get(i + 1) {
+                Some(end) => format!("from {} until {}", at.to_rfc3339(), end.to_rfc3339()),
+                None => format!("from {} on", at.to_rfc3339()),
+            },
+        };
+        let programs: Vec<Program> = chosen.into_iter().cloned().collect();
+        if let Err(problems) = ProgramSet::validate(programs.clone()) {
+            for problem in &problems {
+                let who = programs
+                    .get(problem.program_index)
+                    .map_or_else(String::new, |p| {
+                        format!("program '{}' revision {}: ", p.program_id, p.revision)
+                    });
+                let text = format!("{who}{}", problem_text(problem));
+                if !conflicts.iter().any(|c| c.starts_with(&text)) {
+                    conflicts.push(format!("{text} (when evaluated {period})"));
+                }
+            }
+        }
+    }
+    if conflicts.is_empty() {
+        Ok(())
+    } else {
+        Err(conflicts)
     }
 }
 
@@ -199,8 +615,19 @@ mod tests {
         p
     }
 
+    fn rec(id: &str, revision: u32, doc: serde_json::Value) -> ProgramRecord {
+        let mut r = record(id, doc);
+        r.revision = revision;
+        r.doc["revision"] = json!(revision);
+        r
+    }
+
+    fn at(t: &str) -> DateTime<FixedOffset> {
+        DateTime::parse_from_rfc3339(t).unwrap()
+    }
+
     #[test]
-    fn stored_programs_that_no_longer_decode_or_validate_are_skipped() {
+    fn stored_programs_that_no_longer_decode_or_validate_are_reported_unusable() {
         let records = [
             record("good", program("good", json!({}))),
             record("corrupt", json!({"program_id": "corrupt"})),
@@ -212,12 +639,119 @@ mod tests {
                 ),
             ),
         ];
-        let validated = validate_stored("org", &records);
-        let ids: Vec<&str> = validated
+        let org = OrgPrograms::from_records(&records, Utc::now());
+        let now = org.at(at("2026-11-21T12:00:00Z"));
+        let ids: Vec<&str> = now
+            .validated()
             .programs()
             .iter()
             .map(|p| p.program.program_id.as_str())
             .collect();
         assert_eq!(ids, ["good"]);
+        let unusable: Vec<&str> = now
+            .selection
+            .unusable
+            .iter()
+            .map(|u| u.program_id.as_str())
+            .collect();
+        assert_eq!(unusable, ["bad-rule", "corrupt"]);
+        assert!(now.selection.unusable[0].problems[0].contains("/stacking/rule"));
+        assert_eq!(now.unusable_sentences().len(), 2);
+        assert!(check_program_set(&records).is_err());
+    }
+
+    #[test]
+    fn revisions_coexist_by_window_and_the_higher_wins_where_they_overlap() {
+        let nov =
+            json!({"valid_from": "2026-11-01T00:00:00Z", "valid_until": "2026-12-01T00:00:00Z"});
+        let dec =
+            json!({"valid_from": "2026-11-25T00:00:00Z", "valid_until": "2027-01-01T00:00:00Z"});
+        let records = [
+            rec("x", 1, program("x", nov)),
+            rec("x", 2, program("x", dec)),
+        ];
+        let org = OrgPrograms::from_records(&records, Utc::now());
+        let nov21 = org.at(at("2026-11-21T00:00:00Z"));
+        assert_eq!(nov21.selection.revisions[0].revision, 1);
+        assert!(
+            nov21.selection.revisions[0].not_used[0]
+                .reason
+                .contains("not valid at as_of")
+        );
+        assert_eq!(
+            nov21.next_change,
+            Some("2026-11-25T00:00:00Z".parse().unwrap())
+        );
+        let overlap = org.at(at("2026-11-28T00:00:00Z"));
+        assert_eq!(overlap.selection.revisions[0].revision, 2);
+        assert!(
+            overlap.selection.revisions[0].not_used[0]
+                .reason
+                .contains("superseded by revision 2")
+        );
+        assert_eq!(overlap.validated().programs().len(), 1);
+        let before = org.at(at("2026-10-01T00:00:00Z"));
+        assert_eq!(before.selection.revisions[0].revision, 1);
+        assert!(
+            before.selection.revisions[0].reason.contains("starts next"),
+            "{:?}",
+            before.selection.revisions
+        );
+        let after = org.at(at("2027-02-01T00:00:00Z"));
+        assert_eq!(after.selection.revisions[0].revision, 2);
+        assert_eq!(after.next_change, None);
+    }
+
+    #[test]
+    fn whole_set_check_names_conflicts_that_only_appear_across_files_or_revisions() {
+        // a excludes group g; b@2 moves the only member of g to group h
+        // from December on: from then, a's exclusion names nothing.
+        let a = rec(
+            "a",
+            1,
+            program(
+                "a",
+                json!({"stacking": {"group": "oem", "combinability": "stackable", "not_combinable_with": ["group:g"]}}),
+            ),
+        );
+        let b1 = rec(
+            "b",
+            1,
+            program(
+                "b",
+                json!({"stacking": {"group": "g", "combinability": "stackable"}}),
+            ),
+        );
+        let b2 = rec(
+            "b",
+            2,
+            program(
+                "b",
+                json!({"valid_from": "2026-12-01T00:00:00Z", "stacking": {"group": "h", "combinability": "stackable"}}),
+            ),
+        );
+        assert_eq!(check_program_set(&[a.clone(), b1.clone()]), Ok(()));
+        let conflicts = check_program_set(&[a.clone(), b1.clone(), b2]).unwrap_err();
+        assert_eq!(conflicts.len(), 1, "{conflicts:?}");
+        assert!(
+            conflicts[0].contains("program 'a' revision 1"),
+            "{conflicts:?}"
+        );
+        assert!(conflicts[0].contains("group:g"), "{conflicts:?}");
+        assert!(conflicts[0].contains("2026-12-01"), "{conflicts:?}");
+        // group_resolution disagreement between two files.
+        let c = rec(
+            "c",
+            1,
+            program(
+                "c",
+                json!({"stacking": {"group": "g", "combinability": "stackable", "group_resolution": "best_one"}}),
+            ),
+        );
+        let conflicts = check_program_set(&[a, b1, c]).unwrap_err();
+        assert!(
+            conflicts.iter().any(|c| c.contains("group_resolution")),
+            "{conflicts:?}"
+        );
     }
 }

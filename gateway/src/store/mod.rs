@@ -218,17 +218,65 @@ pub struct ProgramRecord {
     pub source: SourceRecord,
 }
 
-/// What an import of programs changed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct ProgramsImportSummary {
-    /// New (program_id, revision) pairs stored.
-    pub added: u32,
-    /// Pairs already stored with an identical document.
-    pub unchanged: u32,
-    /// Revisions older than the newest stored for their program_id: not
-    /// stored (an older revision never overwrites a newer one).
-    pub older_revisions_ignored: u32,
+/// One `(program_id, revision)` pair.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct ProgramRevision {
+    pub program_id: String,
+    pub revision: u32,
 }
+
+impl ProgramRevision {
+    /// The pair as recorded in audit events: `<program_id>:<revision>` (an
+    /// identifier, so [`AuditEvent::bounded`] keeps it).
+    pub fn audit_id(&self) -> String {
+        format!("{}:{}", self.program_id, self.revision)
+    }
+}
+
+impl std::fmt::Display for ProgramRevision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} revision {}", self.program_id, self.revision)
+    }
+}
+
+/// What an import, replacement or withdrawal of programs changed (or, in a
+/// dry run, would change).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ProgramsImportSummary {
+    /// New (program_id, revision) pairs stored. Every revision coexists
+    /// (issue 12 item 1): an older revision than a stored one is stored too.
+    pub added: u32,
+    /// Pairs already stored with an identical document (and not withdrawn).
+    pub unchanged: u32,
+    /// Pairs given again that were withdrawn earlier: they stay withdrawn
+    /// (a withdrawal is final; publish a new revision instead).
+    pub still_withdrawn: Vec<ProgramRevision>,
+    /// Revisions this change withdrew, in (program_id, revision) order.
+    pub withdrawn: Vec<ProgramRevision>,
+}
+
+/// A change to the program set of one organization (issue 12 items 2, 3).
+#[derive(Debug, Clone, Copy)]
+pub enum ProgramsChange<'a> {
+    /// Store these revisions; with `replace`, the file is the
+    /// organization's complete program set: every active stored revision not
+    /// in it is withdrawn.
+    Import {
+        records: &'a [ProgramRecord],
+        replace: bool,
+    },
+    /// Withdraw one revision, or every active revision of the program.
+    Withdraw {
+        program_id: &'a str,
+        revision: Option<u32>,
+    },
+}
+
+/// Judges the organization's resulting set of active revisions (ascending
+/// (program_id, revision)) before a change is written: `Err` lists every
+/// conflict, and nothing is written.
+pub type ProgramSetCheck<'a> =
+    &'a (dyn Fn(&[ProgramRecord]) -> Result<(), Vec<String>> + Send + Sync);
 
 /// One immutable inventory snapshot of one rooftop.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -526,22 +574,54 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Vec<AuditEvent>, StoreError>;
 
     /// Import incentive program revisions of one organization in one
-    /// transaction (issue 7 item 1). Per record, in ascending
-    /// (program_id, revision) order: an existing (program_id, revision)
-    /// with an identical document is *unchanged*; a revision older than the
-    /// newest stored for its program_id is not stored and counted as
-    /// *ignored*; anything else is *added*. Fails with
-    /// [`StoreError::Query`] (writing nothing) when the organization is not
-    /// stored, or when a different document is given under a stored
-    /// (program_id, revision) (naming the program).
+    /// transaction (issue 7 item 1), with no whole-set check and no audit
+    /// event (the demo seed): [`Store::change_programs`] with
+    /// [`ProgramsChange::Import`] and `replace: false`.
     async fn import_programs(
         &self,
         organization_id: &str,
         programs: &[ProgramRecord],
+    ) -> Result<ProgramsImportSummary, StoreError> {
+        self.change_programs(
+            organization_id,
+            ProgramsChange::Import {
+                records: programs,
+                replace: false,
+            },
+            &|_| Ok(()),
+            None,
+            false,
+        )
+        .await
+    }
+
+    /// Change the programs of one organization in one transaction (issue 12
+    /// items 2 and 3). Imported records, in ascending (program_id, revision)
+    /// order: a stored pair with an identical document is *unchanged* (or
+    /// *still withdrawn*), a new pair is *added* (every revision coexists);
+    /// with `replace`, every active revision not given is *withdrawn*. A
+    /// withdrawal marks the revision (or every active revision of the id)
+    /// withdrawn; a revision is never deleted. `check` then judges the
+    /// resulting active set; when it refuses, or the organization is not
+    /// stored, or a different document is given under a stored pair, or a
+    /// withdrawal names no active revision, the call fails with
+    /// [`StoreError::Query`] (every conflict named) and writes nothing.
+    /// `audit`, when given, is appended in the same transaction with
+    /// `resource_ids` = the added and withdrawn pairs
+    /// ([`ProgramRevision::audit_id`]). `dry_run` computes the same summary
+    /// and writes nothing.
+    async fn change_programs(
+        &self,
+        organization_id: &str,
+        change: ProgramsChange<'_>,
+        check: ProgramSetCheck<'_>,
+        audit: Option<&AuditEvent>,
+        dry_run: bool,
     ) -> Result<ProgramsImportSummary, StoreError>;
 
-    /// The newest revision of every program of an organization, ordered by
-    /// `program_id`.
+    /// Every active (not withdrawn) revision of every program of an
+    /// organization, ordered by (`program_id`, `revision`). Which one an
+    /// evaluation uses is decided at its `as_of` (`crate::offers`).
     async fn current_programs(
         &self,
         organization_id: &str,
@@ -945,6 +1025,7 @@ fn sorted_programs(programs: &[ProgramRecord]) -> Result<Vec<&ProgramRecord>, St
             return Err(program_conflict(&pair[0].program_id, pair[0].revision));
         }
     }
+    sorted.dedup_by(|a, b| a.program_id == b.program_id && a.revision == b.revision);
     Ok(sorted)
 }
 
@@ -964,25 +1045,152 @@ fn programs_organization_missing(organization_id: &str) -> StoreError {
     ))
 }
 
-/// What one program record does against the stored state: `stored` is the
-/// document of the same (id, revision) if stored, `newest` the newest
-/// stored revision of the id.
-fn program_change(
-    record: &ProgramRecord,
-    stored: Option<&serde_json::Value>,
-    newest: Option<u32>,
-) -> Result<ProgramOutcome, StoreError> {
-    Ok(match stored {
-        Some(doc) if *doc == record.doc => ProgramOutcome::Unchanged,
-        Some(_) => return Err(program_conflict(&record.program_id, record.revision)),
-        None if newest.is_some_and(|n| n > record.revision) => ProgramOutcome::Ignored,
-        None => ProgramOutcome::Added,
-    })
+/// One stored revision with its withdrawal state, as a backend reads it
+/// inside the change transaction.
+struct StoredProgram {
+    record: ProgramRecord,
+    withdrawn: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ProgramOutcome {
-    Added,
-    Unchanged,
-    Ignored,
+/// What [`Store::change_programs`] writes, computed from the stored rows.
+struct ProgramsPlan<'a> {
+    inserts: Vec<&'a ProgramRecord>,
+    withdraw: Vec<ProgramRevision>,
+    summary: ProgramsImportSummary,
+}
+
+/// The plan of a programs change against the stored rows, after `check`
+/// accepted the resulting active set (backend-neutral; both backends call
+/// it inside their transaction).
+fn plan_programs_change<'a>(
+    organization_id: &str,
+    stored: &[StoredProgram],
+    change: ProgramsChange<'a>,
+    check: ProgramSetCheck<'_>,
+) -> Result<ProgramsPlan<'a>, StoreError> {
+    let find = |id: &str, revision: u32| {
+        stored
+            .iter()
+            .find(|s| s.record.program_id == id && s.record.revision == revision)
+    };
+    let mut plan = ProgramsPlan {
+        inserts: Vec::new(),
+        withdraw: Vec::new(),
+        summary: ProgramsImportSummary::default(),
+    };
+    match change {
+        ProgramsChange::Import { records, replace } => {
+            let sorted = sorted_programs(records)?;
+            for record in &sorted {
+                match find(&record.program_id, record.revision) {
+                    Some(s) if s.record.doc != record.doc => {
+                        return Err(program_conflict(&record.program_id, record.revision));
+                    }
+                    Some(s) if s.withdrawn => plan.summary.still_withdrawn.push(ProgramRevision {
+                        program_id: record.program_id.clone(),
+                        revision: record.revision,
+                    }),
+                    Some(_) => plan.summary.unchanged += 1,
+                    None => {
+                        plan.inserts.push(record);
+                        plan.summary.added += 1;
+                    }
+                }
+            }
+            if replace {
+                for s in stored.iter().filter(|s| !s.withdrawn) {
+                    let given = sorted.iter().any(|r| {
+                        r.program_id == s.record.program_id && r.revision == s.record.revision
+                    });
+                    if !given {
+                        plan.withdraw.push(ProgramRevision {
+                            program_id: s.record.program_id.clone(),
+                            revision: s.record.revision,
+                        });
+                    }
+                }
+            }
+        }
+        ProgramsChange::Withdraw {
+            program_id,
+            revision,
+        } => {
+            let matching: Vec<&StoredProgram> = stored
+                .iter()
+                .filter(|s| {
+                    s.record.program_id == program_id
+                        && revision.is_none_or(|r| r == s.record.revision)
+                })
+                .collect();
+            let what = match revision {
+                Some(r) => format!("program '{program_id}' revision {r}"),
+                None => format!("program '{program_id}'"),
+            };
+            if matching.is_empty() {
+                return Err(StoreError::Query(format!(
+                    "{what} is not stored for organization '{organization_id}'; nothing was withdrawn"
+                )));
+            }
+            if matching.iter().all(|s| s.withdrawn) {
+                return Err(StoreError::Query(format!(
+                    "{what} is already withdrawn; nothing was withdrawn"
+                )));
+            }
+            plan.withdraw = matching
+                .iter()
+                .filter(|s| !s.withdrawn)
+                .map(|s| ProgramRevision {
+                    program_id: s.record.program_id.clone(),
+                    revision: s.record.revision,
+                })
+                .collect();
+        }
+    }
+    plan.withdraw.sort();
+    plan.summary.withdrawn = plan.withdraw.clone();
+    let mut resulting: Vec<ProgramRecord> = stored
+        .iter()
+        .filter(|s| {
+            !s.withdrawn
+                && !plan
+                    .withdraw
+                    .iter()
+                    .any(|w| w.program_id == s.record.program_id && w.revision == s.record.revision)
+        })
+        .map(|s| s.record.clone())
+        .chain(plan.inserts.iter().map(|r| (*r).clone()))
+        .collect();
+    resulting.sort_by(|a, b| (&a.program_id, a.revision).cmp(&(&b.program_id, b.revision)));
+    if let Err(conflicts) = check(&resulting) {
+        let mut message = format!(
+            "{} conflict(s) in the resulting program set of organization '{organization_id}'; \
+             nothing was changed:",
+            conflicts.len()
+        );
+        for c in &conflicts {
+            message.push_str("\n  - ");
+            message.push_str(c);
+        }
+        return Err(StoreError::Query(message));
+    }
+    Ok(plan)
+}
+
+/// The audit event of a programs change: `audit` with the added and
+/// withdrawn pairs as its resource ids.
+fn programs_audit_event(audit: &AuditEvent, plan: &ProgramsPlan<'_>) -> AuditEvent {
+    let mut event = audit.clone();
+    event.resource_ids = plan
+        .inserts
+        .iter()
+        .map(|r| {
+            ProgramRevision {
+                program_id: r.program_id.clone(),
+                revision: r.revision,
+            }
+            .audit_id()
+        })
+        .chain(plan.withdraw.iter().map(ProgramRevision::audit_id))
+        .collect();
+    event
 }

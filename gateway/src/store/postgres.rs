@@ -25,8 +25,8 @@ use super::{
     rooftop_taken, summarize, validate_import, validate_snapshot,
 };
 use super::{
-    ProgramOutcome, ProgramRecord, ProgramsImportSummary, program_change,
-    programs_organization_missing, sorted_programs,
+    ProgramRecord, ProgramSetCheck, ProgramsChange, ProgramsImportSummary, StoredProgram,
+    plan_programs_change, programs_audit_event, programs_organization_missing,
 };
 use crate::auth::{Credential, RooftopScope};
 use crate::inventory::model::{InventoryImportSummary, VehicleRecord, diff_vehicles};
@@ -487,31 +487,7 @@ impl Store for PostgresStore {
     }
 
     async fn append_audit(&self, event: &AuditEvent) -> Result<(), StoreError> {
-        let event = &event.bounded();
-        sqlx::query(
-            "insert into audit_events (event_id, occurred_at, trace_id, subject, credential,
-                 organization_id, rooftop_ids, tool, profile, policy_decision, resource_ids,
-                 outcome, delegation)
-             values ($1, $2, $3, $4, $5::json, $6, $7::json, $8, $9, $10, $11::json, $12,
-                 $13::json)",
-        )
-        .bind(&event.event_id)
-        .bind(event.occurred_at)
-        .bind(&event.trace_id)
-        .bind(&event.subject)
-        .bind(event.credential.as_ref().map(json_text).transpose()?)
-        .bind(&event.organization_id)
-        .bind(json_text(&event.rooftop_ids)?)
-        .bind(&event.tool)
-        .bind(&event.profile)
-        .bind(&event.policy_decision)
-        .bind(json_text(&event.resource_ids)?)
-        .bind(&event.outcome)
-        .bind(json_text(&event.delegation)?)
-        .execute(&self.pool)
-        .await
-        .map_err(map_sqlx_error)?;
-        Ok(())
+        insert_audit(&self.pool, event).await
     }
 
     async fn count_audit(
@@ -794,16 +770,19 @@ impl Store for PostgresStore {
         rows.iter().map(audit_from_row).collect()
     }
 
-    async fn import_programs(
+    async fn change_programs(
         &self,
         organization_id: &str,
-        programs: &[ProgramRecord],
+        change: ProgramsChange<'_>,
+        check: ProgramSetCheck<'_>,
+        audit: Option<&AuditEvent>,
+        dry_run: bool,
     ) -> Result<ProgramsImportSummary, StoreError> {
-        let sorted = sorted_programs(programs)?;
         let mut tx = self.pool.begin().await.map_err(map_sqlx_error)?;
-        // One import at a time across replicas (the dealer import lock): the
-        // newest revisions read below stay the newest until commit. The
-        // organization row is locked too, so it cannot vanish meanwhile.
+        // One change at a time across replicas (the dealer import lock): the
+        // rows read below stay as read until commit, so the set `check`
+        // judged is the set written. The organization row is locked too, so
+        // it cannot vanish meanwhile.
         sqlx::query("select pg_advisory_xact_lock($1)")
             .bind(IMPORT_LOCK_KEY)
             .execute(&mut *tx)
@@ -819,53 +798,67 @@ impl Store for PostgresStore {
         if known.is_none() {
             return Err(programs_organization_missing(organization_id));
         }
-        let mut summary = ProgramsImportSummary::default();
-        for record in sorted {
-            let stored: Option<Json<serde_json::Value>> = sqlx::query_scalar(
-                "select doc from incentive_programs
-                 where organization_id = $1 and program_id = $2 and revision = $3",
+        let rows = sqlx::query(
+            "select program_id, revision, doc, rule_hash, imported_at, source, withdrawn_at
+             from incentive_programs where organization_id = $1
+             order by program_id, revision",
+        )
+        .bind(organization_id)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(map_sqlx_error)?;
+        let stored = rows
+            .iter()
+            .map(|row| {
+                let withdrawn: Option<DateTime<Utc>> =
+                    row.try_get("withdrawn_at").map_err(map_sqlx_error)?;
+                Ok(StoredProgram {
+                    record: program_from_row(row)?,
+                    withdrawn: withdrawn.is_some(),
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let plan = plan_programs_change(organization_id, &stored, change, check)?;
+        if dry_run {
+            return Ok(plan.summary);
+        }
+        for record in &plan.inserts {
+            sqlx::query(
+                "insert into incentive_programs (organization_id, program_id, revision,
+                     doc, rule_hash, imported_at, source)
+                 values ($1, $2, $3, $4::json, $5, $6, $7::json)",
             )
             .bind(organization_id)
             .bind(&record.program_id)
             .bind(i64::from(record.revision))
-            .fetch_optional(&mut *tx)
+            .bind(json_text(&record.doc)?)
+            .bind(&record.rule_hash)
+            .bind(record.imported_at)
+            .bind(json_text(&record.source)?)
+            .execute(&mut *tx)
             .await
             .map_err(map_sqlx_error)?;
-            let newest: Option<i64> = sqlx::query_scalar(
-                "select max(revision) from incentive_programs
-                 where organization_id = $1 and program_id = $2",
+        }
+        let now = chrono::SubsecRound::trunc_subsecs(Utc::now(), 6);
+        for w in &plan.withdraw {
+            sqlx::query(
+                "update incentive_programs set withdrawn_at = $1
+                 where organization_id = $2 and program_id = $3 and revision = $4
+                   and withdrawn_at is null",
             )
+            .bind(now)
             .bind(organization_id)
-            .bind(&record.program_id)
-            .fetch_one(&mut *tx)
+            .bind(&w.program_id)
+            .bind(i64::from(w.revision))
+            .execute(&mut *tx)
             .await
             .map_err(map_sqlx_error)?;
-            let newest = newest.and_then(|n| u32::try_from(n).ok());
-            match program_change(record, stored.as_ref().map(|d| &d.0), newest)? {
-                ProgramOutcome::Unchanged => summary.unchanged += 1,
-                ProgramOutcome::Ignored => summary.older_revisions_ignored += 1,
-                ProgramOutcome::Added => {
-                    sqlx::query(
-                        "insert into incentive_programs (organization_id, program_id, revision,
-                             doc, rule_hash, imported_at, source)
-                         values ($1, $2, $3, $4::json, $5, $6, $7::json)",
-                    )
-                    .bind(organization_id)
-                    .bind(&record.program_id)
-                    .bind(i64::from(record.revision))
-                    .bind(json_text(&record.doc)?)
-                    .bind(&record.rule_hash)
-                    .bind(record.imported_at)
-                    .bind(json_text(&record.source)?)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(map_sqlx_error)?;
-                    summary.added += 1;
-                }
-            }
+        }
+        if let Some(audit) = audit {
+            insert_audit(&mut *tx, &programs_audit_event(audit, &plan)).await?;
         }
         tx.commit().await.map_err(map_sqlx_error)?;
-        Ok(summary)
+        Ok(plan.summary)
     }
 
     async fn current_programs(
@@ -873,32 +866,16 @@ impl Store for PostgresStore {
         organization_id: &str,
     ) -> Result<Vec<ProgramRecord>, StoreError> {
         let rows = sqlx::query(
-            "select distinct on (program_id) program_id, revision, doc, rule_hash, imported_at,
-                 source
+            "select program_id, revision, doc, rule_hash, imported_at, source
              from incentive_programs
-             where organization_id = $1
-             order by program_id, revision desc",
+             where organization_id = $1 and withdrawn_at is null
+             order by program_id, revision",
         )
         .bind(organization_id)
         .fetch_all(&self.pool)
         .await
         .map_err(map_sqlx_error)?;
-        rows.iter()
-            .map(|row| {
-                let revision: i64 = row.try_get("revision").map_err(map_sqlx_error)?;
-                let doc: Json<serde_json::Value> = row.try_get("doc").map_err(map_sqlx_error)?;
-                let source: Json<SourceRecord> = row.try_get("source").map_err(map_sqlx_error)?;
-                Ok(ProgramRecord {
-                    program_id: row.try_get("program_id").map_err(map_sqlx_error)?,
-                    revision: u32::try_from(revision)
-                        .map_err(|_| StoreError::Corrupt(format!("revision {revision}")))?,
-                    doc: doc.0,
-                    rule_hash: row.try_get("rule_hash").map_err(map_sqlx_error)?,
-                    imported_at: row.try_get("imported_at").map_err(map_sqlx_error)?,
-                    source: source.0,
-                })
-            })
-            .collect()
+        rows.iter().map(program_from_row).collect()
     }
 
     async fn record_availability(
@@ -1192,4 +1169,53 @@ async fn write_organization(
         .map_err(map_sqlx_error)?;
     }
     Ok(())
+}
+
+/// Insert one audit event ([`AuditEvent::bounded`]) through `executor` (the
+/// pool, or a transaction that writes together with it).
+async fn insert_audit<'e, E>(executor: E, event: &AuditEvent) -> Result<(), StoreError>
+where
+    E: sqlx::Executor<'e, Database = sqlx::Postgres>,
+{
+    let event = &event.bounded();
+    sqlx::query(
+        "insert into audit_events (event_id, occurred_at, trace_id, subject, credential,
+             organization_id, rooftop_ids, tool, profile, policy_decision, resource_ids,
+             outcome, delegation)
+         values ($1, $2, $3, $4, $5::json, $6, $7::json, $8, $9, $10, $11::json, $12,
+             $13::json)",
+    )
+    .bind(&event.event_id)
+    .bind(event.occurred_at)
+    .bind(&event.trace_id)
+    .bind(&event.subject)
+    .bind(event.credential.as_ref().map(json_text).transpose()?)
+    .bind(&event.organization_id)
+    .bind(json_text(&event.rooftop_ids)?)
+    .bind(&event.tool)
+    .bind(&event.profile)
+    .bind(&event.policy_decision)
+    .bind(json_text(&event.resource_ids)?)
+    .bind(&event.outcome)
+    .bind(json_text(&event.delegation)?)
+    .execute(executor)
+    .await
+    .map_err(map_sqlx_error)?;
+    Ok(())
+}
+
+/// One `incentive_programs` row.
+fn program_from_row(row: &sqlx::postgres::PgRow) -> Result<ProgramRecord, StoreError> {
+    let revision: i64 = row.try_get("revision").map_err(map_sqlx_error)?;
+    let doc: Json<serde_json::Value> = row.try_get("doc").map_err(map_sqlx_error)?;
+    let source: Json<SourceRecord> = row.try_get("source").map_err(map_sqlx_error)?;
+    Ok(ProgramRecord {
+        program_id: row.try_get("program_id").map_err(map_sqlx_error)?,
+        revision: u32::try_from(revision)
+            .map_err(|_| StoreError::Corrupt(format!("revision {revision}")))?,
+        doc: doc.0,
+        rule_hash: row.try_get("rule_hash").map_err(map_sqlx_error)?,
+        imported_at: row.try_get("imported_at").map_err(map_sqlx_error)?,
+        source: source.0,
+    })
 }

@@ -93,7 +93,7 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
     let programs = disclosure::profile_jurisdiction(jurisdiction, &rooftop.dap).and_then(|j| {
         disclosure::programs_input(
             &record,
-            &org_programs.validated,
+            &org_programs.at(now.fixed_offset()),
             org_programs.loaded_at,
             j,
             payment_mode,

@@ -4,8 +4,9 @@
 //!
 //! Policy first (DAP-CORE-031): the rooftop must be readable by the caller
 //! before the vehicle or the programs are looked up; otherwise not found.
-//! The programs are the organization's current revisions
-//! ([`crate::offers::OffersService`]); the engine is
+//! The programs are the organization's revisions live at the profile's
+//! `as_of` ([`crate::offers::OrgPrograms::at`], named with the reasons in
+//! `revisions`; unusable ones in `unusable_programs`); the engine is
 //! `pricing::stacking::evaluate`. The output is the evaluation plus the
 //! organization, rooftop, freshness (valid until the earliest of the
 //! evaluation's `valid_until` and the inventory record's validity) and the
@@ -58,13 +59,12 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
         .await
         .map_err(ToolError::internal)?;
     let vehicle = vehicle_for_pricing(&record);
-    let evaluation = pricing::evaluate(
-        &vehicle,
-        &programs.validated,
-        &profile,
-        SearchBudget::default(),
-    )
-    .map_err(|e| evaluation_error(&e))?;
+    // The revision of each program live at the profile's `as_of` (issue 12
+    // item 1); the evaluation is valid at most until another one takes over.
+    let selected = programs.at(profile.as_of);
+    let evaluation = selected
+        .evaluate(&vehicle, &profile, SearchBudget::default())
+        .map_err(|e| evaluation_error(&e))?;
 
     let sla = found.index.inventory_sla_seconds();
     let observed = record.source.observed_at;
@@ -85,6 +85,9 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
     };
 
     let mut out = serde_json::to_value(&evaluation).map_err(ToolError::internal)?;
+    // Which revision was used and why the others were not; programs that
+    // cannot be evaluated (issue 12 items 1-2).
+    selected.annotate(&mut out);
     let map = out
         .as_object_mut()
         .ok_or_else(|| ToolError::internal("evaluation is not an object"))?;

@@ -1,0 +1,15 @@
+-- 0007_program_withdrawal (SQLite): withdrawn incentive program revisions
+-- (issue 12 item 3, docs/pricing.md "Revisions, replacement and withdrawal").
+--
+-- Same conventions as 0001_dealers.sql (RFC 3339 UTC text timestamps with
+-- microseconds). The PostgreSQL twin is
+-- migrations/postgres/0007_program_withdrawal.sql.
+--
+-- Every revision of a program now coexists (issue 12 item 1): which one an
+-- evaluation uses is decided at its `as_of` by the gateway, no longer by
+-- keeping only max(revision). A revision is never deleted: `programs
+-- withdraw` and `import programs --replace` set `withdrawn_at`, and a
+-- withdrawn revision is never evaluated again (re-importing the same
+-- document does not reinstate it; publish a new revision instead). The
+-- audit log records who withdrew it.
+alter table incentive_programs add column withdrawn_at text;
