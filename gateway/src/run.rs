@@ -444,7 +444,11 @@ async fn import_inventory(
             ))
         })?,
     };
-    let bytes = std::fs::read(file).map_err(|e| Error::Io(format!("{name}: cannot read: {e}")))?;
+    // Read record by record (issue 11 item 6): the file's text is never held
+    // in memory beside the parsed vehicles.
+    let opened = std::fs::File::open(file)
+        .and_then(|f| f.metadata().map(|m| (f, m.len())))
+        .map_err(|e| Error::Io(format!("{name}: cannot read: {e}")))?;
     let store = store::open(database_url).await?;
     let org = store.get_organization(organization).await?.ok_or_else(|| {
         Failure::BadInput(format!(
@@ -454,7 +458,8 @@ async fn import_inventory(
     })?;
     let now = Utc::now();
     let ctx = IngestContext::for_organization(&org, rooftop, now);
-    let parsed = parse_file(format, file, &bytes, &ctx)?;
+    let (handle, total) = opened;
+    let parsed = parse_file(format, file, std::io::BufReader::new(handle), total, &ctx)?;
     let results = write_or_plan(store.as_ref(), &parsed, dry_run, now).await?;
     for line in report_lines(&name, &parsed, &results, dry_run) {
         println!("{line}");
@@ -467,15 +472,16 @@ async fn import_inventory(
 fn parse_file(
     format: FeedFormat,
     path: &Path,
-    bytes: &[u8],
+    input: impl std::io::Read,
+    total: u64,
     ctx: &IngestContext,
 ) -> Result<ParsedFeed, Failure> {
     let shown = path.display().to_string();
     let file_name = path
         .file_name()
         .map_or_else(|| shown.clone(), |n| n.to_string_lossy().into_owned());
-    let mut indicator = Indicator::new(&shown, bytes.len());
-    let parsed = ingest::parse_feed_with_progress(format, &file_name, bytes, ctx, &mut |p| {
+    let mut indicator = Indicator::new(&shown, usize::try_from(total).unwrap_or(usize::MAX));
+    let parsed = ingest::parse_feed_reader(format, &file_name, input, total, ctx, &mut |p| {
         indicator.update(p);
     });
     indicator.finish();
@@ -621,7 +627,13 @@ async fn import_bundle(database_url: &str, dir: &Path, dry_run: bool) -> Result<
         };
         let now = Utc::now();
         let ctx = IngestContext::for_organization(&org, None, now);
-        let parsed = match parse_file(FeedFormat::DapCsv, path, &bytes, &ctx) {
+        let parsed = match parse_file(
+            FeedFormat::DapCsv,
+            path,
+            &bytes[..],
+            bytes.len() as u64,
+            &ctx,
+        ) {
             Ok(p) => p,
             Err(Failure::BadInput(report)) => {
                 eprint!("{report}");
