@@ -540,16 +540,33 @@ pub fn check_program_set(records: &[ProgramRecord]) -> Result<(), Vec<String>> {
             },
         };
         let programs: Vec<Program> = chosen.into_iter().cloned().collect();
-        if let Err(problems) = ProgramSet::validate(programs.clone()) {
-            for problem in &problems {
-                let who = programs
-                    .get(problem.program_index)
-                    .map_or_else(String::new, |p| {
-                        format!("program '{}' revision {}: ", p.program_id, p.revision)
-                    });
-                let text = format!("{who}{}", problem_text(problem));
-                if !conflicts.iter().any(|c| c.starts_with(&text)) {
-                    conflicts.push(format!("{text} (when evaluated {period})"));
+        match ProgramSet::validate(programs.clone()) {
+            Err(problems) => {
+                for problem in &problems {
+                    let who = programs
+                        .get(problem.program_index)
+                        .map_or_else(String::new, |p| {
+                            format!("program '{}' revision {}: ", p.program_id, p.revision)
+                        });
+                    let text = format!("{who}{}", problem_text(problem));
+                    if !conflicts.iter().any(|c| c.starts_with(&text)) {
+                        conflicts.push(format!("{text} (when evaluated {period})"));
+                    }
+                }
+            }
+            // The import's amount bound (issue 12 item 6) over the union of
+            // the organization's files, not only over one file.
+            Ok(validated) => {
+                for problem in import::amount_bound_problems(&validated) {
+                    let field = problem
+                        .pointer
+                        .strip_prefix("/programs/")
+                        .and_then(|rest| rest.find('/').map(|i| &rest[i..]))
+                        .unwrap_or("");
+                    let text = format!("{field}: {}", problem.rule);
+                    if !conflicts.iter().any(|c| c.starts_with(&text)) {
+                        conflicts.push(format!("{text} (when evaluated {period})"));
+                    }
                 }
             }
         }
@@ -753,5 +770,24 @@ mod tests {
             conflicts.iter().any(|c| c.contains("group_resolution")),
             "{conflicts:?}"
         );
+        // Two surcharges each within the import bound, in two files, whose
+        // sum is not.
+        let half = import::MAX_PROGRAM_SUM_MINOR / 2 + 1;
+        let fee = |id: &str| {
+            rec(
+                id,
+                1,
+                program(
+                    id,
+                    json!({"kind": "surcharge", "direction": "surcharge",
+                "amount": {"status": "known", "amount": {"amount_minor": half, "currency": "USD"}},
+                "stacking": {"group": "addons", "combinability": "stackable"}}),
+                ),
+            )
+        };
+        assert_eq!(check_program_set(&[fee("fee-a")]), Ok(()));
+        let conflicts = check_program_set(&[fee("fee-a"), fee("fee-b")]).unwrap_err();
+        assert_eq!(conflicts.len(), 1, "{conflicts:?}");
+        assert!(conflicts[0].contains("fee-b"), "{conflicts:?}");
     }
 }
