@@ -1037,6 +1037,8 @@ async fn every_credential_gets_the_exact_outcome_from_every_tool_and_resource() 
             }
         }
     }
+    // The figure docs/security.md records from a rerun.
+    eprintln!("isolation matrix: {checked} cells checked, {skipped} not served");
     assert!(
         failures.is_empty(),
         "{} of {checked} cells failed:\n{}",
