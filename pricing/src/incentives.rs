@@ -257,6 +257,46 @@ pub struct EligibilityCriterion {
     pub description: Option<String>,
 }
 
+/// A declarative stacking limit (docs/pricing.md "Declarative rules", issue 12
+/// item 7): while the program that declares it is in a stack, the stack's
+/// members it selects (those of `group`, or carrying `tag`, or all of them
+/// when neither is given; the declaring program included when it matches)
+/// number at most `max_programs` and their known amounts sum to at most
+/// `max_amount`. Adding a program never lowers a count or a sum, so a
+/// violated limit stays violated in every larger stack: the search prunes
+/// on it exactly (no rhai call, no lost optimum).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StackLimit {
+    /// Selects the members of this stacking group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// Selects the members carrying this tag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    /// At most this many selected members.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_programs: Option<u32>,
+    /// The selected members' known amounts (for this vehicle, after caps)
+    /// sum to at most this. Bound to its currency: in another currency than
+    /// the vehicle's price the declaring program is not applicable, as with
+    /// a cap. Unknown amounts are never summed (they still count for
+    /// `max_programs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_amount: Option<Money>,
+}
+
+impl StackLimit {
+    /// `group oem`, `tag dealer` or `every program`: what the limit selects.
+    pub fn selector(&self) -> String {
+        match (&self.group, &self.tag) {
+            (Some(g), _) => format!("group {g}"),
+            (None, Some(t)) => format!("tag {t}"),
+            (None, None) => "every program".to_owned(),
+        }
+    }
+}
+
 /// `stacking`: the DAP fields plus this project's richer ones.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -289,6 +329,11 @@ pub struct ProgramStacking {
     /// optimality, never admit an invalid stack. Only with a rule.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub rule_monotone: bool,
+    /// Declarative limits, evaluated natively by the search (no rhai).
+    /// Only with `combinability: rule_defined`, which then needs a `rule`,
+    /// `limits`, or both.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limits: Vec<StackLimit>,
 }
 
 /// Where the program came from.
@@ -369,6 +414,21 @@ pub struct CompiledRule {
     pub ast: rhai::AST,
     /// `sha256:<hex>` of the source, for provenance.
     pub rule_hash: String,
+    /// Whether the source names `ctx` at all. A rule that does not can only
+    /// depend on `stack`, whose maps are the same in every payment-mode
+    /// branch, so its verdict on a stack is reused across branches.
+    pub reads_ctx: bool,
+}
+
+/// Whether `source` contains the identifier `ctx` (comments and strings
+/// included: over-approximating only costs reuse, never correctness).
+pub(crate) fn mentions_identifier(source: &str, ident: &str) -> bool {
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    source.match_indices(ident).any(|(at, _)| {
+        let before = source[..at].chars().next_back();
+        let after = source[at + ident.len()..].chars().next();
+        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+    })
 }
 
 /// A program that passed validation.
@@ -380,6 +440,20 @@ pub struct ValidatedProgram {
     pub percent: Option<Decimal>,
     /// The compiled rule for `rule_defined`.
     pub rule: Option<CompiledRule>,
+    /// `sha256:` of the combination rule this program declares, for
+    /// provenance: the rhai source's hash when it has only a rhai rule,
+    /// otherwise (declarative `limits`, with or without rhai) the hash of the
+    /// compact JSON `{"limits": [...], "rule": <source or null>}`. `None`
+    /// without either. Read it with [`ValidatedProgram::rule_hash`].
+    pub combination_hash: Option<String>,
+}
+
+impl ValidatedProgram {
+    /// The hash naming the program's combination rule (rhai and/or
+    /// declarative limits) in every evaluation's provenance.
+    pub fn rule_hash(&self) -> Option<&str> {
+        self.combination_hash.as_deref()
+    }
 }
 
 /// A validated program set plus the sandbox engine its rules compiled on.
@@ -508,6 +582,11 @@ pub const AUTHORITIES: &[&str] = &[
 /// `not_combinable_with`.
 pub const GROUP_REF_PREFIX: &str = "group:";
 
+/// Prefix marking a tag reference in `combinable_with` /
+/// `not_combinable_with` (every program carrying the tag): mutual exclusion
+/// by tag, checked pairwise by the search (issue 12 item 7).
+pub const TAG_REF_PREFIX: &str = "tag:";
+
 impl ProgramSet {
     /// Validates a programs file.
     ///
@@ -529,6 +608,10 @@ impl ProgramSet {
         let mut problems = Vec::new();
         let ids: BTreeSet<&str> = programs.iter().map(|p| p.program_id.as_str()).collect();
         let groups: BTreeSet<&str> = programs.iter().map(|p| p.stacking.group.as_str()).collect();
+        let tags: BTreeSet<&str> = programs
+            .iter()
+            .flat_map(|p| p.tags.iter().map(String::as_str))
+            .collect();
         let mut seen: BTreeMap<(&str, u32), usize> = BTreeMap::new();
         let mut group_res: BTreeMap<&str, (GroupResolution, usize)> = BTreeMap::new();
         let mut validated = Vec::with_capacity(programs.len());
@@ -654,24 +737,75 @@ impl ProgramSet {
                 ("not_combinable_with", &p.stacking.not_combinable_with),
             ] {
                 for (j, r) in list.iter().enumerate() {
-                    let known = match r.strip_prefix(GROUP_REF_PREFIX) {
-                        Some(g) => groups.contains(g),
-                        None => ids.contains(r.as_str()),
+                    let known = if let Some(g) = r.strip_prefix(GROUP_REF_PREFIX) {
+                        groups.contains(g)
+                    } else if let Some(t) = r.strip_prefix(TAG_REF_PREFIX) {
+                        tags.contains(t)
+                    } else {
+                        ids.contains(r.as_str())
                     };
                     if !known {
                         bad(
                             &format!("/stacking/{field}/{j}"),
-                            format!("`{r}` names no program or group in this file"),
+                            format!("`{r}` names no program, group or tag in this file"),
                         );
                     }
                 }
             }
+            for (j, limit) in p.stacking.limits.iter().enumerate() {
+                let at = format!("/stacking/limits/{j}");
+                if limit.group.is_some() && limit.tag.is_some() {
+                    bad(&at, "a limit selects by group or by tag, not both".into());
+                }
+                if let Some(g) = &limit.group
+                    && !groups.contains(g.as_str())
+                {
+                    bad(
+                        &format!("{at}/group"),
+                        format!("`{g}` names no group in this file"),
+                    );
+                }
+                if let Some(t) = &limit.tag
+                    && !tags.contains(t.as_str())
+                {
+                    bad(
+                        &format!("{at}/tag"),
+                        format!("`{t}` is no program's tag in this file"),
+                    );
+                }
+                if limit.max_programs.is_none() && limit.max_amount.is_none() {
+                    bad(&at, "a limit needs max_programs, max_amount or both".into());
+                }
+                if let Some(m) = limit.max_amount
+                    && m.is_negative()
+                {
+                    bad(
+                        &format!("{at}/max_amount/amount_minor"),
+                        "max_amount is negative".into(),
+                    );
+                }
+            }
             let rule_defined = p.stacking.combinability == Combinability::RuleDefined;
+            let has_limits = !p.stacking.limits.is_empty();
+            if has_limits && !rule_defined {
+                bad(
+                    "/stacking/limits",
+                    "limits are allowed only with combinability rule_defined".into(),
+                );
+            }
             let mut compiled = None;
             match (&p.stacking.rule, rule_defined) {
+                (None, true) if has_limits => {
+                    if p.stacking.rule_monotone {
+                        bad(
+                            "/stacking/rule_monotone",
+                            "rule_monotone is allowed only with a rule".into(),
+                        );
+                    }
+                }
                 (None, true) => bad(
                     "/stacking/rule",
-                    "combinability rule_defined requires a rule".into(),
+                    "combinability rule_defined requires a rule or limits".into(),
                 ),
                 (Some(_), false) => bad(
                     "/stacking/rule",
@@ -690,6 +824,7 @@ impl ProgramSet {
                         compiled = Some(CompiledRule {
                             ast,
                             rule_hash: sha256_hex(src),
+                            reads_ctx: mentions_identifier(src, "ctx"),
                         });
                     }
                     Err(e) => bad(
@@ -698,10 +833,20 @@ impl ProgramSet {
                     ),
                 },
             }
+            let combination_hash = if has_limits {
+                let declared = serde_json::json!({
+                    "limits": p.stacking.limits,
+                    "rule": p.stacking.rule,
+                });
+                Some(sha256_hex(&declared.to_string()))
+            } else {
+                compiled.as_ref().map(|r| r.rule_hash.clone())
+            };
             validated.push(ValidatedProgram {
                 program: p.clone(),
                 percent,
                 rule: compiled,
+                combination_hash,
             });
         }
         if problems.is_empty() {

@@ -268,10 +268,47 @@ pub(crate) fn evaluate_prepared(
     array: Array,
     ctx: &RuleContext,
 ) -> Result<bool, RuleFailure> {
-    let mut scope = Scope::new();
-    scope.push_constant("stack", array);
-    scope.push_constant("ctx", ctx.ctx.clone());
-    match engine.eval_ast_with_scope::<Dynamic>(&mut scope, ast) {
+    RuleRunner::new(engine, ctx).run(ast, array)
+}
+
+/// Runs rules of one search against one context (issue 12 item 7: no
+/// per-call rebuilding of the script's inputs). The `ctx` map is pushed
+/// into the scope once, as a constant (scripts cannot change it); each call
+/// pushes `stack` on top and rewinds the scope afterwards, so variables a
+/// script declares never leak into the next call.
+pub(crate) struct RuleRunner<'e> {
+    engine: &'e Engine,
+    scope: Scope<'static>,
+    base: usize,
+}
+
+impl<'e> RuleRunner<'e> {
+    /// A runner over `ctx` (cloned once, here).
+    pub(crate) fn new(engine: &'e Engine, ctx: &RuleContext) -> RuleRunner<'e> {
+        let mut scope = Scope::new();
+        scope.push_constant("ctx", ctx.ctx.clone());
+        let base = scope.len();
+        RuleRunner {
+            engine,
+            scope,
+            base,
+        }
+    }
+
+    /// Evaluates `ast` with `stack` = `array`.
+    pub(crate) fn run(&mut self, ast: &AST, array: Array) -> Result<bool, RuleFailure> {
+        self.scope.rewind(self.base);
+        self.scope.push_constant("stack", array);
+        let out = self
+            .engine
+            .eval_ast_with_scope::<Dynamic>(&mut self.scope, ast);
+        self.scope.rewind(self.base);
+        verdict(out)
+    }
+}
+
+fn verdict(out: Result<Dynamic, Box<rhai::EvalAltResult>>) -> Result<bool, RuleFailure> {
+    match out {
         Ok(out) => out.as_bool().map_err(|t| RuleFailure::NotBool {
             returned: t.to_owned(),
         }),

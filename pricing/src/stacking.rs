@@ -18,14 +18,14 @@
 //!   then the ascending list of `(program_id, revision)`.
 
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
 use crate::incentives::{
     Combinability, CriteriaMode, Criterion, Direction, EligibilityCriterion, EvidenceStatus,
-    GROUP_REF_PREFIX, GroupResolution, Operator, PaymentMode, ProgramAmount, Timestamp,
-    ValidatedProgram, ValidatedPrograms,
+    GROUP_REF_PREFIX, GroupResolution, Operator, PaymentMode, ProgramAmount, StackLimit,
+    TAG_REF_PREFIX, Timestamp, ValidatedProgram, ValidatedPrograms,
 };
 use crate::money::{Currency, Money, MoneyError};
 use crate::rules::{self, RuleContext, RuleProfile, RuleVehicle};
@@ -308,7 +308,9 @@ pub struct ProgramProvenanceRef {
     pub program_id: String,
     /// Revision.
     pub revision: u32,
-    /// `sha256:` of the rule source, for `rule_defined` programs.
+    /// `sha256:` naming the combination rule of a `rule_defined` program
+    /// ([`ValidatedProgram::rule_hash`]: the rhai source, or the declared
+    /// limits with the rule).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rule_hash: Option<String>,
 }
@@ -390,6 +392,7 @@ pub fn evaluate(
     };
     let mut trace = Vec::new();
     let mut branches = Vec::new();
+    let mut memo = RuleMemo::default();
     for mode in modes {
         branches.push(evaluate_branch(
             vehicle,
@@ -398,8 +401,15 @@ pub fn evaluate(
             profile,
             mode,
             budget,
+            &mut memo,
             &mut trace,
         )?);
+    }
+    if memo.evaluations + memo.reused > 0 {
+        trace.push(format!(
+            "rules: {} rhai evaluations, {} verdicts reused for stacks already judged",
+            memo.evaluations, memo.reused
+        ));
     }
     // Winner: lowest net price; ties keep the earlier mode (cash, finance, lease).
     let mut win = 0;
@@ -437,7 +447,7 @@ pub fn evaluate(
                 .map(|p| ProgramProvenanceRef {
                     program_id: p.program.program_id.clone(),
                     revision: p.program.revision,
-                    rule_hash: p.rule.as_ref().map(|r| r.rule_hash.clone()),
+                    rule_hash: p.rule_hash().map(str::to_owned),
                 })
                 .collect(),
         },
@@ -517,6 +527,20 @@ fn applicability(
         return Err(format!(
             "currency: cap in {} but the vehicle is priced in {}",
             cap.currency(),
+            currency
+        ));
+    }
+    // A declarative amount limit is bound to its currency like a cap.
+    if let Some(m) = p
+        .stacking
+        .limits
+        .iter()
+        .filter_map(|l| l.max_amount)
+        .find(|m| m.currency() != currency)
+    {
+        return Err(format!(
+            "currency: stacking limit in {} but the vehicle is priced in {}",
+            m.currency(),
             currency
         ));
     }
@@ -789,13 +813,21 @@ fn resolve_amount(vp: &ValidatedProgram, vehicle: &Vehicle) -> Result<ResolvedAm
 /// A search candidate.
 struct Cand<'a> {
     vp: &'a ValidatedProgram,
+    /// Index of the program in the evaluation's sorted program list: names
+    /// it in the rule-verdict memo across searches and branches.
+    gidx: usize,
     value: i64,
 }
 
 fn refs_match(list: &[String], other: &ValidatedProgram) -> bool {
-    list.iter().any(|r| match r.strip_prefix(GROUP_REF_PREFIX) {
-        Some(g) => g == other.program.stacking.group,
-        None => *r == other.program.program_id,
+    list.iter().any(|r| {
+        if let Some(g) = r.strip_prefix(GROUP_REF_PREFIX) {
+            g == other.program.stacking.group
+        } else if let Some(t) = r.strip_prefix(TAG_REF_PREFIX) {
+            other.program.tags.iter().any(|x| x == t)
+        } else {
+            *r == other.program.program_id
+        }
     })
 }
 
@@ -823,13 +855,59 @@ pub fn compatible(a: &ValidatedProgram, b: &ValidatedProgram) -> bool {
     side_ok(a, b) && side_ok(b, a)
 }
 
-struct Search<'a, 'e> {
+/// Whether a declarative limit selects `p`.
+fn limit_selects(limit: &StackLimit, p: &ValidatedProgram) -> bool {
+    match (&limit.group, &limit.tag) {
+        (Some(g), _) => *g == p.program.stacking.group,
+        (None, Some(t)) => p.program.tags.iter().any(|x| x == t),
+        (None, None) => true,
+    }
+}
+
+/// One declarative limit during a search, with the count and sum of the
+/// current stack's members it selects (kept incrementally along the path).
+struct LimitState {
+    /// Candidate index of the program declaring it (the limit binds only
+    /// while that program is in the stack).
+    owner: usize,
+    max_programs: Option<u64>,
+    max_amount: Option<i128>,
+    count: u64,
+    sum: i128,
+}
+
+impl LimitState {
+    fn exceeded(&self, count: u64, sum: i128) -> bool {
+        self.max_programs.is_some_and(|m| count > m) || self.max_amount.is_some_and(|m| sum > m)
+    }
+}
+
+/// A rule's verdict on one stack: `Ok(())` accepts, `Err(why)` rejects.
+type Verdict = Result<(), String>;
+
+/// Rule verdicts of one evaluation (issue 12 item 7: a stack already judged
+/// is not judged again). Keyed by the rule's program, the stack (sorted
+/// program indices) and, for a rule whose source names `ctx`, the branch's
+/// payment mode; a rule that never names `ctx` sees the same inputs in every
+/// branch (amounts do not depend on the mode), so its verdicts are shared
+/// by all branches and by the best-stack and floor searches.
+#[derive(Default)]
+pub(crate) struct RuleMemo {
+    verdicts: HashMap<(usize, Option<PaymentMode>, Vec<usize>), Verdict>,
+    /// rhai evaluations actually run.
+    pub(crate) evaluations: u64,
+    /// Verdicts reused instead of running the rule again.
+    pub(crate) reused: u64,
+}
+
+struct Search<'a, 'e, 'm> {
     cands: Vec<Cand<'a>>,
     /// Each candidate's rule-visible map, built once per search.
     maps: Vec<rhai::Dynamic>,
     compat: Vec<Vec<bool>>,
-    engine: &'e rhai::Engine,
-    ctx: &'e RuleContext,
+    runner: rules::RuleRunner<'e>,
+    memo: &'m mut RuleMemo,
+    mode: PaymentMode,
     max_nodes: u64,
     nodes: u64,
     exhausted: bool,
@@ -837,12 +915,20 @@ struct Search<'a, 'e> {
     best_total: i128,
     rule_rejections: Vec<(String, String)>,
     rule_rejections_total: u64,
+    limits: Vec<LimitState>,
+    /// Per candidate: the limits that select it.
+    affects: Vec<Vec<usize>>,
+    /// Per candidate: the limits it declares that do not select it.
+    owned_only: Vec<Vec<usize>>,
+    in_set: Vec<bool>,
+    /// Extensions refused because they broke a declarative limit.
+    limit_refusals: u64,
 }
 
 /// Rejected stacks traced per search; the rest are counted.
 const TRACED_REJECTIONS: usize = 20;
 
-impl Search<'_, '_> {
+impl Search<'_, '_, '_> {
     fn ids(&self, set: &[usize]) -> Vec<(&str, u32)> {
         let mut v: Vec<(&str, u32)> = set.iter().map(|&i| key(self.cands[i].vp)).collect();
         v.sort_unstable();
@@ -863,41 +949,93 @@ impl Search<'_, '_> {
         }
     }
 
+    /// Whether adding candidate `k` to the current stack keeps every
+    /// declarative limit (of the members and of `k`) satisfied. Counts and
+    /// sums only grow, so a refusal holds for every larger stack too.
+    fn limits_allow(&self, k: usize) -> bool {
+        let value = i128::from(self.cands[k].value.max(0));
+        for &l in &self.affects[k] {
+            let st = &self.limits[l];
+            if (self.in_set[st.owner] || st.owner == k) && st.exceeded(st.count + 1, st.sum + value)
+            {
+                return false;
+            }
+        }
+        self.owned_only[k]
+            .iter()
+            .all(|&l| !self.limits[l].exceeded(self.limits[l].count, self.limits[l].sum))
+    }
+
+    fn push(&mut self, set: &mut Vec<usize>, k: usize) {
+        let value = i128::from(self.cands[k].value.max(0));
+        for &l in &self.affects[k] {
+            self.limits[l].count += 1;
+            self.limits[l].sum += value;
+        }
+        self.in_set[k] = true;
+        set.push(k);
+    }
+
+    fn pop(&mut self, set: &mut Vec<usize>) {
+        if let Some(k) = set.pop() {
+            let value = i128::from(self.cands[k].value.max(0));
+            for &l in &self.affects[k] {
+                self.limits[l].count -= 1;
+                self.limits[l].sum -= value;
+            }
+            self.in_set[k] = false;
+        }
+    }
+
     /// `Ok(())` when every rule accepts `set`; `Err(monotone)` when a rule
     /// rejects it (`monotone`: that rule declared `rule_monotone`).
     fn rules_accept(&mut self, set: &[usize]) -> Result<(), bool> {
         let mut order: Vec<usize> = set.to_vec();
         order.sort_by(|&a, &b| key(self.cands[a].vp).cmp(&key(self.cands[b].vp)));
+        let stack_key: Vec<usize> = order.iter().map(|&k| self.cands[k].gidx).collect();
+        let mut array: Option<rhai::Array> = None;
         for &i in &order {
             let p = self.cands[i].vp;
-            if let Some(rule) = &p.rule {
-                let array: rhai::Array = order.iter().map(|&k| self.maps[k].clone()).collect();
-                let verdict = rules::evaluate_prepared(self.engine, &rule.ast, array, self.ctx);
-                if !matches!(verdict, Ok(true)) {
-                    self.rule_rejections_total += 1;
-                    if self.rule_rejections.len() < TRACED_REJECTIONS {
-                        let members: Vec<&str> = order
-                            .iter()
-                            .map(|&k| self.cands[k].vp.program.program_id.as_str())
-                            .collect();
-                        let why = match verdict {
-                            Ok(_) => "returned false".to_owned(),
-                            Err(e) => e.to_string(),
-                        };
-                        self.rule_rejections.push((
-                            format!("[{}]", members.join(", ")),
-                            format!("rule of {} {why}", p.program.program_id),
-                        ));
-                    }
-                    return Err(p.program.stacking.rule_monotone);
+            let Some(rule) = &p.rule else { continue };
+            let mode = rule.reads_ctx.then_some(self.mode);
+            let memo_key = (self.cands[i].gidx, mode, stack_key.clone());
+            let verdict = if let Some(v) = self.memo.verdicts.get(&memo_key) {
+                self.memo.reused += 1;
+                v.clone()
+            } else {
+                let a = array
+                    .get_or_insert_with(|| order.iter().map(|&k| self.maps[k].clone()).collect())
+                    .clone();
+                self.memo.evaluations += 1;
+                let v = match self.runner.run(&rule.ast, a) {
+                    Ok(true) => Ok(()),
+                    Ok(false) => Err("returned false".to_owned()),
+                    Err(e) => Err(e.to_string()),
+                };
+                self.memo.verdicts.insert(memo_key, v.clone());
+                v
+            };
+            if let Err(why) = verdict {
+                self.rule_rejections_total += 1;
+                if self.rule_rejections.len() < TRACED_REJECTIONS {
+                    let members: Vec<&str> = order
+                        .iter()
+                        .map(|&k| self.cands[k].vp.program.program_id.as_str())
+                        .collect();
+                    self.rule_rejections.push((
+                        format!("[{}]", members.join(", ")),
+                        format!("rule of {} {why}", p.program.program_id),
+                    ));
                 }
+                return Err(p.program.stacking.rule_monotone);
             }
         }
         Ok(())
     }
 
     /// Visits `set` and its extensions by members of `avail` (candidates
-    /// after the last member, compatible with every member).
+    /// after the last member, compatible with every member and allowed by
+    /// every declarative limit).
     fn dfs(&mut self, set: &mut Vec<usize>, total: i128, avail: &[usize]) {
         if self.nodes >= self.max_nodes {
             self.exhausted = true;
@@ -915,6 +1053,11 @@ impl Search<'_, '_> {
                 Err(false) => {}
             }
         }
+        self.extend(set, total, avail);
+    }
+
+    /// The children of `set` in [`Search::dfs`].
+    fn extend(&mut self, set: &mut Vec<usize>, total: i128, avail: &[usize]) {
         let mut suffix = vec![0_i128; avail.len() + 1];
         for (idx, &k) in avail.iter().enumerate().rev() {
             suffix[idx] = suffix[idx + 1] + i128::from(self.cands[k].value.max(0));
@@ -924,14 +1067,20 @@ impl Search<'_, '_> {
             if total + suffix[idx] < self.best_total {
                 break;
             }
-            let next: Vec<usize> = avail[idx + 1..]
-                .iter()
-                .copied()
-                .filter(|&k| self.compat[j][k])
-                .collect();
-            set.push(j);
+            self.push(set, j);
+            let mut next = Vec::with_capacity(avail.len() - idx);
+            for &k in &avail[idx + 1..] {
+                if !self.compat[j][k] {
+                    continue;
+                }
+                if self.limits_allow(k) {
+                    next.push(k);
+                } else {
+                    self.limit_refusals += 1;
+                }
+            }
             self.dfs(set, total + i128::from(self.cands[j].value), &next);
-            set.pop();
+            self.pop(set);
             if self.exhausted {
                 return;
             }
@@ -945,12 +1094,15 @@ struct SearchOutcome<'a> {
     nodes: u64,
     rule_rejections: Vec<(String, String)>,
     rule_rejections_total: u64,
+    limit_refusals: u64,
 }
 
 fn search<'a>(
     cands: Vec<Cand<'a>>,
     engine: &rhai::Engine,
     ctx: &RuleContext,
+    mode: PaymentMode,
+    memo: &mut RuleMemo,
     budget: SearchBudget,
 ) -> SearchOutcome<'a> {
     let mut cands = cands;
@@ -967,13 +1119,42 @@ fn search<'a>(
                 .collect()
         })
         .collect();
-    let maps = cands.iter().map(|c| ctx.program_dynamic(c.vp)).collect();
+    let mut limits = Vec::new();
+    let mut affects = vec![Vec::new(); n];
+    let mut owned_only = vec![Vec::new(); n];
+    for (owner, c) in cands.iter().enumerate() {
+        for limit in &c.vp.program.stacking.limits {
+            let l = limits.len();
+            limits.push(LimitState {
+                owner,
+                max_programs: limit.max_programs.map(u64::from),
+                max_amount: limit.max_amount.map(|m| i128::from(m.amount_minor())),
+                count: 0,
+                sum: 0,
+            });
+            for (k, other) in cands.iter().enumerate() {
+                if limit_selects(limit, other.vp) {
+                    affects[k].push(l);
+                }
+            }
+            if !limit_selects(limit, c.vp) {
+                owned_only[owner].push(l);
+            }
+        }
+    }
+    let needs_maps = cands.iter().any(|c| c.vp.rule.is_some());
+    let maps = if needs_maps {
+        cands.iter().map(|c| ctx.program_dynamic(c.vp)).collect()
+    } else {
+        Vec::new()
+    };
     let mut s = Search {
         cands,
         maps,
         compat,
-        engine,
-        ctx,
+        runner: rules::RuleRunner::new(engine, ctx),
+        memo,
+        mode,
         max_nodes: budget.max_nodes.max(1),
         nodes: 0,
         exhausted: false,
@@ -981,11 +1162,33 @@ fn search<'a>(
         best_total: 0,
         rule_rejections: Vec::new(),
         rule_rejections_total: 0,
+        limits,
+        affects,
+        owned_only,
+        in_set: vec![false; n],
+        limit_refusals: 0,
     };
-    // The empty stack is the first node and always valid (no rule runs on it).
-    let all: Vec<usize> = (0..n).collect();
     let mut set = Vec::new();
-    s.dfs(&mut set, 0, &all);
+    // Warm start: rule calls are the expensive part, and a rule that is not
+    // declared monotone does not prune, so first find the best stack without
+    // any rhai-ruled program
+    // (pairwise constraints and limits only: cheap and exact). It is a valid
+    // stack, so it is a sound incumbent; the full search below then bounds
+    // against it instead of against nothing. The result is the same total
+    // order's maximum either way: the bound only drops branches that cannot
+    // reach the incumbent.
+    if s.cands.iter().any(|c| c.vp.rule.is_some()) {
+        let rule_free: Vec<usize> = (0..n)
+            .filter(|&k| s.cands[k].vp.rule.is_none() && s.limits_allow(k))
+            .collect();
+        s.dfs(&mut set, 0, &rule_free);
+    }
+    // The empty stack is the first node and always valid (no rule runs on it).
+    if !s.exhausted {
+        let all: Vec<usize> = (0..n).filter(|&k| s.limits_allow(k)).collect();
+        s.limit_refusals += (n - all.len()) as u64;
+        s.dfs(&mut set, 0, &all);
+    }
     let mut members: Vec<&ValidatedProgram> = s.best.iter().map(|&i| s.cands[i].vp).collect();
     members.sort_by(|a, b| key(a).cmp(&key(b)));
     SearchOutcome {
@@ -1000,6 +1203,7 @@ fn search<'a>(
         nodes: s.nodes,
         rule_rejections: s.rule_rejections,
         rule_rejections_total: s.rule_rejections_total,
+        limit_refusals: s.limit_refusals,
     }
 }
 
@@ -1048,6 +1252,13 @@ fn stack_report(
             mode.name()
         ));
     }
+    if outcome.limit_refusals > 0 {
+        trace.push(format!(
+            "{}/{label}: {} extensions refused by declarative limits",
+            mode.name(),
+            outcome.limit_refusals
+        ));
+    }
     let untraced = outcome.rule_rejections_total - outcome.rule_rejections.len() as u64;
     if untraced > 0 {
         trace.push(format!(
@@ -1090,6 +1301,7 @@ fn stack_report(
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 fn evaluate_branch(
     vehicle: &Vehicle,
     engine: &rhai::Engine,
@@ -1097,6 +1309,7 @@ fn evaluate_branch(
     profile: &Profile,
     mode: PaymentMode,
     budget: SearchBudget,
+    memo: &mut RuleMemo,
     trace: &mut Vec<String>,
 ) -> Result<Branch, MoneyError> {
     let m = mode.name();
@@ -1136,11 +1349,12 @@ fn evaluate_branch(
         },
         &as_of,
     );
-    let mut discounts: Vec<(&ValidatedProgram, i64, bool)> = Vec::new(); // (p, value, no_claim)
+    // (program, index in `programs`, value, needs no claim)
+    let mut discounts: Vec<(&ValidatedProgram, usize, i64, bool)> = Vec::new();
     let mut surcharges: Vec<(&ValidatedProgram, ResolvedAmount)> = Vec::new();
     let mut potential_extra = Vec::new();
     let mut unknown_amount_programs = Vec::new();
-    for vp in programs {
+    for (gidx, vp) in programs.iter().enumerate() {
         let p = &vp.program;
         let id = format!("{}@{}", p.program_id, p.revision);
         let amount = resolve_amount(vp, vehicle)?;
@@ -1195,9 +1409,8 @@ fn evaluate_branch(
                 Direction::Discount => {
                     if usable {
                         let value = amount.known().map_or(0, Money::amount_minor);
-                        let no_claim =
-                            p.criteria.is_empty() && matches!(elig, Eligibility::Eligible);
-                        discounts.push((vp, value, no_claim));
+                        let no_claim = needs_no_claim(vp, &elig, profile, mode);
+                        discounts.push((vp, gidx, value, no_claim));
                     } else if let Eligibility::Unknown { needs } = &elig {
                         let what = match amount.known() {
                             Some(a) => format!("+{a}"),
@@ -1237,16 +1450,16 @@ fn evaluate_branch(
     }
     let sur_refs: Vec<(&ValidatedProgram, &ResolvedAmount)> =
         surcharges.iter().map(|(p, a)| (*p, a)).collect();
-    let all: Vec<Cand<'_>> = discounts
-        .iter()
-        .map(|(vp, value, _)| Cand { vp, value: *value })
-        .collect();
+    fn cand<'a>(&(vp, gidx, value, _): &(&'a ValidatedProgram, usize, i64, bool)) -> Cand<'a> {
+        Cand { vp, gidx, value }
+    }
+    let all: Vec<Cand<'_>> = discounts.iter().map(cand).collect();
     let floor: Vec<Cand<'_>> = discounts
         .iter()
-        .filter(|(_, _, no_claim)| *no_claim)
-        .map(|(vp, value, _)| Cand { vp, value: *value })
+        .filter(|(_, _, _, no_claim)| *no_claim)
+        .map(cand)
         .collect();
-    let best = search(all, engine, &ctx, budget);
+    let best = search(all, engine, &ctx, mode, memo, budget);
     let best_stack = stack_report(
         "best",
         mode,
@@ -1261,10 +1474,10 @@ fn evaluate_branch(
     let floor = if floor.len() == discounts.len() {
         search_again(
             &best_stack,
-            discounts.iter().map(|(vp, _, _)| *vp).collect(),
+            discounts.iter().map(|(vp, _, _, _)| *vp).collect(),
         )
     } else {
-        search(floor, engine, &ctx, budget)
+        search(floor, engine, &ctx, mode, memo, budget)
     };
     let guaranteed_floor = stack_report(
         "floor",
@@ -1300,7 +1513,35 @@ fn search_again<'a>(report: &StackReport, cands: Vec<&'a ValidatedProgram>) -> S
         nodes: 0,
         rule_rejections: Vec::new(),
         rule_rejections_total: 0,
+        limit_refusals: 0,
     }
+}
+
+/// Whether a usable discount belongs in the guaranteed floor (OFFERS.md
+/// 3.6, issue 12 item 8): the floor counts the programs that need **no claim
+/// from the buyer**, not only those with no criteria at all. A program is
+/// in it when it is plainly `eligible` in this branch and would still be
+/// eligible with every claim withdrawn, i.e. every criterion it relies on
+/// is decided by the profile itself (its `payment_mode` criterion, decided
+/// by the branch). Eligible only subject to evidence, or eligible because
+/// of a claim, is not guaranteed.
+fn needs_no_claim(
+    vp: &ValidatedProgram,
+    elig: &Eligibility,
+    profile: &Profile,
+    mode: PaymentMode,
+) -> bool {
+    if !matches!(elig, Eligibility::Eligible) {
+        return false;
+    }
+    if vp.program.criteria.is_empty() || profile.claims.is_empty() {
+        return true;
+    }
+    let unclaimed = Profile {
+        claims: BTreeMap::new(),
+        ..profile.clone()
+    };
+    matches!(eligibility(vp, &unclaimed, mode), Eligibility::Eligible)
 }
 
 fn elig_name(e: &Eligibility) -> String {

@@ -250,3 +250,113 @@ fn two_revisions_of_a_program_never_stack() {
     assert_eq!(e.best_stack.program_ids.len(), 1);
     assert_eq!(e.best_stack.program_ids[0].revision, 1);
 }
+
+#[test]
+fn declarative_limits_and_tag_references_are_validated() {
+    let parse = |v: serde_json::Value| -> Program { serde_json::from_value(v).unwrap() };
+    let rd = |id: &str, limits: serde_json::Value| {
+        set(
+            set(
+                prog(id, 1),
+                "/stacking/combinability",
+                json!("rule_defined"),
+            ),
+            "/stacking/limits",
+            limits,
+        )
+    };
+    // Valid: limits alone make a rule_defined program; a tag reference names a carried tag.
+    let ok = vec![
+        parse(set(prog("t", 1), "/tags", json!(["bonus"]))),
+        parse(rd(
+            "ok",
+            json!([{"group": "t", "max_programs": 1}, {"tag": "bonus", "max_amount": {"amount_minor": 5, "currency": "USD"}}]),
+        )),
+        parse(set(
+            prog("x", 1),
+            "/stacking/not_combinable_with",
+            json!(["tag:bonus"]),
+        )),
+    ];
+    let validated = ProgramSet::validate(ok).expect("valid");
+    let hashed = validated
+        .programs()
+        .iter()
+        .find(|p| p.program.program_id == "ok")
+        .unwrap();
+    assert!(hashed.rule.is_none());
+    assert!(hashed.rule_hash().unwrap().starts_with("sha256:"));
+
+    let ps = vec![
+        parse(set(prog("t", 1), "/tags", json!(["bonus"]))),
+        parse(rd(
+            "both",
+            json!([{"group": "t", "tag": "bonus", "max_programs": 1}]),
+        )),
+        parse(rd("nomax", json!([{"group": "t"}]))),
+        parse(rd(
+            "badgroup",
+            json!([{"group": "nogroup", "max_programs": 1}]),
+        )),
+        parse(rd("badtag", json!([{"tag": "notag", "max_programs": 1}]))),
+        parse(rd(
+            "negative",
+            json!([{"max_amount": {"amount_minor": -1, "currency": "USD"}}]),
+        )),
+        parse(set(
+            prog("stackable", 1),
+            "/stacking/limits",
+            json!([{"max_programs": 1}]),
+        )),
+        parse(set(
+            prog("tagref", 1),
+            "/stacking/not_combinable_with",
+            json!(["tag:nosuchtag"]),
+        )),
+        parse(set(
+            rd("mono", json!([{"max_programs": 1}])),
+            "/stacking/rule_monotone",
+            json!(true),
+        )),
+    ];
+    let problems = ProgramSet::validate(ps).unwrap_err();
+    let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    let has = |needle: &str| text.iter().any(|t| t.contains(needle));
+    assert!(
+        has(
+            "/programs/1/stacking/limits/0 (program both): a limit selects by group or by tag, not both"
+        ),
+        "{text:#?}"
+    );
+    assert!(
+        has("/programs/2/stacking/limits/0 (program nomax): a limit needs max_programs"),
+        "{text:#?}"
+    );
+    assert!(
+        has("/programs/3/stacking/limits/0/group (program badgroup)"),
+        "{text:#?}"
+    );
+    assert!(
+        has("/programs/4/stacking/limits/0/tag (program badtag)"),
+        "{text:#?}"
+    );
+    assert!(
+        has("/programs/5/stacking/limits/0/max_amount/amount_minor (program negative)"),
+        "{text:#?}"
+    );
+    assert!(
+        has(
+            "/programs/6/stacking/limits (program stackable): limits are allowed only with combinability rule_defined"
+        ),
+        "{text:#?}"
+    );
+    assert!(
+        has("/programs/7/stacking/not_combinable_with/0 (program tagref)"),
+        "{text:#?}"
+    );
+    assert!(
+        has("/programs/8/stacking/rule_monotone (program mono)"),
+        "{text:#?}"
+    );
+    assert_eq!(problems.len(), 8, "{text:#?}");
+}

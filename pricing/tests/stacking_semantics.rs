@@ -644,3 +644,291 @@ fn failing_rule_invalidates_the_stack_and_never_panics() {
         e.trace
     );
 }
+
+// ---------------------------------------------------------------------------
+// Declarative rules (issue 12 item 7, docs/pricing.md "Declarative rules").
+
+fn limited(id: &str, minor: i64, limits: serde_json::Value) -> serde_json::Value {
+    set(
+        set(
+            prog(id, minor),
+            "/stacking/combinability",
+            json!("rule_defined"),
+        ),
+        "/stacking/limits",
+        limits,
+    )
+}
+
+#[test]
+fn declarative_cap_on_programs_from_a_group() {
+    let oem = |id: &str, m: i64| set(prog(id, m), "/stacking/group", json!("oem"));
+    let dealer = limited(
+        "dealer",
+        100_000,
+        json!([{"group": "oem", "max_programs": 1}]),
+    );
+    // dealer + o2 (1,400.00) beats o1 + o2 (700.00); dealer + o1 + o2 breaks the limit.
+    let e = eval(vec![dealer.clone(), oem("o1", 30_000), oem("o2", 40_000)]);
+    assert_eq!(best_ids(&e), ["dealer", "o2"]);
+    assert_eq!(e.best_stack.optimality, Optimality::Proven);
+    assert!(
+        e.trace
+            .iter()
+            .any(|t| t.contains("extensions refused by declarative limits")),
+        "{:#?}",
+        e.trace
+    );
+    // Without dealer the group sums freely: o1 + o2 (2,300.00) beats dealer + o2.
+    let e = eval(vec![dealer, oem("o1", 110_000), oem("o2", 120_000)]);
+    assert_eq!(best_ids(&e), ["o1", "o2"]);
+    // No rhai ran: the limit is not a script.
+    assert!(!e.trace.iter().any(|t| t.starts_with("rules:")));
+}
+
+#[test]
+fn declarative_cap_by_tag_and_on_the_whole_stack() {
+    let bonus = |id: &str, m: i64| set(prog(id, m), "/tags", json!(["bonus"]));
+    // With host, at most one bonus-tagged program and at most 3 programs.
+    let host = limited(
+        "host",
+        10_000,
+        json!([{"tag": "bonus", "max_programs": 1}, {"max_programs": 3}]),
+    );
+    let e = eval(vec![
+        host,
+        bonus("b1", 50_000),
+        bonus("b2", 40_000),
+        prog("x", 30_000),
+        prog("y", 20_000),
+    ]);
+    // b1 + b2 + x + y (1,400.00) beats any stack with host (at most host + b1 + x = 900.00).
+    assert_eq!(best_ids(&e), ["b1", "b2", "x", "y"]);
+    let host = limited(
+        "host",
+        200_000,
+        json!([{"tag": "bonus", "max_programs": 1}, {"max_programs": 3}]),
+    );
+    let e = eval(vec![
+        host,
+        bonus("b1", 50_000),
+        bonus("b2", 40_000),
+        prog("x", 30_000),
+        prog("y", 20_000),
+    ]);
+    assert_eq!(best_ids(&e), ["b1", "host", "x"]);
+}
+
+#[test]
+fn declarative_amount_limit_is_currency_bound() {
+    let host = limited(
+        "host",
+        100_000,
+        json!([{"max_amount": {"amount_minor": 160_000, "currency": "USD"}}]),
+    );
+    let e = eval(vec![host.clone(), prog("a", 50_000), prog("b", 70_000)]);
+    // host + a + b = 2,200.00 > 1,600.00; host + a = 1,500.00 fits; a + b = 1,200.00.
+    assert_eq!(best_ids(&e), ["a", "host"]);
+    // An amount limit in another currency makes its program not applicable,
+    // like a cap in another currency.
+    let cad = set(
+        set(
+            prog("host", 100_000),
+            "/amount/amount/currency",
+            json!("CAD"),
+        ),
+        "/stacking",
+        json!({"group": "host", "combinability": "rule_defined",
+               "limits": [{"max_amount": {"amount_minor": 160_000, "currency": "CAD"}}]}),
+    );
+    let a_cad = set(prog("a", 50_000), "/amount/amount/currency", json!("CAD"));
+    let e = eval_with(
+        vec![host, prog("a", 50_000)],
+        &vehicle(3_000_000, Currency::CAD),
+        &profile(ProfilePaymentMode::Cash),
+    );
+    let h = e.programs.iter().find(|p| p.program_id == "host").unwrap();
+    match &h.applicability {
+        Applicability::NotApplicable { reason } => assert!(reason.contains("currency"), "{reason}"),
+        Applicability::Applicable => panic!("a USD limit applied to a CAD vehicle"),
+    }
+    let e = eval_with(
+        vec![cad, a_cad],
+        &vehicle(3_000_000, Currency::CAD),
+        &profile(ProfilePaymentMode::Cash),
+    );
+    assert_eq!(best_ids(&e), ["a", "host"]);
+}
+
+#[test]
+fn mutual_exclusion_by_tag() {
+    let clearance = |id: &str, m: i64| set(prog(id, m), "/tags", json!(["clearance"]));
+    let loyalty = set(
+        prog("loyalty", 60_000),
+        "/stacking/not_combinable_with",
+        json!(["tag:clearance"]),
+    );
+    let e = eval(vec![
+        loyalty.clone(),
+        clearance("c1", 40_000),
+        clearance("c2", 30_000),
+        prog("x", 10_000),
+    ]);
+    // loyalty never with a clearance program (symmetric): c1 + c2 + x (800.00)
+    // beats loyalty + x (700.00).
+    assert_eq!(best_ids(&e), ["c1", "c2", "x"]);
+    let e = eval(vec![loyalty, clearance("c1", 40_000), prog("x", 10_000)]);
+    assert_eq!(best_ids(&e), ["loyalty", "x"]);
+    // An exclusive program may name a tag it combines with.
+    let exclusive = set(
+        set(
+            prog("exc", 100_000),
+            "/stacking/combinability",
+            json!("exclusive"),
+        ),
+        "/stacking/combinable_with",
+        json!(["tag:partner"]),
+    );
+    let partner = set(prog("p", 10_000), "/tags", json!(["partner"]));
+    let e = eval(vec![exclusive, partner, prog("z", 5_000)]);
+    assert_eq!(best_ids(&e), ["exc", "p"]);
+}
+
+#[test]
+fn rule_verdicts_are_reused_across_branches_unless_the_rule_reads_ctx() {
+    // Not declared monotone, so rhai runs on the candidate stacks.
+    let ruled = |src: &str| {
+        set(
+            set(
+                prog("r", 50_000),
+                "/stacking/combinability",
+                json!("rule_defined"),
+            ),
+            "/stacking/rule",
+            json!(src),
+        )
+    };
+    let others = || vec![prog("a", 40_000), prog("b", 30_000)];
+    let v = vehicle(3_000_000, Currency::USD);
+    let p = profile(ProfilePaymentMode::Unknown);
+    let mut ps = others();
+    ps.push(ruled("stack.len() <= 2"));
+    let e = eval_with(ps, &v, &p);
+    let line = e.trace.iter().find(|t| t.starts_with("rules:")).unwrap();
+    assert!(!line.contains(" 0 verdicts reused"), "{line}");
+    for b in &e.branches {
+        let ids: Vec<&str> = b
+            .best_stack
+            .program_ids
+            .iter()
+            .map(|r| r.program_id.as_str())
+            .collect();
+        assert_eq!(ids, ["a", "r"]);
+    }
+    // A rule that reads the branch's payment mode is judged per branch: the
+    // same stack gets different verdicts in cash and lease.
+    let mut ps = others();
+    ps.push(ruled(
+        "ctx.profile.payment_mode == \"lease\" || stack.len() <= 1",
+    ));
+    let e = eval_with(ps, &v, &p);
+    let ids = |mode: usize| -> Vec<String> {
+        e.branches[mode]
+            .best_stack
+            .program_ids
+            .iter()
+            .map(|r| r.program_id.clone())
+            .collect()
+    };
+    assert_eq!(ids(0), ["a", "b"]); // cash: r only alone (500.00) < a + b (700.00)
+    assert_eq!(ids(2), ["a", "b", "r"]); // lease: everything
+}
+
+#[test]
+fn rule_scope_does_not_leak_between_evaluations() {
+    // The scope is reused across rule calls (issue 12 item 7): a variable a
+    // script declares must not survive into the next call, and `ctx` stays
+    // a constant.
+    let ruled = |id: &str, m: i64, src: &str| {
+        set(
+            set(
+                prog(id, m),
+                "/stacking/combinability",
+                json!("rule_defined"),
+            ),
+            "/stacking/rule",
+            json!(src),
+        )
+    };
+    let e = eval(vec![
+        ruled(
+            "leak",
+            50_000,
+            "if is_def_var(\"seen\") { false } else { let seen = 1; true }",
+        ),
+        ruled("ctxw", 40_000, "ctx.as_of = \"x\"; true"),
+        ruled("ctxr", 30_000, "ctx.as_of != \"x\""),
+        prog("z", 10_000),
+    ]);
+    // Every stack with `leak` is judged with a fresh scope, so it always
+    // accepts; `ctxw` always fails (a constant); `ctxr` always accepts.
+    assert_eq!(best_ids(&e), ["ctxr", "leak", "z"]);
+    assert!(
+        e.trace
+            .iter()
+            .any(|t| t.contains("rule of ctxw") && t.contains("constant")),
+        "{:#?}",
+        e.trace
+    );
+}
+
+// ---------------------------------------------------------------------------
+// The guaranteed floor (issue 12 item 8, OFFERS.md 3.6): programs that need
+// no claim from the buyer.
+
+#[test]
+fn floor_counts_programs_whose_criteria_the_profile_decides() {
+    let by_mode = set(
+        prog("finance-only", 80_000),
+        "/criteria",
+        json!([{"criterion": "payment_mode", "operator": "in", "value": ["finance"],
+                "evidence_status": "not_required"}]),
+    );
+    let loyalty = set(
+        prog("loyalty", 50_000),
+        "/criteria",
+        json!([{"criterion": "loyalty", "operator": "present", "value": true,
+                "evidence_status": "claimed"}]),
+    );
+    let v = vehicle(3_000_000, Currency::USD);
+    let p = with_claim(
+        profile(ProfilePaymentMode::Unknown),
+        Criterion::Loyalty,
+        ClaimValue::True,
+    );
+    let e = eval_with(vec![prog("cash", 10_000), by_mode, loyalty], &v, &p);
+    let finance = e
+        .branches
+        .iter()
+        .find(|b| b.payment_mode == pricing::incentives::PaymentMode::Finance)
+        .unwrap();
+    let floor: Vec<&str> = finance
+        .guaranteed_floor
+        .program_ids
+        .iter()
+        .map(|r| r.program_id.as_str())
+        .collect();
+    // The payment-mode criterion is decided by the branch: no claim needed.
+    // Loyalty is eligible only on the buyer's claim: not guaranteed.
+    assert_eq!(floor, ["cash", "finance-only"]);
+    let best: Vec<&str> = finance
+        .best_stack
+        .program_ids
+        .iter()
+        .map(|r| r.program_id.as_str())
+        .collect();
+    assert_eq!(best, ["cash", "finance-only", "loyalty"]);
+    // In the cash branch the payment-mode program is ineligible, so out of both.
+    let cash = &e.branches[0];
+    assert_eq!(cash.guaranteed_floor.program_ids.len(), 1);
+}

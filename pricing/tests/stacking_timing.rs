@@ -153,6 +153,91 @@ fn realistic(n: usize) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// How the "oem sheet" mix states its dealer rule "with me, at most one
+/// OEM program" (issue 12 item 7).
+#[derive(Clone, Copy, Debug)]
+enum DealerRule {
+    /// rhai, not declared monotone (as the audit ran it).
+    Rhai,
+    /// The declarative limit `{group: oem, max_programs: 1}`.
+    Declarative,
+}
+
+/// A sheet shaped like the demo's, grown to `n` programs: half of them OEM
+/// cash and bonus programs in one stackable `oem` group (some finance- or
+/// lease-only), a percent-off dealer discount (the largest single program,
+/// 4 % capped at 2,000.00) that stacks with at most one OEM program, loyalty/conquest `best_one`, an always-stackable affinity
+/// program, a state program and dealer add-on discounts. This is the case
+/// the issue 12 audit measured (55-120 ms p50 with the rule in rhai).
+fn oem_sheet(n: usize, rule: DealerRule) -> Vec<serde_json::Value> {
+    let mut next = rng(0x51AF_D7ED_558C_CD11);
+    (0..n)
+        .map(|i| {
+            let id = format!("s{i:02}");
+            // 300.00 .. 1,800.00 USD in steps of 50.00.
+            let amount = 30_000 + i64::try_from(next() % 31).unwrap() * 5_000;
+            let mut v = prog(&id, amount);
+            let oem = i < n / 2;
+            if oem {
+                v = set(v, "/stacking/group", json!("oem"));
+                v = set(
+                    v,
+                    "/kind",
+                    json!(if i % 2 == 0 { "cash" } else { "bonus_cash" }),
+                );
+                match i % 5 {
+                    2 => v = set(v, "/payment_modes", json!(["finance"])),
+                    3 => v = set(v, "/payment_modes", json!(["lease"])),
+                    4 => v = set(v, "/payment_modes", json!(["cash", "lease"])),
+                    _ => {}
+                }
+                return v;
+            }
+            match i - n / 2 {
+                0 => {
+                    v = set(v, "/kind", json!("dealer_discount"));
+                    v = set(
+                        v,
+                        "/amount",
+                        json!({"status": "percent_off", "percent": "2.5", "rounding": "half_up"}),
+                    );
+                    v = set(
+                        v,
+                        "/cap",
+                        json!({"amount_minor": 80_000, "currency": "USD"}),
+                    );
+                    v = set(v, "/stacking/group", json!("dealer"));
+                    v = set(v, "/stacking/combinability", json!("rule_defined"));
+                    match rule {
+                        DealerRule::Rhai => {
+                            v = set(
+                                v,
+                                "/stacking/rule",
+                                json!("stack.filter(|p| p.group == \"oem\").len() <= 1"),
+                            );
+                        }
+                        DealerRule::Declarative => {
+                            v = set(
+                                v,
+                                "/stacking/limits",
+                                json!([{"group": "oem", "max_programs": 1}]),
+                            );
+                        }
+                    }
+                }
+                1 | 2 => {
+                    v = set(v, "/stacking/group", json!("loyalty-conquest"));
+                    v = set(v, "/stacking/group_resolution", json!("best_one"));
+                }
+                3 => v = set(v, "/stacking/always_stackable", json!(true)),
+                4 => v = set(v, "/stacking/group", json!("state")),
+                _ => v = set(v, "/stacking/group", json!("dealer-addons")),
+            }
+            v
+        })
+        .collect()
+}
+
 /// `proven`, or `bounded (n nodes)` when any branch hit the budget.
 fn optimality(e: &Evaluation) -> String {
     let bounded: Vec<u64> = e
@@ -193,6 +278,20 @@ fn evaluator_timings() {
     for n in [10, 20, 40] {
         cases.push(("realistic".into(), n, realistic(n)));
     }
+    for n in [10, 20] {
+        cases.push((
+            "oem sheet, rhai rule".into(),
+            n,
+            oem_sheet(n, DealerRule::Rhai),
+        ));
+    }
+    for n in [10, 20, 40] {
+        cases.push((
+            "oem sheet, declarative limit".into(),
+            n,
+            oem_sheet(n, DealerRule::Declarative),
+        ));
+    }
     for (n, monotone) in [(10, false), (20, false), (40, false), (40, true)] {
         let name = if monotone {
             "hard synthetic, rule_monotone".to_owned()
@@ -201,6 +300,9 @@ fn evaluator_timings() {
         };
         cases.push((name, n, hard_synthetic(n, monotone)));
     }
+    // PRICING_TIMING_FILTER=<text>: only the mixes whose name contains it.
+    let filter = std::env::var("PRICING_TIMING_FILTER").unwrap_or_default();
+    cases.retain(|(mix, _, _)| mix.contains(filter.as_str()));
     let mut rows = Vec::new();
     for (mix, n, values) in cases {
         let ps = programs(values);
@@ -243,7 +345,12 @@ fn evaluator_timings() {
             let nodes: Vec<String> = e
                 .trace
                 .iter()
-                .filter(|t| t.contains("nodes)") || t.contains("more stacks"))
+                .filter(|t| {
+                    t.contains("nodes)")
+                        || t.contains("more stacks")
+                        || t.starts_with("rules:")
+                        || t.contains("declarative limits")
+                })
                 .cloned()
                 .collect();
             let row = format!(
