@@ -1083,8 +1083,9 @@ fn program_adjustment(
             source["source_record_id"] = truncate(id, 256).into();
         }
         let mut transformations = vec![format!("program {} revision {}", p.program_id, p.revision)];
-        if let Some(rule) = &vp.rule {
-            transformations.push(format!("stacking rule {}", rule.rule_hash));
+        // Rhai and declarative limits alike: the hash names the combination rule.
+        if let Some(hash) = vp.rule_hash() {
+            transformations.push(format!("stacking rule {hash}"));
         }
         adj["provenance"] = json!({
             "sources": [source],
@@ -1163,7 +1164,7 @@ pub fn programs_input(
                     adjustment: program_adjustment(vp, report),
                     program_id: p.program_id.clone(),
                     revision: p.revision,
-                    rule_hash: vp.rule.as_ref().map(|r| r.rule_hash.clone()),
+                    rule_hash: vp.rule_hash().map(str::to_owned),
                     valid_until: p.valid_until.map(|t| t.with_timezone(&Utc)),
                 });
             }
