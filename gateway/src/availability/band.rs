@@ -229,11 +229,10 @@ pub fn bound_freshness(
     let sla_until = observed_at
         .checked_add_signed(Duration::seconds(i64::from(sla_seconds)))
         .unwrap_or(observed_at);
-    let band_until = f
-        .get("valid_until")
-        .and_then(Value::as_str)
-        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-        .map(|t| t.with_timezone(&Utc));
+    // The band's own end, computed (not re-read from the rendered string);
+    // a stale band ended when the asserted band did.
+    let band_until = band_end(reported.band, observed_at)
+        .or_else(|| observed_at.checked_add_signed(Duration::seconds(ASSERTED_SECONDS)));
     let until = [Some(sla_until), band_until, other_limit]
         .into_iter()
         .flatten()
