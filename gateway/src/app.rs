@@ -126,6 +126,11 @@ impl AppState {
             settings.max_legacy_sessions,
             Duration::from_secs(settings.legacy_session_idle_seconds.max(1)),
         );
+        // `--programs-refresh-seconds` (issue 12 item 3): how soon an
+        // import, replacement or withdrawal reaches this replica.
+        let offers = crate::offers::OffersService::with_refresh(Duration::from_secs(
+            settings.programs_refresh_seconds.max(1),
+        ));
         Self {
             settings,
             catalog,
@@ -140,7 +145,7 @@ impl AppState {
             principal_limiter,
             anonymous_tool_limiter,
             availability,
-            offers: crate::offers::OffersService::new(),
+            offers,
             public_base,
             claim: crate::claim::PublishedClaim::none(),
             allowed_hosts,

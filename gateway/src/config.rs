@@ -100,6 +100,17 @@ pub struct ServeSettings {
     )]
     pub inventory_refresh_seconds: u64,
 
+    /// How often each replica re-reads an organization's incentive programs
+    /// from the store: an import, replacement or withdrawal reaches every
+    /// evaluation and disclosure within this interval (docs/pricing.md,
+    /// issue 12 item 3). At least 1.
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_PROGRAMS_REFRESH_SECONDS",
+        default_value_t = crate::offers::DEFAULT_REFRESH.as_secs()
+    )]
+    pub programs_refresh_seconds: u64,
+
     /// This gateway's OAuth resource identifier: the exact audience every
     /// credential must name. Defaults to <public URL>/mcp.
     #[arg(long, env = "DEALER_GATEWAY_RESOURCE_URL")]

@@ -253,7 +253,8 @@ async fn import_dealers(
 /// compiled), then, in one store transaction, validate the organization's
 /// resulting program set as a whole at every instant (issue 12 item 2) and
 /// store it with an audit event. Bad input, or any conflict, exits 2 and
-/// writes nothing.
+/// writes nothing but the audit event of the refusal (docs/pricing.md
+/// "Audit").
 async fn import_programs(
     database_url: &str,
     file: &Path,
@@ -262,31 +263,69 @@ async fn import_programs(
     dry_run: bool,
 ) -> Result<(), Failure> {
     let catalog = Catalog::load()?;
-    let name = file.display().to_string();
-    let bytes = std::fs::read(file).map_err(|e| Error::Io(format!("{name}: cannot read: {e}")))?;
-    let file_name = file
-        .file_name()
-        .map_or_else(|| name.clone(), |n| n.to_string_lossy().into_owned());
-    let parsed = crate::offers::import::parse(
-        &catalog,
-        &name,
-        &bytes,
-        &format!("programs-file:{file_name}"),
-        Utc::now(),
-    )
-    .map_err(|e| Failure::BadInput(e.to_string()))?;
-    let store = store::open(database_url).await?;
-    if store.get_organization(organization).await?.is_none() {
-        return Err(Failure::BadInput(format!(
-            "organization {organization} is not in the store: import its dealers file first \
-             (dealer-gateway import dealers FILE); nothing was imported"
-        )));
-    }
     let tool = if replace {
         "cli.import_programs_replace"
     } else {
         "cli.import_programs"
     };
+    let name = file.display().to_string();
+    let parsed = match read_programs_file(&catalog, file, &name) {
+        Ok(parsed) => parsed,
+        Err(failure) => {
+            // A file that cannot be read or does not validate on its own is
+            // a refused change too: audited (outcome `invalid`) with no
+            // resource id, since nothing in it was validated.
+            if !dry_run {
+                match store::open(database_url).await {
+                    Ok(store) => {
+                        audit_programs_refusal(
+                            store.as_ref(),
+                            organization,
+                            tool,
+                            ProgramsRefusal::InvalidFile,
+                            Vec::new(),
+                        )
+                        .await;
+                    }
+                    Err(e) => tracing::error!(
+                        error = %e,
+                        "the store cannot be opened: the refused programs import is not audited"
+                    ),
+                }
+            }
+            return Err(failure);
+        }
+    };
+    // The pairs the file asked for: schema-valid identifiers, so the
+    // event of a refusal names them (bounded like every event).
+    let asked: Vec<String> = parsed
+        .records
+        .iter()
+        .map(|r| {
+            store::ProgramRevision {
+                program_id: r.program_id.clone(),
+                revision: r.revision,
+            }
+            .audit_id()
+        })
+        .collect();
+    let store = store::open(database_url).await?;
+    if store.get_organization(organization).await?.is_none() {
+        if !dry_run {
+            audit_programs_refusal(
+                store.as_ref(),
+                organization,
+                tool,
+                ProgramsRefusal::Refused,
+                asked,
+            )
+            .await;
+        }
+        return Err(Failure::BadInput(format!(
+            "organization {organization} is not in the store: import its dealers file first \
+             (dealer-gateway import dealers FILE); nothing was imported"
+        )));
+    }
     let summary = change_programs(
         store.as_ref(),
         organization,
@@ -295,6 +334,7 @@ async fn import_programs(
             replace,
         },
         tool,
+        &asked,
         dry_run,
     )
     .await
@@ -318,8 +358,30 @@ async fn import_programs(
     Ok(())
 }
 
+/// Read and parse a programs file: an unreadable file is an I/O failure,
+/// a file with problems is bad input (every problem listed).
+fn read_programs_file(
+    catalog: &Catalog,
+    file: &Path,
+    name: &str,
+) -> Result<crate::offers::import::ParsedPrograms, Failure> {
+    let bytes = std::fs::read(file).map_err(|e| Error::Io(format!("{name}: cannot read: {e}")))?;
+    let file_name = file
+        .file_name()
+        .map_or_else(|| name.to_owned(), |n| n.to_string_lossy().into_owned());
+    crate::offers::import::parse(
+        catalog,
+        name,
+        &bytes,
+        &format!("programs-file:{file_name}"),
+        Utc::now(),
+    )
+    .map_err(|e| Failure::BadInput(e.to_string()))
+}
+
 /// `programs withdraw --organization ORG PROGRAM_ID [--revision N] [--dry-run]`
-/// (issue 12 item 3): audited; refused (exit 2, nothing withdrawn) when the
+/// (issue 12 item 3): audited; refused (exit 2, nothing withdrawn, the
+/// refusal audited) when the program or revision is not active or the
 /// remaining programs would not validate as a set.
 async fn programs_withdraw(
     database_url: &str,
@@ -328,8 +390,26 @@ async fn programs_withdraw(
     revision: Option<u32>,
     dry_run: bool,
 ) -> Result<(), Failure> {
+    let tool = "cli.programs_withdraw";
+    // What was asked, as the refusal's resource id: `<id>:<revision>` or the
+    // id alone. It comes from the command line, unvalidated: the store
+    // records it only if it passes the identifier schema (else `invalid`).
+    let asked = vec![match revision {
+        Some(r) => format!("{program_id}:{r}"),
+        None => program_id.to_owned(),
+    }];
     let store = store::open(database_url).await?;
     if store.get_organization(organization).await?.is_none() {
+        if !dry_run {
+            audit_programs_refusal(
+                store.as_ref(),
+                organization,
+                tool,
+                ProgramsRefusal::Refused,
+                asked,
+            )
+            .await;
+        }
         return Err(Failure::BadInput(format!(
             "organization {organization} is not in the store; nothing was withdrawn"
         )));
@@ -341,7 +421,8 @@ async fn programs_withdraw(
             program_id,
             revision,
         },
-        "cli.programs_withdraw",
+        tool,
+        &asked,
         dry_run,
     )
     .await?;
@@ -358,25 +439,39 @@ async fn programs_withdraw(
     Ok(())
 }
 
-/// One programs change through the store: the whole-set check
-/// ([`crate::offers::check_program_set`]) and the audit event (subject
-/// `cli:<user>`, tool `tool`, resource ids `<program_id>:<revision>` of the
-/// added and withdrawn revisions) in the change's transaction. A refusal is
-/// bad input.
-async fn change_programs(
-    store: &dyn Store,
-    organization: &str,
-    change: store::ProgramsChange<'_>,
-    tool: &str,
-    dry_run: bool,
-) -> Result<store::ProgramsImportSummary, Failure> {
+/// Why a programs change was refused, as the `outcome` of its audit event
+/// (docs/pricing.md "Audit").
+#[derive(Debug, Clone, Copy)]
+enum ProgramsRefusal {
+    /// The file could not be read, parsed, schema-checked or validated on
+    /// its own (including the per-file amount bound).
+    InvalidFile,
+    /// The store refused the change: unknown organization, program or
+    /// revision, an already withdrawn revision, another document under a
+    /// stored (program_id, revision), or a conflict in the resulting set.
+    Refused,
+}
+
+impl ProgramsRefusal {
+    fn outcome(self) -> &'static str {
+        match self {
+            Self::InvalidFile => "invalid",
+            Self::Refused => "refused",
+        }
+    }
+}
+
+/// The audit event of a programs change made from the CLI: subject
+/// `cli:<user>` (`cli` when `$USER` is not an identifier), tool `tool`,
+/// outcome `ok`, no resource id yet.
+fn programs_event(organization: &str, tool: &str) -> store::AuditEvent {
     let user = std::env::var("USER").unwrap_or_default();
     let subject = if store::audit::is_identifier(&user) {
         format!("cli:{user}")
     } else {
         "cli".to_owned()
     };
-    let audit = store::AuditEvent {
+    store::AuditEvent {
         event_id: uuid::Uuid::now_v7().to_string(),
         occurred_at: chrono::SubsecRound::trunc_subsecs(Utc::now(), 6),
         trace_id: uuid::Uuid::now_v7().simple().to_string(),
@@ -390,8 +485,47 @@ async fn change_programs(
         resource_ids: Vec::new(),
         outcome: "ok".to_owned(),
         delegation: Vec::new(),
-    };
-    store
+    }
+}
+
+/// Append the audit event of a refused programs change (issue 12: refused
+/// changes leave a trace as accepted ones do). It is the only thing a
+/// refusal writes, in its own statement after the refused transaction
+/// rolled back. Like every event it is bounded by the store
+/// ([`store::AuditEvent::bounded`]): an organization or resource id that is
+/// not an identifier is recorded as `invalid`, a list past 100 entries is
+/// cut. A failed write is logged; the refusal stands either way.
+async fn audit_programs_refusal(
+    store: &dyn Store,
+    organization: &str,
+    tool: &str,
+    refusal: ProgramsRefusal,
+    resource_ids: Vec<String>,
+) {
+    let mut event = programs_event(organization, tool);
+    event.outcome = refusal.outcome().to_owned();
+    event.resource_ids = resource_ids;
+    if let Err(e) = store.append_audit(&event).await {
+        tracing::error!(error = %e, tool, "audit write of a refused programs change failed");
+    }
+}
+
+/// One programs change through the store: the whole-set check
+/// ([`crate::offers::check_program_set`]) and the audit event (subject
+/// `cli:<user>`, tool `tool`, resource ids `<program_id>:<revision>` of the
+/// added and withdrawn revisions) in the change's transaction. A refusal is
+/// bad input, audited (outcome `refused`, resource ids `asked`) unless this
+/// is a dry run, which writes nothing.
+async fn change_programs(
+    store: &dyn Store,
+    organization: &str,
+    change: store::ProgramsChange<'_>,
+    tool: &str,
+    asked: &[String],
+    dry_run: bool,
+) -> Result<store::ProgramsImportSummary, Failure> {
+    let audit = programs_event(organization, tool);
+    match store
         .change_programs(
             organization,
             change,
@@ -400,10 +534,25 @@ async fn change_programs(
             dry_run,
         )
         .await
-        .map_err(|e| match e {
-            store::StoreError::Query(message) => Failure::BadInput(message),
-            other => Failure::from(other),
-        })
+    {
+        Ok(summary) => Ok(summary),
+        // The store reports every refusal of a change as `Query` (and
+        // rolls the transaction back).
+        Err(store::StoreError::Query(message)) => {
+            if !dry_run {
+                audit_programs_refusal(
+                    store,
+                    organization,
+                    tool,
+                    ProgramsRefusal::Refused,
+                    asked.to_vec(),
+                )
+                .await;
+            }
+            Err(Failure::BadInput(message))
+        }
+        Err(other) => Err(Failure::from(other)),
+    }
 }
 
 /// The withdrawn and still-withdrawn revisions of a change, one a line.

@@ -4,7 +4,8 @@
 //! at once (a rhai compile error names the program), exit 2 on bad input,
 //! every revision kept (an older one never overwrites a newer one), each
 //! import validated against the organization's whole resulting program set,
-//! replacement and withdrawal audited.
+//! replacement and withdrawal audited, refused changes audited too (and
+//! writing nothing else).
 
 mod common;
 
@@ -253,15 +254,26 @@ programs:
         current(&db).await,
         [("w-excluder".to_owned(), 1), ("w-loyalty".to_owned(), 1)]
     );
-    // Refusals write no audit event; the accepted import wrote one.
+    // The accepted import wrote one `ok` event; each refusal one `refused`
+    // event naming what its file asked for; the refused dry run none.
     let events = audit_events(&db);
-    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events.len(), 3, "{events:?}");
     assert_eq!(events[0]["tool"], "cli.import_programs");
     assert_eq!(events[0]["organization_id"], ORG);
+    assert_eq!(events[0]["outcome"], "ok");
     assert_eq!(
         events[0]["resource_ids"],
         serde_json::json!(["w-excluder:1", "w-loyalty:1"])
     );
+    for (event, asked) in events[1..].iter().zip([
+        serde_json::json!(["w-conquest:1", "w-new:1"]),
+        serde_json::json!(["w-loyalty:2"]),
+    ]) {
+        assert_eq!(event["tool"], "cli.import_programs", "{event}");
+        assert_eq!(event["organization_id"], ORG, "{event}");
+        assert_eq!(event["outcome"], "refused", "{event}");
+        assert_eq!(event["resource_ids"], asked, "{event}");
+    }
 }
 
 // Issue 12 item 3: withdrawal of one revision or of a program, refused when
@@ -325,9 +337,26 @@ async fn withdraw_is_audited_refused_while_named_and_final() {
     let events = audit_events(&db);
     let withdrawals: Vec<&serde_json::Value> = events
         .iter()
-        .filter(|e| e["tool"] == "cli.programs_withdraw")
+        .filter(|e| e["tool"] == "cli.programs_withdraw" && e["outcome"] == "ok")
         .collect();
     assert_eq!(withdrawals.len(), 1, "{events:?}");
+    // The three refused withdrawals are audited as asked (the dry run is
+    // not: it writes nothing).
+    let refused: Vec<(&serde_json::Value, &serde_json::Value)> = events
+        .iter()
+        .filter(|e| e["tool"] == "cli.programs_withdraw" && e["outcome"] != "ok")
+        .map(|e| (&e["outcome"], &e["resource_ids"]))
+        .collect();
+    let r = serde_json::json!("refused");
+    assert_eq!(
+        refused,
+        [
+            (&r, &serde_json::json!(["w-loyalty"])),
+            (&r, &serde_json::json!(["t-cash:2"])),
+            (&r, &serde_json::json!(["no-such-program"]))
+        ],
+        "{events:?}"
+    );
     assert_eq!(
         withdrawals[0]["resource_ids"],
         serde_json::json!(["t-cash:2"])
@@ -429,4 +458,174 @@ async fn bad_file_reports_every_problem_exits_2_and_writes_nothing() {
         ],
     );
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}
+
+// Issue 12: a refused import, replacement or withdrawal leaves an audit
+// event (outcome `invalid` for a file that fails on its own, `refused` for
+// a change the store refuses), holding only identifiers that pass the
+// identifier schema, and writes nothing else. A refused dry run writes
+// nothing at all. Runs on SQLite and PostgreSQL (test_database_url).
+#[tokio::test]
+async fn refused_program_changes_are_audited_and_write_nothing_else() {
+    let db = store_with_dealers().await;
+    assert!(import(&db, &fixture("valid.yaml"), &[]).status.success());
+    assert!(
+        import(&db, &programs_file("a.yaml", GROUP_BEST_ONE), &[])
+            .status
+            .success()
+    );
+    let before = current(&db).await;
+    assert_eq!(before.len(), 4, "{before:?}");
+    let accepted = audit_events(&db).len();
+    assert_eq!(accepted, 2);
+
+    // 1. A file with problems, and a file that cannot be read.
+    let out = import(&db, &fixture("bad.yaml"), &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let missing = temp_dir().join("no-such-file.yaml").display().to_string();
+    let out = import(&db, &missing, &[]);
+    assert!(!out.status.success(), "{}", text(&out));
+    // 2. Unknown organizations: one that is an identifier, one that is not.
+    let hostile_org = format!("org {}", "x".repeat(300));
+    for org in ["org.absent", hostile_org.as_str()] {
+        let out = gateway(
+            &db,
+            &[
+                "import",
+                "programs",
+                &fixture("valid.yaml"),
+                "--organization",
+                org,
+            ],
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    }
+    // 3. Two files within the amount bound each, beyond it together.
+    let huge = |id: &str| {
+        format!(
+            "programs:
+  - program_id: {id}
+    revision: 1
+    name: Large fee
+    kind: surcharge
+    direction: surcharge
+    amount: {{status: known, amount: {{amount_minor: 3000000000000000000, currency: USD}}}}
+    stacking: {{group: addons, combinability: stackable}}
+"
+        )
+    };
+    let out = import(&db, &programs_file("huge-a.yaml", &huge("ov-a")), &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let after_huge = audit_events(&db).len();
+    let out = import(&db, &programs_file("huge-b.yaml", &huge("ov-b")), &[]);
+    let report = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{report}");
+    assert!(report.contains("ov-b"), "{report}");
+    // 4. A replacement that gives a stored (program_id, revision) another
+    // document: valid on its own, refused by the store.
+    let renamed = r#"
+programs:
+  - program_id: t-cash
+    revision: 2
+    name: Customer Cash, renamed
+    kind: cash
+    direction: discount
+    amount: {status: known, amount: {amount_minor: 100000, currency: USD}}
+    stacking: {group: oem, combinability: stackable}
+"#;
+    let out = import(&db, &programs_file("renamed.yaml", renamed), &["--replace"]);
+    let report = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{report}");
+    assert!(report.contains("t-cash"), "{report}");
+    // 5. Withdrawals: an unknown revision, an id that is no identifier.
+    let out = withdraw(&db, &["t-cash", "--revision", "9"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let hostile_id = "p".repeat(400);
+    let out = withdraw(&db, &[&hostile_id]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    // 6. Refused dry runs write nothing, not even an event.
+    let events_so_far = audit_events(&db).len();
+    let out = import(&db, &fixture("bad.yaml"), &["--dry-run"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let out = withdraw(&db, &["t-cash", "--revision", "9", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(audit_events(&db).len(), events_so_far);
+
+    // Nothing but the events was written: the active programs are as
+    // before (plus the accepted ov-a); a refusal never withdraws.
+    let mut expected = before.clone();
+    expected.push(("ov-a".to_owned(), 1));
+    expected.sort();
+    assert_eq!(current(&db).await, expected);
+
+    let events = audit_events(&db);
+    let summary: Vec<(String, String, String, serde_json::Value)> = events
+        .iter()
+        .filter(|e| e["outcome"] != "ok")
+        .map(|e| {
+            (
+                e["tool"].as_str().unwrap().to_owned(),
+                e["outcome"].as_str().unwrap().to_owned(),
+                e["organization_id"].as_str().unwrap().to_owned(),
+                e["resource_ids"].clone(),
+            )
+        })
+        .collect();
+    let ev = |tool: &str, outcome: &str, org: &str, ids: serde_json::Value| {
+        (tool.to_owned(), outcome.to_owned(), org.to_owned(), ids)
+    };
+    let file_pairs = serde_json::json!(["t-cash:2", "t-dealer:1"]);
+    assert_eq!(
+        summary,
+        [
+            ev("cli.import_programs", "invalid", ORG, serde_json::json!([])),
+            ev("cli.import_programs", "invalid", ORG, serde_json::json!([])),
+            ev(
+                "cli.import_programs",
+                "refused",
+                "org.absent",
+                file_pairs.clone()
+            ),
+            ev("cli.import_programs", "refused", "invalid", file_pairs),
+            ev(
+                "cli.import_programs",
+                "refused",
+                ORG,
+                serde_json::json!(["ov-b:1"])
+            ),
+            ev(
+                "cli.import_programs_replace",
+                "refused",
+                ORG,
+                serde_json::json!(["t-cash:2"])
+            ),
+            ev(
+                "cli.programs_withdraw",
+                "refused",
+                ORG,
+                serde_json::json!(["t-cash:9"])
+            ),
+            ev(
+                "cli.programs_withdraw",
+                "refused",
+                ORG,
+                serde_json::json!(["invalid"])
+            ),
+        ],
+        "{events:?}"
+    );
+    // One event per refusal, on top of the three accepted imports.
+    assert_eq!(after_huge, accepted + 5);
+    assert_eq!(events.len(), accepted + 1 + 8);
+    for e in events.iter().filter(|e| e["outcome"] != "ok") {
+        assert_eq!(e["profile"], "dealergateway.programs/0.1", "{e}");
+        assert_eq!(e["policy_decision"], "allow", "{e}");
+        assert!(e["subject"].as_str().unwrap().starts_with("cli"), "{e}");
+        // Never the raw hostile values.
+        let line = e.to_string();
+        assert!(
+            !line.contains("xxxxxxxx") && !line.contains("pppppppp"),
+            "{line}"
+        );
+    }
 }

@@ -630,3 +630,64 @@ programs:
         "the replacement never reached the running gateway"
     );
 }
+
+// Issue 12 item 3: `--programs-refresh-seconds` decides how soon a running
+// gateway sees a programs change. At 1 s a withdrawal reaches it well
+// within 5 s, which the 10 s default (`offers::DEFAULT_REFRESH`) would not:
+// the gateway below last read the store just before the withdrawal. A
+// second gateway on the same store, at one hour, keeps serving the set it
+// read: the interval is the flag's, and a cached set is really reused.
+#[tokio::test]
+async fn the_programs_refresh_interval_is_configurable() {
+    const FAST_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
+    let fast = common::spawn_with(|s| s.programs_refresh_seconds = 1).await;
+    let vehicle_id = new_vehicle(&fast).await;
+    let as_of = "2026-11-28T12:00:00Z";
+    cli_import(&fast, TWO_REVISIONS, &[]);
+    let slow = common::spawn_on(fast.db_dir.clone(), fast.database_url.clone(), |s| {
+        s.programs_refresh_seconds = 3600;
+    })
+    .await;
+    // The slow gateway reads the programs once, now (revision 2 is live).
+    let first = evaluate_at(&slow, &vehicle_id, as_of).await;
+    assert_eq!(choice(&first, "rv-cash").unwrap()["revision"], 2, "{first}");
+    assert!(
+        common::poll_until(REFRESH_DEADLINE, || async {
+            choice(&evaluate_at(&fast, &vehicle_id, as_of).await, "rv-cash")
+                .is_some_and(|c| c["revision"] == 2)
+        })
+        .await
+    );
+
+    let out = cli(
+        &fast,
+        &[
+            "programs",
+            "withdraw",
+            "--organization",
+            ORG,
+            "rv-cash",
+            "--revision",
+            "2",
+        ],
+    );
+    assert!(out.status.success(), "{}", cli_text(&out));
+    let withdrawn_at = std::time::Instant::now();
+    assert!(
+        common::poll_until(FAST_DEADLINE, || async {
+            choice(&evaluate_at(&fast, &vehicle_id, as_of).await, "rv-cash")
+                .is_some_and(|c| c["revision"] == 1)
+        })
+        .await,
+        "with --programs-refresh-seconds 1 the withdrawal did not reach the gateway within {FAST_DEADLINE:?}"
+    );
+    let seen_after = withdrawn_at.elapsed();
+    assert!(seen_after < FAST_DEADLINE, "{seen_after:?}");
+    // Still within its hour: the slow gateway evaluates its cached set.
+    let cached = evaluate_at(&slow, &vehicle_id, as_of).await;
+    assert_eq!(
+        choice(&cached, "rv-cash").unwrap()["revision"],
+        2,
+        "{cached}"
+    );
+}

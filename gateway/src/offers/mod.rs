@@ -22,8 +22,9 @@ use crate::inventory::model::VehicleRecord;
 use crate::store::{ProgramRecord, Store, StoreError};
 
 /// How long an organization's programs are reused before the store is read
-/// again: an import, a replacement or a withdrawal shows up within this
-/// delay (docs/pricing.md).
+/// again, unless `--programs-refresh-seconds` says otherwise: an import, a
+/// replacement or a withdrawal shows up within this delay (docs/pricing.md,
+/// issue 12 item 3).
 pub const DEFAULT_REFRESH: Duration = Duration::from_secs(10);
 
 /// One active stored revision, decoded (or why it does not decode).
@@ -258,8 +259,9 @@ impl OrgPrograms {
     }
 }
 
-/// Per-organization cache of [`OrgPrograms`], refreshed after
-/// [`DEFAULT_REFRESH`]. Concurrent misses may both read the store; the
+/// Per-organization cache of [`OrgPrograms`], refreshed after its
+/// interval (`--programs-refresh-seconds`, default [`DEFAULT_REFRESH`]).
+/// Concurrent misses may both read the store; the
 /// result is the same.
 pub struct OffersService {
     refresh: Duration,
