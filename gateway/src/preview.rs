@@ -171,6 +171,8 @@ pub async fn run(
                 let _ = writeln!(out, "== Offer evaluation ==\nnot evaluated: {e}");
             }
         }
+        let _ = writeln!(out);
+        write_revisions_and_rules(&mut out, &selected, &profile);
     }
     let _ = writeln!(out);
     let _ = writeln!(
@@ -423,6 +425,120 @@ fn write_evaluation(out: &mut String, e: &Evaluation, profile: &Profile) {
             b.best_stack.net_price
         );
     }
+}
+
+/// The revision table and the combination rules (issue 12): per program,
+/// the revision used at `as_of` and why each other active revision was not
+/// (the evaluation's `revisions[]`), then its declarative
+/// `stacking.limits`, its `tag:`/`group:` combinations and exclusions and
+/// whether a rhai rule judges it, in words. A program with one revision and
+/// no such rule takes one line.
+fn write_revisions_and_rules(
+    out: &mut String,
+    selected: &crate::offers::ProgramsAt,
+    profile: &Profile,
+) {
+    let _ = writeln!(
+        out,
+        "== Revisions and combination rules (as of {}) ==",
+        profile.as_of.to_rfc3339()
+    );
+    let validated = selected.validated().programs();
+    for choice in &selected.selection.revisions {
+        let _ = writeln!(
+            out,
+            "  {:<24} rev {:<4} {}",
+            clip(&choice.program_id, 24),
+            choice.revision,
+            if choice.not_used.is_empty() {
+                "the only active revision".to_owned()
+            } else {
+                choice.reason.clone()
+            }
+        );
+        for n in &choice.not_used {
+            let _ = writeln!(out, "  {:<24} not rev {}: {}", "", n.revision, n.reason);
+        }
+        let program = validated
+            .iter()
+            .map(|v| &v.program)
+            .find(|p| p.program_id == choice.program_id && p.revision == choice.revision);
+        if let Some(p) = program {
+            for rule in rule_sentences(p) {
+                let _ = writeln!(out, "  {:<24} {rule}", "");
+            }
+        }
+    }
+    for u in &selected.selection.unusable {
+        let _ = writeln!(
+            out,
+            "  {:<24} rev {:<4} cannot be evaluated: {}",
+            clip(&u.program_id, 24),
+            u.revision,
+            u.problems.join("; ")
+        );
+    }
+}
+
+/// The program's combination rules in words: each declarative limit, each
+/// `combinable_with` / `not_combinable_with` entry naming a tag or a group,
+/// and a rhai rule (whether it is declared monotone).
+fn rule_sentences(p: &pricing::Program) -> Vec<String> {
+    let stacking = &p.stacking;
+    let mut sentences: Vec<String> = stacking
+        .limits
+        .iter()
+        .map(|l| {
+            let mut parts = Vec::new();
+            if let Some(n) = l.max_programs {
+                parts.push(format!(
+                    "at most {n} program{} of {}",
+                    if n == 1 { "" } else { "s" },
+                    l.selector()
+                ));
+            }
+            if let Some(m) = l.max_amount {
+                parts.push(format!(
+                    "known amounts of {} summing to at most {m}",
+                    l.selector()
+                ));
+            }
+            format!(
+                "limit: in a stack with this program, {}",
+                parts.join(", and ")
+            )
+        })
+        .collect();
+    let referent = |entry: &str| -> Option<String> {
+        if let Some(tag) = entry.strip_prefix("tag:") {
+            Some(format!("any program tagged {tag}"))
+        } else {
+            entry
+                .strip_prefix("group:")
+                .map(|g| format!("any program of group {g}"))
+        }
+    };
+    for entry in &stacking.not_combinable_with {
+        if let Some(who) = referent(entry) {
+            sentences.push(format!("never with {who}"));
+        }
+    }
+    for entry in &stacking.combinable_with {
+        if let Some(who) = referent(entry) {
+            sentences.push(format!("combines with {who}"));
+        }
+    }
+    if stacking.rule.is_some() {
+        sentences.push(
+            if stacking.rule_monotone {
+                "rule: a rhai rule judges each stack (declared monotone)"
+            } else {
+                "rule: a rhai rule judges each stack (not declared monotone)"
+            }
+            .to_owned(),
+        );
+    }
+    sentences
 }
 
 fn claim_text(v: ClaimValue) -> &'static str {

@@ -631,6 +631,130 @@ async fn the_preview_shows_the_disclosure_the_score_with_fixes_and_the_offer_tab
     );
     assert!(text.contains("branch finance"), "{text}");
     assert!(!text.contains("branch cash"), "{text}");
+
+    // Issue 12: the revision table and the combination rules in words.
+    // Revisions 1 (ended) and 3 (not yet started) of sm-used-cash beside
+    // the live revision 2; a declarative limit and a `tag:` exclusion.
+    let more = r#"
+programs:
+  - program_id: sm-used-cash
+    revision: 1
+    name: Used vehicle cash (2020)
+    kind: cash
+    direction: discount
+    amount: {status: known, amount: {amount_minor: 50000, currency: USD}}
+    applies_to: {conditions: [used]}
+    valid_from: "2020-01-01T00:00:00Z"
+    valid_until: "2021-01-01T00:00:00Z"
+    stacking: {group: dealer, combinability: stackable}
+  - program_id: sm-used-cash
+    revision: 3
+    name: Used vehicle cash (2099)
+    kind: cash
+    direction: discount
+    amount: {status: known, amount: {amount_minor: 150000, currency: USD}}
+    applies_to: {conditions: [used]}
+    valid_from: "2099-01-01T00:00:00Z"
+    stacking: {group: dealer, combinability: stackable}
+  - program_id: sm-dealer-cap
+    revision: 1
+    name: Dealer bonus, at most two dealer programs
+    kind: dealer_discount
+    direction: discount
+    amount: {status: known, amount: {amount_minor: 20000, currency: USD}}
+    stacking:
+      group: dealer
+      combinability: rule_defined
+      limits: [{group: dealer, max_programs: 2, max_amount: {amount_minor: 150000, currency: USD}}]
+      not_combinable_with: ["tag:clearance"]
+  - program_id: sm-clearance
+    revision: 1
+    name: Clearance
+    kind: cash
+    direction: discount
+    amount: {status: known, amount: {amount_minor: 10000, currency: USD}}
+    tags: [clearance]
+    stacking: {group: clearance, combinability: stackable}
+"#;
+    let catalog = gateway::catalog::Catalog::load().expect("catalog");
+    let parsed = gateway::offers::import::parse(
+        &catalog,
+        "more.yaml",
+        more.as_bytes(),
+        "programs-file:more",
+        fx.now,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    gateway::store::open(&fx.app.database_url)
+        .await
+        .expect("store opens")
+        .import_programs(ORG, &parsed.records)
+        .await
+        .expect("more programs imported");
+    let text = gateway::preview::run(
+        &fx.app.database_url,
+        ORG,
+        NORTH,
+        b.vin.as_deref(),
+        None,
+        None,
+    )
+    .await
+    .expect("preview");
+    let table = text
+        .split("== Revisions and combination rules (as of ")
+        .nth(1)
+        .and_then(|rest| rest.split("\n== ").next())
+        .unwrap_or_else(|| panic!("no revision table: {text}"));
+    let line = |needle: &str| {
+        table
+            .lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no line with {needle:?}: {table}"))
+            .to_owned()
+    };
+    assert!(
+        line("sm-used-cash")
+            .contains("rev 2    the highest revision whose validity window contains as_of"),
+        "{table}"
+    );
+    assert!(
+        line("not rev 1:").contains(
+            "not valid at as_of: its window is 2020-01-01T00:00:00+00:00 to 2021-01-01T00:00:00+00:00"
+        ),
+        "{table}"
+    );
+    assert!(
+        line("not rev 3:").contains(
+            "not valid at as_of: its window starts 2099-01-01T00:00:00+00:00 with no end"
+        ),
+        "{table}"
+    );
+    assert!(
+        line("sm-canada").contains("rev 1    the only active revision"),
+        "{table}"
+    );
+    assert!(
+        line("limit:").contains(
+            "in a stack with this program, at most 2 programs of group dealer, and known amounts of group dealer summing to at most 1,500.00 USD"
+        ),
+        "{table}"
+    );
+    assert!(
+        table.contains("never with any program tagged clearance"),
+        "{table}"
+    );
+    assert!(
+        table.contains("rule: a rhai rule judges each stack (declared monotone)"),
+        "{table}"
+    );
+    // One line per program with one revision and no rule, none for the
+    // revisions not used beyond their own lines: short.
+    assert_eq!(
+        table.lines().filter(|l| l.contains(" rev ")).count(),
+        6 + 2,
+        "{table}"
+    );
     // Unknown vehicle: an error, not a panic.
     assert!(
         gateway::preview::run(
