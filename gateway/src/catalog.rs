@@ -10,6 +10,13 @@
 //! definition it reaches is copied into one `$defs` under its own name. The
 //! schema files therefore keep definition names unique across files, which
 //! [`Catalog::load`] checks.
+//!
+//! What `tools/list` publishes is smaller than the bundles (issue 13 item
+//! 5: at most 50 KB in all): the exact compact `inputSchema` the gateway
+//! also validates arguments against, and an abridged but sound
+//! `outputSchema`; [`compact`] says how and why.
+
+mod compact;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -188,12 +195,20 @@ pub struct Tool {
     pub scope: Option<String>,
     pub annotations: Annotations,
     pub safety: Safety,
+    /// The catalog's `FILE#/$defs/NAME` of the input and output definitions.
+    pub input_reference: String,
+    pub output_reference: String,
+    /// The input definition bundled in full, as the schema files write it.
     pub input_schema: Value,
+    /// What `tools/list` publishes as `inputSchema` and what arguments are
+    /// validated against: exactly as strict as [`Tool::input_schema`],
+    /// without its annotations and repetitions (see [`compact`]).
+    pub published_input_schema: Value,
     /// The success shape alone: what the gateway validates its own results
     /// against before sending them (as strict as the DAP schema).
     pub output_schema: Value,
     /// What `tools/list` publishes as `outputSchema`: the success shape or
-    /// the DAP error object. See [`publish_output_schema`].
+    /// the DAP error object, abridged. See [`publish_output_schema`].
     pub published_output_schema: Value,
     input_validator: jsonschema::Validator,
     output_validator: jsonschema::Validator,
@@ -306,12 +321,23 @@ impl Catalog {
                     t.name
                 )));
             }
-            let input_validator = compile(&t.input_schema, &input_schema)?;
+            let published_input_schema = compact::input(&input_schema).map_err(|reason| {
+                CatalogError::Inconsistent(format!("tool {}: input schema: {reason}", t.name))
+            })?;
+            if published_input_schema.get("type") != Some(&json!("object")) {
+                return Err(CatalogError::Inconsistent(format!(
+                    "tool {}: published input schema root must be type object (MCP)",
+                    t.name
+                )));
+            }
+            // Arguments are checked against the published schema, so what a
+            // client reads is exactly what is enforced.
+            let input_validator = compile(&t.input_schema, &published_input_schema)?;
             let output_validator = compile(&t.output_schema, &output_schema)?;
-            let published_output_schema = publish_output_schema(&output_schema, &error_schema)
-                .map_err(|reason| {
-                    CatalogError::Inconsistent(format!("tool {}: {reason}", t.name))
-                })?;
+            let published_output_schema =
+                publish_output_schema(&t.output_schema, &output_schema, &error_schema).map_err(
+                    |reason| CatalogError::Inconsistent(format!("tool {}: {reason}", t.name)),
+                )?;
             // Compiled once so a published schema that does not compile
             // stops the server at start, like the others.
             compile(&t.output_schema, &published_output_schema)?;
@@ -323,7 +349,10 @@ impl Catalog {
                 scope: t.scope,
                 annotations: t.annotations,
                 safety: t.safety,
+                input_reference: t.input_schema,
+                output_reference: t.output_schema,
                 input_schema,
+                published_input_schema,
                 output_schema,
                 published_output_schema,
                 input_validator,
@@ -607,7 +636,7 @@ fn bundle(
 }
 
 /// The `outputSchema` a tool publishes: `{"type": "object", "anyOf":
-/// [success, DAP error]}` with both bundles' definitions in one `$defs`.
+/// [success, DAP error]}` over one `$defs`, abridged by [`compact::output`].
 ///
 /// MCP clients that validate `structuredContent` against `outputSchema`
 /// (the TypeScript SDK, MCP Inspector 0.15 and 2.x) do so for error results
@@ -618,13 +647,20 @@ fn bundle(
 /// error definitions are added once per tool and shared with the success
 /// shape where both use them (`freshness`, `timestamp`, ...), since
 /// definition names are unique across the schema files.
-fn publish_output_schema(success: &Value, error: &Value) -> Result<Value, String> {
-    let root_ref = |schema: &Value| {
+///
+/// The abridgement admits every result the full definitions admit (so a
+/// validating client never rejects a correct result) but writes
+/// definitions below [`compact::SUCCESS_DEPTH`] as their JSON type; the
+/// gateway itself still checks each result against the full success
+/// definition, and `/schemas/` serves the full files (issue 13 item 5).
+fn publish_output_schema(reference: &str, success: &Value, error: &Value) -> Result<Value, String> {
+    let root_name = |schema: &Value| {
         schema
             .get("$ref")
             .and_then(Value::as_str)
+            .and_then(|r| r.strip_prefix("#/$defs/"))
             .map(str::to_owned)
-            .ok_or_else(|| "bundled schema has no root $ref".to_owned())
+            .ok_or_else(|| "bundled schema has no root #/$defs/ reference".to_owned())
     };
     let defs_of = |schema: &Value| {
         schema
@@ -648,21 +684,19 @@ fn publish_output_schema(success: &Value, error: &Value) -> Result<Value, String
             }
         }
     }
-    let mut schema = Map::new();
-    schema.insert("$schema".into(), json!(DRAFT_2020_12));
-    schema.insert("type".into(), json!("object"));
-    schema.insert(
-        "description".into(),
-        json!(
-            "The tool's result when isError is false; the DAP error object when isError is true."
-        ),
+    let success_root = root_name(success)?;
+    let error_root = root_name(error)?;
+    let description = format!(
+        "The result, or the DAP error object if isError. Abridged; full: /schemas/{reference}"
     );
-    schema.insert(
-        "anyOf".into(),
-        json!([{"$ref": root_ref(success)?}, {"$ref": root_ref(error)?}]),
-    );
-    schema.insert("$defs".into(), Value::Object(sorted(defs)));
-    Ok(Value::Object(schema))
+    compact::output(
+        &defs,
+        &[
+            (success_root.as_str(), compact::SUCCESS_DEPTH),
+            (error_root.as_str(), compact::ERROR_DEPTH),
+        ],
+        &description,
+    )
 }
 
 fn sorted(map: Map<String, Value>) -> Map<String, Value> {

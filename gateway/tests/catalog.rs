@@ -172,3 +172,416 @@ fn duplicate_definition_names_across_schema_files_are_refused() {
     let err = Catalog::from_sources(include_str!("../../capabilities.yaml"), &files).unwrap_err();
     assert!(err.to_string().contains("money"), "{err}");
 }
+
+mod common;
+
+use serde_json::json;
+
+/// Issue 13 item 5: `tools/list` over real HTTP stays at most 50 KB in all
+/// (it was 157,776 bytes before), and every `$ref` in it resolves inside the
+/// schema that holds it. Prints the bytes per tool for docs/benchmarks.md.
+#[tokio::test]
+async fn tools_list_over_http_is_at_most_50_kb_and_has_no_dangling_ref() {
+    let app = common::spawn().await;
+    let reply = app.modern("tools/list", json!({})).await;
+    assert_eq!(reply.status, 200, "{}", reply.raw);
+    let tools = reply.result()["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), gateway::tools::IMPLEMENTED.len());
+    let bytes = |v: &Value| serde_json::to_string(v).unwrap().len();
+    let mut resolved = 0;
+    for tool in tools {
+        let name = tool["name"].as_str().unwrap();
+        println!(
+            "{name}: tool {} inputSchema {} outputSchema {} description {}",
+            bytes(tool),
+            bytes(&tool["inputSchema"]),
+            bytes(&tool["outputSchema"]),
+            tool["description"].as_str().unwrap().len()
+        );
+        for member in ["inputSchema", "outputSchema"] {
+            let schema = &tool[member];
+            let mut found = Vec::new();
+            refs(schema, &mut found);
+            for r in found {
+                let pointer = r
+                    .strip_prefix('#')
+                    .unwrap_or_else(|| panic!("{name} {member}: external ref {r}"));
+                assert!(
+                    schema.pointer(pointer).is_some(),
+                    "{name} {member}: dangling {r}"
+                );
+                resolved += 1;
+            }
+            // "No duplicated enums": each list of allowed values is written
+            // once per schema and shared by reference.
+            let mut lists = Vec::new();
+            enum_lists(schema, &mut lists);
+            let distinct: BTreeSet<&String> = lists.iter().collect();
+            assert_eq!(distinct.len(), lists.len(), "{name} {member}: {lists:?}");
+            // Both compile as published (a client's first step).
+            jsonschema::draft202012::options()
+                .should_validate_formats(true)
+                .build(schema)
+                .unwrap_or_else(|e| panic!("{name} {member} does not compile: {e}"));
+        }
+    }
+    // The walk above is not vacuous: shared definitions are referenced.
+    assert!(resolved > 0);
+    println!("tools/list response body: {} bytes", reply.raw.len());
+    assert!(
+        reply.raw.len() <= 50_000,
+        "tools/list is {} bytes; issue 13 item 5 allows 50,000",
+        reply.raw.len()
+    );
+}
+
+/// Every `enum` array below `v`, as text.
+fn enum_lists(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, c) in m {
+                if k == "enum" {
+                    out.push(c.to_string());
+                } else {
+                    enum_lists(c, out);
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|c| enum_lists(c, out)),
+        _ => {}
+    }
+}
+
+/// Valid arguments per tool, as rich as each schema allows: every optional
+/// member the input definition has, so that mutating them reaches every
+/// part of the schema.
+fn valid_arguments(tool: &str) -> Vec<Value> {
+    let org = "org.example-group";
+    let rooftop = "rt.example-north";
+    let selectors = [
+        json!({"vehicle_id": "veh.0001"}),
+        json!({"vin": "1HGCM82633A004352"}),
+        json!({"stock_number": "S-1001"}),
+    ];
+    let with = |base: Value, extra: &Value| {
+        let mut out = base;
+        for (k, v) in extra.as_object().unwrap() {
+            out[k] = v.clone();
+        }
+        out
+    };
+    match tool {
+        "dealeragent.discovery.get_manifest" => vec![json!({})],
+        "dealeragent.dealer.get" => vec![
+            json!({}),
+            json!({"organization_id": org}),
+            json!({"organization_id": org, "rooftop_ids": [rooftop, "rt.example-south"]}),
+        ],
+        "dealeragent.inventory.search" => vec![
+            json!({"organization_id": org}),
+            json!({
+                "organization_id": org,
+                "rooftop_ids": [rooftop],
+                "query": "2021 civic",
+                "filters": {
+                    "vehicle_type": ["car", "suv"],
+                    "make": ["Honda"],
+                    "model": ["Civic"],
+                    "condition": ["used", "certified"],
+                    "year_min": 2015,
+                    "year_max": 2024,
+                    "price_min": {"amount_minor": 1_000_000, "currency": "USD"},
+                    "price_max": {"amount_minor": 4_000_000, "currency": "USD"},
+                    "odometer_min": {"value": 0, "unit": "mi"},
+                    "odometer_max": {"value": 100_000, "unit": "km"},
+                    "inventory_age_min_days": 0,
+                    "inventory_age_max_days": 90,
+                    "history_report_status": ["available"],
+                    "certification_type": ["not_certified"],
+                    "availability": ["available", "in_transit"],
+                    "vin": "1HGCM82633A004352",
+                    "stock_number": "S-1001"
+                },
+                "sort": {"field": "advertised_price", "order": "asc"},
+                "page": {"cursor": "c.abc", "limit": 100}
+            }),
+        ],
+        "dealeragent.inventory.get_vehicle" => selectors
+            .iter()
+            .map(|s| with(json!({"organization_id": org, "rooftop_id": rooftop}), s))
+            .collect(),
+        "dealeragent.inventory.verify_availability" => selectors
+            .iter()
+            .map(|s| {
+                with(
+                    json!({"organization_id": org, "rooftop_id": rooftop, "purpose": "display"}),
+                    s,
+                )
+            })
+            .collect(),
+        "dealeragent.pricing.get_disclosure" => vec![
+            json!({"organization_id": org, "rooftop_id": rooftop, "vehicle_id": "veh.0001"}),
+            json!({
+                "organization_id": org, "rooftop_id": rooftop, "vehicle_id": "veh.0001",
+                "jurisdiction": {"country": "US", "subdivision": "US-IL", "postal_code": "60601"},
+                "payment_mode": "lease"
+            }),
+        ],
+        "dealergateway.offers.evaluate" => selectors
+            .iter()
+            .map(|s| {
+                with(
+                    json!({
+                        "organization_id": org, "rooftop_id": rooftop,
+                        "profile": {
+                            "payment_mode": "unknown",
+                            "jurisdiction": {"country": "CA", "subdivision": "CA-ON", "postal_code": "M5V 2T6"},
+                            "claims": {"residency": true, "loyalty": false, "military": "unknown"},
+                            "as_of": "2026-07-28T12:00:00Z"
+                        }
+                    }),
+                    s,
+                )
+            })
+            .collect(),
+        other => panic!("no sample arguments for tool {other}; add them to this test"),
+    }
+}
+
+/// Every property name and every string `enum`/`const` value in a schema:
+/// what the mutations below add and substitute.
+fn vocabulary(schema: &Value, names: &mut BTreeSet<String>, strings: &mut BTreeSet<String>) {
+    match schema {
+        Value::Object(map) => {
+            for (k, v) in map {
+                if k == "properties"
+                    && let Some(props) = v.as_object()
+                {
+                    names.extend(props.keys().cloned());
+                }
+                if k == "enum" || k == "const" {
+                    let values = v.as_array().cloned().unwrap_or_else(|| vec![v.clone()]);
+                    strings.extend(values.iter().filter_map(|s| s.as_str().map(str::to_owned)));
+                }
+                vocabulary(v, names, strings);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|i| vocabulary(i, names, strings)),
+        _ => {}
+    }
+}
+
+/// Values that sit on both sides of each kind of rule in the schemas:
+/// types, lengths, bounds, patterns, formats, uniqueness, closed objects.
+fn value_pool(strings: &BTreeSet<String>) -> Vec<Value> {
+    let mut pool = vec![
+        Value::Null,
+        json!(true),
+        json!(false),
+        json!(0),
+        json!(-1),
+        json!(1),
+        json!(1.5),
+        json!(100),
+        json!(101),
+        json!(1885),
+        json!(2200),
+        json!(2201),
+        json!(2_592_001),
+        json!(""),
+        json!("x"),
+        json!("a b"),
+        json!("A".repeat(129)),
+        json!("b".repeat(501)),
+        json!("c".repeat(2049)),
+        json!("US"),
+        json!("us"),
+        json!("USD"),
+        json!("US-IL"),
+        json!("60601-1234567"),
+        json!("1HGCM82633A004352"),
+        json!("1HGCM82633A00435O"),
+        json!("2026-07-28T12:00:00Z"),
+        json!("2026-07-28 12:00:00"),
+        json!("2026-13-40T25:61:61Z"),
+        json!([]),
+        json!(["x"]),
+        json!(["x", "x"]),
+        json!([1]),
+        json!({}),
+        json!({"unexpected_member": 1}),
+        json!({"amount_minor": 100, "currency": "USD"}),
+        json!({"amount_minor": -1, "currency": "USD"}),
+        json!({"value": 10, "unit": "km"}),
+        json!({"value": 10, "unit": "furlong"}),
+        json!({"field": "year", "order": "desc"}),
+        json!({"cursor": "c.1", "limit": 0}),
+        json!({"country": "US"}),
+        json!({"payment_mode": "cash", "jurisdiction": {"country": "US"}}),
+    ];
+    for s in strings {
+        pool.push(json!(s));
+        pool.push(json!([s]));
+        pool.push(json!([s, s]));
+    }
+    pool
+}
+
+/// Every JSON pointer to a value inside `v` (the root excluded).
+fn pointers(v: &Value, at: &str, out: &mut Vec<String>) {
+    match v {
+        Value::Object(map) => {
+            for (k, c) in map {
+                let p = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+                out.push(p.clone());
+                pointers(c, &p, out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, c) in items.iter().enumerate() {
+                let p = format!("{at}/{i}");
+                out.push(p.clone());
+                pointers(c, &p, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn mutations(sample: &Value, names: &BTreeSet<String>, pool: &[Value]) -> Vec<Value> {
+    let mut out = vec![sample.clone()];
+    let mut at = Vec::new();
+    pointers(sample, "", &mut at);
+    for p in &at {
+        let (parent, last) = p.rsplit_once('/').unwrap();
+        // Remove the member or element.
+        let mut removed = sample.clone();
+        match removed.pointer_mut(if parent.is_empty() { "" } else { parent }) {
+            Some(Value::Object(m)) => {
+                m.shift_remove(&last.replace("~1", "/").replace("~0", "~"));
+            }
+            Some(Value::Array(a)) => {
+                a.remove(last.parse::<usize>().unwrap());
+            }
+            _ => {}
+        }
+        out.push(removed);
+        // Replace it with each pooled value.
+        for value in pool {
+            let mut replaced = sample.clone();
+            *replaced.pointer_mut(p).unwrap() = value.clone();
+            out.push(replaced);
+        }
+    }
+    // Add every known member name, with each pooled value, to every object.
+    let mut objects = vec![String::new()];
+    objects.extend(
+        at.iter()
+            .filter(|p| sample.pointer(p).is_some_and(Value::is_object))
+            .cloned(),
+    );
+    for object in &objects {
+        for name in names
+            .iter()
+            .chain(std::iter::once(&"unexpected_member".to_owned()))
+        {
+            for value in pool {
+                let mut added = sample.clone();
+                if let Some(Value::Object(m)) = added.pointer_mut(object) {
+                    m.insert(name.clone(), value.clone());
+                }
+                out.push(added);
+            }
+        }
+    }
+    out
+}
+
+fn violations(validator: &jsonschema::Validator, instance: &Value) -> BTreeSet<(String, String)> {
+    validator
+        .iter_errors(instance)
+        .map(|e| (e.instance_path().to_string(), e.kind().keyword().to_owned()))
+        .collect()
+}
+
+/// Issue 13 item 5: the compact `inputSchema` of `tools/list` validates
+/// exactly as the full DAP definition bundled from `schemas/`: the same
+/// arguments pass, and a failing one fails at the same places for the same
+/// keywords (so `field_errors` are unchanged). Thousands of arguments per
+/// tool: rich valid ones, each member removed or replaced by values on both
+/// sides of every rule, every known member added anywhere. The gateway's
+/// own check (`validate_input`) agrees too.
+#[test]
+fn compact_input_schemas_accept_and_reject_exactly_what_the_full_schemas_do() {
+    let catalog = Catalog::load().unwrap();
+    for tool in &catalog.tools {
+        let build = |schema: &Value| {
+            jsonschema::draft202012::options()
+                .should_validate_formats(true)
+                .build(schema)
+                .unwrap()
+        };
+        let full = build(&tool.input_schema);
+        let compact = build(&tool.published_input_schema);
+        let mut names = BTreeSet::new();
+        let mut strings = BTreeSet::new();
+        vocabulary(&tool.input_schema, &mut names, &mut strings);
+        let pool = value_pool(&strings);
+        let (mut valid, mut invalid) = (0, 0);
+        for sample in valid_arguments(&tool.name) {
+            assert!(
+                full.is_valid(&sample),
+                "{}: sample {sample} must be valid",
+                tool.name
+            );
+            for args in mutations(&sample, &names, &pool) {
+                let expected = violations(&full, &args);
+                assert_eq!(
+                    violations(&compact, &args),
+                    expected,
+                    "{}: {args}",
+                    tool.name
+                );
+                assert_eq!(
+                    tool.validate_input(&args).is_ok(),
+                    expected.is_empty(),
+                    "{}: {args}",
+                    tool.name
+                );
+                if expected.is_empty() {
+                    valid += 1;
+                } else {
+                    invalid += 1;
+                }
+            }
+        }
+        println!(
+            "{}: {valid} valid and {invalid} invalid arguments agree",
+            tool.name
+        );
+        assert!(valid > 0 && invalid > 0, "{}", tool.name);
+    }
+}
+
+/// The compact input schema is smaller than the bundle and keeps a
+/// property's description (what a model needs) but not the root's, which
+/// would repeat the tool description from capabilities.yaml.
+#[test]
+fn compact_input_schemas_keep_property_descriptions_only() {
+    let catalog = Catalog::load().unwrap();
+    let search = catalog.tool("dealeragent.inventory.search").unwrap();
+    let schema = &search.published_input_schema;
+    assert!(schema.get("description").is_none());
+    assert!(
+        schema["properties"]["query"]["description"]
+            .as_str()
+            .is_some_and(|d| !d.is_empty())
+    );
+    for tool in &catalog.tools {
+        let full = serde_json::to_string(&tool.input_schema).unwrap().len();
+        let compact = serde_json::to_string(&tool.published_input_schema)
+            .unwrap()
+            .len();
+        assert!(compact < full, "{}: {compact} >= {full}", tool.name);
+    }
+}

@@ -186,7 +186,7 @@ pub fn tool_list(state: &AppState) -> Vec<Value> {
                 "name": t.name,
                 "title": t.title,
                 "description": t.description,
-                "inputSchema": t.input_schema,
+                "inputSchema": t.published_input_schema,
                 "outputSchema": t.published_output_schema,
                 "annotations": annotations,
                 "_meta": {
