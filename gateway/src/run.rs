@@ -14,9 +14,8 @@ use crate::cli::{
     AuditCommand, Cli, Command, DemoCommand, FeedFormatArg, ImportCommand, ProgramsCommand,
     TokenCommand,
 };
-use crate::ingest::{self, FeedFormat, IngestContext, IngestError, ParsedFeed, Progress};
-use crate::inventory::model::{InventoryImportSummary, diff_vehicles};
-use crate::store::{OrganizationRecord, Store};
+use crate::ingest::{self, FeedCheck, FeedFormat, IngestContext, IngestError, Progress};
+use crate::store::{OrganizationRecord, SnapshotRecord, Store};
 use crate::{Error, app, dealers, store};
 
 /// Exit code for input the user must fix (a bad file, an unknown id).
@@ -608,93 +607,119 @@ async fn import_inventory(
     let now = Utc::now();
     let ctx = IngestContext::for_organization(&org, rooftop, now);
     let (handle, total) = opened;
-    let parsed = parse_file(format, file, std::io::BufReader::new(handle), total, &ctx)?;
-    let results = write_or_plan(store.as_ref(), &parsed, dry_run, now).await?;
-    for line in report_lines(&name, &parsed, &results, dry_run) {
+    let check = check_file(format, file, std::io::BufReader::new(handle), total, &ctx)?;
+    let results = stream_write(store.as_ref(), file, &check, &ctx, dry_run, now).await?;
+    for line in report_lines(&name, &check, &results, dry_run) {
         println!("{line}");
     }
     Ok(())
 }
 
-/// Parse one file with a progress indicator; problems name the file by
-/// the path given.
-fn parse_file(
+/// Pass 1 of an import: every rule over the whole file, with a progress
+/// indicator, keeping no vehicle; problems name the file by the path given.
+fn check_file(
     format: FeedFormat,
     path: &Path,
     input: impl std::io::Read,
     total: u64,
     ctx: &IngestContext,
-) -> Result<ParsedFeed, Failure> {
+) -> Result<FeedCheck, Failure> {
     let shown = path.display().to_string();
-    let file_name = path
-        .file_name()
-        .map_or_else(|| shown.clone(), |n| n.to_string_lossy().into_owned());
     let mut indicator = Indicator::new(&shown, usize::try_from(total).unwrap_or(usize::MAX));
-    let parsed = ingest::parse_feed_reader(format, &file_name, input, total, ctx, &mut |p| {
+    let checked = ingest::check_feed(format, &file_name_of(path), input, total, ctx, &mut |p| {
         indicator.update(p);
     });
     indicator.finish();
-    parsed.map_err(|e| {
-        let e = match e {
-            IngestError::Invalid {
-                format, problems, ..
-            } => IngestError::Invalid {
-                file: shown.clone(),
-                format,
-                problems,
-            },
-            IngestError::Unreadable { reason, .. } => IngestError::Unreadable {
-                file: shown.clone(),
-                reason,
-            },
-            other => other,
-        };
-        Failure::from_ingest(e)
-    })
+    checked.map_err(|e| Failure::from_ingest(named_by_path(e, &shown)))
 }
 
-/// What each rooftop of a parsed feed changed (or would change): rooftop,
-/// snapshot version (`None` for a dry run) and the summary.
-async fn write_or_plan(
+/// The name provenance records for a file: its last path component.
+fn file_name_of(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+/// A feed error naming the file by the path the operator gave.
+fn named_by_path(e: IngestError, shown: &str) -> IngestError {
+    match e {
+        IngestError::Invalid {
+            format, problems, ..
+        } => IngestError::Invalid {
+            file: shown.to_owned(),
+            format,
+            problems,
+        },
+        IngestError::Unreadable { reason, .. } => IngestError::Unreadable {
+            file: shown.to_owned(),
+            reason,
+        },
+        other => other,
+    }
+}
+
+/// Pass 2 of an import (issue 11 item 6): read the checked file again on a
+/// blocking thread and stream each vehicle to the store's snapshot writer
+/// through a bounded channel, so neither the file nor its vehicles are ever
+/// held whole. Every rooftop of the file gets its snapshot in one
+/// transaction, or none does; a dry run computes the same summaries and
+/// writes nothing.
+async fn stream_write(
     store: &dyn Store,
-    parsed: &ParsedFeed,
+    path: &Path,
+    check: &FeedCheck,
+    ctx: &IngestContext,
     dry_run: bool,
     now: DateTime<Utc>,
-) -> Result<Vec<(String, Option<i64>, InventoryImportSummary)>, Failure> {
-    let org = parsed.organization_id.as_str();
-    let mut out = Vec::with_capacity(parsed.rooftops.len());
-    if dry_run {
-        for r in &parsed.rooftops {
-            let previous = match store.snapshot_history(org, &r.rooftop_id, 1).await?.first() {
-                Some(s) => store.snapshot_vehicles(&s.snapshot_id).await?,
-                None => Vec::new(),
+) -> Result<Vec<SnapshotRecord>, Failure> {
+    use crate::store::snapshot_write::{FEED_CHANNEL_CAPACITY, SnapshotFeed, SnapshotPlan};
+    let shown = path.display().to_string();
+    let rooftops: Vec<String> = check.rooftops.iter().map(|(r, _)| r.clone()).collect();
+    let source = check.source_record(now);
+    let (sender, receiver) = tokio::sync::mpsc::channel(FEED_CHANNEL_CAPACITY);
+    let reader = {
+        let (path, check, ctx) = (path.to_owned(), check.clone(), ctx.clone());
+        let shown = shown.clone();
+        tokio::task::spawn_blocking(move || {
+            let file = std::fs::File::open(&path)
+                .and_then(|f| f.metadata().map(|m| (f, m.len())))
+                .map_err(|e| Failure::from(Error::Io(format!("{shown}: cannot read: {e}"))))?;
+            let (handle, total) = file;
+            // A send fails only once the writer has stopped; it reports why.
+            let mut sink = |v| {
+                let _ = sender.blocking_send(SnapshotFeed::Vehicle(Box::new(v)));
             };
-            out.push((
-                r.rooftop_id.clone(),
-                None,
-                diff_vehicles(&previous, &r.vehicles),
-            ));
-        }
-    } else {
-        let source = parsed.source_record(now);
-        for r in &parsed.rooftops {
-            let snapshot = store
-                .create_snapshot(org, &r.rooftop_id, &source, &r.vehicles)
-                .await?;
-            out.push((
-                r.rooftop_id.clone(),
-                Some(snapshot.version),
-                snapshot.summary,
-            ));
-        }
-    }
-    Ok(out)
+            let input = std::io::BufReader::new(handle);
+            ingest::stream_feed(&check, &file_name_of(&path), input, total, &ctx, &mut sink)
+                .map_err(|e| Failure::from_ingest(named_by_path(e, &shown)))?;
+            // Only a complete, valid second pass lets the writer commit.
+            let _ = sender.blocking_send(SnapshotFeed::End);
+            Ok::<(), Failure>(())
+        })
+    };
+    let plan = SnapshotPlan {
+        organization_id: &check.organization_id,
+        rooftops: &rooftops,
+        source: &source,
+        dry_run,
+    };
+    // The writer owns the receiver and drops it when it stops, which
+    // unblocks the reader if it stopped early.
+    let written = store.write_snapshots(plan, receiver).await;
+    // The reader's failure, if any, is the cause of the writer's.
+    reader.await.map_err(|e| {
+        Failure::from(Error::Io(format!(
+            "{shown}: the reading thread failed ({e}); nothing was imported"
+        )))
+    })??;
+    Ok(written?)
 }
 
 fn report_lines(
     name: &str,
-    parsed: &ParsedFeed,
-    results: &[(String, Option<i64>, InventoryImportSummary)],
+    check: &FeedCheck,
+    results: &[SnapshotRecord],
     dry_run: bool,
 ) -> Vec<String> {
     let mut lines = vec![format!(
@@ -704,19 +729,26 @@ fn report_lines(
         } else {
             "imported"
         },
-        format = parsed.format.name(),
-        org = parsed.organization_id,
-        rows = parsed.rows_read,
+        format = check.format.name(),
+        org = check.organization_id,
+        rows = check.rows_read,
         n = results.len(),
     )];
-    for (rooftop, version, s) in results {
-        let snapshot = match version {
-            Some(v) => format!("snapshot version {v}"),
-            None => "no snapshot written".to_owned(),
+    for r in results {
+        let snapshot = if dry_run {
+            "no snapshot written".to_owned()
+        } else {
+            format!("snapshot version {}", r.version)
         };
+        let s = &r.summary;
         lines.push(format!(
             "  {rooftop}: {snapshot} — rows read {}, vehicles added {}, changed {}, unchanged {}, removed {}",
-            s.rows_read, s.vehicles_added, s.vehicles_changed, s.vehicles_unchanged, s.vehicles_removed
+            s.rows_read,
+            s.vehicles_added,
+            s.vehicles_changed,
+            s.vehicles_unchanged,
+            s.vehicles_removed,
+            rooftop = r.rooftop_id,
         ));
     }
     lines
@@ -751,9 +783,14 @@ async fn import_bundle(database_url: &str, dir: &Path, dry_run: bool) -> Result<
     let mut vehicles = 0usize;
     for path in &files {
         let name = path.display().to_string();
-        let bytes =
-            std::fs::read(path).map_err(|e| Error::Io(format!("{name}: cannot read: {e}")))?;
-        let org = match ingest::dap_csv::organization_of(&bytes) {
+        // Three reads of the file, none holding it (issue 11 item 6): its
+        // organization, then check, then write.
+        let open = || {
+            std::fs::File::open(path)
+                .and_then(|f| f.metadata().map(|m| (std::io::BufReader::new(f), m.len())))
+                .map_err(|e| Error::Io(format!("{name}: cannot read: {e}")))
+        };
+        let org = match ingest::dap_csv::organization_of(open()?.0) {
             Err(rule) => {
                 eprintln!(
                     "{name}: cannot tell the organization: {rule}; nothing was imported from this file"
@@ -776,14 +813,9 @@ async fn import_bundle(database_url: &str, dir: &Path, dry_run: bool) -> Result<
         };
         let now = Utc::now();
         let ctx = IngestContext::for_organization(&org, None, now);
-        let parsed = match parse_file(
-            FeedFormat::DapCsv,
-            path,
-            &bytes[..],
-            bytes.len() as u64,
-            &ctx,
-        ) {
-            Ok(p) => p,
+        let (input, total) = open()?;
+        let check = match check_file(FeedFormat::DapCsv, path, input, total, &ctx) {
+            Ok(c) => c,
             Err(Failure::BadInput(report)) => {
                 eprint!("{report}");
                 failed.push(name);
@@ -791,13 +823,9 @@ async fn import_bundle(database_url: &str, dir: &Path, dry_run: bool) -> Result<
             }
             Err(other) => return Err(other),
         };
-        let results = write_or_plan(store.as_ref(), &parsed, dry_run, now).await?;
-        vehicles += parsed
-            .rooftops
-            .iter()
-            .map(|r| r.vehicles.len())
-            .sum::<usize>();
-        lines.extend(report_lines(&name, &parsed, &results, dry_run));
+        let results = stream_write(store.as_ref(), path, &check, &ctx, dry_run, now).await?;
+        vehicles += check.rooftops.iter().map(|(_, n)| n).sum::<usize>();
+        lines.extend(report_lines(&name, &check, &results, dry_run));
     }
     for line in &lines {
         println!("{line}");
@@ -1020,15 +1048,47 @@ async fn audit_export(database_url: &str, since: &str) -> Result<(), Failure> {
             return stdout_closed(e);
         }
         let Some(last) = page.last() else {
-            return Ok(());
+            break;
         };
         if page.len() < AUDIT_PAGE as usize {
-            return Ok(());
+            break;
         }
         page = store
             .audit_after(last.occurred_at, &last.event_id, AUDIT_PAGE)
             .await?;
     }
+    // Then the counter rows of refused anonymous calls (docs/security.md,
+    // "What is kept, by outcome"): without them an export would hide every
+    // call that was only counted. Each line says it is a counter.
+    let mut counts = store.audit_counts_since(since, AUDIT_PAGE).await?;
+    loop {
+        for count in &counts {
+            let line = counter_line(count)?;
+            if let Err(e) = writeln!(out, "{line}") {
+                return stdout_closed(e);
+            }
+        }
+        if let Err(e) = out.flush() {
+            return stdout_closed(e);
+        }
+        let Some(last) = counts.last() else {
+            return Ok(());
+        };
+        if counts.len() < AUDIT_PAGE as usize {
+            return Ok(());
+        }
+        counts = store.audit_counts_after(last, AUDIT_PAGE).await?;
+    }
+}
+
+/// One counter row as an export line: its fields plus
+/// `"record": "audit_counter"` (an event line has no `record` member).
+fn counter_line(count: &store::AuditCount) -> Result<String, Failure> {
+    let mut value = serde_json::to_value(count).map_err(|e| Error::Io(e.to_string()))?;
+    if let Some(fields) = value.as_object_mut() {
+        fields.insert("record".to_owned(), "audit_counter".into());
+    }
+    Ok(value.to_string())
 }
 
 /// A closed stdout (`audit export | head`) ends the export quietly.

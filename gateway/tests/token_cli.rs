@@ -474,6 +474,87 @@ async fn audit_export_prints_json_lines_oldest_first() {
     }
 }
 
+/// Issue 11 item 1: refused anonymous calls are kept as counter rows, and
+/// the export must include them (more than one page of them), each line
+/// marked `"record": "audit_counter"`, after the events.
+#[tokio::test]
+async fn audit_export_includes_every_counter_row_after_the_events() {
+    use gateway::store::AuditCount;
+    let dir = temp_dir();
+    let db = test_database_url(&dir).await;
+    let s = store(&db).await;
+    let base: DateTime<Utc> = "2026-12-01T00:00:00Z".parse().unwrap();
+    let events: Vec<AuditEvent> = (0..3).map(|n| audit_event(n, base)).collect();
+    for e in &events {
+        s.append_audit(e).await.unwrap();
+    }
+    // 2,400 distinct keys over three minutes: more than two export pages.
+    let mut expected = Vec::new();
+    for n in 0..2_400u32 {
+        let at = base + TimeDelta::seconds(i64::from(n % 3) * 60 + 5);
+        let ip: std::net::IpAddr = format!("10.{}.{}.9", n / 200, n % 200).parse().unwrap();
+        let outcome = if n % 2 == 0 {
+            "dealeragent.rate_limited"
+        } else {
+            "dealeragent.validation.invalid"
+        };
+        let one = AuditCount::one(
+            at,
+            ip,
+            &format!("trace-{n}"),
+            "dealeragent.inventory.verify_availability",
+            "dealeragent.retail.read/0.1",
+            "deny",
+            outcome,
+        );
+        s.count_audit(&one, 10_000).await.unwrap();
+        expected.push(one);
+    }
+    // Counted twice: the count adds up.
+    s.count_audit(&expected[7], 10_000).await.unwrap();
+    expected[7].count = 2;
+    expected.sort_by(|a, b| {
+        (a.window_start, &a.client_network, &a.tool, &a.outcome).cmp(&(
+            b.window_start,
+            &b.client_network,
+            &b.tool,
+            &b.outcome,
+        ))
+    });
+    let stored = s.audit_counts_since(base, 10_000).await.unwrap();
+    assert_eq!(stored.len(), 2_400);
+
+    let out = gateway(&db, &["audit", "export", "--since", "2026-11-30T00:00:00Z"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let lines: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    assert_eq!(lines.len(), 3 + 2_400);
+    let (event_lines, counter_lines) = lines.split_at(3);
+    for (line, event) in event_lines.iter().zip(&events) {
+        assert!(line.get("record").is_none(), "{line}");
+        assert_eq!(
+            &serde_json::from_value::<AuditEvent>(line.clone()).unwrap(),
+            event
+        );
+    }
+    let counters: Vec<AuditCount> = counter_lines
+        .iter()
+        .map(|l| {
+            assert_eq!(l["record"], "audit_counter", "{l}");
+            serde_json::from_value(l.clone()).unwrap()
+        })
+        .collect();
+    // The store's own order, which keyset paging must keep across pages.
+    assert_eq!(counters, stored);
+    assert_eq!(counters.iter().map(|c| c.count).sum::<u64>(), 2_401);
+    // --since applies to counter rows too (by their window).
+    let out = gateway(&db, &["audit", "export", "--since", "2026-12-01T00:02:00Z"]);
+    let later = stdout(&out).lines().count();
+    assert_eq!(later, 800, "{}", text(&out));
+}
+
 #[tokio::test]
 async fn audit_export_of_an_empty_log_prints_nothing() {
     let dir = temp_dir();

@@ -695,11 +695,11 @@ fn convert(
 /// The organization a DAP CSV file belongs to: the value of its
 /// `organization_id` column, which must be the same non-empty value on
 /// every row (used by `import bundle`). Errors are value-free rules.
-pub fn organization_of(bytes: &[u8]) -> Result<String, String> {
+pub fn organization_of(input: impl std::io::Read) -> Result<String, String> {
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(true)
-        .from_reader(bytes);
+        .from_reader(input);
     let headers = reader
         .byte_headers()
         .map_err(|_| "not readable as CSV".to_owned())?

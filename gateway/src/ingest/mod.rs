@@ -177,12 +177,27 @@ pub struct ParsedFeed {
 impl ParsedFeed {
     /// The snapshot source: this file, asserted, observed at `imported_at`.
     pub fn source_record(&self, imported_at: DateTime<Utc>) -> SourceRecord {
-        SourceRecord {
-            source_name: self.source_name.clone(),
-            authority: FILE_AUTHORITY.to_owned(),
-            content_digest: self.content_digest.clone(),
-            observed_at: imported_at,
-        }
+        file_source_record(&self.source_name, &self.content_digest, imported_at)
+    }
+}
+
+impl FeedCheck {
+    /// The snapshot source: this file, asserted, observed at `imported_at`.
+    pub fn source_record(&self, imported_at: DateTime<Utc>) -> SourceRecord {
+        file_source_record(&self.source_name, &self.content_digest, imported_at)
+    }
+}
+
+fn file_source_record(
+    source_name: &str,
+    content_digest: &str,
+    imported_at: DateTime<Utc>,
+) -> SourceRecord {
+    SourceRecord {
+        source_name: source_name.to_owned(),
+        authority: FILE_AUTHORITY.to_owned(),
+        content_digest: content_digest.to_owned(),
+        observed_at: imported_at,
     }
 }
 

@@ -7,6 +7,7 @@
 
 pub mod audit;
 mod postgres;
+pub mod snapshot_write;
 mod sqlite;
 #[cfg(test)]
 mod tests;
@@ -463,13 +464,48 @@ pub trait Store: Send + Sync + 'static {
     /// two vehicles share a `vehicle_id`, `vin` or `stock_number`.
     /// Concurrent imports of one rooftop are serialised (SQLite: the write
     /// lock; PostgreSQL: a row lock on the rooftop), so versions never repeat.
+    /// It is [`Store::write_snapshots`] fed from memory.
     async fn create_snapshot(
         &self,
         organization_id: &str,
         rooftop_id: &str,
         source: &SourceRecord,
         vehicles: &[VehicleRecord],
-    ) -> Result<SnapshotRecord, StoreError>;
+    ) -> Result<SnapshotRecord, StoreError> {
+        validate_snapshot(organization_id, rooftop_id, vehicles)?;
+        let rooftops = [rooftop_id.to_owned()];
+        let plan = snapshot_write::SnapshotPlan {
+            organization_id,
+            rooftops: &rooftops,
+            source,
+            dry_run: false,
+        };
+        let (sender, receiver) =
+            tokio::sync::mpsc::channel(snapshot_write::FEED_CHANNEL_CAPACITY);
+        let ((), written) = tokio::join!(
+            snapshot_write::feed_slice(vehicles, sender),
+            self.write_snapshots(plan, receiver)
+        );
+        written?.pop().ok_or_else(|| {
+            StoreError::Query(format!(
+                "no snapshot of rooftop '{rooftop_id}' was written; nothing was imported"
+            ))
+        })
+    }
+
+    /// Write the next snapshot of every rooftop of `plan` (each as
+    /// [`Store::create_snapshot`] describes) from vehicles streamed on
+    /// `feed`, all in one transaction: every rooftop gets its snapshot or
+    /// none does. Nothing is committed unless [`snapshot_write::SnapshotFeed::End`]
+    /// arrives. Memory does not grow with the vehicles' content: the
+    /// previous snapshot is compared batch by batch, never loaded whole.
+    /// A dry run computes the same records and summaries and writes nothing.
+    /// Returns one record per rooftop, in `plan.rooftops` order.
+    async fn write_snapshots(
+        &self,
+        plan: snapshot_write::SnapshotPlan<'_>,
+        feed: tokio::sync::mpsc::Receiver<snapshot_write::SnapshotFeed>,
+    ) -> Result<Vec<SnapshotRecord>, StoreError>;
 
     /// The newest snapshot of every rooftop that has one, ordered by
     /// (`organization_id`, `rooftop_id`).
@@ -534,6 +570,16 @@ pub trait Store: Send + Sync + 'static {
     async fn audit_counts_since(
         &self,
         since: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<AuditCount>, StoreError>;
+
+    /// The counter rows after `last` in the order of
+    /// [`Store::audit_counts_since`], at most `limit`: the next page of an
+    /// export (keyset paging, so rows added meanwhile are neither skipped nor
+    /// repeated).
+    async fn audit_counts_after(
+        &self,
+        last: &AuditCount,
         limit: u32,
     ) -> Result<Vec<AuditCount>, StoreError>;
 

@@ -16,20 +16,23 @@ use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, Row as _};
 
 use super::audit::OVERFLOW_NETWORK;
+use super::snapshot_write::{
+    PreviousSnapshot, SnapshotFeed, SnapshotPlan, SnapshotTx, write_snapshots,
+};
 use super::{
     AUDIT_LOCK_KEY, AUDIT_PRUNE_BATCH, ApiTokenRecord, AuditCount, AuditEvent, AuditFootprint,
     AuditPruneSummary, AvailabilityObservation, Change, DealersImportSummary, IMPORT_LOCK_KEY,
     ObservationSource, OrganizationPlan, OrganizationRecord, RooftopRecord, RooftopSettings,
     SnapshotRecord, SourceRecord, Store, StoreError, check_api_token, embedded_migrator, json_text,
-    map_sqlx_error, new_snapshot_identity, plan_organization, rooftop_not_of_organization,
-    rooftop_taken, summarize, validate_import, validate_snapshot,
+    map_sqlx_error, plan_organization, rooftop_not_of_organization, rooftop_taken, summarize,
+    validate_import,
 };
 use super::{
     ProgramRecord, ProgramSetCheck, ProgramsChange, ProgramsImportSummary, StoredProgram,
     plan_programs_change, programs_audit_event, programs_organization_missing,
 };
 use crate::auth::{Credential, RooftopScope};
-use crate::inventory::model::{InventoryImportSummary, VehicleRecord, diff_vehicles};
+use crate::inventory::model::{InventoryImportSummary, VehicleRecord};
 
 /// Migrations of this backend, embedded by `build.rs`.
 const MIGRATIONS: &[(i64, &str, &str)] =
@@ -232,118 +235,24 @@ impl Store for PostgresStore {
         })
     }
 
-    async fn create_snapshot(
+    async fn write_snapshots(
         &self,
-        organization_id: &str,
-        rooftop_id: &str,
-        source: &SourceRecord,
-        vehicles: &[VehicleRecord],
-    ) -> Result<SnapshotRecord, StoreError> {
-        let vehicle_count = validate_snapshot(organization_id, rooftop_id, vehicles)?;
-        // Encode everything before taking any lock.
-        let docs = vehicles
-            .iter()
-            .map(json_text)
-            .collect::<Result<Vec<_>, _>>()?;
-        let source_text = json_text(source)?;
-        let mut tx = self.pool.begin().await.map_err(map_sqlx_error)?;
-        // Locking the rooftop row serialises imports of this rooftop across
-        // replicas (other rooftops proceed in parallel). Under read committed
-        // every later statement sees what the previous holder committed, so
-        // the version read below is still the newest at commit.
-        let kept: Option<i32> = sqlx::query_scalar(
-            "select 1 from rooftops where organization_id = $1 and rooftop_id = $2
-             for no key update",
-        )
-        .bind(organization_id)
-        .bind(rooftop_id)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(map_sqlx_error)?;
-        if kept.is_none() {
-            let owner: Option<String> =
-                sqlx::query_scalar("select organization_id from rooftops where rooftop_id = $1")
-                    .bind(rooftop_id)
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(map_sqlx_error)?;
-            return Err(rooftop_not_of_organization(
-                rooftop_id,
-                organization_id,
-                owner.as_deref(),
-            ));
+        plan: SnapshotPlan<'_>,
+        feed: tokio::sync::mpsc::Receiver<SnapshotFeed>,
+    ) -> Result<Vec<SnapshotRecord>, StoreError> {
+        // Read committed; the rooftop row locks taken in `lock_rooftop`
+        // serialise imports of those rooftops across replicas (others
+        // proceed in parallel), and every later statement sees what the
+        // previous holder committed, so the versions read are still the
+        // newest at commit. A dry run takes the same locks, for the same
+        // consistent view, and rolls back.
+        let tx = self.pool.begin().await.map_err(map_sqlx_error)?;
+        let mut tx = PgSnapshotTx(tx);
+        let written = write_snapshots(&mut tx, plan, feed).await?;
+        if !plan.dry_run {
+            tx.0.commit().await.map_err(map_sqlx_error)?;
         }
-        let previous: Option<(String, i64)> = sqlx::query_as(
-            "select snapshot_id, version from inventory_snapshots
-             where organization_id = $1 and rooftop_id = $2
-             order by version desc limit 1",
-        )
-        .bind(organization_id)
-        .bind(rooftop_id)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(map_sqlx_error)?;
-        let (version, summary) = match previous {
-            None => (1, diff_vehicles(&[], vehicles)),
-            Some((previous_id, previous_version)) => {
-                let before = read_vehicles(&mut tx, &previous_id).await?;
-                (previous_version + 1, diff_vehicles(&before, vehicles))
-            }
-        };
-
-        let (snapshot_id, created_at) = new_snapshot_identity();
-        sqlx::query(
-            "insert into inventory_snapshots (snapshot_id, organization_id, rooftop_id, version,
-                 created_at, source, vehicle_count, summary)
-             values ($1, $2, $3, $4, $5, $6::json, $7, $8::json)",
-        )
-        .bind(&snapshot_id)
-        .bind(organization_id)
-        .bind(rooftop_id)
-        .bind(version)
-        .bind(created_at)
-        .bind(&source_text)
-        .bind(i64::from(vehicle_count))
-        .bind(json_text(&summary)?)
-        .execute(&mut *tx)
-        .await
-        .map_err(map_sqlx_error)?;
-        for (batch, batch_docs) in vehicles
-            .chunks(VEHICLE_INSERT_BATCH)
-            .zip(docs.chunks(VEHICLE_INSERT_BATCH))
-        {
-            let ids: Vec<&str> = batch.iter().map(|v| v.vehicle_id.as_str()).collect();
-            let vins: Vec<Option<&str>> = batch.iter().map(|v| v.vin.as_deref()).collect();
-            let stock_numbers: Vec<Option<&str>> =
-                batch.iter().map(|v| v.stock_number.as_deref()).collect();
-            let doc_texts: Vec<&str> = batch_docs.iter().map(String::as_str).collect();
-            // One statement per batch: four text arrays, unnested into rows.
-            sqlx::query(
-                "insert into vehicles (snapshot_id, vehicle_id, vin, stock_number, doc)
-                 select $1, t.vehicle_id, t.vin, t.stock_number, t.doc::json
-                 from unnest($2::text[], $3::text[], $4::text[], $5::text[])
-                      as t (vehicle_id, vin, stock_number, doc)",
-            )
-            .bind(&snapshot_id)
-            .bind(ids)
-            .bind(vins)
-            .bind(stock_numbers)
-            .bind(doc_texts)
-            .execute(&mut *tx)
-            .await
-            .map_err(map_sqlx_error)?;
-        }
-        tx.commit().await.map_err(map_sqlx_error)?;
-        Ok(SnapshotRecord {
-            snapshot_id,
-            organization_id: organization_id.to_owned(),
-            rooftop_id: rooftop_id.to_owned(),
-            version,
-            created_at,
-            source: source.clone(),
-            vehicle_count,
-            summary,
-        })
+        Ok(written)
     }
 
     async fn latest_snapshots(&self) -> Result<Vec<SnapshotRecord>, StoreError> {
@@ -565,6 +474,27 @@ impl Store for PostgresStore {
              order by window_start, client_network, tool, outcome limit $2"
         )))
         .bind(since)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        rows.iter().map(audit_count_from_row).collect()
+    }
+
+    async fn audit_counts_after(
+        &self,
+        last: &AuditCount,
+        limit: u32,
+    ) -> Result<Vec<AuditCount>, StoreError> {
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "select {AUDIT_COUNTER_COLUMNS} from audit_counters
+             where (window_start, client_network, tool, outcome) > ($1, $2, $3, $4)
+             order by window_start, client_network, tool, outcome limit $5"
+        )))
+        .bind(last.window_start)
+        .bind(&last.client_network)
+        .bind(&last.tool)
+        .bind(&last.outcome)
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await
@@ -1218,4 +1148,151 @@ fn program_from_row(row: &sqlx::postgres::PgRow) -> Result<ProgramRecord, StoreE
         imported_at: row.try_get("imported_at").map_err(map_sqlx_error)?,
         source: source.0,
     })
+}
+
+/// [`SnapshotTx`] in PostgreSQL's dialect.
+struct PgSnapshotTx(sqlx::Transaction<'static, sqlx::Postgres>);
+
+#[async_trait::async_trait]
+impl SnapshotTx for PgSnapshotTx {
+    async fn lock_rooftop(
+        &mut self,
+        organization_id: &str,
+        rooftop_id: &str,
+    ) -> Result<(), StoreError> {
+        let kept: Option<i32> = sqlx::query_scalar(
+            "select 1 from rooftops where organization_id = $1 and rooftop_id = $2
+             for no key update",
+        )
+        .bind(organization_id)
+        .bind(rooftop_id)
+        .fetch_optional(&mut *self.0)
+        .await
+        .map_err(map_sqlx_error)?;
+        if kept.is_some() {
+            return Ok(());
+        }
+        let owner: Option<String> =
+            sqlx::query_scalar("select organization_id from rooftops where rooftop_id = $1")
+                .bind(rooftop_id)
+                .fetch_optional(&mut *self.0)
+                .await
+                .map_err(map_sqlx_error)?;
+        Err(rooftop_not_of_organization(
+            rooftop_id,
+            organization_id,
+            owner.as_deref(),
+        ))
+    }
+
+    async fn previous(
+        &mut self,
+        organization_id: &str,
+        rooftop_id: &str,
+    ) -> Result<Option<PreviousSnapshot>, StoreError> {
+        let row: Option<(String, i64, i64)> = sqlx::query_as(
+            "select snapshot_id, version, vehicle_count from inventory_snapshots
+             where organization_id = $1 and rooftop_id = $2
+             order by version desc limit 1",
+        )
+        .bind(organization_id)
+        .bind(rooftop_id)
+        .fetch_optional(&mut *self.0)
+        .await
+        .map_err(map_sqlx_error)?;
+        Ok(row.map(|(snapshot_id, version, count)| PreviousSnapshot {
+            snapshot_id,
+            version,
+            vehicle_count: u32::try_from(count).unwrap_or(u32::MAX),
+        }))
+    }
+
+    async fn insert_snapshot(
+        &mut self,
+        snapshot: &SnapshotRecord,
+        source_text: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "insert into inventory_snapshots (snapshot_id, organization_id, rooftop_id, version,
+                 created_at, source, vehicle_count, summary)
+             values ($1, $2, $3, $4, $5, $6::json, 0, '{}'::json)",
+        )
+        .bind(&snapshot.snapshot_id)
+        .bind(&snapshot.organization_id)
+        .bind(&snapshot.rooftop_id)
+        .bind(snapshot.version)
+        .bind(snapshot.created_at)
+        .bind(source_text)
+        .execute(&mut *self.0)
+        .await
+        .map_err(map_sqlx_error)?;
+        Ok(())
+    }
+
+    async fn documents(
+        &mut self,
+        snapshot_id: &str,
+        ids: &[&str],
+    ) -> Result<Vec<VehicleRecord>, StoreError> {
+        let docs: Vec<Json<VehicleRecord>> = sqlx::query_scalar(
+            "select doc from vehicles where snapshot_id = $1 and vehicle_id = any($2::text[])",
+        )
+        .bind(snapshot_id)
+        .bind(ids)
+        .fetch_all(&mut *self.0)
+        .await
+        .map_err(map_sqlx_error)?;
+        Ok(docs.into_iter().map(|Json(v)| v).collect())
+    }
+
+    async fn insert_vehicles(
+        &mut self,
+        snapshot_id: &str,
+        batch: &[(VehicleRecord, String)],
+    ) -> Result<(), StoreError> {
+        for rows in batch.chunks(VEHICLE_INSERT_BATCH) {
+            let ids: Vec<&str> = rows.iter().map(|(v, _)| v.vehicle_id.as_str()).collect();
+            let vins: Vec<Option<&str>> = rows.iter().map(|(v, _)| v.vin.as_deref()).collect();
+            let stock_numbers: Vec<Option<&str>> = rows
+                .iter()
+                .map(|(v, _)| v.stock_number.as_deref())
+                .collect();
+            let docs: Vec<&str> = rows.iter().map(|(_, d)| d.as_str()).collect();
+            // One statement per batch: four text arrays, unnested into rows.
+            sqlx::query(
+                "insert into vehicles (snapshot_id, vehicle_id, vin, stock_number, doc)
+                 select $1, t.vehicle_id, t.vin, t.stock_number, t.doc::json
+                 from unnest($2::text[], $3::text[], $4::text[], $5::text[])
+                      as t (vehicle_id, vin, stock_number, doc)",
+            )
+            .bind(snapshot_id)
+            .bind(ids)
+            .bind(vins)
+            .bind(stock_numbers)
+            .bind(docs)
+            .execute(&mut *self.0)
+            .await
+            .map_err(map_sqlx_error)?;
+        }
+        Ok(())
+    }
+
+    async fn finish_snapshot(
+        &mut self,
+        snapshot_id: &str,
+        vehicle_count: u32,
+        summary_text: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "update inventory_snapshots set vehicle_count = $1, summary = $2::json
+             where snapshot_id = $3",
+        )
+        .bind(i64::from(vehicle_count))
+        .bind(summary_text)
+        .bind(snapshot_id)
+        .execute(&mut *self.0)
+        .await
+        .map_err(map_sqlx_error)?;
+        Ok(())
+    }
 }

@@ -16,20 +16,22 @@ use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, Row as _};
 
 use super::audit::OVERFLOW_NETWORK;
+use super::snapshot_write::{
+    PreviousSnapshot, SnapshotFeed, SnapshotPlan, SnapshotTx, write_snapshots,
+};
 use super::{
     AUDIT_PRUNE_BATCH, ApiTokenRecord, AuditCount, AuditEvent, AuditFootprint, AuditPruneSummary,
     AvailabilityObservation, Change, DealersImportSummary, ObservationSource, OrganizationPlan,
     OrganizationRecord, RooftopRecord, RooftopSettings, SnapshotRecord, SourceRecord, Store,
-    StoreError, check_api_token, embedded_migrator, json_text, map_sqlx_error,
-    new_snapshot_identity, plan_organization, rooftop_not_of_organization, rooftop_taken,
-    summarize, validate_import, validate_snapshot,
+    StoreError, check_api_token, embedded_migrator, json_text, map_sqlx_error, plan_organization,
+    rooftop_not_of_organization, rooftop_taken, summarize, validate_import,
 };
 use super::{
     ProgramRecord, ProgramSetCheck, ProgramsChange, ProgramsImportSummary, StoredProgram,
     plan_programs_change, programs_audit_event, programs_organization_missing,
 };
 use crate::auth::{Credential, RooftopScope};
-use crate::inventory::model::{InventoryImportSummary, VehicleRecord, diff_vehicles};
+use crate::inventory::model::{InventoryImportSummary, VehicleRecord};
 
 /// Migrations of this backend, embedded by `build.rs`.
 const MIGRATIONS: &[(i64, &str, &str)] =
@@ -248,110 +250,27 @@ impl Store for SqliteStore {
         })
     }
 
-    async fn create_snapshot(
+    async fn write_snapshots(
         &self,
-        organization_id: &str,
-        rooftop_id: &str,
-        source: &SourceRecord,
-        vehicles: &[VehicleRecord],
-    ) -> Result<SnapshotRecord, StoreError> {
-        let vehicle_count = validate_snapshot(organization_id, rooftop_id, vehicles)?;
-        // Encode everything before taking the write lock.
-        let docs = vehicles
-            .iter()
-            .map(json_text)
-            .collect::<Result<Vec<_>, _>>()?;
-        let source_text = json_text(source)?;
+        plan: SnapshotPlan<'_>,
+        feed: tokio::sync::mpsc::Receiver<SnapshotFeed>,
+    ) -> Result<Vec<SnapshotRecord>, StoreError> {
         // `begin immediate`: the write lock up front serialises concurrent
-        // imports, so the version read below is still the newest at commit.
-        let mut tx = self
-            .pool
-            .begin_with("begin immediate")
-            .await
-            .map_err(map_sqlx_error)?;
-        let kept: Option<i64> = sqlx::query_scalar(
-            "select 1 from rooftops where organization_id = ? and rooftop_id = ?",
-        )
-        .bind(organization_id)
-        .bind(rooftop_id)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(map_sqlx_error)?;
-        if kept.is_none() {
-            let owner: Option<String> =
-                sqlx::query_scalar("select organization_id from rooftops where rooftop_id = ?")
-                    .bind(rooftop_id)
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(map_sqlx_error)?;
-            return Err(rooftop_not_of_organization(
-                rooftop_id,
-                organization_id,
-                owner.as_deref(),
-            ));
+        // imports, so the versions read are still the newest at commit. A
+        // dry run only reads: a deferred transaction gives it one
+        // consistent view without blocking writers.
+        let tx = if plan.dry_run {
+            self.pool.begin().await
+        } else {
+            self.pool.begin_with("begin immediate").await
         }
-        let previous: Option<(String, i64)> = sqlx::query_as(
-            "select snapshot_id, version from inventory_snapshots
-             where organization_id = ? and rooftop_id = ?
-             order by version desc limit 1",
-        )
-        .bind(organization_id)
-        .bind(rooftop_id)
-        .fetch_optional(&mut *tx)
-        .await
         .map_err(map_sqlx_error)?;
-        let (version, summary) = match previous {
-            None => (1, diff_vehicles(&[], vehicles)),
-            Some((previous_id, previous_version)) => {
-                let before = read_vehicles(&mut tx, &previous_id).await?;
-                (previous_version + 1, diff_vehicles(&before, vehicles))
-            }
-        };
-
-        let (snapshot_id, created_at) = new_snapshot_identity();
-        sqlx::query(
-            "insert into inventory_snapshots (snapshot_id, organization_id, rooftop_id, version,
-                 created_at, source, vehicle_count, summary)
-             values (?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&snapshot_id)
-        .bind(organization_id)
-        .bind(rooftop_id)
-        .bind(version)
-        .bind(timestamp(created_at))
-        .bind(&source_text)
-        .bind(i64::from(vehicle_count))
-        .bind(json_text(&summary)?)
-        .execute(&mut *tx)
-        .await
-        .map_err(map_sqlx_error)?;
-        for (batch, batch_docs) in vehicles
-            .chunks(VEHICLE_INSERT_BATCH)
-            .zip(docs.chunks(VEHICLE_INSERT_BATCH))
-        {
-            // Full batches share one SQL text, hence one cached prepared statement.
-            let mut query =
-                sqlx::query(AssertSqlSafe(vehicle_insert_sql(batch.len()))).bind(&snapshot_id);
-            for (vehicle, doc) in batch.iter().zip(batch_docs) {
-                query = query
-                    .bind(&vehicle.vehicle_id)
-                    .bind(&vehicle.vin)
-                    .bind(&vehicle.stock_number)
-                    .bind(doc);
-            }
-            query.execute(&mut *tx).await.map_err(map_sqlx_error)?;
+        let mut tx = SqliteSnapshotTx(tx);
+        let written = write_snapshots(&mut tx, plan, feed).await?;
+        if !plan.dry_run {
+            tx.0.commit().await.map_err(map_sqlx_error)?;
         }
-        tx.commit().await.map_err(map_sqlx_error)?;
-        Ok(SnapshotRecord {
-            snapshot_id,
-            organization_id: organization_id.to_owned(),
-            rooftop_id: rooftop_id.to_owned(),
-            version,
-            created_at,
-            source: source.clone(),
-            vehicle_count,
-            summary,
-        })
+        Ok(written)
     }
 
     async fn latest_snapshots(&self) -> Result<Vec<SnapshotRecord>, StoreError> {
@@ -581,6 +500,27 @@ impl Store for SqliteStore {
              order by window_start, client_network, tool, outcome limit ?"
         )))
         .bind(timestamp(since))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        rows.iter().map(audit_count_from_row).collect()
+    }
+
+    async fn audit_counts_after(
+        &self,
+        last: &AuditCount,
+        limit: u32,
+    ) -> Result<Vec<AuditCount>, StoreError> {
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "select {AUDIT_COUNTER_COLUMNS} from audit_counters
+             where (window_start, client_network, tool, outcome) > (?, ?, ?, ?)
+             order by window_start, client_network, tool, outcome limit ?"
+        )))
+        .bind(timestamp(last.window_start))
+        .bind(&last.client_network)
+        .bind(&last.tool)
+        .bind(&last.outcome)
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await
@@ -1270,4 +1210,143 @@ fn program_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<ProgramRecord, Stor
         imported_at: parse_timestamp(&imported_at)?,
         source: source.0,
     })
+}
+
+/// [`SnapshotTx`] in SQLite's dialect.
+struct SqliteSnapshotTx(sqlx::Transaction<'static, sqlx::Sqlite>);
+
+#[async_trait::async_trait]
+impl SnapshotTx for SqliteSnapshotTx {
+    async fn lock_rooftop(
+        &mut self,
+        organization_id: &str,
+        rooftop_id: &str,
+    ) -> Result<(), StoreError> {
+        // The write lock is already held (`begin immediate`); only the
+        // ownership check remains.
+        let kept: Option<i64> = sqlx::query_scalar(
+            "select 1 from rooftops where organization_id = ? and rooftop_id = ?",
+        )
+        .bind(organization_id)
+        .bind(rooftop_id)
+        .fetch_optional(&mut *self.0)
+        .await
+        .map_err(map_sqlx_error)?;
+        if kept.is_some() {
+            return Ok(());
+        }
+        let owner: Option<String> =
+            sqlx::query_scalar("select organization_id from rooftops where rooftop_id = ?")
+                .bind(rooftop_id)
+                .fetch_optional(&mut *self.0)
+                .await
+                .map_err(map_sqlx_error)?;
+        Err(rooftop_not_of_organization(
+            rooftop_id,
+            organization_id,
+            owner.as_deref(),
+        ))
+    }
+
+    async fn previous(
+        &mut self,
+        organization_id: &str,
+        rooftop_id: &str,
+    ) -> Result<Option<PreviousSnapshot>, StoreError> {
+        let row: Option<(String, i64, i64)> = sqlx::query_as(
+            "select snapshot_id, version, vehicle_count from inventory_snapshots
+             where organization_id = ? and rooftop_id = ?
+             order by version desc limit 1",
+        )
+        .bind(organization_id)
+        .bind(rooftop_id)
+        .fetch_optional(&mut *self.0)
+        .await
+        .map_err(map_sqlx_error)?;
+        Ok(row.map(|(snapshot_id, version, count)| PreviousSnapshot {
+            snapshot_id,
+            version,
+            vehicle_count: u32::try_from(count).unwrap_or(u32::MAX),
+        }))
+    }
+
+    async fn insert_snapshot(
+        &mut self,
+        snapshot: &SnapshotRecord,
+        source_text: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "insert into inventory_snapshots (snapshot_id, organization_id, rooftop_id, version,
+                 created_at, source, vehicle_count, summary)
+             values (?, ?, ?, ?, ?, ?, 0, '{}')",
+        )
+        .bind(&snapshot.snapshot_id)
+        .bind(&snapshot.organization_id)
+        .bind(&snapshot.rooftop_id)
+        .bind(snapshot.version)
+        .bind(timestamp(snapshot.created_at))
+        .bind(source_text)
+        .execute(&mut *self.0)
+        .await
+        .map_err(map_sqlx_error)?;
+        Ok(())
+    }
+
+    async fn documents(
+        &mut self,
+        snapshot_id: &str,
+        ids: &[&str],
+    ) -> Result<Vec<VehicleRecord>, StoreError> {
+        // One statement text for every batch: the ids travel as one JSON
+        // array, unpacked by `json_each`.
+        let docs: Vec<Json<VehicleRecord>> = sqlx::query_scalar(
+            "select doc from vehicles
+             where snapshot_id = ? and vehicle_id in (select value from json_each(?))",
+        )
+        .bind(snapshot_id)
+        .bind(json_text(ids)?)
+        .fetch_all(&mut *self.0)
+        .await
+        .map_err(map_sqlx_error)?;
+        Ok(docs.into_iter().map(|Json(v)| v).collect())
+    }
+
+    async fn insert_vehicles(
+        &mut self,
+        snapshot_id: &str,
+        batch: &[(VehicleRecord, String)],
+    ) -> Result<(), StoreError> {
+        for rows in batch.chunks(VEHICLE_INSERT_BATCH) {
+            // Full batches share one SQL text, hence one cached prepared statement.
+            let mut query =
+                sqlx::query(AssertSqlSafe(vehicle_insert_sql(rows.len()))).bind(snapshot_id);
+            for (vehicle, doc) in rows {
+                query = query
+                    .bind(&vehicle.vehicle_id)
+                    .bind(&vehicle.vin)
+                    .bind(&vehicle.stock_number)
+                    .bind(doc);
+            }
+            query.execute(&mut *self.0).await.map_err(map_sqlx_error)?;
+        }
+        Ok(())
+    }
+
+    async fn finish_snapshot(
+        &mut self,
+        snapshot_id: &str,
+        vehicle_count: u32,
+        summary_text: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "update inventory_snapshots set vehicle_count = ?, summary = ? where snapshot_id = ?",
+        )
+        .bind(i64::from(vehicle_count))
+        .bind(summary_text)
+        .bind(snapshot_id)
+        .execute(&mut *self.0)
+        .await
+        .map_err(map_sqlx_error)?;
+        Ok(())
+    }
 }

@@ -212,6 +212,7 @@ backend_suite! {
         snapshot_history_is_newest_first,
         snapshot_of_a_rooftop_not_of_the_organization_fails,
         snapshot_with_repeated_or_foreign_vehicles_fails,
+        streamed_write_covers_every_rooftop_or_none,
         prune_deletes_only_snapshots_superseded_before_the_cutoff,
         dropping_a_rooftop_deletes_its_snapshots,
         concurrent_imports_of_one_rooftop_get_distinct_versions,
@@ -969,6 +970,141 @@ async fn snapshot_of_a_rooftop_not_of_the_organization_fails(store: &dyn Store) 
         store.snapshot_history("org-a", "a-9", 10).await.unwrap(),
         vec![]
     );
+}
+
+/// Feed `vehicles` to [`Store::write_snapshots`] interleaved as given;
+/// `end` sends the closing [`snapshot_write::SnapshotFeed::End`].
+async fn stream_snapshots(
+    store: &dyn Store,
+    rooftops: &[&str],
+    vehicles: Vec<VehicleRecord>,
+    end: bool,
+    dry_run: bool,
+) -> Result<Vec<SnapshotRecord>, StoreError> {
+    use snapshot_write::{FEED_CHANNEL_CAPACITY, SnapshotFeed, SnapshotPlan};
+    let rooftops: Vec<String> = rooftops.iter().map(|r| (*r).to_owned()).collect();
+    let src = inventory_source("stream");
+    let plan = SnapshotPlan {
+        organization_id: "org-a",
+        rooftops: &rooftops,
+        source: &src,
+        dry_run,
+    };
+    let (sender, receiver) = tokio::sync::mpsc::channel(FEED_CHANNEL_CAPACITY);
+    let feed = async move {
+        for v in vehicles {
+            if sender
+                .send(SnapshotFeed::Vehicle(Box::new(v)))
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+        if end {
+            let _ = sender.send(SnapshotFeed::End).await;
+        }
+    };
+    let ((), written) = tokio::join!(feed, store.write_snapshots(plan, receiver));
+    written
+}
+
+/// Issue 11 item 6: a file's vehicles arrive one at a time, interleaved
+/// across rooftops, in batches larger than one write batch; every rooftop
+/// gets its snapshot in one transaction or none does, the summary equals
+/// `diff_vehicles` over whole snapshots, and a dry run writes nothing.
+async fn streamed_write_covers_every_rooftop_or_none(store: &dyn Store) {
+    seed_dealers(store).await;
+    let src = inventory_source("first");
+    let first_a1 = vehicles("org-a", "a-1", 0..1_200);
+    store
+        .create_snapshot("org-a", "a-1", &src, &first_a1)
+        .await
+        .unwrap();
+    let before = store.latest_snapshots().await.unwrap();
+
+    // The next file: a-1 keeps 300..1500 with every 4th vehicle changed,
+    // a-2 is new; rows alternate between the rooftops.
+    let mut next_a1 = vehicles("org-a", "a-1", 300..1_500);
+    for v in next_a1.iter_mut().step_by(4) {
+        v.year += 1;
+    }
+    let next_a2 = vehicles("org-a", "a-2", 0..700);
+    let mut interleaved = Vec::new();
+    let (mut x, mut y) = (next_a1.clone().into_iter(), next_a2.clone().into_iter());
+    loop {
+        match (x.next(), y.next()) {
+            (None, None) => break,
+            (a, b) => interleaved.extend(a.into_iter().chain(b)),
+        }
+    }
+    let expected_a1 = diff_vehicles(&first_a1, &next_a1);
+    let expected_a2 = diff_vehicles(&[], &next_a2);
+    assert_eq!(expected_a1.vehicles_removed, 300);
+
+    // A feed that stops without `End` (the reader failed) writes nothing.
+    let message = query_message(
+        stream_snapshots(store, &["a-1", "a-2"], interleaved.clone(), false, false)
+            .await
+            .unwrap_err(),
+    );
+    assert!(message.contains("nothing was imported"), "{message}");
+    assert_eq!(store.latest_snapshots().await.unwrap(), before);
+
+    // A repeated VIN in the last rooftop's rows fails both rooftops.
+    let mut bad = interleaved.clone();
+    let last = bad
+        .iter()
+        .rposition(|v| v.rooftop_id == "a-2" && v.vin.is_some())
+        .unwrap();
+    bad[last].vin.clone_from(&next_a2[4].vin);
+    assert!(bad[last].vin.is_some() && last > 2 * 500);
+    let message = query_message(
+        stream_snapshots(store, &["a-1", "a-2"], bad, true, false)
+            .await
+            .unwrap_err(),
+    );
+    assert!(message.contains("appears more than once"), "{message}");
+    assert_eq!(store.latest_snapshots().await.unwrap(), before);
+
+    // A vehicle of a rooftop the plan does not name fails the write.
+    let mut stray = interleaved.clone();
+    stray.push(vehicle("org-a", "a-2", 9_999));
+    let message = query_message(
+        stream_snapshots(store, &["a-1"], stray, true, false)
+            .await
+            .unwrap_err(),
+    );
+    assert!(message.contains("not to rooftop 'a-1'"), "{message}");
+    assert_eq!(store.latest_snapshots().await.unwrap(), before);
+
+    // A dry run: the summaries of the real write, and nothing written.
+    let planned = stream_snapshots(store, &["a-1", "a-2"], interleaved.clone(), true, true)
+        .await
+        .unwrap();
+    assert_eq!(store.latest_snapshots().await.unwrap(), before);
+    assert_eq!(planned.len(), 2);
+    assert_eq!((planned[0].version, planned[1].version), (2, 1));
+    assert_eq!(planned[0].summary, expected_a1);
+    assert_eq!(planned[1].summary, expected_a2);
+
+    let written = stream_snapshots(store, &["a-1", "a-2"], interleaved, true, false)
+        .await
+        .unwrap();
+    assert_eq!(written.len(), 2);
+    assert_eq!(written[0].summary, expected_a1);
+    assert_eq!(written[1].summary, expected_a2);
+    assert_eq!(written[0].vehicle_count, 1_200);
+    assert_eq!(written[1].vehicle_count, 700);
+    assert_eq!(store.latest_snapshots().await.unwrap(), written);
+    let mut stored = store
+        .snapshot_vehicles(&written[0].snapshot_id)
+        .await
+        .unwrap();
+    let mut sent = next_a1;
+    stored.sort_by(|a, b| a.vehicle_id.cmp(&b.vehicle_id));
+    sent.sort_by(|a, b| a.vehicle_id.cmp(&b.vehicle_id));
+    assert_eq!(stored, sent);
 }
 
 async fn snapshot_with_repeated_or_foreign_vehicles_fails(store: &dyn Store) {
