@@ -20,6 +20,8 @@ pub mod cli;
 pub mod config;
 /// The dealers file: parse, validate, convert.
 pub mod dealers;
+/// The ground floor: records shared by every layer; imports nothing above.
+pub mod domain;
 /// Deterministic demo data: a dealers file and DAP Inventory CSV feeds.
 pub mod demo;
 /// The in-memory dealer directory over the store.

@@ -9,7 +9,8 @@
 pub mod cursor;
 pub mod index;
 pub mod live;
-pub mod model;
+/// The vehicle record lives on the ground floor (`crate::domain::vehicle`).
+pub use crate::domain::vehicle as model;
 pub mod render;
 pub mod search;
 

@@ -17,7 +17,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::{AuditEvent, Store, StoreError};
-use crate::auth::Credential;
+use crate::domain::grant::Credential;
 
 /// Stands for an identifier that did not pass the identifier schema
 /// (`common.schema.json#/$defs/identifier`): the raw value is never kept.

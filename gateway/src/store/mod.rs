@@ -12,15 +12,23 @@ mod sqlite;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use chrono::{DateTime, SubsecRound as _, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::auth::{Credential, Principal, RooftopScope};
-
+use crate::domain::grant::RooftopScope;
 use crate::inventory::model::{InventoryImportSummary, VehicleRecord};
+
+// The records store shares with auth, tools and ingest live on the ground
+// floor (crate::domain); they are named here too, where callers look first.
+pub use crate::domain::audit::AuditEvent;
+pub use crate::domain::dealer::{
+    AvailabilityObservation, AvailabilitySource, FreshnessSla, GovernmentChargeEstimate,
+    HttpAvailabilitySource, ObservationSource, OrganizationRecord, RooftopPricing, RooftopRecord,
+    RooftopSettings, SourceRecord,
+};
+pub use crate::domain::token::ApiTokenRecord;
 
 pub use audit::{AuditCount, AuditFootprint, AuditPruneSummary, AuditRetention};
 pub use postgres::PostgresStore;
@@ -44,153 +52,6 @@ pub enum StoreError {
     /// The database URL names no supported backend.
     #[error("unsupported database URL scheme (expected sqlite: or postgres:)")]
     UnsupportedUrl,
-}
-
-/// Where an imported record came from (DAP `source`, `provenance`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SourceRecord {
-    /// e.g. `dealers-file:dealers.yaml` or `bundled-demo`.
-    pub source_name: String,
-    /// DAP `source.authority`, e.g. `dealer_asserted`.
-    pub authority: String,
-    /// `sha256:<hex>` of the imported file.
-    pub content_digest: String,
-    /// When the gateway observed (imported) the record.
-    pub observed_at: DateTime<Utc>,
-}
-
-/// Settings this gateway keeps per rooftop (the dealers file's
-/// `gateway_settings` object). Later issues add availability sources and
-/// pricing defaults.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RooftopSettings {
-    /// ISO 4217 code of the rooftop's prices.
-    pub currency: String,
-    /// Default odometer unit (`mi` or `km`) for feeds that omit one.
-    pub odometer_unit: String,
-    /// Whether anonymous callers may read this rooftop's published data.
-    pub anonymous_reads: bool,
-    /// Freshness SLAs in seconds (manifest `freshness_sla_seconds`).
-    pub freshness_sla_seconds: FreshnessSla,
-    /// Where availability checks get their answer (default: the feed).
-    #[serde(default)]
-    pub availability_source: AvailabilitySource,
-    /// Pricing defaults of the rooftop (dealers file
-    /// `gateway_settings.pricing`); empty when not configured.
-    #[serde(default)]
-    pub pricing: RooftopPricing,
-}
-
-/// A rooftop's pricing configuration (issue 7 item 2): the required dealer
-/// charges every vehicle carries, and optional government-charge
-/// estimates per jurisdiction. Without an estimate for a buyer's
-/// jurisdiction, government charges are `unknown` — never zero.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RooftopPricing {
-    /// DAP `dealerCharge` objects (schema-valid, in the rooftop currency).
-    #[serde(default)]
-    pub required_dealer_charges: Vec<serde_json::Value>,
-    /// Estimates by jurisdiction, most specific first when several match.
-    #[serde(default)]
-    pub government_charge_estimates: Vec<GovernmentChargeEstimate>,
-}
-
-/// The dealer's configured estimate of government charges in one
-/// jurisdiction (DAP `governmentCharges` with status `estimated`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GovernmentChargeEstimate {
-    /// DAP `jurisdiction` object: `country`, optional `subdivision`, …
-    pub jurisdiction: serde_json::Value,
-    /// DAP `governmentChargeLine` objects (name, amount, payee, basis).
-    pub lines: Vec<serde_json::Value>,
-    /// Plain-language assumptions behind the estimate.
-    #[serde(default)]
-    pub assumptions: Vec<String>,
-}
-
-/// Where a rooftop's availability comes from (dealers file
-/// `gateway_settings.availability_source`, docs/availability.md). Stored
-/// settings written before issue 6 have none: [`AvailabilitySource::Feed`].
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum AvailabilitySource {
-    /// The latest imported feed observation (dealer-asserted).
-    #[default]
-    Feed,
-    /// A dealer system queried live per check.
-    Http(HttpAvailabilitySource),
-}
-
-/// A dealer system endpoint answering
-/// `availability-source.schema.json#/$defs/availabilitySourceResponse`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HttpAvailabilitySource {
-    /// With `{vin}`, `{stock_number}` and/or `{vehicle_id}` placeholders.
-    pub url_template: String,
-    pub timeout_ms: u32,
-    /// DAP source authority of its answers (`authoritative_dealer_system`
-    /// or `dealer_asserted`).
-    pub authority: String,
-}
-
-/// One observation of a vehicle's availability made by a live check
-/// (`availability_observations`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AvailabilityObservation {
-    pub organization_id: String,
-    pub rooftop_id: String,
-    pub vehicle_id: String,
-    /// DAP availability status.
-    pub status: String,
-    /// DAP source authority of the system that answered.
-    pub authority: String,
-    /// When the source observed the status (microsecond precision).
-    pub observed_at: DateTime<Utc>,
-    /// Which source answered.
-    pub source: ObservationSource,
-    /// When the gateway made the check (microsecond precision).
-    pub checked_at: DateTime<Utc>,
-}
-
-/// The source of an [`AvailabilityObservation`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ObservationSource {
-    /// `http` or `feed`.
-    pub kind: String,
-    /// Human-readable name (scheme and host of an http source; never its
-    /// full URL, which may carry credentials).
-    pub source_name: String,
-}
-
-/// Per-rooftop freshness SLAs in seconds (DAP manifest).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FreshnessSla {
-    pub inventory: u32,
-    pub availability: u32,
-    pub pricing: u32,
-}
-
-/// One rooftop as stored: its DAP wire object plus our settings.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RooftopRecord {
-    pub rooftop_id: String,
-    /// The DAP `rooftop` object exactly as it goes on the wire
-    /// (`rooftop_id`, `name`, `address`, `timezone`, `departments`, ...).
-    pub dap: serde_json::Value,
-    pub settings: RooftopSettings,
-}
-
-/// One dealer organization as stored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct OrganizationRecord {
-    pub organization_id: String,
-    pub name: String,
-    pub legal_name: Option<String>,
-    /// DAP `extensions` bag of the organization, if any.
-    pub extensions: Option<serde_json::Value>,
-    /// In the order of the imported file.
-    pub rooftops: Vec<RooftopRecord>,
-    pub source: SourceRecord,
 }
 
 /// What an import of organizations changed.
@@ -298,101 +159,6 @@ pub struct SnapshotRecord {
     pub summary: InventoryImportSummary,
 }
 
-/// One gateway API token as stored (docs/tokens-and-audit.md). The secret
-/// itself is never stored: only `secret_hash`, `sha256:<hex>` of it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ApiTokenRecord {
-    /// Public identifier: 16 lowercase hex characters.
-    pub token_id: String,
-    /// `sha256:<hex>` of the token's secret part.
-    pub secret_hash: String,
-    pub subject: String,
-    pub organization_id: String,
-    pub rooftops: RooftopScope,
-    pub scopes: BTreeSet<String>,
-    pub purpose: String,
-    /// Microsecond precision (what both backends keep).
-    pub created_at: DateTime<Utc>,
-    pub expires_at: DateTime<Utc>,
-    /// Set once by the first revocation.
-    pub revoked_at: Option<DateTime<Utc>>,
-}
-
-impl std::fmt::Debug for ApiTokenRecord {
-    // Leaves the hash out: nothing derived from the secret reaches a log.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ApiTokenRecord")
-            .field("token_id", &self.token_id)
-            .field("secret_hash", &"<redacted>")
-            .field("subject", &self.subject)
-            .field("organization_id", &self.organization_id)
-            .field("rooftops", &self.rooftops)
-            .field("scopes", &self.scopes)
-            .field("purpose", &self.purpose)
-            .field("created_at", &self.created_at)
-            .field("expires_at", &self.expires_at)
-            .field("revoked_at", &self.revoked_at)
-            .finish()
-    }
-}
-
-/// One audit event (DAP-CORE-039/040): written for every nonpublic read and
-/// every availability verification. Never holds a token, a secret or raw
-/// tool arguments. Serialized as one JSON line by `audit export`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AuditEvent {
-    /// UUID v7 text ([`AuditEvent::for_principal`] makes one).
-    pub event_id: String,
-    /// Microsecond precision (what both backends keep).
-    pub occurred_at: DateTime<Utc>,
-    pub trace_id: String,
-    /// The grant's subject, or `anonymous`.
-    pub subject: String,
-    /// Which credential (token id or issuer, never a secret); `None` for an
-    /// anonymous caller.
-    pub credential: Option<Credential>,
-    /// The organization the call addressed, when it named one.
-    pub organization_id: Option<String>,
-    /// The rooftops the call read or was refused.
-    pub rooftop_ids: Vec<String>,
-    /// e.g. `dealeragent.inventory.search`.
-    pub tool: String,
-    /// e.g. `dealeragent.inventory/0.1`.
-    pub profile: String,
-    /// `allow` or `deny`.
-    pub policy_decision: String,
-    /// Ids of the records returned or asked for (vehicle ids, ...).
-    pub resource_ids: Vec<String>,
-    /// `ok`, or the DAP error code of the call.
-    pub outcome: String,
-    /// The grant's delegation chain (outermost actor first).
-    pub delegation: Vec<String>,
-}
-
-impl AuditEvent {
-    /// A new event for `principal` (fresh UUID v7 id, now): subject,
-    /// credential and delegation come from the grant; the decision starts as
-    /// `allow`, the outcome as `ok`, and the lists empty.
-    pub fn for_principal(principal: &Principal, trace_id: &str, tool: &str, profile: &str) -> Self {
-        let grant = principal.grant();
-        Self {
-            event_id: uuid::Uuid::now_v7().to_string(),
-            occurred_at: Utc::now().trunc_subsecs(6),
-            trace_id: trace_id.to_owned(),
-            subject: principal.subject().to_owned(),
-            credential: grant.map(|g| g.credential.clone()),
-            organization_id: None,
-            rooftop_ids: Vec::new(),
-            tool: tool.to_owned(),
-            profile: profile.to_owned(),
-            policy_decision: "allow".to_owned(),
-            resource_ids: Vec::new(),
-            outcome: "ok".to_owned(),
-            delegation: grant.map(|g| g.delegation.clone()).unwrap_or_default(),
-        }
-    }
-}
-
 /// The persistence contract. Every method is all-or-nothing.
 #[async_trait::async_trait]
 pub trait Store: Send + Sync + 'static {
@@ -480,8 +246,7 @@ pub trait Store: Send + Sync + 'static {
             source,
             dry_run: false,
         };
-        let (sender, receiver) =
-            tokio::sync::mpsc::channel(snapshot_write::FEED_CHANNEL_CAPACITY);
+        let (sender, receiver) = tokio::sync::mpsc::channel(snapshot_write::FEED_CHANNEL_CAPACITY);
         let ((), written) = tokio::join!(
             snapshot_write::feed_slice(vehicles, sender),
             self.write_snapshots(plan, receiver)

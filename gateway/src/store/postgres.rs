@@ -31,7 +31,7 @@ use super::{
     ProgramRecord, ProgramSetCheck, ProgramsChange, ProgramsImportSummary, StoredProgram,
     plan_programs_change, programs_audit_event, programs_organization_missing,
 };
-use crate::auth::{Credential, RooftopScope};
+use crate::domain::grant::{Credential, RooftopScope};
 use crate::inventory::model::{InventoryImportSummary, VehicleRecord};
 
 /// Migrations of this backend, embedded by `build.rs`.

@@ -17,7 +17,7 @@ use serde_json::json;
 use sqlx::{AssertSqlSafe, Connection as _, Executor as _};
 
 use super::*;
-use crate::auth::{Credential, RooftopScope};
+use crate::domain::grant::{Credential, RooftopScope};
 use crate::inventory::model::{InventoryImportSummary, VehicleRecord, diff_vehicles};
 
 const POSTGRES_URL_VAR: &str = "DEALER_GATEWAY_TEST_POSTGRES_URL";
