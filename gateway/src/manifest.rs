@@ -12,8 +12,8 @@ use sha2::{Digest, Sha256};
 use crate::app::AppState;
 use crate::auth::Principal;
 use crate::directory::DirectorySnapshot;
-use crate::mcp::{LEGACY_REVISION, MODERN_REVISION};
-use crate::tools::ToolError;
+use crate::mcp::revision::{LEGACY_REVISION, MODERN_REVISION};
+use crate::tools::error::ToolError;
 
 /// The prefix of the profiles DAP's manifest `capabilities` may name.
 const DAP_PROFILE_PREFIX: &str = "dealeragent.";

@@ -19,6 +19,7 @@ pub mod connections;
 mod dispatch;
 pub mod error;
 pub mod headers;
+pub mod revision;
 pub mod session;
 
 use std::net::{IpAddr, SocketAddr};
@@ -35,21 +36,11 @@ use crate::auth::{Principal, verify};
 use error::RpcError;
 
 pub use dispatch::{capabilities, server_info, tool_list};
+pub use revision::{
+    INITIALIZE_REVISIONS, LEGACY_REVISION, MODERN_REVISION, PER_REQUEST_REVISIONS,
+    SUPPORTED_REVISIONS,
+};
 
-/// The stateless revision this gateway implements (DAP-CORE-001).
-pub const MODERN_REVISION: &str = "2026-07-28";
-/// The handshake revision served for older clients.
-pub const LEGACY_REVISION: &str = "2025-11-25";
-/// Every revision served, newest first (`server/discover`'s
-/// `supportedVersions`).
-pub const SUPPORTED_REVISIONS: [&str; 2] = [MODERN_REVISION, LEGACY_REVISION];
-/// Revisions a request may name in its per-request `_meta` (the stateless
-/// path). -32022 lists only these as `supported`: a client that retries
-/// with a listed version must succeed, never loop (issue 10).
-pub const PER_REQUEST_REVISIONS: [&str; 1] = [MODERN_REVISION];
-/// Revisions served only through the `initialize` handshake; -32022 names
-/// them separately (`requires_initialize`).
-pub const INITIALIZE_REVISIONS: [&str; 1] = [LEGACY_REVISION];
 /// Revisions that use the initialize handshake; a header naming one of
 /// these does not by itself select the modern path.
 const HANDSHAKE_REVISIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];

@@ -6,7 +6,7 @@
 //! failure is logged with an error id and answered `dealeragent.internal`).
 
 pub mod dealer_get;
-mod error;
+pub mod error;
 pub mod get_disclosure;
 pub mod get_manifest;
 pub mod get_vehicle;
