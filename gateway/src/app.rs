@@ -459,96 +459,20 @@ pub async fn seed_if_empty(
     };
     let now = Utc::now();
     let records = dealers::parse(catalog, &name, &bytes, &source, now)?;
+    // The bundled demo's inventory and programs are checked whole before
+    // anything is stored (crate::demo::seed).
+    let demo = if settings.seed_dealers.is_none() {
+        let demo = crate::demo::seed::DemoSeed::prepare(catalog, &records, now)?;
+        Some(demo)
+    } else {
+        None
+    };
     store.upsert_organizations(&records).await?;
-    if settings.seed_dealers.is_none() {
-        seed_demo_inventory(store, &records, now).await?;
-        seed_demo_programs(catalog, store, now).await?;
+    if let Some(demo) = demo {
+        demo.write(store).await?;
     }
     Ok(Some(name))
 }
-
-/// The bundled demo's inventory: generated for the demo rooftops with
-/// timestamps relative to now (a few deliberately stale), then imported
-/// through the same feed parser and snapshot path as any dealer file.
-async fn seed_demo_inventory(
-    store: &dyn Store,
-    organizations: &[crate::store::OrganizationRecord],
-    now: chrono::DateTime<Utc>,
-) -> Result<(), crate::Error> {
-    for org in organizations {
-        let rooftops: Vec<(String, String, String, String)> = org
-            .rooftops
-            .iter()
-            .map(|r| {
-                (
-                    org.organization_id.clone(),
-                    r.rooftop_id.clone(),
-                    r.settings.currency.clone(),
-                    r.settings.odometer_unit.clone(),
-                )
-            })
-            .collect();
-        let ctx = crate::ingest::IngestContext::for_organization(org, None, now);
-        for (file_name, bytes) in crate::demo::demo_feeds(&rooftops, DEMO_SEED, now) {
-            let parsed = crate::ingest::parse_feed(
-                crate::ingest::FeedFormat::DapCsv,
-                &file_name,
-                &bytes,
-                &ctx,
-            )
-            .map_err(|e| {
-                crate::Error::Io(format!("bundled demo feed {file_name} is invalid: {e}"))
-            })?;
-            let source = parsed.source_record(now);
-            for rooftop in &parsed.rooftops {
-                store
-                    .create_snapshot(
-                        &org.organization_id,
-                        &rooftop.rooftop_id,
-                        &source,
-                        &rooftop.vehicles,
-                    )
-                    .await?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The bundled demo's incentive programs, one file per demo organization
-/// (`demo/programs/<organization_id>.yaml`).
-pub const DEMO_PROGRAMS: &[(&str, &str)] = &[
-    (
-        "org.lakeshore-auto-group",
-        include_str!("../../demo/programs/org.lakeshore-auto-group.yaml"),
-    ),
-    (
-        "org.maplecrest-motor-group",
-        include_str!("../../demo/programs/org.maplecrest-motor-group.yaml"),
-    ),
-];
-
-/// Import the bundled demo programs through the same validation and store
-/// path as `dealer-gateway import programs`.
-async fn seed_demo_programs(
-    catalog: &Catalog,
-    store: &dyn Store,
-    now: chrono::DateTime<Utc>,
-) -> Result<(), crate::Error> {
-    for (organization_id, text) in DEMO_PROGRAMS {
-        let name = format!("demo/programs/{organization_id}.yaml");
-        let parsed =
-            crate::offers::import::parse(catalog, &name, text.as_bytes(), "bundled-demo", now)
-                .map_err(|e| crate::Error::Io(format!("bundled demo programs are invalid: {e}")))?;
-        store
-            .import_programs(organization_id, &parsed.records)
-            .await?;
-    }
-    Ok(())
-}
-
-/// Seed of the bundled demo inventory (deterministic vehicles).
-const DEMO_SEED: u64 = 2026;
 
 /// A started server (the seam integration tests use).
 pub struct Running {

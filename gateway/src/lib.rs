@@ -22,7 +22,8 @@ pub mod config;
 pub mod dealers;
 /// The ground floor: records shared by every layer; imports nothing above.
 pub mod domain;
-/// Deterministic demo data: a dealers file and DAP Inventory CSV feeds.
+/// Deterministic demo data (a dealers file, DAP Inventory CSV feeds) and
+/// the bundled demo `serve` loads into an empty store.
 pub mod demo;
 /// The in-memory dealer directory over the store.
 pub mod directory;

@@ -629,3 +629,126 @@ programs:
         );
     }
 }
+
+/// A second file putting a program into `w-affinity` of [`GROUP_BEST_ONE`]
+/// with another `group_resolution`: valid alone, a conflict beside it.
+const AFFINITY_ALL: &str = r#"
+programs:
+  - program_id: w-conquest
+    revision: 1
+    name: Conquest
+    kind: cash
+    direction: discount
+    amount: {status: known, amount: {amount_minor: 70000, currency: USD}}
+    stacking: {group: w-affinity, combinability: stackable, group_resolution: all}
+"#;
+
+fn demo_organizations() -> Vec<gateway::store::OrganizationRecord> {
+    let catalog = gateway::catalog::Catalog::load().unwrap();
+    gateway::dealers::parse(
+        &catalog,
+        "demo/dealers.yaml",
+        DEMO.as_bytes(),
+        "bundled-demo",
+        chrono::Utc::now(),
+    )
+    .unwrap()
+}
+
+// Issue 12 item 2 for the demo seed: `serve` loading the bundled demo
+// checks each organization's programs files as one set, as `import
+// programs` does, before anything is written; a broken demo is refused with
+// the conflict named instead of being loaded silently.
+#[tokio::test]
+async fn demo_seed_refuses_programs_that_conflict_as_a_set_before_writing() {
+    use gateway::demo::seed::{DemoSeed, SeedError};
+    let catalog = gateway::catalog::Catalog::load().unwrap();
+    let orgs = demo_organizations();
+    let now = chrono::Utc::now();
+    // Each file alone is accepted.
+    for file in [GROUP_BEST_ONE, AFFINITY_ALL] {
+        let seed = DemoSeed::prepare_with(&catalog, &orgs, &[(ORG, file)], now).unwrap();
+        assert_eq!(seed.program_count(ORG), file.matches("program_id").count());
+    }
+    let refused = DemoSeed::prepare_with(
+        &catalog,
+        &orgs,
+        &[(ORG, GROUP_BEST_ONE), (ORG, AFFINITY_ALL)],
+        now,
+    );
+    match refused {
+        Err(SeedError::ProgramSet {
+            organization_id,
+            conflicts,
+        }) => {
+            assert_eq!(organization_id, ORG);
+            assert!(
+                conflicts.iter().any(|c| c.contains("group_resolution")),
+                "{conflicts:?}"
+            );
+        }
+        Err(other) => panic!("refused for another reason: {other}"),
+        Ok(_) => panic!("a demo whose programs conflict as a set was accepted"),
+    }
+    // Programs of an organization the dealers file does not have.
+    let stray = DemoSeed::prepare_with(&catalog, &orgs, &[("org.nowhere", GROUP_BEST_ONE)], now);
+    assert!(
+        matches!(stray, Err(SeedError::UnknownOrganization { .. })),
+        "{:?}",
+        stray.err()
+    );
+}
+
+// The seed stores its programs through the same checked store call as
+// `import programs`: beside a stored program they conflict with, they are
+// refused and nothing of them is written.
+#[tokio::test]
+async fn demo_seed_writes_through_the_whole_set_check() {
+    use gateway::demo::seed::DemoSeed;
+    let catalog = gateway::catalog::Catalog::load().unwrap();
+    let orgs = demo_organizations();
+    let now = chrono::Utc::now();
+
+    // The bundled demo, into an empty store: every program and vehicle.
+    let dir = temp_dir();
+    let db = test_database_url(&dir).await;
+    let store = gateway::store::open(&db).await.unwrap();
+    assert!(store.is_empty().await.unwrap());
+    let demo = DemoSeed::prepare(&catalog, &orgs, now).unwrap();
+    store.upsert_organizations(&orgs).await.unwrap();
+    demo.write(store.as_ref()).await.unwrap();
+    for org in &orgs {
+        let stored = store.current_programs(&org.organization_id).await.unwrap();
+        assert!(!stored.is_empty(), "{}", org.organization_id);
+        assert_eq!(stored.len(), demo.program_count(&org.organization_id));
+    }
+    let mut vehicles = 0;
+    for org in &orgs {
+        for r in &org.rooftops {
+            let history = store
+                .snapshot_history(&org.organization_id, &r.rooftop_id, 1)
+                .await
+                .unwrap();
+            vehicles += store
+                .snapshot_vehicles(&history[0].snapshot_id)
+                .await
+                .unwrap()
+                .len();
+        }
+    }
+    assert_eq!(vehicles, demo.vehicle_count());
+
+    // A store already holding GROUP_BEST_ONE refuses a demo adding
+    // AFFINITY_ALL (valid alone) and keeps what it had.
+    let db = store_with_dealers().await;
+    let first = import(&db, &programs_file("a.yaml", GROUP_BEST_ONE), &[]);
+    assert!(first.status.success(), "{}", text(&first));
+    let demo = DemoSeed::prepare_with(&catalog, &orgs, &[(ORG, AFFINITY_ALL)], now).unwrap();
+    let store = gateway::store::open(&db).await.unwrap();
+    let err = demo.write(store.as_ref()).await.unwrap_err().to_string();
+    assert!(err.contains("group_resolution"), "{err}");
+    assert_eq!(
+        current(&db).await,
+        [("w-excluder".to_owned(), 1), ("w-loyalty".to_owned(), 1)]
+    );
+}
