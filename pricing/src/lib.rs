@@ -31,6 +31,7 @@
 
 pub mod incentives;
 pub mod money;
+mod program;
 pub mod rules;
 pub mod stacking;
 

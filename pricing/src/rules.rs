@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 use rhai::{AST, Array, Dynamic, Engine, ImmutableString, Map, Scope};
 
-use crate::incentives::{ProgramAmount, ValidatedProgram};
+use crate::program::{ProgramAmount, ValidatedProgram};
 
 /// Hard cap on rhai operations per rule evaluation.
 pub const MAX_OPERATIONS: u64 = 50_000;

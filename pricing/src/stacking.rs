@@ -22,12 +22,13 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use crate::incentives::{
+use crate::incentives::ValidatedPrograms;
+use crate::money::{Currency, Money, MoneyError};
+use crate::program::{
     Combinability, CriteriaMode, Criterion, Direction, EligibilityCriterion, EvidenceStatus,
     GROUP_REF_PREFIX, GroupResolution, Operator, PaymentMode, ProgramAmount, StackLimit,
-    TAG_REF_PREFIX, Timestamp, ValidatedProgram, ValidatedPrograms,
+    TAG_REF_PREFIX, Timestamp, ValidatedProgram,
 };
-use crate::money::{Currency, Money, MoneyError};
 use crate::rules::{self, RuleContext, RuleProfile, RuleVehicle};
 
 /// The vehicle being priced.

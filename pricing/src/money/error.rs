@@ -1,6 +1,6 @@
 //! The single, closed error type of the money engine.
 
-use super::feed::FeedNotation;
+use super::notation::FeedNotation;
 
 /// Every way a money operation can fail.
 ///

@@ -21,14 +21,16 @@ mod display;
 mod error;
 mod feed;
 mod non_negative;
+mod notation;
 mod rounding;
 mod unknown;
 mod wire;
 
 pub use currency::Currency;
 pub use error::MoneyError;
-pub use feed::{FeedAdapter, FeedNotation};
+pub use feed::FeedAdapter;
 pub use non_negative::NonNegativeMoney;
+pub use notation::FeedNotation;
 pub use rounding::{Rounded, RoundingMode};
 pub use unknown::{Amount, AmountSum, UnknownPart};
 
