@@ -4,7 +4,7 @@
 //! Request flow and layout: ARCHITECTURE.md. Every module says why it
 //! exists; requirements are cited as `DAP-CORE-NNN`.
 
-/// Server state, routes, start-up and graceful shutdown.
+/// Routes, start-up and graceful shutdown.
 pub mod app;
 /// Principals and the visibility policy applied before any lookup.
 pub mod auth;
@@ -52,6 +52,8 @@ pub mod telemetry;
 /// One module per tool.
 pub mod tools;
 
+/// The state every request shares (below transport, tools and resources).
+pub mod state;
 mod run;
 
 pub use run::run;

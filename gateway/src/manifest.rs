@@ -9,7 +9,7 @@ use chrono::{Duration, SecondsFormat};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::auth::Principal;
 use crate::directory::DirectorySnapshot;
 use crate::mcp::revision::{LEGACY_REVISION, MODERN_REVISION};

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::auth::Principal;
 use crate::manifest;
 use crate::store::StoreError;

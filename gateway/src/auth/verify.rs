@@ -14,7 +14,7 @@ use axum::http::{HeaderMap, header};
 use chrono::Utc;
 
 use super::{Grant, Principal, api_token};
-use crate::app::AppState;
+use crate::state::AppState;
 
 /// Why a request's credentials were refused. The reason is value-free.
 /// `unavailable` marks a store outage while checking a token: the caller

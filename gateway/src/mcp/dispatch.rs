@@ -11,8 +11,8 @@ use serde_json::{Map, Value, json};
 
 use super::error::RpcError;
 use super::{Caller, Era};
-use crate::app::AppState;
 use crate::resources;
+use crate::state::AppState;
 use crate::tools::{self, ToolContext};
 
 /// A method's result before era-specific decoration.

@@ -31,11 +31,12 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
-use crate::app::AppState;
 use crate::auth::{Principal, verify};
+use crate::state::AppState;
 use error::RpcError;
 
 pub use dispatch::{capabilities, server_info, tool_list};
+pub use headers::host_without_port;
 pub use revision::{
     INITIALIZE_REVISIONS, LEGACY_REVISION, MODERN_REVISION, PER_REQUEST_REVISIONS,
     SUPPORTED_REVISIONS,
@@ -293,20 +294,6 @@ pub(crate) fn check_host_and_origin(
         }
     }
     Ok(())
-}
-
-/// `example.com:8080` -> `example.com`; `[::1]:80` -> `[::1]`.
-pub fn host_without_port(host: &str) -> String {
-    let host = host.trim();
-    if let Some(rest) = host.strip_prefix('[') {
-        return match rest.split_once(']') {
-            Some((inner, _)) => format!("[{}]", inner.to_ascii_lowercase()),
-            None => host.to_ascii_lowercase(),
-        };
-    }
-    host.rsplit_once(':')
-        .map_or(host, |(h, _)| h)
-        .to_ascii_lowercase()
 }
 
 /// A JSON-RPC request id: a string or an integer (never null, never a

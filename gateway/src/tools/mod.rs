@@ -20,7 +20,7 @@ use std::sync::Arc;
 use chrono::Utc;
 use serde_json::Value;
 
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::auth::Principal;
 
 pub use error::{ErrorCode, ToolError};
