@@ -3,6 +3,21 @@
 //!
 //! Request flow and layout: ARCHITECTURE.md. Every module says why it
 //! exists; requirements are cited as `DAP-CORE-NNN`.
+//!
+//! The layers, each importing only those below it (no import circle; check
+//! with `farm-studio look gateway/src`):
+//!
+//! 1. [`domain`]: the records every layer shares; imports nothing of ours.
+//! 2. Stores and inputs: [`store`] (the only SQL), [`catalog`], [`config`],
+//!    [`dealers`], [`ingest`], [`demo`], [`ratelimit`], [`telemetry`].
+//! 3. Read models and services: [`directory`], [`inventory`],
+//!    [`availability`], [`offers`], [`disclosure`], [`claim`], [`auth`]'s
+//!    credential verifiers.
+//! 4. [`state`]: `AppState`, what every request shares.
+//! 5. What answers a request: [`tools`], [`resources`], [`manifest`],
+//!    `auth::verify` (bearer extraction), then [`mcp`], the transport.
+//! 6. [`app`] (routes, start-up, shutdown), [`preview`], and the command
+//!    line ([`cli`], `run`) on top.
 
 /// Routes, start-up and graceful shutdown.
 pub mod app;
@@ -20,8 +35,6 @@ pub mod cli;
 pub mod config;
 /// The dealers file: parse, validate, convert.
 pub mod dealers;
-/// The ground floor: records shared by every layer; imports nothing above.
-pub mod domain;
 /// Deterministic demo data (a dealers file, DAP Inventory CSV feeds) and
 /// the bundled demo `serve` loads into an empty store.
 pub mod demo;
@@ -29,6 +42,8 @@ pub mod demo;
 pub mod directory;
 /// The pricing disclosure of a vehicle (one pure builder).
 pub mod disclosure;
+/// The ground floor: records shared by every layer; imports nothing above.
+pub mod domain;
 /// Inventory feeds (DAP CSV, Dealer.com CSV, JSON): parse, validate, convert.
 pub mod ingest;
 /// Vehicles: the domain model and its wire rendering.
@@ -45,6 +60,8 @@ pub mod preview;
 pub mod ratelimit;
 /// MCP resources over the reserved `dealeragent://` URIs.
 pub mod resources;
+/// The state every request shares (below transport, tools and resources).
+pub mod state;
 /// The only module that speaks SQL.
 pub mod store;
 /// JSON logs.
@@ -52,8 +69,6 @@ pub mod telemetry;
 /// One module per tool.
 pub mod tools;
 
-/// The state every request shares (below transport, tools and resources).
-pub mod state;
 mod run;
 
 pub use run::run;

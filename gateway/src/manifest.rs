@@ -9,10 +9,10 @@ use chrono::{Duration, SecondsFormat};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::state::AppState;
 use crate::auth::Principal;
 use crate::directory::DirectorySnapshot;
 use crate::mcp::revision::{LEGACY_REVISION, MODERN_REVISION};
+use crate::state::AppState;
 use crate::tools::error::ToolError;
 
 /// The prefix of the profiles DAP's manifest `capabilities` may name.

@@ -5,9 +5,9 @@
 
 use serde_json::{Value, json};
 
-use crate::state::AppState;
 use crate::auth::Principal;
 use crate::manifest;
+use crate::state::AppState;
 use crate::store::StoreError;
 use crate::tools::{ToolError, dealer_get};
 

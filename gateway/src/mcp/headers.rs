@@ -84,6 +84,20 @@ pub fn check(
     }
 }
 
+/// `example.com:8080` -> `example.com`; `[::1]:80` -> `[::1]`.
+pub fn host_without_port(host: &str) -> String {
+    let host = host.trim();
+    if let Some(rest) = host.strip_prefix('[') {
+        return match rest.split_once(']') {
+            Some((inner, _)) => format!("[{}]", inner.to_ascii_lowercase()),
+            None => host.to_ascii_lowercase(),
+        };
+    }
+    host.rsplit_once(':')
+        .map_or(host, |(h, _)| h)
+        .to_ascii_lowercase()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,18 +131,4 @@ mod tests {
         h.insert(NAME, "  echo  ".parse().unwrap());
         assert!(check(&h, NAME, "Mcp-Name", Some("echo"), true).is_ok());
     }
-}
-
-/// `example.com:8080` -> `example.com`; `[::1]:80` -> `[::1]`.
-pub fn host_without_port(host: &str) -> String {
-    let host = host.trim();
-    if let Some(rest) = host.strip_prefix('[') {
-        return match rest.split_once(']') {
-            Some((inner, _)) => format!("[{}]", inner.to_ascii_lowercase()),
-            None => host.to_ascii_lowercase(),
-        };
-    }
-    host.rsplit_once(':')
-        .map_or(host, |(h, _)| h)
-        .to_ascii_lowercase()
 }

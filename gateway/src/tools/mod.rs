@@ -20,8 +20,8 @@ use std::sync::Arc;
 use chrono::Utc;
 use serde_json::Value;
 
-use crate::state::AppState;
 use crate::auth::Principal;
+use crate::state::AppState;
 
 pub use error::{ErrorCode, ToolError};
 

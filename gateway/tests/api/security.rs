@@ -14,7 +14,7 @@
 //! gateway reads tokens from the store per request), so every test runs on
 //! SQLite and, with `DEALER_GATEWAY_TEST_POSTGRES_URL`, on PostgreSQL.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -30,7 +30,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
 
-use common::{MODERN, Reply, TestApp};
+use crate::common::{MODERN, Reply, TestApp};
 
 const ORG: &str = "org.lakeshore-auto-group";
 const OTHER_ORG: &str = "org.maplecrest-motor-group";

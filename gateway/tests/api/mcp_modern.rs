@@ -2,12 +2,10 @@
 //! HTTP: the `_meta` / header / version ladder, dispatch, tools and
 //! resources.
 
-mod common;
-
 use std::collections::BTreeSet;
 
+use crate::common::{LEGACY, MODERN, Reply, TestApp, meta, modern_body, spawn, spawn_with};
 use base64::Engine as _;
-use common::{LEGACY, MODERN, Reply, TestApp, meta, modern_body, spawn, spawn_with};
 use serde_json::{Value, json};
 
 const MANIFEST_TOOL: &str = "dealeragent.discovery.get_manifest";

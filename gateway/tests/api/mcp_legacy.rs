@@ -1,9 +1,7 @@
 //! MCP 2025-11-25 ("legacy", initialize handshake and transport sessions)
 //! rows of docs/mcp.md over real HTTP.
 
-mod common;
-
-use common::{LEGACY, MODERN, Reply, TestApp, send, spawn, spawn_with};
+use crate::common::{LEGACY, MODERN, Reply, TestApp, send, spawn, spawn_with};
 use serde_json::{Value, json};
 
 const MANIFEST_TOOL: &str = "dealeragent.discovery.get_manifest";

@@ -4,12 +4,12 @@
 //! itemized, unknown government charges never zero — and the completeness
 //! score follows docs/pricing.md section 6. Backend-neutral.
 
-mod common;
+use crate::common;
 
-use chrono::{DateTime, Duration, SubsecRound as _, Utc};
-use common::{
+use crate::common::{
     TestApp, fresh_database, spawn, spawn_on, test_source, test_vehicle, tool_error_code,
 };
+use chrono::{DateTime, Duration, SubsecRound as _, Utc};
 use gateway::inventory::model::VehicleRecord;
 use gateway::store::{GovernmentChargeEstimate, RooftopPricing};
 use serde_json::{Value, json};

@@ -1,36 +1,16 @@
 //! `dealer-gateway import dealers FILE`, run as the real binary: precise
 //! reports, non-zero exit, and nothing written on any problem.
 
-mod common;
-
 use std::path::Path;
-use std::process::{Command, Output};
 
-use common::{temp_dir, test_database_url};
+use crate::common::{run_cli, temp_dir, test_database_url, text};
 
-const DEMO: &str = include_str!("../../demo/dealers.yaml");
-
-fn gateway(db: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dealer-gateway"))
-        .args(args)
-        .env("DEALER_GATEWAY_DATABASE_URL", db)
-        .env("DEALER_GATEWAY_LOG", "warn")
-        .output()
-        .expect("binary runs")
-}
+const DEMO: &str = include_str!("../../../demo/dealers.yaml");
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
     path.display().to_string()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 async fn organization_count(db: &str) -> usize {
@@ -48,14 +28,14 @@ async fn valid_file_imports_and_identical_reimport_changes_nothing() {
     let dir = temp_dir();
     let db = test_database_url(&dir).await;
     let file = write(&dir, "dealers.yaml", DEMO);
-    let first = gateway(&db, &["import", "dealers", &file]);
+    let first = run_cli(&db, &["import", "dealers", &file]);
     assert!(first.status.success(), "{}", text(&first));
     assert!(
         text(&first).contains("organizations added 2"),
         "{}",
         text(&first)
     );
-    let again = gateway(&db, &["import", "dealers", &file]);
+    let again = run_cli(&db, &["import", "dealers", &file]);
     assert!(again.status.success());
     assert!(
         text(&again).contains("added 0, updated 0"),
@@ -70,7 +50,7 @@ async fn reimport_updates_in_place_and_reports_removed_rooftops() {
     let dir = temp_dir();
     let db = test_database_url(&dir).await;
     let file = write(&dir, "dealers.yaml", DEMO);
-    assert!(gateway(&db, &["import", "dealers", &file]).status.success());
+    assert!(run_cli(&db, &["import", "dealers", &file]).status.success());
     // Drop the Burnaby rooftop and rename the Canadian group.
     let doc: serde_json::Value = yaml_serde::from_str(DEMO).unwrap();
     let mut doc = doc;
@@ -86,7 +66,7 @@ async fn reimport_updates_in_place_and_reports_removed_rooftops() {
         .retain(|r| r["rooftop_id"] != "roof.maplecrest-burnaby");
     let changed = write(&dir, "changed.json", &doc.to_string());
 
-    let dry = gateway(&db, &["import", "dealers", &changed, "--dry-run"]);
+    let dry = run_cli(&db, &["import", "dealers", &changed, "--dry-run"]);
     assert!(dry.status.success(), "{}", text(&dry));
     assert!(text(&dry).contains("nothing written"), "{}", text(&dry));
     assert!(text(&dry).contains("removed 1"), "{}", text(&dry));
@@ -99,7 +79,7 @@ async fn reimport_updates_in_place_and_reports_removed_rooftops() {
         .unwrap();
     assert_eq!(before.rooftops.len(), 2, "dry run wrote nothing");
 
-    let real = gateway(&db, &["import", "dealers", &changed]);
+    let real = run_cli(&db, &["import", "dealers", &changed]);
     assert!(real.status.success(), "{}", text(&real));
     assert!(text(&real).contains("updated 1"), "{}", text(&real));
     let after = store
@@ -120,7 +100,7 @@ async fn every_problem_is_reported_with_pointer_and_rule_and_nothing_is_written(
         .replacen("odometer_unit: mi", "odometer_unit: furlongs", 1);
     assert_ne!(bad, DEMO);
     let file = write(&dir, "bad.yaml", &bad);
-    let out = gateway(&db, &["import", "dealers", &file]);
+    let out = run_cli(&db, &["import", "dealers", &file]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let report = text(&out);
     assert!(report.contains("nothing was imported"), "{report}");
@@ -155,7 +135,7 @@ async fn duplicate_rooftop_ids_and_currency_rules_are_cross_checked() {
         )
         .replacen("currency: USD", "currency: XYZ", 1);
     let file = write(&dir, "dup.yaml", &bad);
-    let out = gateway(&db, &["import", "dealers", &file]);
+    let out = run_cli(&db, &["import", "dealers", &file]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let report = text(&out);
     assert!(report.contains("duplicate rooftop_id"), "{report}");
@@ -172,7 +152,7 @@ async fn malformed_yaml_and_json_are_reported_with_position() {
         "broken.yaml",
         "organizations: [\n  {organization_id: x,\n",
     );
-    let out = gateway(&db, &["import", "dealers", &yaml]);
+    let out = run_cli(&db, &["import", "dealers", &yaml]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out).contains("not valid YAML (line"),
@@ -180,7 +160,7 @@ async fn malformed_yaml_and_json_are_reported_with_position() {
         text(&out)
     );
     let json = write(&dir, "broken.json", "{\"organizations\": [}");
-    let out = gateway(&db, &["import", "dealers", &json]);
+    let out = run_cli(&db, &["import", "dealers", &json]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out).contains("not valid JSON (line 1"),
@@ -193,7 +173,7 @@ async fn malformed_yaml_and_json_are_reported_with_position() {
 async fn a_missing_file_is_a_clear_error() {
     let dir = temp_dir();
     let db = test_database_url(&dir).await;
-    let out = gateway(&db, &["import", "dealers", "/nonexistent/dealers.yaml"]);
+    let out = run_cli(&db, &["import", "dealers", "/nonexistent/dealers.yaml"]);
     assert!(!out.status.success());
     assert!(
         text(&out).contains("/nonexistent/dealers.yaml: cannot read"),
@@ -231,7 +211,7 @@ async fn contacts_without_a_public_flag_are_warned_about_with_file_pointer_and_l
         vec!["import", "dealers", file.as_str(), "--dry-run"],
         vec!["import", "dealers", file.as_str()],
     ] {
-        let out = gateway(&db, &args);
+        let out = run_cli(&db, &args);
         assert!(out.status.success(), "{}", text(&out));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(&expected), "{args:?}: {stderr}");
@@ -239,7 +219,7 @@ async fn contacts_without_a_public_flag_are_warned_about_with_file_pointer_and_l
     }
     // The demo file flags every contact: no warning.
     let demo = write(&dir, "demo.yaml", DEMO);
-    let out = gateway(&db, &["import", "dealers", &demo, "--dry-run"]);
+    let out = run_cli(&db, &["import", "dealers", &demo, "--dry-run"]);
     assert!(out.status.success());
     assert!(!text(&out).contains("no public flag"), "{}", text(&out));
 }
@@ -256,7 +236,7 @@ async fn problems_name_the_misspelt_key_in_words_with_line_and_column() {
     let key_line = line_of(&bad, "publicaton:");
     let id_line = line_of(&bad, "rooftop_id: roof.Lakeshore-Chicago");
     let file = write(&dir, "bad.yaml", &bad);
-    let out = gateway(&db, &["import", "dealers", &file]);
+    let out = run_cli(&db, &["import", "dealers", &file]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let report = text(&out);
     let base = "/organizations/0/rooftops/0";
@@ -289,7 +269,7 @@ async fn a_misspelt_time_zone_is_refused_in_yaml_and_json() {
     let bad = DEMO.replacen("timezone: America/Chicago", "timezone: America/Chicagoo", 1);
     let line = line_of(&bad, "timezone: America/Chicagoo");
     let yaml = write(&dir, "tz.yaml", &bad);
-    let out = gateway(&db, &["import", "dealers", &yaml, "--dry-run"]);
+    let out = run_cli(&db, &["import", "dealers", &yaml, "--dry-run"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
         text(&out).contains(&format!(
@@ -303,7 +283,7 @@ async fn a_misspelt_time_zone_is_refused_in_yaml_and_json() {
     let pretty = serde_json::to_string_pretty(&doc).unwrap();
     let json_line = line_of(&pretty, "\"America/Chicagoo\"");
     let json = write(&dir, "tz.json", &pretty);
-    let out = gateway(&db, &["import", "dealers", &json]);
+    let out = run_cli(&db, &["import", "dealers", &json]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
         text(&out).contains(&format!("{json}:{json_line}:"))

@@ -2,27 +2,16 @@
 //! a fresh SQLite store: snapshots and exact summaries on success; every
 //! problem (line, column, rule), exit code 2 and nothing written otherwise.
 
-mod common;
-
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-use common::{temp_dir, test_database_url};
+use crate::common::{run_cli, temp_dir, test_database_url, text};
 
 const LAKESHORE: &str = "org.lakeshore-auto-group";
 const MAPLECREST: &str = "org.maplecrest-motor-group";
 const CHICAGO: &str = "roof.lakeshore-chicago";
 const GRAND_RAPIDS: &str = "roof.lakeshore-grand-rapids";
 const TORONTO: &str = "roof.maplecrest-toronto";
-
-fn gateway(db: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dealer-gateway"))
-        .args(args)
-        .env("DEALER_GATEWAY_DATABASE_URL", db)
-        .env("DEALER_GATEWAY_LOG", "warn")
-        .output()
-        .expect("binary runs")
-}
 
 fn fixture(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -32,20 +21,12 @@ fn fixture(name: &str) -> String {
         .to_string()
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 /// A fresh store with the demo dealers imported.
 async fn store_with_dealers() -> (PathBuf, String) {
     let dir = temp_dir();
     let db = test_database_url(&dir).await;
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../demo/dealers.yaml");
-    let out = gateway(&db, &["import", "dealers", &demo.display().to_string()]);
+    let out = run_cli(&db, &["import", "dealers", &demo.display().to_string()]);
     assert!(out.status.success(), "{}", text(&out));
     (dir, db)
 }
@@ -53,7 +34,7 @@ async fn store_with_dealers() -> (PathBuf, String) {
 fn import(db: &str, file: &str, org: &str, extra: &[&str]) -> Output {
     let mut args = vec!["import", "inventory", file, "--organization", org];
     args.extend_from_slice(extra);
-    gateway(db, &args)
+    run_cli(db, &args)
 }
 
 async fn snapshot_count(db: &str, org: &str, rooftop: &str) -> usize {
@@ -390,7 +371,7 @@ async fn bundle_imports_dealers_then_each_inventory_file_all_or_nothing() {
         bundle.join("inventory/b-maplecrest.csv"),
     )
     .unwrap();
-    let out = gateway(&db, &["import", "bundle", &bundle.display().to_string()]);
+    let out = run_cli(&db, &["import", "bundle", &bundle.display().to_string()]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let report = text(&out);
     assert!(
@@ -402,7 +383,7 @@ async fn bundle_imports_dealers_then_each_inventory_file_all_or_nothing() {
     assert_eq!(snapshot_count(&db, MAPLECREST, TORONTO).await, 0);
 
     std::fs::remove_file(bundle.join("inventory/b-maplecrest.csv")).unwrap();
-    let ok = gateway(&db, &["import", "bundle", &bundle.display().to_string()]);
+    let ok = run_cli(&db, &["import", "bundle", &bundle.display().to_string()]);
     assert!(ok.status.success(), "{}", text(&ok));
     assert!(
         text(&ok).contains("vehicles added 0, changed 0, unchanged 3, removed 0"),
@@ -416,7 +397,7 @@ async fn generated_demo_bundle_imports() {
     let dir = temp_dir();
     let db = test_database_url(&dir).await;
     let out_dir = dir.join("generated");
-    let generate = gateway(
+    let generate = run_cli(
         &db,
         &[
             "demo",
@@ -432,7 +413,7 @@ async fn generated_demo_bundle_imports() {
         ],
     );
     assert!(generate.status.success(), "{}", text(&generate));
-    let bundle = gateway(&db, &["import", "bundle", &out_dir.display().to_string()]);
+    let bundle = run_cli(&db, &["import", "bundle", &out_dir.display().to_string()]);
     assert!(bundle.status.success(), "{}", text(&bundle));
     assert!(
         text(&bundle).contains("3 of 3 inventory file(s) imported, 60 vehicle(s)"),

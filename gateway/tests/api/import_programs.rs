@@ -7,24 +7,13 @@
 //! replacement and withdrawal audited, refused changes audited too (and
 //! writing nothing else).
 
-mod common;
-
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-use common::{temp_dir, test_database_url};
+use crate::common::{run_cli, temp_dir, test_database_url, text};
 
-const DEMO: &str = include_str!("../../demo/dealers.yaml");
+const DEMO: &str = include_str!("../../../demo/dealers.yaml");
 const ORG: &str = "org.lakeshore-auto-group";
-
-fn gateway(db: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dealer-gateway"))
-        .args(args)
-        .env("DEALER_GATEWAY_DATABASE_URL", db)
-        .env("DEALER_GATEWAY_LOG", "warn")
-        .output()
-        .expect("binary runs")
-}
 
 fn fixture(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -34,21 +23,13 @@ fn fixture(name: &str) -> String {
         .to_string()
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 /// A store holding the demo dealers (no programs).
 async fn store_with_dealers() -> String {
     let dir = temp_dir();
     let db = test_database_url(&dir).await;
     let file = dir.join("dealers.yaml");
     std::fs::write(&file, DEMO).unwrap();
-    let out = gateway(&db, &["import", "dealers", &file.display().to_string()]);
+    let out = run_cli(&db, &["import", "dealers", &file.display().to_string()]);
     assert!(out.status.success(), "{}", text(&out));
     db
 }
@@ -68,7 +49,7 @@ async fn current(db: &str) -> Vec<(String, u32)> {
 fn import(db: &str, file: &str, extra: &[&str]) -> Output {
     let mut args = vec!["import", "programs", file, "--organization", ORG];
     args.extend_from_slice(extra);
-    gateway(db, &args)
+    run_cli(db, &args)
 }
 
 #[tokio::test]
@@ -153,12 +134,12 @@ fn programs_file(name: &str, yaml: &str) -> String {
 fn withdraw(db: &str, extra: &[&str]) -> Output {
     let mut args = vec!["programs", "withdraw", "--organization", ORG];
     args.extend_from_slice(extra);
-    gateway(db, &args)
+    run_cli(db, &args)
 }
 
 /// The audit events exported since 2000 (JSON lines).
 fn audit_events(db: &str) -> Vec<serde_json::Value> {
-    let out = gateway(db, &["audit", "export", "--since", "2000-01-01T00:00:00Z"]);
+    let out = run_cli(db, &["audit", "export", "--since", "2000-01-01T00:00:00Z"]);
     assert!(out.status.success(), "{}", text(&out));
     String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -447,7 +428,7 @@ async fn bad_file_reports_every_problem_exits_2_and_writes_nothing() {
     assert!(current(&db).await.is_empty());
 
     // An unknown organization is bad input too.
-    let out = gateway(
+    let out = run_cli(
         &db,
         &[
             "import",
@@ -488,7 +469,7 @@ async fn refused_program_changes_are_audited_and_write_nothing_else() {
     // 2. Unknown organizations: one that is an identifier, one that is not.
     let hostile_org = format!("org {}", "x".repeat(300));
     for org in ["org.absent", hostile_org.as_str()] {
-        let out = gateway(
+        let out = run_cli(
             &db,
             &[
                 "import",

@@ -141,7 +141,7 @@ fn published_output_schemas_admit_the_dap_error_but_success_validation_stays_str
 
 #[test]
 fn a_catalog_naming_an_unknown_schema_definition_is_refused() {
-    let yaml = include_str!("../../capabilities.yaml").replace(
+    let yaml = include_str!("../../../capabilities.yaml").replace(
         "manifest.schema.json#/$defs/manifestRequest",
         "manifest.schema.json#/$defs/noSuchDef",
     );
@@ -151,13 +151,13 @@ fn a_catalog_naming_an_unknown_schema_definition_is_refused() {
 
 #[test]
 fn a_catalog_tool_without_a_profile_entry_is_refused() {
-    let yaml = include_str!("../../capabilities.yaml").replace(
+    let yaml = include_str!("../../../capabilities.yaml").replace(
         "tools: [dealeragent.discovery.get_manifest, dealeragent.dealer.get]",
         "tools: [dealeragent.discovery.get_manifest]",
     );
     assert_ne!(
         yaml,
-        include_str!("../../capabilities.yaml"),
+        include_str!("../../../capabilities.yaml"),
         "fixture must change the catalog"
     );
     let err = Catalog::from_sources(&yaml, SCHEMA_FILES).unwrap_err();
@@ -169,11 +169,12 @@ fn duplicate_definition_names_across_schema_files_are_refused() {
     let extra = r#"{"$defs": {"money": {"type": "string"}}}"#;
     let mut files: Vec<(&str, &str)> = SCHEMA_FILES.to_vec();
     files.push(("extra.schema.json", extra));
-    let err = Catalog::from_sources(include_str!("../../capabilities.yaml"), &files).unwrap_err();
+    let err =
+        Catalog::from_sources(include_str!("../../../capabilities.yaml"), &files).unwrap_err();
     assert!(err.to_string().contains("money"), "{err}");
 }
 
-mod common;
+use crate::common;
 
 use serde_json::json;
 

@@ -4,9 +4,9 @@
 //! PII-ish fields rejected without echo, tenancy, and the manifest's
 //! extension profile.
 
-mod common;
+use crate::common;
 
-use common::{TestApp, spawn, tool_error_code};
+use crate::common::{TestApp, spawn, tool_error_code};
 use serde_json::{Value, json};
 
 const TOOL: &str = "dealergateway.offers.evaluate";
@@ -336,12 +336,7 @@ fn amounts_that_cannot_be_summed_are_refused_at_import() {
 
 /// Run the real binary against the running gateway's store.
 fn cli(app: &TestApp, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_dealer-gateway"))
-        .args(args)
-        .env("DEALER_GATEWAY_DATABASE_URL", &app.database_url)
-        .env("DEALER_GATEWAY_LOG", "warn")
-        .output()
-        .expect("binary runs")
+    crate::common::run_cli(&app.database_url, args)
 }
 
 fn cli_text(o: &std::process::Output) -> String {

@@ -10,17 +10,15 @@
 //! fixture records written from the documented rules, never from the
 //! gateway's own code.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
-use chrono::{DateTime, Duration, SubsecRound as _, Utc};
-use common::{
+use crate::common::{
     TestApp, fresh_database, load_search_dealers, poll_until, spawn_on, test_source, test_vehicle,
     tool_error_code,
 };
+use chrono::{DateTime, Duration, SubsecRound as _, Utc};
 use gateway::config::ServeSettings;
 use gateway::inventory::cursor::{self, CursorBinding, INVALID_CURSOR_MESSAGE};
 use gateway::inventory::model::{DistanceUnit, Odometer, VehicleRecord};

@@ -2,9 +2,7 @@
 //! real binary; verification through the library. Runs on SQLite, and on
 //! PostgreSQL when `DEALER_GATEWAY_TEST_POSTGRES_URL` is set.
 
-mod common;
-
-use std::process::{Command, Output};
+use std::process::Output;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use gateway::auth::api_token::{self, TokenRejection, VerifyError};
@@ -12,27 +10,14 @@ use gateway::auth::{Credential, RooftopScope};
 use gateway::store::{ApiTokenRecord, AuditEvent, Store};
 use serde_json::Value;
 
-use common::{temp_dir, test_database_url};
+use crate::common::{run_cli, temp_dir, test_database_url, text};
 
-const DEMO: &str = include_str!("../../demo/dealers.yaml");
+const DEMO: &str = include_str!("../../../demo/dealers.yaml");
 const ORG: &str = "org.lakeshore-auto-group";
 const AUDIENCE: &str = "https://gateway.example.com/mcp";
 
-fn gateway(db: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dealer-gateway"))
-        .args(args)
-        .env("DEALER_GATEWAY_DATABASE_URL", db)
-        .env("DEALER_GATEWAY_LOG", "warn")
-        .output()
-        .expect("binary runs")
-}
-
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", stdout(o), String::from_utf8_lossy(&o.stderr))
 }
 
 /// A store with the demo dealers imported by the binary.
@@ -41,7 +26,7 @@ async fn seeded() -> (std::path::PathBuf, String) {
     let db = test_database_url(&dir).await;
     let file = dir.join("dealers.yaml");
     std::fs::write(&file, DEMO).unwrap();
-    let out = gateway(&db, &["import", "dealers", &file.display().to_string()]);
+    let out = run_cli(&db, &["import", "dealers", &file.display().to_string()]);
     assert!(out.status.success(), "{}", text(&out));
     (dir, db)
 }
@@ -82,7 +67,7 @@ async fn create_list_revoke_and_verify() {
     let before = Utc::now();
 
     // --json: exactly token_id, token, expires_at.
-    let out = gateway(
+    let out = run_cli(
         &db,
         &create_args(&[
             "--rooftops",
@@ -150,7 +135,7 @@ async fn create_list_revoke_and_verify() {
     );
 
     // Plain output: the id, the token once, the expiry and a warning.
-    let out = gateway(&db, &create_args(&["--group"]));
+    let out = run_cli(&db, &create_args(&["--group"]));
     assert!(out.status.success(), "{}", text(&out));
     let plain = stdout(&out);
     let group_token = plain
@@ -189,7 +174,7 @@ async fn create_list_revoke_and_verify() {
             assert!(!listing.contains(needle), "{needle} in {listing}");
         }
     };
-    let out = gateway(&db, &["token", "list"]);
+    let out = run_cli(&db, &["token", "list"]);
     assert!(out.status.success(), "{}", text(&out));
     let listing = stdout(&out);
     no_secrets(&listing);
@@ -199,7 +184,7 @@ async fn create_list_revoke_and_verify() {
     assert!(listing.contains("roof.lakeshore-chicago,roof.lakeshore-lakewood"));
     assert!(listing.contains("group"));
 
-    let out = gateway(&db, &["token", "list", "--json"]);
+    let out = run_cli(&db, &["token", "list", "--json"]);
     assert!(out.status.success(), "{}", text(&out));
     no_secrets(&stdout(&out));
     let rows: Value = serde_json::from_str(&stdout(&out)).unwrap();
@@ -217,7 +202,7 @@ async fn create_list_revoke_and_verify() {
     assert_eq!(rows[1]["revoked_at"], Value::Null);
 
     // revoke: verification fails from then on; the other token still works.
-    let out = gateway(&db, &["token", "revoke", &token_id]);
+    let out = run_cli(&db, &["token", "revoke", &token_id]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(
         stdout(&out).contains(&format!("revoked token {token_id}")),
@@ -242,19 +227,19 @@ async fn create_list_revoke_and_verify() {
         .expect("revoked");
 
     // Revoking again keeps the first time.
-    let out = gateway(&db, &["token", "revoke", &token_id]);
+    let out = run_cli(&db, &["token", "revoke", &token_id]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(stdout(&out).contains("already revoked"), "{}", text(&out));
     let record = s.get_api_token(&token_id).await.unwrap().unwrap();
     assert_eq!(record.revoked_at, Some(revoked_at));
 
-    let out = gateway(&db, &["token", "list", "--json"]);
+    let out = run_cli(&db, &["token", "list", "--json"]);
     let rows: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(rows[0]["status"], "revoked");
     assert_eq!(rows[1]["status"], "active");
 
     // Unknown id: exit 2.
-    let out = gateway(&db, &["token", "revoke", "0000000000000000"]);
+    let out = run_cli(&db, &["token", "revoke", "0000000000000000"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("0000000000000000"), "{}", text(&out));
 }
@@ -293,7 +278,7 @@ async fn expired_token_is_rejected_and_listed_as_expired() {
         rejection(api_token::verify(s.as_ref(), &new.token, AUDIENCE, Utc::now()).await),
         TokenRejection::Expired
     );
-    let out = gateway(&db, &["token", "list", "--json"]);
+    let out = run_cli(&db, &["token", "list", "--json"]);
     let rows: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(rows[0]["status"], "expired");
     assert_eq!(rows[0]["created_at"], "2026-01-01T00:00:00Z");
@@ -365,7 +350,7 @@ async fn bad_inputs_exit_2_and_write_nothing() {
             args.drain(i..i + 2);
         }
         args.extend(extra.iter().copied());
-        let out = gateway(&db, &args);
+        let out = run_cli(&db, &args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
         assert!(
             text(&out).contains(needle),
@@ -427,7 +412,7 @@ async fn audit_export_prints_json_lines_oldest_first() {
     events.sort_by(|a, b| (a.occurred_at, &a.event_id).cmp(&(b.occurred_at, &b.event_id)));
 
     let export = |since: &str| {
-        let out = gateway(&db, &["audit", "export", "--since", since]);
+        let out = run_cli(&db, &["audit", "export", "--since", since]);
         assert!(out.status.success(), "{}", text(&out));
         stdout(&out)
             .lines()
@@ -447,7 +432,7 @@ async fn audit_export_prints_json_lines_oldest_first() {
     assert_eq!(export("2027-01-01T00:00:00Z"), vec![]);
 
     // The fields of one line, by name.
-    let out = gateway(&db, &["audit", "export", "--since", "2026-11-30T00:00:00Z"]);
+    let out = run_cli(&db, &["audit", "export", "--since", "2026-11-30T00:00:00Z"]);
     let first: Value = serde_json::from_str(stdout(&out).lines().next().unwrap()).unwrap();
     for field in [
         "event_id",
@@ -468,7 +453,7 @@ async fn audit_export_prints_json_lines_oldest_first() {
     }
 
     for bad in ["2026-12-01", "2026-12-01T00:00:00", "yesterday"] {
-        let out = gateway(&db, &["audit", "export", "--since", bad]);
+        let out = run_cli(&db, &["audit", "export", "--since", bad]);
         assert_eq!(out.status.code(), Some(2), "{bad}: {}", text(&out));
         assert!(text(&out).contains("RFC 3339"), "{}", text(&out));
     }
@@ -524,7 +509,7 @@ async fn audit_export_includes_every_counter_row_after_the_events() {
     let stored = s.audit_counts_since(base, 10_000).await.unwrap();
     assert_eq!(stored.len(), 2_400);
 
-    let out = gateway(&db, &["audit", "export", "--since", "2026-11-30T00:00:00Z"]);
+    let out = run_cli(&db, &["audit", "export", "--since", "2026-11-30T00:00:00Z"]);
     assert!(out.status.success(), "{}", text(&out));
     let lines: Vec<Value> = stdout(&out)
         .lines()
@@ -550,7 +535,7 @@ async fn audit_export_includes_every_counter_row_after_the_events() {
     assert_eq!(counters, stored);
     assert_eq!(counters.iter().map(|c| c.count).sum::<u64>(), 2_401);
     // --since applies to counter rows too (by their window).
-    let out = gateway(&db, &["audit", "export", "--since", "2026-12-01T00:02:00Z"]);
+    let out = run_cli(&db, &["audit", "export", "--since", "2026-12-01T00:02:00Z"]);
     let later = stdout(&out).lines().count();
     assert_eq!(later, 800, "{}", text(&out));
 }
@@ -559,7 +544,7 @@ async fn audit_export_includes_every_counter_row_after_the_events() {
 async fn audit_export_of_an_empty_log_prints_nothing() {
     let dir = temp_dir();
     let db = test_database_url(&dir).await;
-    let out = gateway(&db, &["audit", "export", "--since", "2000-01-01T00:00:00Z"]);
+    let out = run_cli(&db, &["audit", "export", "--since", "2000-01-01T00:00:00Z"]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(stdout(&out), "");
 }

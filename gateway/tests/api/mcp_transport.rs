@@ -2,9 +2,9 @@
 //! media types, body size, JSON-RPC envelope, notifications, GET/DELETE.
 //! None of these depend on the era.
 
-mod common;
+use crate::common;
 
-use common::{MODERN, TestApp, modern_body, send, spawn, spawn_with};
+use crate::common::{MODERN, TestApp, modern_body, send, spawn, spawn_with};
 use serde_json::{Value, json};
 
 fn discover() -> String {

@@ -2,9 +2,9 @@
 //! policy, and the conformance claim (or the notice that none is published)
 //! with its digest.
 
-mod common;
+use crate::common;
 
-use common::{send, spawn};
+use crate::common::{send, spawn};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 

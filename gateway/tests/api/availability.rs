@@ -6,18 +6,20 @@
 //! band. Backend-neutral (SQLite, or PostgreSQL when
 //! `DEALER_GATEWAY_TEST_POSTGRES_URL` is set).
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration as StdDuration;
 
+use crate::common::{
+    TestApp, fresh_database, spawn_on, test_source, test_vehicle, tool_error_code,
+};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Duration, SubsecRound as _, Utc};
-use common::{TestApp, fresh_database, spawn_on, test_source, test_vehicle, tool_error_code};
 use gateway::config::ServeSettings;
 use gateway::inventory::model::VehicleRecord;
 use gateway::store::Store;

@@ -525,3 +525,23 @@ where
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
+
+/// Run the real `dealer-gateway` binary against the store at `db` (the CLI
+/// half of the harness: imports, tokens, audit, programs, preview).
+pub fn run_cli(db: &str, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_dealer-gateway"))
+        .args(args)
+        .env("DEALER_GATEWAY_DATABASE_URL", db)
+        .env("DEALER_GATEWAY_LOG", "warn")
+        .output()
+        .expect("binary runs")
+}
+
+/// A CLI run's stdout then stderr, for assertions and failure messages.
+pub fn text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}

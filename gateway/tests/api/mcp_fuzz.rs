@@ -2,9 +2,9 @@
 //! JSON-RPC-shaped messages with random headers never get a 5xx (nor a
 //! panic), and every body is JSON or empty.
 
-mod common;
+use crate::common;
 
-use common::{MODERN, TestApp, spawn};
+use crate::common::{MODERN, TestApp, spawn};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Map, Value, json};

@@ -4,16 +4,14 @@
 //! freshness, and resource ttl. Backend-neutral (SQLite, or PostgreSQL when
 //! `DEALER_GATEWAY_TEST_POSTGRES_URL` is set).
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
-use chrono::{DateTime, Duration, SubsecRound as _, Utc};
-use common::{
+use crate::common::{
     TestApp, fresh_database, load_search_dealers, poll_until, spawn_on, test_source, test_vehicle,
     tool_error_code,
 };
+use chrono::{DateTime, Duration, SubsecRound as _, Utc};
 use gateway::inventory::model::VehicleRecord;
 use gateway::store::Store;
 use serde_json::{Value, json};

@@ -1,9 +1,9 @@
 //! Discovery profile over real HTTP: manifest tool and resource, dealer.get,
 //! organization and rooftop resources.
 
-mod common;
+use crate::common;
 
-use common::spawn;
+use crate::common::spawn;
 use serde_json::{Value, json};
 
 #[tokio::test]

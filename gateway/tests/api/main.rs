@@ -1,0 +1,26 @@
+//! Every integration test of the gateway, in one test binary (issue 13
+//! item 7): one link instead of one per file, one harness (`common`:
+//! `spawn`, `spawn_with`, the CLI runner, `test_database_url`, which honours
+//! `DEALER_GATEWAY_TEST_POSTGRES_URL` so each test also runs on PostgreSQL).
+//! Each module below is one area; `cargo nextest run -p gateway --test api
+//! <module>::` runs one of them.
+
+mod common;
+
+mod availability;
+mod catalog;
+mod disclosure;
+mod discovery;
+mod get_vehicle;
+mod import_dealers;
+mod import_inventory;
+mod import_programs;
+mod inventory_search;
+mod mcp_fuzz;
+mod mcp_legacy;
+mod mcp_modern;
+mod mcp_transport;
+mod offers;
+mod routes;
+mod security;
+mod token_cli;
