@@ -11,8 +11,8 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::get_vehicle::{Selector, lookup};
-use super::{ToolContext, ToolError, policy};
+use super::target;
+use super::{ToolContext, ToolError};
 use crate::availability::{self, Band, Observed, band};
 use crate::disclosure::{self, Inputs};
 use crate::inventory::model::VehicleRecord;
@@ -45,33 +45,11 @@ pub fn stored_band(
 }
 
 pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
-    let text = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or_default();
-    let organization_id = text("organization_id");
-    let rooftop_id = text("rooftop_id");
-    let vehicle_id = text("vehicle_id");
-    let directory = ctx
-        .state
-        .directory
-        .snapshot()
-        .await
-        .map_err(ToolError::internal)?;
-    let requested = [rooftop_id.to_owned()];
-    let (org, rooftops) = policy::authorize_rooftops(
-        &directory,
-        &ctx.principal,
-        organization_id,
-        Some(&requested),
-    )?;
-    let rooftop = rooftops.into_iter().next().ok_or(ToolError::NotFound)?;
-    let view = ctx
-        .state
-        .inventory
-        .view(&directory)
-        .await
-        .map_err(ToolError::internal)?;
-    let found = lookup(&view, &rooftop.rooftop_id, Selector::VehicleId(vehicle_id))
-        .ok_or(ToolError::NotFound)?;
-    let record = found.index.record(found.row);
+    // Tenancy before the lookup (DAP-CORE-031); `vehicle_id` is the only
+    // selector the input schema allows here.
+    let target = target::resolve_vehicle(ctx, args).await?;
+    let (org, rooftop) = (target.tenant.organization(), target.tenant.rooftop());
+    let (found, record) = (&target.found, &target.record);
     let now = Utc::now();
     let overlay = if found.withdrawn {
         None
@@ -81,7 +59,7 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
             .overlay_or_store(ctx.state.store.as_ref(), rooftop, &record.vehicle_id)
             .await
     };
-    let band = stored_band(&record, found.withdrawn, overlay.as_ref(), now);
+    let band = stored_band(record, found.withdrawn, overlay.as_ref(), now);
     let jurisdiction = args.get("jurisdiction");
     let payment_mode = args.get("payment_mode").and_then(Value::as_str);
     let org_programs = ctx
@@ -92,7 +70,7 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
         .map_err(ToolError::internal)?;
     let programs = disclosure::profile_jurisdiction(jurisdiction, &rooftop.dap).and_then(|j| {
         disclosure::programs_input(
-            &record,
+            record,
             &org_programs.at(now.fixed_offset()),
             org_programs.loaded_at,
             j,
@@ -101,7 +79,7 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
         )
     });
     let inputs = Inputs {
-        record: &record,
+        record,
         pricing: &rooftop.settings.pricing,
         config_source: Some(&org.source),
         inventory_sla_seconds: found.index.inventory_sla_seconds(),

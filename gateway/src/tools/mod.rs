@@ -13,6 +13,7 @@ pub mod get_vehicle;
 pub mod inventory_search;
 pub mod offers_evaluate;
 pub mod policy;
+pub mod target;
 pub mod verify_availability;
 
 use std::sync::Arc;

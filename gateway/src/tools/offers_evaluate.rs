@@ -21,8 +21,8 @@ use pricing::incentives::Criterion;
 use pricing::stacking::{ClaimValue, Profile, ProfileJurisdiction, ProfilePaymentMode};
 use serde_json::{Value, json};
 
-use super::get_vehicle::{Selector, lookup};
-use super::{ToolContext, ToolError, policy};
+use super::target;
+use super::{ToolContext, ToolError};
 use crate::catalog::FieldError;
 use crate::inventory::render::timestamp;
 use crate::offers::vehicle_for_pricing;
@@ -33,32 +33,23 @@ pub const NAME: &str = "dealergateway.offers.evaluate";
 const MAX_AGE_LIMIT: u32 = 2_592_000;
 
 pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
-    let text = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or_default();
-    let organization_id = text("organization_id");
-    let rooftop_id = text("rooftop_id");
-    let selector = Selector::from_args(args).ok_or(ToolError::NotFound)?;
-    let state = &ctx.state;
-    let directory = state
-        .directory
-        .snapshot()
-        .await
-        .map_err(ToolError::internal)?;
-    let rooftop =
-        policy::authorize_rooftop(&directory, &ctx.principal, organization_id, rooftop_id)?;
+    // Tenancy first (DAP-CORE-031), then the profile, then the lookup: a
+    // caller who may not read the rooftop learns nothing from its profile
+    // being checked.
+    let authorized = target::authorize(ctx, args).await?;
     let profile = profile(&args["profile"])?;
-    let view = state
-        .inventory
-        .view(&directory)
-        .await
-        .map_err(ToolError::internal)?;
-    let found = lookup(&view, &rooftop.rooftop_id, selector).ok_or(ToolError::NotFound)?;
-    let record = found.index.record(found.row);
+    let target = authorized.locate(ctx).await?;
+    let state = &ctx.state;
+    let (found, record) = (&target.found, &target.record);
     let programs = state
         .offers
-        .programs(state.store.as_ref(), organization_id)
+        .programs(
+            state.store.as_ref(),
+            &target.tenant.organization().organization_id,
+        )
         .await
         .map_err(ToolError::internal)?;
-    let vehicle = vehicle_for_pricing(&record);
+    let vehicle = vehicle_for_pricing(record);
     // The revision of each program live at the profile's `as_of` (issue 12
     // item 1); the evaluation is valid at most until another one takes over.
     let selected = programs.at(profile.as_of);

@@ -21,8 +21,8 @@
 use chrono::Utc;
 use serde_json::{Map, Value, json};
 
-use super::get_vehicle::{Selector, lookup};
-use super::{ToolContext, ToolError, policy};
+use super::target;
+use super::{ToolContext, ToolError};
 use crate::availability::{self, Band, band, source};
 use crate::inventory::render::timestamp;
 
@@ -33,25 +33,11 @@ its availability is unknown and it must not be presented as available.";
 
 /// The availability result and the members of its MCP result `_meta`.
 pub async fn call(ctx: &ToolContext, args: &Value) -> Result<(Value, Value), ToolError> {
-    let text = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or_default();
-    let organization_id = text("organization_id");
-    let rooftop_id = text("rooftop_id");
-    let selector = Selector::from_args(args).ok_or(ToolError::NotFound)?;
+    // Tenancy before the lookup (DAP-CORE-031), shared with get_vehicle.
+    let target = target::resolve_vehicle(ctx, args).await?;
     let state = &ctx.state;
-    let directory = state
-        .directory
-        .snapshot()
-        .await
-        .map_err(ToolError::internal)?;
-    let rooftop =
-        policy::authorize_rooftop(&directory, &ctx.principal, organization_id, rooftop_id)?;
-    let view = state
-        .inventory
-        .view(&directory)
-        .await
-        .map_err(ToolError::internal)?;
-    let found = lookup(&view, &rooftop.rooftop_id, selector).ok_or(ToolError::NotFound)?;
-    let record = found.index.record(found.row);
+    let rooftop = target.tenant.rooftop();
+    let (found, record) = (&target.found, &target.record);
     let http = availability::http_source(rooftop);
     let source_kind = if http.is_some() { "http" } else { "feed" };
 

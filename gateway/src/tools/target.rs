@@ -1,0 +1,190 @@
+//! The vehicle target of a tool call: one shared prologue for every tool
+//! that answers about one vehicle of one rooftop (`get_vehicle`,
+//! `verify_availability`, `get_disclosure`, `offers.evaluate`; issue 13
+//! item 2).
+//!
+//! The order is fixed and is the tenancy rule itself (DAP-CORE-029..031):
+//! selector from the arguments, then the dealer directory, then the
+//! caller's authority over the organization and rooftop ([`policy`]), and
+//! only then the inventory. A rooftop the caller may not read answers
+//! `NotFound` before anything could reveal whether the vehicle exists, so a
+//! foreign vehicle and an absent one look the same.
+//!
+//! The prologue is two steps, [`authorize`] and [`Authorized::locate`],
+//! because `offers.evaluate` checks its buyer profile between them (after
+//! tenancy, before the lookup); [`resolve_vehicle`] runs both.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{ToolContext, ToolError, policy};
+use crate::directory::DirectorySnapshot;
+use crate::inventory::index::SnapshotIndex;
+use crate::inventory::live::InventoryView;
+use crate::inventory::model::VehicleRecord;
+use crate::store::{OrganizationRecord, RooftopRecord};
+
+/// How a vehicle is selected.
+#[derive(Debug, Clone, Copy)]
+pub enum Selector<'a> {
+    VehicleId(&'a str),
+    Vin(&'a str),
+    StockNumber(&'a str),
+}
+
+impl<'a> Selector<'a> {
+    /// From schema-valid arguments (exactly one selector present; for
+    /// `get_disclosure` the schema allows `vehicle_id` only).
+    pub fn from_args(args: &'a Value) -> Option<Self> {
+        let get = |k: &str| args.get(k).and_then(Value::as_str);
+        get("vehicle_id")
+            .map(Selector::VehicleId)
+            .or_else(|| get("vin").map(Selector::Vin))
+            .or_else(|| get("stock_number").map(Selector::StockNumber))
+    }
+
+    fn find(self, index: &SnapshotIndex) -> Option<usize> {
+        match self {
+            Selector::VehicleId(id) => index.find_vehicle_id(id),
+            Selector::Vin(vin) => index.find_vin(vin).first().map(|r| *r as usize),
+            Selector::StockNumber(s) => index.find_stock_number(s).first().map(|r| *r as usize),
+        }
+    }
+}
+
+/// Where a selected vehicle was found.
+pub struct Found {
+    pub index: Arc<SnapshotIndex>,
+    pub row: usize,
+    pub withdrawn: bool,
+}
+
+/// Look a vehicle up in a rooftop's current inventory, then among the
+/// vehicles its newest snapshot withdrew (the grace period of
+/// `get_vehicle`'s module doc).
+pub fn lookup(view: &InventoryView, rooftop_id: &str, selector: Selector<'_>) -> Option<Found> {
+    let rooftop = view.rooftop(rooftop_id)?;
+    if let Some(row) = selector.find(&rooftop.latest) {
+        return Some(Found {
+            index: rooftop.latest.clone(),
+            row,
+            withdrawn: false,
+        });
+    }
+    let withdrawn = rooftop.withdrawn.as_ref()?;
+    selector.find(withdrawn).map(|row| Found {
+        index: withdrawn.clone(),
+        row,
+        withdrawn: true,
+    })
+}
+
+/// An organization and one of its rooftops the caller may read, held with
+/// the directory snapshot they were decided on (the same snapshot the
+/// inventory view is then taken from).
+pub struct Tenant {
+    directory: Arc<DirectorySnapshot>,
+    /// Positions in `directory`, which is immutable behind its `Arc`; set
+    /// only by [`authorize`] from this very snapshot.
+    organization: usize,
+    rooftop: usize,
+}
+
+impl Tenant {
+    pub fn organization(&self) -> &OrganizationRecord {
+        &self.directory.organizations[self.organization]
+    }
+
+    pub fn rooftop(&self) -> &RooftopRecord {
+        &self.organization().rooftops[self.rooftop]
+    }
+}
+
+/// The first step done: the caller may read the rooftop; nothing about the
+/// vehicle has been looked at yet.
+pub struct Authorized<'a> {
+    pub tenant: Tenant,
+    selector: Selector<'a>,
+}
+
+/// Both steps done: the authorized rooftop, where its vehicle was found and
+/// the vehicle's record.
+pub struct VehicleTarget {
+    pub tenant: Tenant,
+    pub found: Found,
+    pub record: VehicleRecord,
+}
+
+/// Selector, directory and tenancy (DAP-CORE-029..031): `NotFound` without
+/// a selector, and for an organization or rooftop that is absent or not
+/// readable by the caller (exactly like an absent vehicle).
+pub async fn authorize<'a>(
+    ctx: &ToolContext,
+    args: &'a Value,
+) -> Result<Authorized<'a>, ToolError> {
+    let text = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or_default();
+    let selector = Selector::from_args(args).ok_or(ToolError::NotFound)?;
+    let directory = ctx
+        .state
+        .directory
+        .snapshot()
+        .await
+        .map_err(ToolError::internal)?;
+    let requested = [text("rooftop_id").to_owned()];
+    let (org, rooftops) = policy::authorize_rooftops(
+        &directory,
+        &ctx.principal,
+        text("organization_id"),
+        Some(&requested),
+    )?;
+    let rooftop = rooftops.into_iter().next().ok_or(ToolError::NotFound)?;
+    // Positions of the records policy chose, so the tenant can own the
+    // snapshot instead of borrowing from a local.
+    let organization = directory
+        .organizations
+        .iter()
+        .position(|o| std::ptr::eq(o, org))
+        .ok_or_else(|| ToolError::internal("authorized organization not in its directory"))?;
+    let rooftop = org
+        .rooftops
+        .iter()
+        .position(|r| std::ptr::eq(r, rooftop))
+        .ok_or_else(|| ToolError::internal("authorized rooftop not in its organization"))?;
+    Ok(Authorized {
+        tenant: Tenant {
+            directory,
+            organization,
+            rooftop,
+        },
+        selector,
+    })
+}
+
+impl Authorized<'_> {
+    /// The inventory view of the authorized directory, then the vehicle in
+    /// the authorized rooftop only: `NotFound` when it is neither current
+    /// nor recently withdrawn there.
+    pub async fn locate(self, ctx: &ToolContext) -> Result<VehicleTarget, ToolError> {
+        let Authorized { tenant, selector } = self;
+        let view = ctx
+            .state
+            .inventory
+            .view(&tenant.directory)
+            .await
+            .map_err(ToolError::internal)?;
+        let found =
+            lookup(&view, &tenant.rooftop().rooftop_id, selector).ok_or(ToolError::NotFound)?;
+        let record = found.index.record(found.row);
+        Ok(VehicleTarget {
+            tenant,
+            found,
+            record,
+        })
+    }
+}
+
+/// [`authorize`] then [`Authorized::locate`].
+pub async fn resolve_vehicle(ctx: &ToolContext, args: &Value) -> Result<VehicleTarget, ToolError> {
+    authorize(ctx, args).await?.locate(ctx).await
+}
