@@ -1,5 +1,6 @@
-//! Inventory: the vehicle domain model shared by ingest, the store, the
-//! in-memory index and the tools, and its DAP wire rendering.
+//! Inventory: the in-memory index over a snapshot's vehicles, search,
+//! sealed cursors and the DAP wire rendering. The vehicle record itself is
+//! on the ground floor (`crate::domain::vehicle`, also named `model` here).
 //!
 //! A rooftop's inventory is published as immutable *snapshots*: each import
 //! of a rooftop creates a new one (all or nothing), and reads are pinned to
