@@ -238,7 +238,7 @@ pub trait Store: Send + Sync + 'static {
         source: &SourceRecord,
         vehicles: &[VehicleRecord],
     ) -> Result<SnapshotRecord, StoreError> {
-        validate_snapshot(organization_id, rooftop_id, vehicles)?;
+        // The writer applies every snapshot rule (snapshot_write::admit).
         let rooftops = [rooftop_id.to_owned()];
         let plan = snapshot_write::SnapshotPlan {
             organization_id,
@@ -598,57 +598,6 @@ fn validate_import(orgs: &[OrganizationRecord]) -> Result<(), StoreError> {
         }
     }
     Ok(())
-}
-
-/// Reject a snapshot batch with a vehicle of another rooftop or a repeated
-/// `vehicle_id`, `vin` or `stock_number`; returns the vehicle count.
-fn validate_snapshot(
-    organization_id: &str,
-    rooftop_id: &str,
-    vehicles: &[VehicleRecord],
-) -> Result<u32, StoreError> {
-    use std::collections::HashSet;
-    let count = u32::try_from(vehicles.len()).map_err(|_| {
-        StoreError::Query(format!(
-            "too many vehicles in one snapshot ({}); nothing was imported",
-            vehicles.len()
-        ))
-    })?;
-    let mut ids = HashSet::with_capacity(vehicles.len());
-    let mut vins = HashSet::with_capacity(vehicles.len());
-    let mut stock_numbers = HashSet::with_capacity(vehicles.len());
-    for v in vehicles {
-        if v.organization_id != organization_id || v.rooftop_id != rooftop_id {
-            return Err(StoreError::Query(format!(
-                "vehicle '{}' belongs to rooftop '{}' of organization '{}', not to rooftop \
-                 '{rooftop_id}' of organization '{organization_id}' being imported; \
-                 nothing was imported",
-                v.vehicle_id, v.rooftop_id, v.organization_id
-            )));
-        }
-        if !ids.insert(v.vehicle_id.as_str()) {
-            return Err(duplicate_in_snapshot(
-                "vehicle_id",
-                &v.vehicle_id,
-                rooftop_id,
-            ));
-        }
-        if let Some(vin) = &v.vin
-            && !vins.insert(vin.as_str())
-        {
-            return Err(duplicate_in_snapshot("vin", vin, rooftop_id));
-        }
-        if let Some(stock_number) = &v.stock_number
-            && !stock_numbers.insert(stock_number.as_str())
-        {
-            return Err(duplicate_in_snapshot(
-                "stock_number",
-                stock_number,
-                rooftop_id,
-            ));
-        }
-    }
-    Ok(count)
 }
 
 fn duplicate_in_snapshot(field: &str, value: &str, rooftop_id: &str) -> StoreError {
