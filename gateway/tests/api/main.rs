@@ -9,6 +9,8 @@ mod common;
 
 mod availability;
 mod catalog;
+mod cli_ops;
+mod console;
 mod disclosure;
 mod discovery;
 mod get_vehicle;

@@ -1,0 +1,1 @@
+//! The rooftop manager's console (issue 14) over real HTTP.
