@@ -21,7 +21,9 @@ use crate::store::Store;
 /// Everything a request may use. Immutable after start except the caches.
 pub struct AppState {
     pub settings: ServeSettings,
-    pub catalog: Catalog,
+    /// Shared with the inventory, whose indexes validate their
+    /// pre-rendered vehicles against the catalog's vehicle schema.
+    pub catalog: Arc<Catalog>,
     pub store: Arc<dyn Store>,
     pub directory: Directory,
     /// The per-snapshot inventory indexes this replica serves.
@@ -50,6 +52,8 @@ pub struct AppState {
     /// What `/conformance/claim.json` serves: the operator's signed claim,
     /// or a notice that none is published (see [`crate::claim`]).
     pub claim: crate::claim::PublishedClaim,
+    /// Serialized manifests per directory snapshot and caller view.
+    pub manifests: crate::manifest::ManifestCache,
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<String>,
 }
@@ -109,9 +113,21 @@ impl AppState {
             store.clone(),
             Duration::from_secs(settings.directory_refresh_seconds.max(1)),
         );
+        let catalog = Arc::new(catalog);
+        let schemas = catalog.clone();
+        let vehicle_check: crate::inventory::live::VehicleCheck = Arc::new(move |vehicle| {
+            // get_vehicle's output schema is the DAP vehicle definition.
+            match schemas.tool(crate::tools::get_vehicle::NAME) {
+                Some(tool) => tool
+                    .validate_output(vehicle)
+                    .map_err(|errors| serde_json::to_string(&errors).unwrap_or_default()),
+                None => Err("the catalog has no get_vehicle tool".to_owned()),
+            }
+        });
         let inventory = LiveInventory::new(
             store.clone(),
             Duration::from_secs(settings.inventory_refresh_seconds.max(1)),
+            vehicle_check,
         );
         let sessions = Sessions::new(
             settings.max_legacy_sessions,
@@ -137,6 +153,7 @@ impl AppState {
             anonymous_tool_limiter,
             availability,
             offers,
+            manifests: crate::manifest::ManifestCache::default(),
             public_base,
             claim: crate::claim::PublishedClaim::none(),
             allowed_hosts,

@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 
 use super::model::VehicleRecord;
+use super::render::{Pieces, PiecesRef};
 
 /// The identity of one snapshot, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -280,6 +281,70 @@ impl Arena {
     }
 }
 
+/// The [`Pieces`] of every row in one buffer (issue 13 item 3): seven
+/// strings per row, back to back, plus the row's numbers.
+#[derive(Debug, Default)]
+struct PieceArena {
+    text: String,
+    /// `PIECE_STRINGS` end offsets per row.
+    ends: Vec<u32>,
+    numbers: Vec<PieceNumbers>,
+}
+
+const PIECE_STRINGS: usize = 7;
+
+#[derive(Debug, Clone, Copy)]
+struct PieceNumbers {
+    valid_until_us: i64,
+    /// [`NO_BASIS`] when the row carries no used-vehicle tenure.
+    stocked_us: i64,
+    max_age_seconds: u32,
+}
+
+impl PieceArena {
+    fn push(&mut self, p: &Pieces) {
+        for s in [
+            &p.head,
+            &p.provenance,
+            &p.observed_at,
+            &p.valid_until,
+            &p.tenure,
+            &p.used_tail,
+            &p.status,
+        ] {
+            self.text.push_str(s);
+            self.ends.push(row_u32(self.text.len()));
+        }
+        self.numbers.push(PieceNumbers {
+            valid_until_us: p.valid_until_us,
+            stocked_us: p.stocked_us.unwrap_or(NO_BASIS),
+            max_age_seconds: p.max_age_seconds,
+        });
+    }
+
+    fn get(&self, row: usize) -> PiecesRef<'_> {
+        let first = row * PIECE_STRINGS;
+        let piece = |k: usize| {
+            let i = first + k;
+            let a = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+            &self.text[a..self.ends[i] as usize]
+        };
+        let n = self.numbers[row];
+        PiecesRef {
+            head: piece(0),
+            provenance: piece(1),
+            observed_at: piece(2),
+            valid_until: piece(3),
+            tenure: piece(4),
+            used_tail: piece(5),
+            status: piece(6),
+            valid_until_us: n.valid_until_us,
+            stocked_us: (n.stocked_us != NO_BASIS).then_some(n.stocked_us),
+            max_age_seconds: n.max_age_seconds,
+        }
+    }
+}
+
 /// One rooftop snapshot, indexed for search and unit lookups. Immutable;
 /// share it with `Arc<SnapshotIndex>`.
 #[derive(Debug)]
@@ -302,6 +367,11 @@ pub struct SnapshotIndex {
     /// Rows with a stock number, sorted by stock number.
     by_stock: Vec<u32>,
     sources: Vec<SourceSummary>,
+    /// Each row's pre-rendered DAP JSON (issue 13 item 3).
+    pieces: PieceArena,
+    /// Rows whose rendering failed the vehicle schema when the snapshot
+    /// was indexed ([`SnapshotIndex::check_pieces`]); sorted.
+    failed: Vec<u32>,
 }
 
 /// One distinct source of a snapshot: `(source_name, authority,
@@ -366,6 +436,7 @@ impl SnapshotIndex {
         let mut stock_numbers = Arena::default();
         let sources = summarize_sources(&records);
         let mut blobs: Vec<Box<str>> = Vec::with_capacity(n);
+        let mut pieces = PieceArena::default();
 
         for r in records {
             let basis = r.stocked_at.or(r.first_public_listing_at);
@@ -433,6 +504,7 @@ impl SnapshotIndex {
                 }
             }
             per_row.push(mine);
+            pieces.push(&Pieces::of(&r, inventory_sla_seconds));
             // Serializing a record of this crate's own type cannot fail
             // (every map key is a string).
             blobs.push(serde_json::to_string(&r).unwrap_or_default().into());
@@ -445,6 +517,7 @@ impl SnapshotIndex {
         vehicle_ids.shrink();
         vins.shrink();
         stock_numbers.shrink();
+        pieces.text.shrink_to_fit();
 
         let mut by_vehicle_id: Vec<u32> = (0..n).map(row_u32).collect();
         by_vehicle_id.sort_by(|a, b| {
@@ -478,7 +551,79 @@ impl SnapshotIndex {
             by_vehicle_id,
             by_vin,
             by_stock,
+            pieces,
+            failed: Vec::new(),
         }
+    }
+
+    /// Validate every row's rendering once, as written at `now`, with
+    /// `check` (the DAP vehicle schema; issue 13 item 3: each piece is
+    /// validated where it is produced). A row that fails is remembered:
+    /// responses that would include it are built as trees and go through
+    /// the output schema check at request time, which refuses them as the
+    /// gateway did before pre-rendering, and each failure is logged here
+    /// with the vehicle id, so an operator learns of it when the snapshot
+    /// loads rather than from a caller. Returns the number of failures.
+    pub fn check_pieces(
+        &mut self,
+        now: DateTime<Utc>,
+        check: &dyn Fn(&serde_json::Value) -> Result<(), String>,
+    ) -> usize {
+        let now_text = super::render::json_string(&super::render::timestamp(now));
+        let mut out = String::new();
+        let mut failed = Vec::new();
+        for row in 0..self.len() {
+            let pieces = self.pieces(row);
+            // A used vehicle stocked "in the future" gains its tenure
+            // summary only later: check that shape too, a day after.
+            let later = pieces
+                .stocked_us
+                .and_then(DateTime::from_timestamp_micros)
+                .filter(|stocked_at| *stocked_at > now)
+                .map(|stocked_at| stocked_at + chrono::Duration::days(1));
+            let mut verdict = Ok(());
+            for at in std::iter::once(now).chain(later) {
+                out.clear();
+                let at_text = if at == now {
+                    now_text.clone()
+                } else {
+                    super::render::json_string(&super::render::timestamp(at))
+                };
+                pieces.write(&mut out, at, &at_text, super::render::Mode::Live);
+                verdict = verdict.and_then(|()| {
+                    serde_json::from_str::<serde_json::Value>(&out)
+                        .map_err(|e| format!("not JSON: {e}"))
+                        .and_then(|v| check(&v))
+                });
+            }
+            if let Err(reason) = verdict {
+                tracing::error!(
+                    organization.id = %self.meta.organization_id,
+                    rooftop.id = %self.meta.rooftop_id,
+                    snapshot.version = self.meta.version,
+                    vehicle.id = %self.vehicle_id(row),
+                    %reason,
+                    "vehicle rendering fails the DAP vehicle schema; responses that include it are refused as dealeragent.internal"
+                );
+                failed.push(row_u32(row));
+            }
+        }
+        self.failed = failed;
+        self.failed.len()
+    }
+
+    /// The pre-rendered parts of the vehicle at `row`.
+    ///
+    /// # Panics
+    /// When `row >= self.len()`.
+    pub fn pieces(&self, row: usize) -> PiecesRef<'_> {
+        self.pieces.get(row)
+    }
+
+    /// Whether the row's rendering passed [`SnapshotIndex::check_pieces`]
+    /// (true when it was never checked, e.g. in unit tests).
+    pub fn piece_checked(&self, row: usize) -> bool {
+        self.failed.binary_search(&row_u32(row)).is_err()
     }
 
     pub fn meta(&self) -> &SnapshotMeta {
@@ -574,6 +719,9 @@ impl SnapshotIndex {
     pub fn heap_bytes(&self) -> usize {
         let blobs: usize = self.records.iter().map(|b| b.len() + 16).sum();
         blobs
+            + self.pieces.text.len()
+            + self.pieces.ends.len() * 4
+            + self.pieces.numbers.len() * std::mem::size_of::<PieceNumbers>()
             + self.rows.len() * std::mem::size_of::<Row>()
             + self.text.vocab.len()
             + (self.text.starts.len() + self.text.ends.len() + self.text.postings.len()) * 4

@@ -69,10 +69,17 @@ struct Current {
     loaded: Option<Instant>,
 }
 
+/// Validates one rendered vehicle against the DAP vehicle schema (the
+/// catalog's; this layer does not know schemas). The error is for the log.
+pub type VehicleCheck = Arc<dyn Fn(&serde_json::Value) -> Result<(), String> + Send + Sync>;
+
 /// The manager shared by every request.
 pub struct LiveInventory {
     store: Arc<dyn Store>,
     refresh: Duration,
+    /// Every index built here validates its pre-rendered vehicles once
+    /// with this (issue 13 item 3).
+    vehicle_check: VehicleCheck,
     current: Mutex<Current>,
     /// Replaced indexes by (rooftop_id, version), with when they retired.
     retired: StdMutex<RetiredMap>,
@@ -80,10 +87,11 @@ pub struct LiveInventory {
 }
 
 impl LiveInventory {
-    pub fn new(store: Arc<dyn Store>, refresh: Duration) -> Self {
+    pub fn new(store: Arc<dyn Store>, refresh: Duration, vehicle_check: VehicleCheck) -> Self {
         Self {
             store,
             refresh,
+            vehicle_check,
             current: Mutex::new(Current {
                 view: Arc::new(InventoryView::default()),
                 loaded: None,
@@ -166,7 +174,7 @@ impl LiveInventory {
         now: DateTime<Utc>,
     ) -> Result<RooftopInventory, StoreError> {
         let vehicles = self.store.snapshot_vehicles(&meta.snapshot_id).await?;
-        let latest = Arc::new(SnapshotIndex::build(index_meta(meta), sla, vehicles));
+        let latest = Arc::new(self.build(index_meta(meta), sla, vehicles));
         let mut withdrawn = None;
         if meta.version > 1 && meta.created_at + WITHDRAWN_GRACE > now {
             let history = self
@@ -182,15 +190,18 @@ impl LiveInventory {
                     .filter(|v| latest.find_vehicle_id(&v.vehicle_id).is_none())
                     .collect();
                 if !dropped.is_empty() {
-                    withdrawn = Some(Arc::new(SnapshotIndex::build(
-                        index_meta(previous),
-                        sla,
-                        dropped,
-                    )));
+                    withdrawn = Some(Arc::new(self.build(index_meta(previous), sla, dropped)));
                 }
             }
         }
         Ok(RooftopInventory { latest, withdrawn })
+    }
+
+    /// Index a snapshot and validate its pre-rendered vehicles once.
+    fn build(&self, meta: SnapshotMeta, sla: u32, vehicles: Vec<VehicleRecord>) -> SnapshotIndex {
+        let mut index = SnapshotIndex::build(meta, sla, vehicles);
+        index.check_pieces(Utc::now(), self.vehicle_check.as_ref());
+        index
     }
 
     /// The index of `rooftop_id` at `version`: the current one, a retired
@@ -221,7 +232,7 @@ impl LiveInventory {
         };
         let sla = inventory_sla(directory, &meta);
         let vehicles = self.store.snapshot_vehicles(&meta.snapshot_id).await?;
-        let index = Arc::new(SnapshotIndex::build(index_meta(&meta), sla, vehicles));
+        let index = Arc::new(self.build(index_meta(&meta), sla, vehicles));
         self.retired().insert(
             (rooftop_id.to_owned(), version),
             (index.clone(), Instant::now()),

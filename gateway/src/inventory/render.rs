@@ -34,11 +34,6 @@ use super::search::inventory_age_days;
 const MAX_AGE_LIMIT: u32 = 2_592_000;
 const MAX_TRANSFORMATIONS: usize = 32;
 
-const ASSERTED_REASON: &str = "Status asserted by the dealer's inventory feed and not verified; \
-call dealeragent.inventory.verify_availability before presenting this vehicle as available.";
-const WITHDRAWN_REASON: &str = "The vehicle was withdrawn from the dealer's latest inventory feed; \
-call dealeragent.inventory.verify_availability before presenting it as available.";
-
 /// What rendering needs beyond the record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RenderContext {
@@ -59,30 +54,6 @@ fn valid_until(observed_at: DateTime<Utc>, sla_seconds: u32) -> DateTime<Utc> {
     observed_at
         .checked_add_signed(Duration::seconds(i64::from(sla_seconds)))
         .unwrap_or(observed_at)
-}
-
-/// `current` within the SLA, `stale` after it.
-fn state(observed_at: DateTime<Utc>, sla_seconds: u32, now: DateTime<Utc>) -> &'static str {
-    if now <= valid_until(observed_at, sla_seconds) {
-        "current"
-    } else {
-        "stale"
-    }
-}
-
-fn freshness(record: &VehicleRecord, ctx: &RenderContext) -> Value {
-    let observed = record.source.observed_at;
-    let state = if ctx.withdrawn {
-        "withdrawn"
-    } else {
-        state(observed, ctx.inventory_sla_seconds, ctx.now)
-    };
-    json!({
-        "observed_at": timestamp(observed),
-        "state": state,
-        "valid_until": timestamp(valid_until(observed, ctx.inventory_sla_seconds)),
-        "max_age_seconds": ctx.inventory_sla_seconds.min(MAX_AGE_LIMIT),
-    })
 }
 
 fn truncate(s: &str, max_chars: usize) -> &str {
@@ -131,34 +102,248 @@ pub fn includes_required_dealer_charges(record: &VehicleRecord) -> bool {
         })
 }
 
-/// The DAP `vehicle` object of `record`.
+/// The DAP `vehicle` object of `record`: its [`Pieces`] written at
+/// `ctx.now` and read back, so the tree and the pre-rendered bytes a search
+/// serves are one rendering, not two (issue 13 item 3).
 pub fn vehicle(record: &VehicleRecord, ctx: &RenderContext) -> Value {
-    render(
-        record,
-        ctx,
-        record.powertrain.clone(),
-        record.features.clone(),
-        record.media.clone(),
-    )
+    let pieces = Pieces::of(record, ctx.inventory_sla_seconds);
+    let mut out = String::with_capacity(pieces.len_hint());
+    let now_text = json_string(&timestamp(ctx.now));
+    pieces
+        .as_ref()
+        .write(&mut out, ctx.now, &now_text, Mode::of(ctx));
+    // The text was written from serde_json pieces and fixed punctuation
+    // (tests parse every shape); a parse failure would be a bug here, and
+    // the output schema check would then refuse the empty object.
+    serde_json::from_str(&out).unwrap_or_default()
 }
 
-/// Like [`vehicle`], consuming the record so media, features and
-/// powertrain are moved instead of deep-copied (use it with
-/// `SnapshotIndex::record`, which decodes a fresh record anyway).
-pub fn vehicle_owned(mut record: VehicleRecord, ctx: &RenderContext) -> Value {
-    let powertrain = record.powertrain.take();
-    let features = std::mem::take(&mut record.features);
-    let media = std::mem::take(&mut record.media);
-    render(&record, ctx, powertrain, features, media)
+/// Like [`vehicle`]; kept for callers that own the record.
+pub fn vehicle_owned(record: VehicleRecord, ctx: &RenderContext) -> Value {
+    vehicle(&record, ctx)
 }
 
-fn render(
-    record: &VehicleRecord,
-    ctx: &RenderContext,
-    powertrain: Option<Value>,
-    features: Vec<String>,
-    media: Vec<Value>,
-) -> Value {
+/// Which availability and freshness a vehicle is written with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// In its rooftop's latest snapshot: the feed's status, `current` or
+    /// `stale` by the SLA.
+    Live,
+    /// Dropped by the latest snapshot (grace period): status `unknown`,
+    /// freshness `withdrawn`.
+    Withdrawn,
+}
+
+impl Mode {
+    fn of(ctx: &RenderContext) -> Mode {
+        if ctx.withdrawn {
+            Mode::Withdrawn
+        } else {
+            Mode::Live
+        }
+    }
+}
+
+/// `s` as a JSON string literal (quotes included).
+pub fn json_string(s: &str) -> String {
+    // Serializing a `str` cannot fail.
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+/// Serialize `v` (a tree built here, so it cannot fail).
+fn json_text(v: &Value) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+/// The parts of one vehicle's DAP JSON that do not depend on when it is
+/// asked for, serialized once when its snapshot is indexed (issue 13
+/// item 3). A request only adds what depends on the clock (freshness
+/// `state`, the used-vehicle tenure's `age_days` and `age_as_of`) or on the
+/// vehicle's standing (withdrawn). [`PiecesRef::write`] joins them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pieces {
+    /// `{` and every member except `used_vehicle`, `availability`,
+    /// `provenance` and `freshness`, comma-separated, without a closing
+    /// brace.
+    pub head: String,
+    /// The `provenance` object.
+    pub provenance: String,
+    /// `source.observed_at` as a JSON string.
+    pub observed_at: String,
+    /// `observed_at + SLA` as a JSON string.
+    pub valid_until: String,
+    /// `"stocked_at":…[,"first_public_listing_at":…]` of a vehicle that
+    /// can carry a used-vehicle summary (used, certified or demo with a
+    /// known `stocked_at`); empty otherwise.
+    pub tenure: String,
+    /// `"history_report_status":…,"certification_type":…` of that summary.
+    pub used_tail: String,
+    /// The feed's availability status (a DAP enum value).
+    pub status: String,
+    /// `valid_until` in microseconds since the epoch.
+    pub valid_until_us: i64,
+    /// `stocked_at` in microseconds since the epoch, when `tenure` is set.
+    pub stocked_us: Option<i64>,
+    /// `max_age_seconds` of the freshness.
+    pub max_age_seconds: u32,
+}
+
+/// Borrowed [`Pieces`] (the index keeps them in one arena).
+#[derive(Debug, Clone, Copy)]
+pub struct PiecesRef<'a> {
+    pub head: &'a str,
+    pub provenance: &'a str,
+    pub observed_at: &'a str,
+    pub valid_until: &'a str,
+    pub tenure: &'a str,
+    pub used_tail: &'a str,
+    pub status: &'a str,
+    pub valid_until_us: i64,
+    pub stocked_us: Option<i64>,
+    pub max_age_seconds: u32,
+}
+
+impl Pieces {
+    /// Render the request-independent parts of `record` under a rooftop
+    /// SLA of `sla_seconds`.
+    pub fn of(record: &VehicleRecord, sla_seconds: u32) -> Pieces {
+        let observed = record.source.observed_at;
+        let until = valid_until(observed, sla_seconds);
+        let mut head = json_text(&Value::Object(static_members(record)));
+        // `{…}` → `{…` (the request appends the rest and the brace).
+        head.pop();
+        let used = matches!(record.condition.as_str(), "used" | "certified" | "demo");
+        let (tenure, used_tail, stocked_us) = match record.stocked_at.filter(|_| used) {
+            None => (String::new(), String::new(), None),
+            Some(stocked_at) => {
+                let mut tenure = format!("\"stocked_at\":{}", json_string(&timestamp(stocked_at)));
+                if let Some(first) = record.first_public_listing_at {
+                    tenure.push_str(",\"first_public_listing_at\":");
+                    tenure.push_str(&json_string(&timestamp(first)));
+                }
+                let tail = format!(
+                    "\"history_report_status\":{},\"certification_type\":{}",
+                    json_string(record.history_report_status.as_deref().unwrap_or("unknown")),
+                    json_string(record.certification_type.as_deref().unwrap_or("unknown")),
+                );
+                (tenure, tail, Some(stocked_at.timestamp_micros()))
+            }
+        };
+        Pieces {
+            head,
+            provenance: json_text(&provenance(record)),
+            observed_at: json_string(&timestamp(observed)),
+            valid_until: json_string(&timestamp(until)),
+            tenure,
+            used_tail,
+            status: record.availability_status.clone(),
+            valid_until_us: until.timestamp_micros(),
+            stocked_us,
+            max_age_seconds: sla_seconds.min(MAX_AGE_LIMIT),
+        }
+    }
+
+    pub fn as_ref(&self) -> PiecesRef<'_> {
+        PiecesRef {
+            head: &self.head,
+            provenance: &self.provenance,
+            observed_at: &self.observed_at,
+            valid_until: &self.valid_until,
+            tenure: &self.tenure,
+            used_tail: &self.used_tail,
+            status: &self.status,
+            valid_until_us: self.valid_until_us,
+            stocked_us: self.stocked_us,
+            max_age_seconds: self.max_age_seconds,
+        }
+    }
+
+    /// Bytes a written vehicle takes, roughly (for buffer sizing).
+    pub fn len_hint(&self) -> usize {
+        self.head.len() + 2 * self.provenance.len() + 512
+    }
+}
+
+impl PiecesRef<'_> {
+    /// Append the vehicle's JSON object as of `now` (`now_text` is
+    /// `json_string(&timestamp(now))`, formatted once per response).
+    pub fn write(&self, out: &mut String, now: DateTime<Utc>, now_text: &str, mode: Mode) {
+        let state = match mode {
+            Mode::Withdrawn => "withdrawn",
+            Mode::Live if now.timestamp_micros() <= self.valid_until_us => "current",
+            Mode::Live => "stale",
+        };
+        out.push_str(self.head);
+        if let Some(age_days) = self
+            .stocked_us
+            .and_then(DateTime::from_timestamp_micros)
+            .and_then(|stocked_at| inventory_age_days(stocked_at, now))
+        {
+            out.push_str(",\"used_vehicle\":{\"inventory_tenure\":{");
+            out.push_str(self.tenure);
+            out.push_str(",\"age_days\":");
+            out.push_str(&age_days.to_string());
+            out.push_str(",\"age_as_of\":");
+            out.push_str(now_text);
+            out.push_str(",\"age_basis\":\"stocked_at\",\"provenance\":");
+            out.push_str(self.provenance);
+            out.push_str(",\"freshness\":");
+            self.write_freshness(out, state);
+            out.push_str("},");
+            out.push_str(self.used_tail);
+            out.push('}');
+        }
+        let (status, reason) = match mode {
+            Mode::Live => (self.status, ASSERTED_REASON_JSON),
+            Mode::Withdrawn => ("unknown", WITHDRAWN_REASON_JSON),
+        };
+        out.push_str(",\"availability\":{\"status\":\"");
+        // A DAP enum value (ingest validated it): no escaping needed.
+        out.push_str(status);
+        out.push_str("\",\"authority_status\":\"asserted\",\"observed_at\":");
+        out.push_str(self.observed_at);
+        out.push_str(",\"valid_until\":");
+        out.push_str(self.valid_until);
+        out.push_str(",\"human_verification_required\":true,\"reason\":");
+        out.push_str(reason);
+        out.push_str("},\"provenance\":");
+        out.push_str(self.provenance);
+        out.push_str(",\"freshness\":");
+        self.write_freshness(out, state);
+        out.push('}');
+    }
+
+    fn write_freshness(&self, out: &mut String, state: &str) {
+        out.push_str("{\"observed_at\":");
+        out.push_str(self.observed_at);
+        out.push_str(",\"state\":\"");
+        out.push_str(state);
+        out.push_str("\",\"valid_until\":");
+        out.push_str(self.valid_until);
+        out.push_str(",\"max_age_seconds\":");
+        out.push_str(&self.max_age_seconds.to_string());
+        out.push('}');
+    }
+}
+
+/// The reasons as JSON string literals (plain ASCII without quotes or
+/// backslashes, so the literal is the text in quotes; a unit test checks).
+const ASSERTED_REASON_JSON: &str = concat!(
+    "\"",
+    "Status asserted by the dealer's inventory feed and not verified; \
+call dealeragent.inventory.verify_availability before presenting this vehicle as available.",
+    "\""
+);
+const WITHDRAWN_REASON_JSON: &str = concat!(
+    "\"",
+    "The vehicle was withdrawn from the dealer's latest inventory feed; \
+call dealeragent.inventory.verify_availability before presenting it as available.",
+    "\""
+);
+
+/// Every member of the vehicle object that depends on nothing but the
+/// record, in wire order.
+fn static_members(record: &VehicleRecord) -> Map<String, Value> {
     let mut v = Map::new();
     let mut put = |k: &str, val: Value| {
         v.insert(k.to_owned(), val);
@@ -203,27 +388,28 @@ fn render(
         }
         put("odometer", Value::Object(odo));
     }
-    if let Some(p) = powertrain {
-        put("powertrain", p);
+    if let Some(p) = &record.powertrain {
+        put("powertrain", p.clone());
     }
-    if !features.is_empty() {
+    if !record.features.is_empty() {
         put(
             "features",
             Value::Array(
-                features
-                    .into_iter()
+                record
+                    .features
+                    .iter()
                     .filter(|f| !f.is_empty())
                     .take(500)
-                    .map(|f| match f.char_indices().nth(200) {
-                        Some((i, _)) => Value::from(&f[..i]),
-                        None => Value::from(f),
-                    })
+                    .map(|f| Value::from(truncate(f, 200)))
                     .collect(),
             ),
         );
     }
-    if !media.is_empty() {
-        put("media", Value::Array(media.into_iter().take(500).collect()));
+    if !record.media.is_empty() {
+        put(
+            "media",
+            Value::Array(record.media.iter().take(500).cloned().collect()),
+        );
     }
     if let Some(u) = &record.listing_url {
         put("listing_url", u.clone().into());
@@ -231,13 +417,6 @@ fn render(
     if let Some(u) = &record.window_sticker_url {
         put("window_sticker_url", u.clone().into());
     }
-
-    let provenance = provenance(record);
-    let freshness = freshness(record, ctx);
-    if let Some(summary) = used_vehicle(record, ctx, &provenance, &freshness) {
-        put("used_vehicle", summary);
-    }
-
     put(
         "advertised_price",
         json!({
@@ -246,55 +425,7 @@ fn render(
             "includes_required_dealer_charges": includes_required_dealer_charges(record),
         }),
     );
-
-    let observed = record.source.observed_at;
-    let (status, reason) = if ctx.withdrawn {
-        ("unknown", WITHDRAWN_REASON)
-    } else {
-        (record.availability_status.as_str(), ASSERTED_REASON)
-    };
-    put(
-        "availability",
-        json!({
-            "status": status,
-            "authority_status": "asserted",
-            "observed_at": timestamp(observed),
-            "valid_until": timestamp(valid_until(observed, ctx.inventory_sla_seconds)),
-            "human_verification_required": true,
-            "reason": reason,
-        }),
-    );
-    put("provenance", provenance);
-    put("freshness", freshness);
-    Value::Object(v)
-}
-
-fn used_vehicle(
-    record: &VehicleRecord,
-    ctx: &RenderContext,
-    provenance: &Value,
-    freshness: &Value,
-) -> Option<Value> {
-    if !matches!(record.condition.as_str(), "used" | "certified" | "demo") {
-        return None;
-    }
-    let stocked_at = record.stocked_at?;
-    let age_days = inventory_age_days(stocked_at, ctx.now)?;
-    let mut tenure = Map::new();
-    tenure.insert("stocked_at".into(), timestamp(stocked_at).into());
-    if let Some(first) = record.first_public_listing_at {
-        tenure.insert("first_public_listing_at".into(), timestamp(first).into());
-    }
-    tenure.insert("age_days".into(), age_days.into());
-    tenure.insert("age_as_of".into(), timestamp(ctx.now).into());
-    tenure.insert("age_basis".into(), "stocked_at".into());
-    tenure.insert("provenance".into(), provenance.clone());
-    tenure.insert("freshness".into(), freshness.clone());
-    Some(json!({
-        "inventory_tenure": Value::Object(tenure),
-        "history_report_status": record.history_report_status.as_deref().unwrap_or("unknown"),
-        "certification_type": record.certification_type.as_deref().unwrap_or("unknown"),
-    }))
+    v
 }
 
 /// One input of [`aggregate_freshness`]: when something was observed, the
@@ -384,4 +515,19 @@ pub fn search_provenance(searched: &[std::sync::Arc<SnapshotIndex>], now: DateTi
         "transformed_at": timestamp(now),
         "transformations": ["filtered, sorted and paged from published inventory snapshots"],
     })
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    /// The reason literals are written into responses unescaped.
+    #[test]
+    fn reason_literals_are_json_strings_of_plain_text() {
+        for literal in [ASSERTED_REASON_JSON, WITHDRAWN_REASON_JSON] {
+            let text: String = serde_json::from_str(literal).unwrap();
+            assert_eq!(json_string(&text), literal);
+            assert!(text.starts_with("Status") || text.starts_with("The vehicle"));
+        }
+    }
 }

@@ -7,6 +7,8 @@
 
 use std::sync::Arc;
 
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::error::RpcError;
@@ -20,6 +22,10 @@ pub struct MethodResult {
     pub body: Map<String, Value>,
     /// `(ttlMs, cacheScope)` for cacheable results (MCP caching).
     pub cache: Option<(u64, &'static str)>,
+    /// A tool result's structured content, serialized once by the tool
+    /// pipeline (issue 13 item 3): written as `structuredContent` and, as a
+    /// JSON string, as the text content block, without being parsed again.
+    pub structured: Option<Box<RawValue>>,
 }
 
 /// Instructions for agents, sent by `server/discover` and `initialize`.
@@ -57,16 +63,19 @@ pub async fn dispatch(
                 "instructions": INSTRUCTIONS,
             })),
             cache: Some((3_600_000, "public")),
+            structured: None,
         }),
         (Era::Legacy, "ping") => Ok(MethodResult {
             body: Map::new(),
             cache: None,
+            structured: None,
         }),
         (_, "tools/list") => {
             reject_cursor(params)?;
             Ok(MethodResult {
                 body: obj(json!({"tools": tool_list(state)})),
                 cache: Some((3_600_000, "public")),
+                structured: None,
             })
         }
         (_, "tools/call") => tools_call(state, params, caller, trace_id).await,
@@ -78,6 +87,7 @@ pub async fn dispatch(
             Ok(MethodResult {
                 body: obj(json!({"resources": list})),
                 cache: Some((state.directory_ttl_ms(), scope)),
+                structured: None,
             })
         }
         (_, "resources/templates/list") => {
@@ -85,6 +95,7 @@ pub async fn dispatch(
             Ok(MethodResult {
                 body: obj(json!({"resourceTemplates": resources::templates()})),
                 cache: Some((3_600_000, "public")),
+                structured: None,
             })
         }
         (_, "resources/read") => {
@@ -98,6 +109,7 @@ pub async fn dispatch(
                 Ok(Some((contents, ttl_ms, scope))) => Ok(MethodResult {
                     body: obj(json!({"contents": [contents]})),
                     cache: Some((ttl_ms, scope)),
+                    structured: None,
                 }),
                 Ok(None) => Err(RpcError::ResourceNotFound {
                     uri: uri.to_owned(),
@@ -227,21 +239,64 @@ async fn tools_call(
             "unknown tool; call tools/list for the tools this gateway serves".into(),
         )
     })?;
-    let text = serde_json::to_string(&outcome.structured).unwrap_or_default();
-    // Moved in, not through `json!` (which would deep-copy the whole tree;
-    // docs/benchmarks.md measured the copies at a third of a search).
     let mut body = Map::with_capacity(3);
-    body.insert("content".into(), json!([{"type": "text", "text": text}]));
-    body.insert("structuredContent".into(), outcome.structured);
     body.insert("isError".into(), Value::Bool(outcome.is_error));
     if let Some(meta) = outcome.meta {
         body.insert("_meta".into(), meta);
     }
-    Ok(MethodResult { body, cache: None })
+    Ok(MethodResult {
+        body,
+        cache: None,
+        structured: Some(outcome.structured),
+    })
+}
+
+/// A decorated result, ready to serialize: the members of `body`, then,
+/// for a tool result, `content` (the structured content as one text
+/// block, for clients that read text only) and `structuredContent`.
+pub struct Decorated {
+    body: Map<String, Value>,
+    structured: Option<Box<RawValue>>,
+}
+
+/// The text content block: `[{"type":"text","text":"<the JSON>"}]`.
+struct TextBlock<'a>(&'a str);
+
+impl Serialize for TextBlock<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        struct Block<'a>(&'a str);
+        impl Serialize for Block<'_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut map = serializer.serialize_map(Some(2))?;
+                map.serialize_entry("type", "text")?;
+                map.serialize_entry("text", self.0)?;
+                map.end()
+            }
+        }
+        let mut seq = serializer.serialize_seq(Some(1))?;
+        seq.serialize_element(&Block(self.0))?;
+        seq.end()
+    }
+}
+
+impl Serialize for Decorated {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let extra = if self.structured.is_some() { 2 } else { 0 };
+        let mut map = serializer.serialize_map(Some(self.body.len() + extra))?;
+        if let Some(structured) = &self.structured {
+            map.serialize_entry("content", &TextBlock(structured.get()))?;
+            map.serialize_entry("structuredContent", structured)?;
+        }
+        for (key, value) in &self.body {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
 }
 
 /// Shape a result for its era.
-pub fn decorate(era: Era, result: MethodResult) -> Value {
+pub fn decorate(era: Era, result: MethodResult) -> Decorated {
     let mut body = result.body;
     if era == Era::Modern {
         body.insert("resultType".into(), json!("complete"));
@@ -257,5 +312,8 @@ pub fn decorate(era: Era, result: MethodResult) -> Value {
             meta.insert("io.modelcontextprotocol/serverInfo".into(), server_info());
         }
     }
-    Value::Object(body)
+    Decorated {
+        body,
+        structured: result.structured,
+    }
 }

@@ -213,17 +213,28 @@ fn plain_error(status: StatusCode, error: RpcError) -> Response {
     json_response(status, &body, None)
 }
 
-/// `{"jsonrpc": "2.0", "id": id, "result": result}`, moving `result` in
-/// (`json!` would deep-copy it).
-fn envelope(id: &Value, result: Value) -> Value {
-    let mut body = Map::with_capacity(3);
-    body.insert("jsonrpc".into(), Value::from("2.0"));
-    body.insert("id".into(), id.clone());
-    body.insert("result".into(), result);
-    Value::Object(body)
+/// `{"jsonrpc": "2.0", "id": id, "result": result}`, serialized straight
+/// from its parts (a tool's structured content is already bytes).
+#[derive(serde::Serialize)]
+struct Envelope<'a> {
+    jsonrpc: &'static str,
+    id: &'a Value,
+    result: dispatch::Decorated,
 }
 
-fn json_response(status: StatusCode, body: &Value, session: Option<&str>) -> Response {
+fn envelope(id: &Value, result: dispatch::Decorated) -> Envelope<'_> {
+    Envelope {
+        jsonrpc: "2.0",
+        id,
+        result,
+    }
+}
+
+fn json_response(
+    status: StatusCode,
+    body: &impl serde::Serialize,
+    session: Option<&str>,
+) -> Response {
     let mut response = (status, serde_json::to_vec(body).unwrap_or_default()).into_response();
     let h = response.headers_mut();
     h.insert(

@@ -4,13 +4,17 @@
 //! resource come from one object (DAP-CORE-006); see [`crate::manifest`].
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 
-use super::{ToolContext, ToolError};
+use super::{Produced, ToolContext, ToolError};
 use crate::manifest;
 
 pub const NAME: &str = "dealeragent.discovery.get_manifest";
 
-pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
+/// Served from [`manifest::ManifestCache`]: built, checked against the
+/// output schema and serialized once per directory snapshot and caller
+/// view (issue 13 item 3).
+pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError> {
     let organization_id = args.get("organization_id").and_then(Value::as_str);
     let snapshot = ctx
         .state
@@ -18,5 +22,31 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
         .snapshot()
         .await
         .map_err(ToolError::internal)?;
-    manifest::build(&ctx.state, &snapshot, &ctx.principal, organization_id)
+    let key = manifest::view_key(&snapshot, &ctx.principal, organization_id);
+    let json = match ctx.state.manifests.get(&snapshot, &key) {
+        Some(json) => json,
+        None => {
+            let doc = manifest::build(&ctx.state, &snapshot, &ctx.principal, organization_id)?;
+            ctx.state
+                .catalog
+                .tool(NAME)
+                .ok_or_else(|| ToolError::internal("the catalog has no manifest tool"))?
+                .validate_output(&doc)
+                .map_err(|errors| {
+                    ToolError::internal(format!(
+                        "manifest failed its schema: {}",
+                        serde_json::to_string(&errors).unwrap_or_default()
+                    ))
+                })?;
+            let json: std::sync::Arc<str> = serde_json::to_string(&doc)
+                .map_err(ToolError::internal)?
+                .into();
+            ctx.state.manifests.put(&snapshot, key, json.clone());
+            json
+        }
+    };
+    Ok(Produced::Assembled {
+        json: RawValue::from_string(json.to_string()).map_err(ToolError::internal)?,
+        resource_ids: Vec::new(),
+    })
 }

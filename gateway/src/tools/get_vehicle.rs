@@ -13,10 +13,9 @@
 use chrono::Utc;
 use serde_json::Value;
 
-use super::target::{self, VehicleTarget};
-use super::{ToolContext, ToolError};
-use crate::inventory::model::VehicleRecord;
-use crate::inventory::render::{self, RenderContext};
+use super::target;
+use super::{Produced, ToolContext, ToolError};
+use crate::inventory::render::{self, Mode, RenderContext};
 
 // Selection lives with the shared prologue; re-exported for the vehicle
 // resource (`resources.rs`), which answers the same lookup.
@@ -24,45 +23,58 @@ pub use super::target::{Found, Selector, lookup};
 
 pub const NAME: &str = "dealeragent.inventory.get_vehicle";
 
-/// Render a found vehicle for the wire.
+/// Render a found vehicle for the wire, as a tree.
 pub fn render_found(found: &Found) -> Value {
-    render_record(found, found.index.record(found.row))
-}
-
-/// Render `record`, the record of `found`, for the wire.
-fn render_record(found: &Found, record: VehicleRecord) -> Value {
     let ctx = RenderContext {
         now: Utc::now(),
         inventory_sla_seconds: found.index.inventory_sla_seconds(),
         withdrawn: found.withdrawn,
     };
-    render::vehicle_owned(record, &ctx)
+    render::vehicle(&found.index.record(found.row), &ctx)
 }
 
-pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
-    let VehicleTarget {
-        tenant,
-        found,
-        record,
-    } = target::resolve_vehicle(ctx, args).await?;
-    let rooftop = tenant.rooftop();
-    let mut vehicle = render_record(&found, record);
-    if !found.withdrawn {
-        // A newer availability check overrides the feed's assertion
-        // (docs/availability.md, "Overlay").
-        let vehicle_id = found.index.vehicle_id(found.row).to_owned();
-        let observation = ctx
-            .state
-            .availability
-            .overlay_or_store(ctx.state.store.as_ref(), rooftop, &vehicle_id)
-            .await;
+/// The common case is served from the vehicle's pre-rendered pieces,
+/// validated when its snapshot was indexed (issue 13 item 3). A withdrawn
+/// vehicle, one with a newer availability check, and one whose pieces
+/// failed the schema are built as trees and validated by the pipeline.
+pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError> {
+    let (tenant, found) = target::authorize(ctx, args).await?.find(ctx).await?;
+    let now = Utc::now();
+    let vehicle_id = found.index.vehicle_id(found.row).to_owned();
+    if found.withdrawn {
+        return Ok(Produced::Tree(render_found(&found)));
+    }
+    // A newer availability check overrides the feed's assertion
+    // (docs/availability.md, "Overlay").
+    let observation = ctx
+        .state
+        .availability
+        .overlay_or_store(ctx.state.store.as_ref(), tenant.rooftop(), &vehicle_id)
+        .await;
+    let feed_observed_at =
+        chrono::DateTime::from_timestamp_micros(found.index.rows[found.row].observed_us)
+            .unwrap_or_default();
+    let overlaid = observation
+        .as_ref()
+        .is_some_and(|o| o.observed_at > feed_observed_at);
+    if overlaid || !found.index.piece_checked(found.row) {
+        let mut vehicle = render_found(&found);
         crate::availability::apply_overlay(
             &mut vehicle,
             observation.as_ref(),
-            chrono::DateTime::from_timestamp_micros(found.index.rows[found.row].observed_us)
-                .unwrap_or_default(),
-            Utc::now(),
+            feed_observed_at,
+            now,
         );
+        return Ok(Produced::Tree(vehicle));
     }
-    Ok(vehicle)
+    let now_text = render::json_string(&render::timestamp(now));
+    let mut json = String::with_capacity(4096);
+    found
+        .index
+        .pieces(found.row)
+        .write(&mut json, now, &now_text, Mode::Live);
+    Ok(Produced::Assembled {
+        json: serde_json::value::RawValue::from_string(json).map_err(ToolError::internal)?,
+        resource_ids: vec![vehicle_id],
+    })
 }

@@ -21,11 +21,11 @@ use std::sync::Arc;
 use chrono::Utc;
 use serde_json::{Value, json};
 
-use super::{ToolContext, ToolError, policy};
+use super::{Produced, ToolContext, ToolError, policy};
 use crate::catalog::FieldError;
 use crate::inventory::cursor::{self, CursorBinding, CursorPayload};
 use crate::inventory::index::SnapshotIndex;
-use crate::inventory::render::{self, FreshnessBasis, RenderContext};
+use crate::inventory::render::{self, FreshnessBasis, Mode, RenderContext};
 use crate::inventory::search::{self, SearchQuery};
 
 pub const NAME: &str = "dealeragent.inventory.search";
@@ -41,7 +41,7 @@ fn invalid_cursor() -> ToolError {
     }
 }
 
-pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
+pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError> {
     let query = SearchQuery::parse(args).map_err(|e| ToolError::Invalid {
         message: e.message.to_string(),
         // `FieldError::new` writes the parser's root pointer `""` as `/`
@@ -154,29 +154,66 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
         &overlay,
     );
 
-    let mut vehicles = Vec::with_capacity(page.vehicles.len());
+    // Render once, serve many (issue 13 item 3): each vehicle's JSON was
+    // rendered and validated against the vehicle schema when its snapshot
+    // was indexed; the response appends those bytes plus the few members
+    // that depend on the clock. A vehicle with a newer availability check
+    // of this replica, or whose pieces failed the schema, is built as a
+    // tree and validated against the vehicle schema here.
+    let vehicle_schema = state
+        .catalog
+        .tool(super::get_vehicle::NAME)
+        .ok_or_else(|| ToolError::internal("the catalog has no get_vehicle tool"))?;
+    let now_text = render::json_string(&render::timestamp(now));
+    let mut json = String::with_capacity(1024 + page.vehicles.len() * 3072);
+    json.push_str("{\"vehicles\":[");
+    let mut resource_ids = Vec::with_capacity(page.vehicles.len());
     let mut bases = Vec::with_capacity(page.vehicles.len());
-    for (index, row) in &page.vehicles {
-        let rctx = RenderContext {
-            now,
-            inventory_sla_seconds: index.inventory_sla_seconds(),
+    for (i, (index, row)) in page.vehicles.iter().enumerate() {
+        if i > 0 {
+            json.push(',');
+        }
+        let feed_observed_at =
+            chrono::DateTime::from_timestamp_micros(index.rows[*row].observed_us)
+                .unwrap_or_default();
+        bases.push(FreshnessBasis {
+            observed_at: feed_observed_at,
+            sla_seconds: index.inventory_sla_seconds(),
             withdrawn: false,
-        };
-        let record = index.record(*row);
-        bases.push(FreshnessBasis::of_record(&record, &rctx));
-        let feed_observed_at = record.source.observed_at;
-        let observation = state
-            .availability
-            .overlay(index.rooftop_id(), &record.vehicle_id);
-        let mut vehicle = render::vehicle_owned(record, &rctx);
-        crate::availability::apply_overlay(
-            &mut vehicle,
-            observation.as_ref(),
-            feed_observed_at,
-            now,
-        );
-        vehicles.push(vehicle);
+        });
+        let vehicle_id = index.vehicle_id(*row);
+        let observation = state.availability.overlay(index.rooftop_id(), vehicle_id);
+        let overlaid = observation
+            .as_ref()
+            .is_some_and(|o| o.observed_at > feed_observed_at);
+        if overlaid || !index.piece_checked(*row) {
+            let rctx = RenderContext {
+                now,
+                inventory_sla_seconds: index.inventory_sla_seconds(),
+                withdrawn: false,
+            };
+            let mut vehicle = render::vehicle(&index.record(*row), &rctx);
+            crate::availability::apply_overlay(
+                &mut vehicle,
+                observation.as_ref(),
+                feed_observed_at,
+                now,
+            );
+            vehicle_schema.validate_output(&vehicle).map_err(|errors| {
+                ToolError::internal(format!(
+                    "vehicle {vehicle_id} failed the vehicle schema: {}",
+                    serde_json::to_string(&errors).unwrap_or_default()
+                ))
+            })?;
+            json.push_str(&serde_json::to_string(&vehicle).map_err(ToolError::internal)?);
+        } else {
+            index
+                .pieces(*row)
+                .write(&mut json, now, &now_text, Mode::Live);
+        }
+        resource_ids.push(vehicle_id.to_owned());
     }
+    json.push(']');
     let searched: Vec<FreshnessBasis> = indexes
         .iter()
         .map(|i| FreshnessBasis::of_snapshot(i))
@@ -212,10 +249,11 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
         };
         page_info["next_cursor"] = json!(cursor::seal(&state.cursor_key, &payload));
     }
-    // Built by moving, not with `json!`: `json!` serializes every value it
-    // is given into a new tree, i.e. a deep copy of the rendered page.
+    // The envelope is small and built per request: it is validated here,
+    // against the tool's output schema with an empty vehicle list (each
+    // vehicle was validated where it was produced, above or at indexing).
     let mut out = serde_json::Map::with_capacity(6);
-    out.insert("vehicles".into(), Value::Array(vehicles));
+    out.insert("vehicles".into(), Value::Array(Vec::new()));
     out.insert(
         "facets".into(),
         serde_json::to_value(&page.facets).map_err(ToolError::internal)?,
@@ -230,5 +268,27 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
         render::aggregate_freshness(&bases, &searched, now),
     );
     out.insert("trace_id".into(), Value::String(ctx.trace_id.clone()));
-    Ok(Value::Object(out))
+    let mut envelope = Value::Object(out);
+    state
+        .catalog
+        .tool(NAME)
+        .ok_or_else(|| ToolError::internal("the catalog has no search tool"))?
+        .validate_output(&envelope)
+        .map_err(|errors| {
+            ToolError::internal(format!(
+                "search envelope failed its schema: {}",
+                serde_json::to_string(&errors).unwrap_or_default()
+            ))
+        })?;
+    if let Value::Object(members) = &mut envelope {
+        members.shift_remove("vehicles");
+    }
+    let rest = serde_json::to_string(&envelope).map_err(ToolError::internal)?;
+    // `{"facets":…}` continues the object after the vehicle list.
+    json.push(',');
+    json.push_str(rest.strip_prefix('{').unwrap_or(&rest));
+    Ok(Produced::Assembled {
+        json: serde_json::value::RawValue::from_string(json).map_err(ToolError::internal)?,
+        resource_ids,
+    })
 }

@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::auth::Principal;
 use crate::state::AppState;
@@ -51,11 +52,46 @@ pub const IMPLEMENTED: &[&str] = &[
 /// Outcome of one tool call: the structured content and whether it is an
 /// error object (MCP `isError`).
 pub struct ToolOutcome {
-    pub structured: Value,
+    /// Serialized once (issue 13 item 3); the MCP layer sends these bytes
+    /// as `structuredContent` and, as a string, as the text content.
+    pub structured: Box<RawValue>,
     pub is_error: bool,
     /// Members for the MCP result's `_meta`: this gateway's additions that
     /// the DAP output schema has no room for (e.g. the availability band).
     pub meta: Option<Value>,
+}
+
+/// What a tool produced.
+pub enum Produced {
+    /// A JSON tree: [`invoke`] validates it against the tool's output
+    /// schema, then serializes it.
+    Tree(Value),
+    /// JSON assembled from pieces that were each validated where they were
+    /// produced (issue 13 item 3; docs/benchmarks.md "Where output is
+    /// validated"), with the ids of the resources it returns, for the audit
+    /// record.
+    Assembled {
+        json: Box<RawValue>,
+        resource_ids: Vec<String>,
+    },
+}
+
+impl Produced {
+    /// Resource ids of a successful result (from what was returned, not
+    /// from what was asked).
+    fn resource_ids(&self) -> Vec<String> {
+        match self {
+            Produced::Assembled { resource_ids, .. } => resource_ids.clone(),
+            Produced::Tree(output) => {
+                let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+                let mut ids: Vec<String> = text(output, "vehicle_id").into_iter().collect();
+                if let Some(vehicles) = output.get("vehicles").and_then(Value::as_array) {
+                    ids.extend(vehicles.iter().filter_map(|v| text(v, "vehicle_id")));
+                }
+                ids
+            }
+        }
+    }
 }
 
 /// What the audit log keeps of one call (docs/security.md "Audit
@@ -76,10 +112,10 @@ enum AuditRecord {
     Counted,
 }
 
-fn audit_record(
+fn audit_record<T>(
     principal: &Principal,
     tool: &crate::catalog::Tool,
-    result: &Result<Value, ToolError>,
+    result: &Result<T, ToolError>,
 ) -> AuditRecord {
     if matches!(principal, Principal::Authenticated(_)) {
         return AuditRecord::OneByOne;
@@ -106,7 +142,7 @@ fn audit_record(
 }
 
 /// `policy_decision` and `outcome` of a call.
-fn decision_of(result: &Result<Value, ToolError>) -> (&'static str, &'static str) {
+fn decision_of<T>(result: &Result<T, ToolError>) -> (&'static str, &'static str) {
     match result {
         Ok(_) => ("allow", "ok"),
         Err(error) => (
@@ -136,7 +172,7 @@ async fn audit(
     ctx: &ToolContext,
     tool: &crate::catalog::Tool,
     args: &Value,
-    result: &Result<Value, ToolError>,
+    result: &Result<Produced, ToolError>,
 ) {
     use crate::store::audit::{
         AuditCount, INVALID_MARKER, MAX_COUNTER_KEYS_PER_WINDOW, identifier_or_marker,
@@ -179,17 +215,7 @@ async fn audit(
                 (None, None) => Vec::new(),
             };
             if let Ok(output) = result {
-                // Resource ids from what was returned (output-schema
-                // valid), not from what was asked.
-                let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-                if let Some(id) = text(output, "vehicle_id") {
-                    event.resource_ids.push(id);
-                }
-                if let Some(vehicles) = output.get("vehicles").and_then(Value::as_array) {
-                    event
-                        .resource_ids
-                        .extend(vehicles.iter().filter_map(|v| text(v, "vehicle_id")));
-                }
+                event.resource_ids = output.resource_ids();
             }
             event.policy_decision = decision.to_owned();
             event.outcome = outcome.to_owned();
@@ -238,22 +264,22 @@ fn authorize_tool(ctx: &ToolContext, tool: &crate::catalog::Tool) -> Result<(), 
 }
 
 /// A tool's structured output and, for some tools, its result `_meta`.
-type Output = (Value, Option<Value>);
+type Output = (Produced, Option<Value>);
 
 async fn dispatch(
     name: &str,
     ctx: &ToolContext,
     args: &Value,
 ) -> Option<Result<Output, ToolError>> {
-    let plain = |r: Result<Value, ToolError>| r.map(|v| (v, None));
+    let plain = |r: Result<Value, ToolError>| r.map(|v| (Produced::Tree(v), None));
     Some(match name {
-        get_manifest::NAME => plain(get_manifest::call(ctx, args).await),
+        get_manifest::NAME => get_manifest::call(ctx, args).await.map(|p| (p, None)),
         dealer_get::NAME => plain(dealer_get::call(ctx, args).await),
-        inventory_search::NAME => plain(inventory_search::call(ctx, args).await),
-        get_vehicle::NAME => plain(get_vehicle::call(ctx, args).await),
+        inventory_search::NAME => inventory_search::call(ctx, args).await.map(|p| (p, None)),
+        get_vehicle::NAME => get_vehicle::call(ctx, args).await.map(|p| (p, None)),
         verify_availability::NAME => verify_availability::call(ctx, args)
             .await
-            .map(|(v, meta)| (v, Some(meta))),
+            .map(|(v, meta)| (Produced::Tree(v), Some(meta))),
         offers_evaluate::NAME => plain(offers_evaluate::call(ctx, args).await),
         get_disclosure::NAME => plain(get_disclosure::call(ctx, args).await),
         _ => return None,
@@ -273,13 +299,14 @@ pub async fn invoke(ctx: &ToolContext, name: &str, args: &Value) -> Option<ToolO
             None => Err(ToolError::internal(format!(
                 "tool {name} is in the catalog but not implemented"
             ))),
-            Some(Ok((output, meta))) => match tool.validate_output(&output) {
-                Ok(()) => Ok((output, meta)),
+            Some(Ok((Produced::Tree(output), meta))) => match tool.validate_output(&output) {
+                Ok(()) => Ok((Produced::Tree(output), meta)),
                 Err(errors) => Err(ToolError::internal(format!(
                     "output of {name} failed its schema: {}",
                     serde_json::to_string(&errors).unwrap_or_default()
                 ))),
             },
+            Some(Ok((assembled @ Produced::Assembled { .. }, meta))) => Ok((assembled, meta)),
             Some(Err(e)) => Err(e),
         },
     };
@@ -289,8 +316,11 @@ pub async fn invoke(ctx: &ToolContext, name: &str, args: &Value) -> Option<ToolO
     };
     audit(ctx, tool, args, &result).await;
     Some(match result {
-        Ok(structured) => ToolOutcome {
-            structured,
+        Ok(produced) => ToolOutcome {
+            structured: match produced {
+                Produced::Assembled { json, .. } => json,
+                Produced::Tree(tree) => raw(&tree),
+            },
             is_error: false,
             meta,
         },
@@ -302,10 +332,16 @@ pub async fn invoke(ctx: &ToolContext, name: &str, args: &Value) -> Option<ToolO
                 tracing::info!(error.id = %error_id, trace.id = %ctx.trace_id, tool.name = name, error.code = error.code().as_str(), "tool refused");
             }
             ToolOutcome {
-                structured: error.to_dap(&error_id, &ctx.trace_id, Utc::now()),
+                structured: raw(&error.to_dap(&error_id, &ctx.trace_id, Utc::now())),
                 is_error: true,
                 meta: None,
             }
         }
     })
+}
+
+/// Serialize a tree once. A `Value` always serializes (its keys are
+/// strings); the `null` fallback is unreachable in practice.
+pub fn raw(tree: &Value) -> Box<RawValue> {
+    serde_json::value::to_raw_value(tree).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }

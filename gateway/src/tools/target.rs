@@ -166,6 +166,18 @@ impl Authorized<'_> {
     /// the authorized rooftop only: `NotFound` when it is neither current
     /// nor recently withdrawn there.
     pub async fn locate(self, ctx: &ToolContext) -> Result<VehicleTarget, ToolError> {
+        let (tenant, found) = self.find(ctx).await?;
+        let record = found.index.record(found.row);
+        Ok(VehicleTarget {
+            tenant,
+            found,
+            record,
+        })
+    }
+
+    /// [`Authorized::locate`] without decoding the record (a caller that
+    /// serves the pre-rendered vehicle needs only where it is).
+    pub async fn find(self, ctx: &ToolContext) -> Result<(Tenant, Found), ToolError> {
         let Authorized { tenant, selector } = self;
         let view = ctx
             .state
@@ -175,12 +187,7 @@ impl Authorized<'_> {
             .map_err(ToolError::internal)?;
         let found =
             lookup(&view, &tenant.rooftop().rooftop_id, selector).ok_or(ToolError::NotFound)?;
-        let record = found.index.record(found.row);
-        Ok(VehicleTarget {
-            tenant,
-            found,
-            record,
-        })
+        Ok((tenant, found))
     }
 }
 

@@ -586,3 +586,96 @@ fn compact_input_schemas_keep_property_descriptions_only() {
         assert!(compact < full, "{}: {compact} >= {full}", tool.name);
     }
 }
+
+/// Issue 13 item 3: search, get_vehicle and the manifest are assembled
+/// from pieces validated where they were produced. Every assembled result
+/// of the demo must still satisfy the tool's own (success) output schema,
+/// and its text content must be exactly its structured content.
+#[tokio::test]
+async fn assembled_results_satisfy_their_output_schemas_and_match_their_text() {
+    let app = crate::common::spawn().await;
+    let catalog = Catalog::load().unwrap();
+    let check = |name: &str, result: &Value| {
+        assert_eq!(result["isError"], false, "{name}: {result}");
+        let structured = &result["structuredContent"];
+        let text = result["content"][0]["text"].as_str().expect("text content");
+        assert_eq!(
+            &serde_json::from_str::<Value>(text).unwrap(),
+            structured,
+            "{name}: text and structured content differ"
+        );
+        let tool = catalog.tool(name).unwrap();
+        if let Err(errors) = tool.validate_output(structured) {
+            panic!("{name}: {errors:?}");
+        }
+    };
+    let manifest = app
+        .call_tool("dealeragent.discovery.get_manifest", serde_json::json!({}))
+        .await;
+    check("dealeragent.discovery.get_manifest", &manifest);
+    // Twice: the second answer comes from the manifest cache.
+    let again = app
+        .call_tool("dealeragent.discovery.get_manifest", serde_json::json!({}))
+        .await;
+    assert_eq!(again["structuredContent"], manifest["structuredContent"]);
+    let orgs: Vec<String> = manifest["structuredContent"]["organization_ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o.as_str().unwrap().to_owned())
+        .collect();
+    assert!(!orgs.is_empty());
+    let mut vehicles = 0;
+    let mut used = 0;
+    for org in &orgs {
+        for limit in [1, 20, 100] {
+            let mut args = serde_json::json!({"organization_id": org, "page": {"limit": limit}});
+            for _page in 0..3 {
+                let result = app
+                    .call_tool("dealeragent.inventory.search", args.clone())
+                    .await;
+                check("dealeragent.inventory.search", &result);
+                let page = &result["structuredContent"];
+                for v in page["vehicles"].as_array().unwrap() {
+                    vehicles += 1;
+                    used += usize::from(v.get("used_vehicle").is_some());
+                    if limit == 20 {
+                        let one = app
+                            .call_tool(
+                                "dealeragent.inventory.get_vehicle",
+                                serde_json::json!({
+                                    "organization_id": org,
+                                    "rooftop_id": v["rooftop_id"],
+                                    "vehicle_id": v["vehicle_id"],
+                                }),
+                            )
+                            .await;
+                        check("dealeragent.inventory.get_vehicle", &one);
+                        let mut alone = one["structuredContent"].clone();
+                        let mut listed = v.clone();
+                        // The same pieces: equal but for the clock-dependent
+                        // members, which were written a moment apart.
+                        for x in [&mut alone, &mut listed] {
+                            if let Some(u) = x.get_mut("used_vehicle") {
+                                u["inventory_tenure"]
+                                    .as_object_mut()
+                                    .unwrap()
+                                    .remove("age_as_of");
+                            }
+                        }
+                        assert_eq!(alone, listed);
+                    }
+                }
+                match page["page"]["next_cursor"].as_str() {
+                    Some(cursor) => args["page"]["cursor"] = serde_json::json!(cursor),
+                    None => break,
+                }
+            }
+        }
+    }
+    assert!(
+        vehicles > 100,
+        "the demo pages rendered {vehicles} vehicles"
+    );
+    assert!(used > 0, "no used-vehicle summary was rendered");
+}
