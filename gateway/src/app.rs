@@ -126,6 +126,8 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/.well-known/oauth-protected-resource/mcp",
             get(protected_resource),
         )
+        // The rooftop manager's console (issue 14), under /console/.
+        .merge(crate::console::router())
         .layer(axum::middleware::from_fn_with_state(
             timeout,
             request_deadline,

@@ -154,6 +154,9 @@ struct RawCatalog {
     schema_base: String,
     profiles: Vec<Profile>,
     tools: Vec<RawTool>,
+    /// Scopes of the gateway's own non-MCP surfaces (issue 14: the console).
+    #[serde(default)]
+    gateway_scopes: Vec<GatewayScope>,
     /// Documentation only: profiles a later release will add.
     #[serde(default)]
     #[expect(dead_code, reason = "read by humans, ignored by the loader")]
@@ -170,6 +173,19 @@ pub struct Profile {
     pub scopes: Vec<String>,
     pub tools: Vec<String>,
     pub resources: Vec<String>,
+}
+
+/// A scope checked by one of the gateway's own surfaces rather than by a
+/// tool (issue 14: `dealergateway:console:read` for `/console/`). It is
+/// part of the scope model a grant may carry, but no DAP profile names it,
+/// so it never appears in the manifest or `tools/list`.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayScope {
+    pub scope: String,
+    /// The path prefix of the surface that checks it.
+    pub surface: String,
+    pub description: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -276,6 +292,8 @@ pub struct Catalog {
     pub bundle: String,
     pub schema_base: String,
     pub profiles: Vec<Profile>,
+    /// Scopes of the gateway's own surfaces (see [`GatewayScope`]).
+    pub gateway_scopes: Vec<GatewayScope>,
     /// Sorted by name (deterministic `tools/list`, MCP).
     pub tools: Vec<Tool>,
     by_name: HashMap<String, usize>,
@@ -373,6 +391,7 @@ impl Catalog {
             bundle: raw.bundle,
             schema_base: raw.schema_base,
             profiles: raw.profiles,
+            gateway_scopes: raw.gateway_scopes,
             tools,
             by_name,
             schema_documents: documents,
@@ -386,6 +405,20 @@ impl Catalog {
     fn check_consistency(&self) -> Result<(), CatalogError> {
         if self.by_name.len() != self.tools.len() {
             return Err(CatalogError::Inconsistent("duplicate tool name".into()));
+        }
+        // A gateway scope is checked by its surface, never by a tool: one a
+        // profile also declared would be published as a DAP scope.
+        for gateway_scope in &self.gateway_scopes {
+            if self
+                .profiles
+                .iter()
+                .any(|p| p.scopes.contains(&gateway_scope.scope))
+            {
+                return Err(CatalogError::Inconsistent(format!(
+                    "gateway scope {} is also a profile scope",
+                    gateway_scope.scope
+                )));
+            }
         }
         for tool in &self.tools {
             if !valid_tool_name(&tool.name) {
@@ -432,6 +465,11 @@ impl Catalog {
             }
         }
         Ok(())
+    }
+
+    /// The gateway scope checked by `surface` (e.g. `/console/`), if any.
+    pub fn gateway_scope(&self, surface: &str) -> Option<&GatewayScope> {
+        self.gateway_scopes.iter().find(|s| s.surface == surface)
     }
 
     /// The tool named `name`, if the catalog defines it.

@@ -31,6 +31,7 @@ pub mod catalog;
 pub mod claim;
 /// The command line.
 pub mod cli;
+pub mod console;
 /// Typed settings with environment variables.
 pub mod config;
 /// The dealers file: parse, validate, convert.

@@ -1,0 +1,646 @@
+//! The vehicle list (the search tool), the vehicle page (`get_vehicle` and
+//! `get_disclosure`, rendered as an agent receives them) and the what-if
+//! form (`dealergateway.offers.evaluate`). Every call goes through
+//! `tools::invoke` with the manager's principal (issue 14 item 3).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::{ConnectInfo, Extension, Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use maud::{Markup, html};
+use serde_json::{Map, Value, json};
+
+use super::aggregate;
+use super::{Console, ConsoleError, Rooftop, Signed, encode, html as h, nav, page, signed_in};
+use crate::state::AppState;
+use crate::tools::{get_disclosure, get_vehicle, inventory_search, offers_evaluate};
+
+/// Vehicles per list page.
+const PAGE_SIZE: u32 = 25;
+
+/// The sorts the list offers: the search tool's sort fields.
+const SORTS: [(&str, &str); 7] = [
+    ("", "Relevance (the tool's default order)"),
+    ("advertised_price:asc", "Price, lowest first"),
+    ("advertised_price:desc", "Price, highest first"),
+    ("year:desc", "Year, newest first"),
+    ("odometer:asc", "Odometer, lowest first"),
+    ("inventory_age_days:desc", "Longest in stock first"),
+    ("observed_at:asc", "Oldest observation first"),
+];
+
+const CONDITIONS: [&str; 4] = ["new", "used", "certified", "demo"];
+const AVAILABILITY: [&str; 4] = ["available", "in_transit", "on_hold", "pending_sale"];
+/// DAP eligibility criteria a buyer profile may claim (offers.schema.json
+/// `offersClaims`).
+const CRITERIA: [&str; 11] = [
+    "residency",
+    "loyalty",
+    "conquest",
+    "military",
+    "first_responder",
+    "college_graduate",
+    "finance_provider",
+    "trade_in",
+    "lease_return",
+    "membership",
+    "other",
+];
+
+/// Query parameters of the list. Empty values mean "not set".
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct ListQuery {
+    #[serde(default)]
+    q: String,
+    #[serde(default)]
+    make: String,
+    #[serde(default)]
+    condition: String,
+    #[serde(default)]
+    availability: String,
+    #[serde(default)]
+    sort: String,
+    #[serde(default)]
+    cursor: String,
+}
+
+impl ListQuery {
+    /// The search tool's arguments for this query.
+    fn arguments(&self, organization_id: &str, rooftop_id: &str) -> Value {
+        let mut args = json!({
+            "organization_id": organization_id,
+            "rooftop_ids": [rooftop_id],
+            "page": {"limit": PAGE_SIZE},
+        });
+        if !self.cursor.is_empty() {
+            args["page"]["cursor"] = json!(self.cursor);
+        }
+        if !self.q.trim().is_empty() {
+            args["query"] = json!(self.q.trim());
+        }
+        let mut filters = Map::new();
+        for (key, value) in [
+            ("make", &self.make),
+            ("condition", &self.condition),
+            ("availability", &self.availability),
+        ] {
+            if !value.is_empty() {
+                filters.insert(key.to_owned(), json!([value]));
+            }
+        }
+        if !filters.is_empty() {
+            args["filters"] = Value::Object(filters);
+        }
+        if let Some((field, order)) = self.sort.split_once(':') {
+            args["sort"] = json!({"field": field, "order": order});
+        }
+        args
+    }
+
+    /// This query's URL parameters without the cursor.
+    fn params(&self) -> String {
+        [
+            ("q", &self.q),
+            ("make", &self.make),
+            ("condition", &self.condition),
+            ("availability", &self.availability),
+            ("sort", &self.sort),
+        ]
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, v)| format!("{k}={}", encode(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+    }
+}
+
+async fn signed_rooftop(
+    state: &Arc<AppState>,
+    console: &Console,
+    headers: &HeaderMap,
+    peer: SocketAddr,
+    rooftop_id: &str,
+) -> Result<(Signed, Rooftop), Response> {
+    let signed = signed_in(state, console, headers, peer)
+        .await
+        .map_err(super::NotSigned::into_response)?;
+    match super::covered_rooftop(state, &signed.grant, rooftop_id).await {
+        Ok(r) => Ok((signed, r)),
+        Err(e) => Err(e.page(Some(&signed))),
+    }
+}
+
+fn select(name: &str, label: &str, options: &[(String, String)], current: &str) -> Markup {
+    html! {
+        label for=(name) {
+            (label)
+            select id=(name) name=(name) {
+                @for (value, text) in options {
+                    option value=(value) selected[value == current] { (text) }
+                }
+            }
+        }
+    }
+}
+
+fn any_and(values: impl IntoIterator<Item = String>) -> Vec<(String, String)> {
+    std::iter::once((String::new(), "Any".to_owned()))
+        .chain(values.into_iter().map(|v| (v.clone(), v)))
+        .collect()
+}
+
+/// `GET /console/rooftop/{rooftop_id}/vehicles`.
+pub async fn list(
+    State(state): State<Arc<AppState>>,
+    Extension(console): Extension<Arc<Console>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Path(rooftop_id): Path<String>,
+    Query(query): Query<ListQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let (signed, rooftop) =
+        match signed_rooftop(&state, &console, &headers, peer, &rooftop_id).await {
+            Ok(x) => x,
+            Err(r) => return r,
+        };
+    let org = rooftop.organization().organization_id.clone();
+    let result = signed
+        .tool(
+            &state,
+            inventory_search::NAME,
+            &query.arguments(&org, rooftop.id()),
+        )
+        .await;
+    // Scores from the overview's aggregate, when the grant may see them.
+    let scores = match aggregate::tool_scope(&state, &signed, get_disclosure::NAME) {
+        Ok(()) => match console.scores.scores(&state, &signed, &rooftop).await {
+            Ok(s) => Some(s),
+            Err(e) => return e.page(Some(&signed)),
+        },
+        Err(_) => None,
+    };
+    let score_of: HashMap<&str, &aggregate::VehicleScore> = scores
+        .as_ref()
+        .map(|s| {
+            s.vehicles
+                .iter()
+                .map(|v| (v.vehicle_id.as_str(), v))
+                .collect()
+        })
+        .unwrap_or_default();
+    let base = format!("/console/rooftop/{}", encode(rooftop.id()));
+    let makes: Vec<String> = result
+        .as_ref()
+        .ok()
+        .and_then(|r| r.pointer("/facets/make"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f["value"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut makes = makes;
+    if !query.make.is_empty() && !makes.contains(&query.make) {
+        makes.push(query.make.clone());
+    }
+    let body = html! {
+        h1 { (rooftop.name()) ": vehicles" }
+        p { "The list is the answer of " code { (inventory_search::NAME) } " for your grant: the same filters, order and pages an agent gets." }
+        form.filters method="get" action={(base) "/vehicles"} role="search" aria-label="Filter vehicles" {
+            label for="q" { "Text (year, make, model, trim, stock number, VIN)"
+                input id="q" name="q" type="search" value=(query.q) maxlength="500"; }
+            (select("make", "Make", &any_and(makes), &query.make))
+            (select("condition", "Condition", &any_and(CONDITIONS.iter().map(|c| (*c).to_owned())), &query.condition))
+            (select("availability", "Listed availability", &any_and(AVAILABILITY.iter().map(|c| (*c).to_owned())), &query.availability))
+            (select("sort", "Sort", &SORTS.iter().map(|(v, t)| ((*v).to_owned(), (*t).to_owned())).collect::<Vec<_>>(), &query.sort))
+            button type="submit" { "Search" }
+        }
+        @match &result {
+            Err(error) => (h::tool_error("The search tool refused", error)),
+            Ok(found) => {
+                @let vehicles = found["vehicles"].as_array().cloned().unwrap_or_default();
+                @if vehicles.is_empty() {
+                    p id="no-vehicles" { "No vehicle matches." }
+                } @else {
+                    div.scroll {
+                        table id="vehicle-list" {
+                            caption { "Vehicles (" (vehicles.len()) " on this page)" }
+                            thead { tr {
+                                th scope="col" { "Vehicle" } th scope="col" { "Stock number" } th scope="col" { "Condition" }
+                                th.num scope="col" { "Advertised price" } th scope="col" { "Listed availability" }
+                                th scope="col" { "Freshness" } th.num scope="col" { "Score" }
+                            } }
+                            tbody {
+                                @for v in &vehicles {
+                                    @let id = h::text(v, "vehicle_id");
+                                    tr {
+                                        td { a href={(base) "/vehicle/" (encode(id))} {
+                                            (v["year"]) " " (h::text(v, "make")) " " (h::text(v, "model")) " " (h::text(v, "trim"))
+                                        } }
+                                        td { (h::text(v, "stock_number")) }
+                                        td { (h::text(v, "condition")) }
+                                        td.num { (h::money(v.pointer("/advertised_price/amount"))) }
+                                        td { (h::text(&v["availability"], "status")) }
+                                        td { (h::text(&v["freshness"], "state")) }
+                                        td.num { (score_of.get(id).map_or_else(|| "–".to_owned(), |s| s.score.to_string())) }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                @if let Some(next) = found.pointer("/page/next_cursor").and_then(Value::as_str) {
+                    @let params = query.params();
+                    p { a id="next-page" rel="next" href={(base) "/vehicles?" (params) @if !params.is_empty() { "&" } "cursor=" (encode(next))} { "Next page" } }
+                }
+                (h::raw_json("Raw structured content of the search (as the agent receives it)", "raw-search", found))
+            }
+        }
+    };
+    page(
+        &signed,
+        &format!("{} vehicles", rooftop.name()),
+        &nav(rooftop.id(), "Vehicles"),
+        &body,
+    )
+}
+
+/// `GET /console/rooftop/{rooftop_id}/vehicle/{vehicle_id}`.
+pub async fn vehicle(
+    State(state): State<Arc<AppState>>,
+    Extension(console): Extension<Arc<Console>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Path((rooftop_id, vehicle_id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let (signed, rooftop) =
+        match signed_rooftop(&state, &console, &headers, peer, &rooftop_id).await {
+            Ok(x) => x,
+            Err(r) => return r,
+        };
+    let args = json!({
+        "organization_id": rooftop.organization().organization_id,
+        "rooftop_id": rooftop.id(),
+        "vehicle_id": vehicle_id,
+    });
+    let record = signed.tool(&state, get_vehicle::NAME, &args).await;
+    // An absent vehicle is the one not-found page (nothing else is shown).
+    if matches!(&record, Err(e) if h::text(e, "code") == "dealeragent.resource.not_found")
+        || matches!(&record, Err(e) if h::text(e, "code") == "dealeragent.validation.invalid")
+    {
+        return ConsoleError::NotFound.page(Some(&signed));
+    }
+    let disclosure = signed.tool(&state, get_disclosure::NAME, &args).await;
+    let base = format!("/console/rooftop/{}", encode(rooftop.id()));
+    let title = match &record {
+        Ok(v) => format!(
+            "{} {} {} {}",
+            v["year"],
+            h::text(v, "make"),
+            h::text(v, "model"),
+            h::text(v, "trim")
+        )
+        .trim()
+        .to_owned(),
+        Err(_) => "Vehicle".to_owned(),
+    };
+    let body = html! {
+        h1 { (title) }
+        p { a href={(base) "/vehicle/" (encode(&vehicle_id)) "/what-if"} { "Try a buyer profile (what-if)" } }
+        @match &disclosure {
+            Err(error) => (h::tool_error("The disclosure tool refused", error)),
+            Ok(d) => (disclosure_section(d)),
+        }
+        @match &record {
+            Err(error) => (h::tool_error("The vehicle tool refused", error)),
+            Ok(v) => (record_section(v)),
+        }
+        h2 { "Raw structured content" }
+        @if let Ok(d) = &disclosure { (h::raw_json("Disclosure (dealeragent.pricing.get_disclosure), as the agent receives it", "raw-disclosure", d)) }
+        @if let Ok(v) = &record { (h::raw_json("Vehicle (dealeragent.inventory.get_vehicle), as the agent receives it", "raw-vehicle", v)) }
+    };
+    page(&signed, &title, &nav(rooftop.id(), "Vehicles"), &body)
+}
+
+fn disclosure_section(d: &Value) -> Markup {
+    let score = d
+        .pointer("/disclosure_completeness/score")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let gaps = aggregate::gaps(d);
+    let empty = Vec::new();
+    html! {
+        h2 { "What agents are told" }
+        blockquote.agent id="disclosure-text" { (h::text(d, "disclosure_text")) }
+        dl.facts {
+            div { dt { "Advertised price" } dd id="advertised-price" { (h::money(d.pointer("/advertised_price/amount"))) } }
+            div { dt { "Available to" } dd { (h::text(&d["advertised_price"], "availability")) } }
+            div { dt { "Government charges" } dd { (h::text(&d["government_charges"], "status")) } }
+            div { dt { "Completeness score" } dd id="completeness-score" { (score) " / 100" } }
+        }
+        h2 { "Required dealer charges" }
+        @let charges = d["required_dealer_charges"].as_array().unwrap_or(&empty);
+        @if d.get("required_dealer_charges").is_none() {
+            p.warn { "Unknown: the feed does not list them and the rooftop has no defaults." }
+        } @else if charges.is_empty() {
+            p { "None." }
+        } @else {
+            div.scroll { table id="required-charges" {
+                caption.sr { "Required dealer charges" }
+                thead { tr { th scope="col" { "Charge" } th.num scope="col" { "Amount" } th scope="col" { "In the advertised price" } th scope="col" { "Payee" } th scope="col" { "Taxable" } } }
+                tbody { @for c in charges { tr {
+                    td { (h::text(c, "name")) }
+                    td.num { (h::money(c.get("amount"))) }
+                    td { @if c["included_in_advertised_price"] == json!(true) { "included" } @else { "not included" } }
+                    td { (h::text(c, "payee")) }
+                    td { (h::text(c, "taxable_status")) }
+                } } }
+            } }
+        }
+        h2 { "Conditional adjustments" }
+        @let adjustments = d["conditional_adjustments"].as_array().unwrap_or(&empty);
+        @if d.get("conditional_adjustments").is_none() {
+            p.warn { "Unknown: the feed lists none and no programs are published." }
+        } @else if adjustments.is_empty() {
+            p { "None." }
+        } @else {
+            div.scroll { table id="conditional-adjustments" {
+                caption.sr { "Conditional adjustments with eligibility and stacking" }
+                thead { tr { th scope="col" { "Adjustment" } th scope="col" { "Direction" } th.num scope="col" { "Amount" } th scope="col" { "Eligibility" } th scope="col" { "Stacking" } } }
+                tbody { @for a in adjustments { tr {
+                    td { (h::text(a, "name")) br; code { (h::text(a, "adjustment_id")) } }
+                    td { (h::text(a, "direction")) }
+                    td.num { @if h::text(a, "amount_status") == "known" { (h::money(a.get("amount"))) } @else { (h::text(a, "amount_status")) } }
+                    td { ul { @for c in a["criteria"].as_array().unwrap_or(&empty) {
+                        li { (h::text(c, "criterion")) " " (h::text(c, "operator")) " (evidence " (h::text(c, "evidence_status")) "): " (h::text(c, "description")) }
+                    } } }
+                    td { (h::text(&a["stacking"], "group")) ", " (h::text(&a["stacking"], "combinability")) }
+                } } }
+            } }
+        }
+        @if let Some(lines) = d.pointer("/government_charges/lines").and_then(Value::as_array) {
+            h2 { "Government charges" }
+            ul { @for l in lines { li { (h::text(l, "name")) ": " (h::money(l.get("amount"))) } } }
+        }
+        h2 { "Completeness: what is missing and how to fix it" }
+        @if gaps.is_empty() {
+            p.ok { "Complete: 100 points." }
+        } @else {
+            div.scroll { table id="completeness-gaps" {
+                caption.sr { "Missing parts of the completeness score" }
+                thead { tr { th scope="col" { "Missing part" } th.num scope="col" { "Points lost" } th scope="col" { "Fix" } } }
+                tbody { @for g in &gaps { tr {
+                    th scope="row" { (aggregate::label(g.component)) }
+                    td.num { (g.points) }
+                    td { (g.fix) }
+                } } }
+            } }
+        }
+        @if let Some(u) = d.get("uncertainty") {
+            p.notice { strong { "Uncertainty: " } (h::text(u, "reason")) }
+        }
+    }
+}
+
+fn sources(v: &Value) -> Markup {
+    let empty = Vec::new();
+    html! {
+        ul { @for s in v.pointer("/provenance/sources").and_then(Value::as_array).unwrap_or(&empty) {
+            li { code { (h::text(s, "source_name")) } " (" (h::text(s, "authority")) "), observed " (h::time_of(s, "observed_at")) }
+        } }
+    }
+}
+
+fn record_section(v: &Value) -> Markup {
+    let a = &v["availability"];
+    html! {
+        h2 { "Availability" }
+        dl.facts {
+            div { dt { "Status" } dd id="availability-status" { (h::text(a, "status")) } }
+            div { dt { "Authority" } dd { (h::text(a, "authority_status")) } }
+            div { dt { "Observed" } dd { (h::time_of(a, "observed_at")) } }
+            div { dt { "Valid until" } dd { (h::time_of(a, "valid_until")) } }
+        }
+        @if !h::text(a, "reason").is_empty() { p { (h::text(a, "reason")) } }
+        h2 { "Provenance and freshness" }
+        p { "Freshness: " strong { (h::text(&v["freshness"], "state")) } ", observed " (h::time_of(&v["freshness"], "observed_at"))
+            ", valid until " (h::time_of(&v["freshness"], "valid_until")) "." }
+        (sources(v))
+        h2 { "Vehicle" }
+        dl.facts {
+            div { dt { "VIN" } dd { (h::text(v, "vin")) } }
+            div { dt { "Stock number" } dd { (h::text(v, "stock_number")) } }
+            div { dt { "Condition" } dd { (h::text(v, "condition")) } }
+            div { dt { "Odometer" } dd { (v.pointer("/odometer/value").cloned().unwrap_or(Value::Null)) " " (v.pointer("/odometer/unit").and_then(Value::as_str).unwrap_or("")) } }
+        }
+    }
+}
+
+/// `GET /console/rooftop/{rooftop_id}/vehicle/{vehicle_id}/what-if`: the
+/// form; with `payment_mode` set, also the offer evaluation of that
+/// profile.
+pub async fn what_if(
+    State(state): State<Arc<AppState>>,
+    Extension(console): Extension<Arc<Console>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Path((rooftop_id, vehicle_id)): Path<(String, String)>,
+    Query(form): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let (signed, rooftop) =
+        match signed_rooftop(&state, &console, &headers, peer, &rooftop_id).await {
+            Ok(x) => x,
+            Err(r) => return r,
+        };
+    let field = |k: &str| form.get(k).map(|v| v.trim()).unwrap_or_default();
+    let address = &rooftop.record().dap["address"];
+    let country = if form.contains_key("country") {
+        field("country").to_owned()
+    } else {
+        h::text(address, "country").to_owned()
+    };
+    let subdivision = if form.contains_key("subdivision") {
+        field("subdivision").to_owned()
+    } else {
+        let region = h::text(address, "region");
+        if region.is_empty() {
+            String::new()
+        } else {
+            format!("{country}-{region}")
+        }
+    };
+    let evaluation = if form.contains_key("payment_mode") {
+        let mut jurisdiction = json!({"country": country});
+        if !subdivision.is_empty() {
+            jurisdiction["subdivision"] = json!(subdivision);
+        }
+        if !field("postal_code").is_empty() {
+            jurisdiction["postal_code"] = json!(field("postal_code"));
+        }
+        let mut claims = Map::new();
+        for c in CRITERIA {
+            match field(&format!("claim_{c}")) {
+                "true" => {
+                    claims.insert(c.to_owned(), json!(true));
+                }
+                "false" => {
+                    claims.insert(c.to_owned(), json!(false));
+                }
+                _ => {}
+            }
+        }
+        let mut profile = json!({"payment_mode": field("payment_mode"), "jurisdiction": jurisdiction, "claims": claims});
+        // `datetime-local` has no offset: the form says it is UTC.
+        if !field("as_of").is_empty() {
+            let as_of = field("as_of");
+            let with_seconds = if as_of.len() == 16 {
+                format!("{as_of}:00Z")
+            } else {
+                format!("{as_of}Z")
+            };
+            profile["as_of"] = json!(with_seconds);
+        }
+        let args = json!({
+            "organization_id": rooftop.organization().organization_id,
+            "rooftop_id": rooftop.id(),
+            "vehicle_id": vehicle_id,
+            "profile": profile,
+        });
+        let result = signed.tool(&state, offers_evaluate::NAME, &args).await;
+        if matches!(&result, Err(e) if h::text(e, "code") == "dealeragent.resource.not_found") {
+            return ConsoleError::NotFound.page(Some(&signed));
+        }
+        Some(result)
+    } else {
+        // The vehicle must exist in this rooftop even before a profile is
+        // sent: the same not-found page as the vehicle page.
+        let args = json!({
+            "organization_id": rooftop.organization().organization_id,
+            "rooftop_id": rooftop.id(),
+            "vehicle_id": vehicle_id,
+        });
+        if let Err(e) = signed.tool(&state, get_vehicle::NAME, &args).await
+            && matches!(
+                h::text(&e, "code"),
+                "dealeragent.resource.not_found" | "dealeragent.validation.invalid"
+            )
+        {
+            return ConsoleError::NotFound.page(Some(&signed));
+        }
+        None
+    };
+    let base = format!(
+        "/console/rooftop/{}/vehicle/{}",
+        encode(rooftop.id()),
+        encode(&vehicle_id)
+    );
+    let modes = [
+        ("unknown", "Not decided (compare cash, finance and lease)"),
+        ("cash", "Cash"),
+        ("finance", "Finance"),
+        ("lease", "Lease"),
+    ];
+    let current_mode = if form.contains_key("payment_mode") {
+        field("payment_mode")
+    } else {
+        "unknown"
+    };
+    let body = html! {
+        h1 { "What-if: offers for a buyer profile" }
+        p { a href=(base) { "Back to the vehicle" } }
+        p { "A hypothetical buyer, without personal data: the evaluation is the answer of "
+            code { (offers_evaluate::NAME) } " to the same profile. Not a quote." }
+        form.stack method="get" action={(base) "/what-if"} id="what-if-form" {
+            fieldset {
+                legend { "Payment and jurisdiction" }
+                div.row {
+                    label for="payment_mode" { "Payment mode"
+                        select id="payment_mode" name="payment_mode" {
+                            @for (v, t) in modes { option value=(v) selected[v == current_mode] { (t) } }
+                        }
+                    }
+                    label for="country" { "Country (ISO 3166-1, e.g. US)"
+                        input id="country" name="country" value=(country) maxlength="2" size="4" required; }
+                    label for="subdivision" { "Subdivision (e.g. US-IL)"
+                        input id="subdivision" name="subdivision" value=(subdivision) maxlength="6" size="8"; }
+                    label for="postal_code" { "Postal code or prefix"
+                        input id="postal_code" name="postal_code" value=(field("postal_code")) maxlength="10" size="10"; }
+                    label for="as_of" { "As of (UTC; empty: now)"
+                        input id="as_of" name="as_of" type="datetime-local" value=(field("as_of")); }
+                }
+            }
+            fieldset {
+                legend { "Claims per eligibility criterion" }
+                div.row {
+                    @for c in CRITERIA {
+                        @let name = format!("claim_{c}");
+                        @let current = field(&name);
+                        label for=(name) { (c.replace('_', " "))
+                            select id=(name) name=(name) {
+                                option value="unknown" selected[current != "true" && current != "false"] { "unknown" }
+                                option value="true" selected[current == "true"] { "meets it" }
+                                option value="false" selected[current == "false"] { "does not" }
+                            }
+                        }
+                    }
+                }
+            }
+            button type="submit" { "Evaluate offers" }
+        }
+        @match &evaluation {
+            None => {},
+            Some(Err(error)) => (h::tool_error("The offers tool refused", error)),
+            Some(Ok(e)) => (evaluation_section(e)),
+        }
+    };
+    page(&signed, "What-if", &nav(rooftop.id(), "Vehicles"), &body)
+}
+
+fn stack_programs(stack: &Value) -> String {
+    let ids: Vec<String> = stack["program_ids"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|p| format!("{}@{}", h::text(p, "program_id"), p["revision"]))
+                .collect()
+        })
+        .unwrap_or_default();
+    if ids.is_empty() {
+        "no program".to_owned()
+    } else {
+        ids.join(", ")
+    }
+}
+
+fn evaluation_section(e: &Value) -> Markup {
+    let empty = Vec::new();
+    html! {
+        h2 id="evaluation" { "Offer evaluation" }
+        dl.facts {
+            div { dt { "Best payment mode" } dd id="winning-mode" { (h::text(e, "winning_payment_mode")) } }
+            div { dt { "Best stack net price" } dd id="best-net" { (h::money(e.pointer("/best_stack/net_price"))) } }
+            div { dt { "Best stack discount" } dd { (h::money(e.pointer("/best_stack/total_discount"))) } }
+            div { dt { "Advertised price" } dd { (h::money(e.get("advertised_price"))) } }
+        }
+        div.scroll { table id="branches" {
+            caption { "Best stack and guaranteed floor per payment mode" }
+            thead { tr {
+                th scope="col" { "Payment mode" } th scope="col" { "Best stack" } th.num scope="col" { "Net price" }
+                th scope="col" { "Optimality" } th.num scope="col" { "Guaranteed floor" } th scope="col" { "Potential extra and what it needs" }
+            } }
+            tbody { @for b in e["branches"].as_array().unwrap_or(&empty) { tr {
+                th scope="row" { (h::text(b, "payment_mode")) }
+                td { (stack_programs(&b["best_stack"])) }
+                td.num { (h::money(b.pointer("/best_stack/net_price"))) }
+                td { (b.pointer("/best_stack/optimality/status").and_then(Value::as_str).unwrap_or("")) }
+                td.num { (h::money(b.pointer("/guaranteed_floor/net_price"))) }
+                td { ul { @for x in b["potential_extra"].as_array().unwrap_or(&empty) { li { (h::text(x, "summary")) } } } }
+            } } }
+        } }
+        (h::raw_json("Raw structured content of the evaluation (as the agent receives it)", "raw-evaluation", e))
+    }
+}
