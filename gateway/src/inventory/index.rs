@@ -124,6 +124,45 @@ pub(crate) struct Row {
     pub certification: u8,
 }
 
+/// Facet counts and the oldest observation of the whole snapshot,
+/// computed once when it is indexed: a search without filters reads these
+/// instead of visiting every row (issue 13 item 4).
+#[derive(Debug, Default)]
+pub(crate) struct Totals {
+    /// By interned make id.
+    pub make: Vec<u64>,
+    /// By interned model id.
+    pub model: Vec<u64>,
+    pub year: std::collections::BTreeMap<i32, u64>,
+    pub condition: [u64; 4],
+    pub vehicle_type: [u64; 9],
+    /// By the feed's availability code (no overlay).
+    pub availability: [u64; 7],
+    /// Smallest `observed_us` of any row; `i64::MAX` when empty.
+    pub oldest_observed_us: i64,
+}
+
+impl Totals {
+    fn of(rows: &[Row], makes: usize, models: usize) -> Totals {
+        let mut t = Totals {
+            make: vec![0; makes],
+            model: vec![0; models],
+            oldest_observed_us: i64::MAX,
+            ..Totals::default()
+        };
+        for r in rows {
+            t.make[r.make as usize] += 1;
+            t.model[r.model as usize] += 1;
+            *t.year.entry(r.year).or_insert(0) += 1;
+            t.condition[usize::from(r.condition)] += 1;
+            t.vehicle_type[usize::from(r.vehicle_type)] += 1;
+            t.availability[usize::from(r.availability)] += 1;
+            t.oldest_observed_us = t.oldest_observed_us.min(r.observed_us);
+        }
+        t
+    }
+}
+
 /// Interned strings of one snapshot with their lower-cased forms.
 #[derive(Debug, Default)]
 pub(crate) struct Interner {
@@ -369,6 +408,7 @@ pub struct SnapshotIndex {
     sources: Vec<SourceSummary>,
     /// Each row's pre-rendered DAP JSON (issue 13 item 3).
     pieces: PieceArena,
+    pub(crate) totals: Totals,
     /// Rows whose rendering failed the vehicle schema when the snapshot
     /// was indexed ([`SnapshotIndex::check_pieces`]); sorted.
     failed: Vec<u32>,
@@ -536,6 +576,7 @@ impl SnapshotIndex {
         let by_vin = sorted_present(&vins);
         let by_stock = sorted_present(&stock_numbers);
 
+        let totals = Totals::of(&rows, makes.exact.len(), models.exact.len());
         SnapshotIndex {
             sources,
             meta,
@@ -551,6 +592,7 @@ impl SnapshotIndex {
             by_vehicle_id,
             by_vin,
             by_stock,
+            totals,
             pieces,
             failed: Vec::new(),
         }
