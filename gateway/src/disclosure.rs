@@ -13,6 +13,8 @@
 //! * The completeness score follows the published weights in
 //!   [`WEIGHT_COMPONENT`] and [`band_points`].
 
+pub mod cache;
+
 use chrono::{DateTime, Duration, Utc};
 use pricing::Money;
 use serde_json::{Map, Value, json};

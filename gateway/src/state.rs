@@ -52,6 +52,8 @@ pub struct AppState {
     /// What `/conformance/claim.json` serves: the operator's signed claim,
     /// or a notice that none is published (see [`crate::claim`]).
     pub claim: crate::claim::PublishedClaim,
+    /// Offer evaluations reused per vehicle, program set and profile.
+    pub evaluations: crate::disclosure::cache::EvaluationCache,
     /// Serialized manifests per directory snapshot and caller view.
     pub manifests: crate::manifest::ManifestCache,
     allowed_hosts: Vec<String>,
@@ -154,6 +156,7 @@ impl AppState {
             availability,
             offers,
             manifests: crate::manifest::ManifestCache::default(),
+            evaluations: crate::disclosure::cache::EvaluationCache::default(),
             public_base,
             claim: crate::claim::PublishedClaim::none(),
             allowed_hosts,

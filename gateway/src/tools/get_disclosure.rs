@@ -12,8 +12,9 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::target;
-use super::{ToolContext, ToolError};
+use super::{Produced, ToolContext, ToolError};
 use crate::availability::{self, Band, Observed, band};
+use crate::disclosure::cache::EvaluationKey;
 use crate::disclosure::{self, Inputs};
 use crate::inventory::model::VehicleRecord;
 
@@ -44,7 +45,7 @@ pub fn stored_band(
     }
 }
 
-pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
+pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError> {
     // Tenancy before the lookup (DAP-CORE-031); `vehicle_id` is the only
     // selector the input schema allows here.
     let target = target::resolve_vehicle(ctx, args).await?;
@@ -68,16 +69,36 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
         .programs(ctx.state.store.as_ref(), &org.organization_id)
         .await
         .map_err(ToolError::internal)?;
-    let programs = disclosure::profile_jurisdiction(jurisdiction, &rooftop.dap).and_then(|j| {
-        disclosure::programs_input(
-            record,
-            &org_programs.at(now.fixed_offset()),
-            org_programs.loaded_at,
-            j,
-            payment_mode,
-            now,
-        )
-    });
+    // The offer evaluation is reused per vehicle, program set and profile
+    // for a short window (disclosure::cache); everything else below is
+    // computed for this request.
+    let evaluated = match disclosure::profile_jurisdiction(jurisdiction, &rooftop.dap) {
+        None => None,
+        Some(j) => {
+            let key = EvaluationKey {
+                organization_id: org.organization_id.clone(),
+                vehicle_id: record.vehicle_id.clone(),
+                snapshot_version: found.index.version(),
+                jurisdiction: serde_json::to_string(&j).map_err(ToolError::internal)?,
+                payment_mode: payment_mode.map(str::to_owned),
+            };
+            Some(
+                ctx.state
+                    .evaluations
+                    .get_or_evaluate(key, &org_programs, now, |as_of| {
+                        disclosure::programs_input(
+                            record,
+                            &org_programs.at(as_of.fixed_offset()),
+                            org_programs.loaded_at,
+                            j,
+                            payment_mode,
+                            as_of,
+                        )
+                    }),
+            )
+        }
+    };
+    let programs = evaluated.as_ref().and_then(|e| e.input.as_deref()).cloned();
     let inputs = Inputs {
         record,
         pricing: &rooftop.settings.pricing,
@@ -91,5 +112,88 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
         programs,
         now,
     };
-    Ok(disclosure::build(&inputs).document)
+    let document = disclosure::build(&inputs).document;
+    let evaluation = evaluated.and_then(|e| e.evaluation);
+    let Some(evaluation) = evaluation else {
+        return Ok(Produced::Tree(document));
+    };
+    // The document carries an empty placeholder under the offers
+    // extension: it is validated here as built (the extension bag admits
+    // any object under a well-formed key), then written with the
+    // evaluation's bytes in the placeholder's place.
+    ctx.state
+        .catalog
+        .tool(NAME)
+        .ok_or_else(|| ToolError::internal("the catalog has no disclosure tool"))?
+        .validate_output(&document)
+        .map_err(|errors| {
+            ToolError::internal(format!(
+                "disclosure failed its schema: {}",
+                serde_json::to_string(&errors).unwrap_or_default()
+            ))
+        })?;
+    let json = serde_json::to_string(&WithEvaluation {
+        document: &document,
+        evaluation: &evaluation,
+    })
+    .map_err(ToolError::internal)?;
+    Ok(Produced::Assembled {
+        json: serde_json::value::RawValue::from_string(json).map_err(ToolError::internal)?,
+        resource_ids: vec![record.vehicle_id.clone()],
+    })
+}
+
+/// The member of `extensions` that holds the offer evaluation.
+const OFFERS_EXTENSION: &str = "dealergateway.offers";
+
+/// A disclosure document written with the serialized evaluation in place
+/// of its `extensions."dealergateway.offers"` placeholder.
+struct WithEvaluation<'a> {
+    document: &'a Value,
+    evaluation: &'a serde_json::value::RawValue,
+}
+
+impl serde::Serialize for WithEvaluation<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Value::Object(members) = self.document else {
+            return self.document.serialize(serializer);
+        };
+        let mut map = serializer.serialize_map(Some(members.len()))?;
+        for (key, value) in members {
+            match (key.as_str(), value) {
+                ("extensions", Value::Object(extensions)) => {
+                    map.serialize_entry(
+                        key,
+                        &Extensions {
+                            extensions,
+                            evaluation: self.evaluation,
+                        },
+                    )?;
+                }
+                _ => map.serialize_entry(key, value)?,
+            }
+        }
+        map.end()
+    }
+}
+
+struct Extensions<'a> {
+    extensions: &'a serde_json::Map<String, Value>,
+    evaluation: &'a serde_json::value::RawValue,
+}
+
+impl serde::Serialize for Extensions<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.extensions.len()))?;
+        for (key, value) in self.extensions {
+            if key == OFFERS_EXTENSION {
+                map.serialize_entry(key, self.evaluation)?;
+            } else {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
 }

@@ -77,6 +77,17 @@ pub enum Produced {
 }
 
 impl Produced {
+    /// The output as a tree (parses assembled bytes; for in-process
+    /// callers such as the console, not for the wire).
+    pub fn into_value(self) -> Value {
+        match self {
+            Produced::Tree(tree) => tree,
+            Produced::Assembled { json, .. } => {
+                serde_json::from_str(json.get()).unwrap_or(Value::Null)
+            }
+        }
+    }
+
     /// Resource ids of a successful result (from what was returned, not
     /// from what was asked).
     fn resource_ids(&self) -> Vec<String> {
@@ -281,7 +292,7 @@ async fn dispatch(
             .await
             .map(|(v, meta)| (Produced::Tree(v), Some(meta))),
         offers_evaluate::NAME => plain(offers_evaluate::call(ctx, args).await),
-        get_disclosure::NAME => plain(get_disclosure::call(ctx, args).await),
+        get_disclosure::NAME => get_disclosure::call(ctx, args).await.map(|p| (p, None)),
         _ => return None,
     })
 }

@@ -627,6 +627,8 @@ async fn assembled_results_satisfy_their_output_schemas_and_match_their_text() {
     assert!(!orgs.is_empty());
     let mut vehicles = 0;
     let mut used = 0;
+    let mut disclosures = 0;
+    let mut evaluated = 0;
     for org in &orgs {
         for limit in [1, 20, 100] {
             let mut args = serde_json::json!({"organization_id": org, "page": {"limit": limit}});
@@ -664,6 +666,30 @@ async fn assembled_results_satisfy_their_output_schemas_and_match_their_text() {
                             }
                         }
                         assert_eq!(alone, listed);
+                        disclosures += 1;
+                        let args = serde_json::json!({
+                            "organization_id": org,
+                            "rooftop_id": v["rooftop_id"],
+                            "vehicle_id": v["vehicle_id"],
+                        });
+                        let first = app
+                            .call_tool("dealeragent.pricing.get_disclosure", args.clone())
+                            .await;
+                        check("dealeragent.pricing.get_disclosure", &first);
+                        let second = app
+                            .call_tool("dealeragent.pricing.get_disclosure", args)
+                            .await;
+                        check("dealeragent.pricing.get_disclosure", &second);
+                        let offers = |r: &Value| {
+                            r["structuredContent"]["extensions"]["dealergateway.offers"].clone()
+                        };
+                        if let Some(evaluation) = offers(&first).as_object() {
+                            // The evaluation itself, never the placeholder;
+                            // the second answer reuses it (same as_of).
+                            assert!(evaluation.contains_key("best_stack"), "{evaluation:?}");
+                            assert_eq!(offers(&first), offers(&second));
+                            evaluated += 1;
+                        }
                     }
                 }
                 match page["page"]["next_cursor"].as_str() {
@@ -678,4 +704,8 @@ async fn assembled_results_satisfy_their_output_schemas_and_match_their_text() {
         "the demo pages rendered {vehicles} vehicles"
     );
     assert!(used > 0, "no used-vehicle summary was rendered");
+    assert!(
+        disclosures > 20 && evaluated > 0,
+        "{disclosures} disclosures, {evaluated} with offers"
+    );
 }
