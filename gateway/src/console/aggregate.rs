@@ -186,7 +186,10 @@ impl ScoreCache {
                     "rooftop_id": rooftop.id(),
                     "vehicle_id": record.vehicle_id,
                 });
-                match get_disclosure::call(&ctx, &args).await {
+                match get_disclosure::call(&ctx, &args)
+                    .await
+                    .map(crate::tools::Produced::into_value)
+                {
                     Ok(doc) => scores.vehicles.push(VehicleScore {
                         title: title(&record),
                         stock_number: record.stock_number.clone(),
