@@ -1,12 +1,21 @@
 //! The command line: `serve`, `migrate`, `import dealers|inventory|bundle`,
 //! `demo generate`, `token create|list|revoke`, `audit export`,
-//! `import programs [--replace]`, `programs withdraw`.
+//! `import programs [--replace]`, `programs withdraw`, `preview`,
+//! `completions`; and `serve --config FILE` (issue 15 item 6).
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{ArgAction, CommandFactory as _, Parser, Subcommand};
 
-use crate::config::{DEFAULT_DATABASE_URL, ServeSettings};
+use crate::config::{ConfigFileError, DEFAULT_DATABASE_URL, ServeSettings};
+use crate::progress::ProgressMode;
+use crate::telemetry::LogFormat;
+
+/// What `serve --help` says about where a setting comes from.
+const PRECEDENCE: &str = "Each setting comes from, in this order of precedence: its flag, then \
+its environment variable, then the --config file, then its default.";
 
 /// Dealer Agent Gateway: a read-only Dealer Agent Protocol 0.1 gateway over
 /// MCP (2026-07-28, plus the 2025-11-25 handshake).
@@ -26,6 +35,29 @@ pub struct Cli {
     )]
     pub log: String,
 
+    /// Log line format: text for a person at a terminal, JSON lines for a
+    /// log collector; auto picks text when stderr is a terminal.
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_LOG_FORMAT",
+        value_enum,
+        default_value_t = LogFormat::Auto,
+        global = true
+    )]
+    pub log_format: LogFormat,
+
+    /// Progress of imports and `demo generate` on stderr: auto draws a bar
+    /// on a terminal and prints a plain line every 10 % or 5 seconds
+    /// otherwise; lines always prints lines; none prints nothing.
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_PROGRESS",
+        value_enum,
+        default_value_t = ProgressMode::Auto,
+        global = true
+    )]
+    pub progress: ProgressMode,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -33,6 +65,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the MCP endpoint (POST /mcp) with /healthz and /readyz.
+    #[command(after_help = PRECEDENCE)]
     Serve(Box<ServeSettings>),
     /// Create the store if needed and apply its migrations, then exit.
     Migrate,
@@ -61,9 +94,19 @@ pub enum Command {
         #[command(subcommand)]
         what: ProgramsCommand,
     },
-    /// The rooftop manager's view of one vehicle: the disclosure exactly as
-    /// agents get it, the completeness score with what is missing and how
-    /// to fix it, and the offer evaluation as a table (docs/pricing.md).
+    /// The rooftop manager's view of one vehicle: the disclosure text
+    /// exactly as agents get it, the price components, the completeness
+    /// score with what is missing and how to fix it, and the offer
+    /// evaluation as a table (docs/pricing.md). The vehicle is chosen by
+    /// exactly one of --vin or --stock.
+    // Issue 14 item 6: the one-of is a required clap group, so `--help`
+    // and the usage line show `<--vin <VIN>|--stock <STOCK>>`.
+    #[command(group(
+        clap::ArgGroup::new("vehicle")
+            .required(true)
+            .multiple(false)
+            .args(["vin", "stock"])
+    ))]
     Preview {
         /// The organization that owns the rooftop.
         #[arg(long)]
@@ -71,16 +114,27 @@ pub enum Command {
         /// The rooftop that lists the vehicle.
         #[arg(long)]
         rooftop: String,
-        /// Select the vehicle by VIN.
-        #[arg(long, conflicts_with = "stock", required_unless_present = "stock")]
+        /// Select the vehicle by VIN (or give --stock).
+        #[arg(long)]
         vin: Option<String>,
-        /// Select the vehicle by stock number.
+        /// Select the vehicle by stock number (or give --vin).
         #[arg(long)]
         stock: Option<String>,
         /// A PII-free eligibility profile (YAML or JSON: payment_mode,
         /// jurisdiction, claims, as_of) to evaluate instead of the default.
         #[arg(long)]
         profile: Option<PathBuf>,
+        /// Also print the disclosure document as raw JSON, exactly as
+        /// agents receive it, after the summary.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a shell completion script on stdout, e.g.
+    /// `dealer-gateway completions bash > /etc/bash_completion.d/dealer-gateway`.
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
     },
 }
 
@@ -267,4 +321,228 @@ pub enum DemoCommand {
         #[arg(long)]
         out: PathBuf,
     },
+}
+
+/// The completion script of `shell` for this command line.
+pub fn completions(shell: clap_complete::Shell) -> Vec<u8> {
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "dealer-gateway", &mut out);
+    out
+}
+
+/// Global flags that are settings of a running server too, so a config
+/// file may set them (`progress` concerns only the one-shot commands).
+const GLOBAL_SERVE_KEYS: [&str; 3] = ["database_url", "log", "log_format"];
+
+/// `serve --config FILE` (issue 15 item 6): parse `args` (the process's
+/// command line) again with the file's settings layered under the flags
+/// and environment variables. `Ok(None)` when `args` is not a `serve` with
+/// `--config`.
+///
+/// The keys are derived from the `serve` flags themselves (their ids), so
+/// every setting is configurable and there is no second list to keep in
+/// step. A file is checked whole before anything is applied: each unknown
+/// key and each bad value is reported (by key and with what is expected),
+/// and then nothing of the file is used.
+///
+/// # Errors
+/// The file is unreadable, not TOML, or has unknown keys or bad values.
+pub fn with_config_file(args: &[OsString]) -> Result<Option<Cli>, ConfigFileError> {
+    let command = Cli::command();
+    let matches = command
+        .clone()
+        .try_get_matches_from(args)
+        .map_err(|e| ConfigFileError::CommandLine(e.to_string()))?;
+    let Some(serve_matches) = matches.subcommand_matches("serve") else {
+        return Ok(None);
+    };
+    let Some(path) = serve_matches.get_one::<PathBuf>("config") else {
+        return Ok(None);
+    };
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigFileError::Unreadable {
+        file: file.clone(),
+        reason: e.to_string(),
+    })?;
+    let table: toml::Table =
+        text.parse()
+            .map_err(|e: toml::de::Error| ConfigFileError::Syntax {
+                file: file.clone(),
+                reason: e.to_string().trim_end().to_owned(),
+            })?;
+    let Some(serve_command) = command.find_subcommand("serve") else {
+        return Err(ConfigFileError::CommandLine(
+            "the command line has no serve command".into(),
+        ));
+    };
+    let mut problems = Vec::new();
+    let mut extra: Vec<OsString> = Vec::new();
+    for (key, value) in &table {
+        let global = GLOBAL_SERVE_KEYS.contains(&key.as_str());
+        let arg = if global {
+            command.get_arguments().find(|a| a.get_id() == key.as_str())
+        } else if key == "config" {
+            None
+        } else {
+            serve_command
+                .get_arguments()
+                .find(|a| a.get_id() == key.as_str() && a.get_long().is_some())
+        };
+        let (Some(arg), Some(long)) = (arg, arg.and_then(clap::Arg::get_long)) else {
+            problems.push(format!(
+                "unknown key `{key}`: not a serve setting (the keys are the flags of \
+                 `dealer-gateway serve --help` without `--` and with `_` for `-`, \
+                 e.g. request_timeout_seconds)"
+            ));
+            continue;
+        };
+        let values = match config_values(arg, key, value) {
+            Ok(values) => values,
+            Err(problem) => {
+                problems.push(problem);
+                continue;
+            }
+        };
+        // Flags and environment variables win over the file.
+        let source = if global {
+            matches.value_source(key)
+        } else {
+            serve_matches.value_source(key)
+        };
+        if matches!(
+            source,
+            Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+        ) {
+            continue;
+        }
+        for v in values {
+            extra.push(match v {
+                ConfigValue::Flag => format!("--{long}").into(),
+                ConfigValue::Value(v) => format!("--{long}={v}").into(),
+            });
+        }
+    }
+    if !problems.is_empty() {
+        return Err(ConfigFileError::Invalid { file, problems });
+    }
+    let layered: Vec<OsString> = args.iter().cloned().chain(extra).collect();
+    // Every value was checked on its own; what remains are relations
+    // between settings (e.g. jwt_issuer requires jwt_jwks_file).
+    Cli::try_parse_from(layered)
+        .map(Some)
+        .map_err(|e| ConfigFileError::Invalid {
+            file,
+            problems: vec![clap_reason(&e)],
+        })
+}
+
+/// One value of a config key, as the flag would get it.
+enum ConfigValue {
+    /// A switch that is on (`no_demo = true`).
+    Flag,
+    Value(String),
+}
+
+/// The flag values of `key = value`, each checked by the flag's own value
+/// parser (the same types and ranges as on the command line).
+fn config_values(
+    arg: &clap::Arg,
+    key: &str,
+    value: &toml::Value,
+) -> Result<Vec<ConfigValue>, String> {
+    if matches!(arg.get_action(), ArgAction::SetTrue) {
+        return match value {
+            toml::Value::Boolean(true) => Ok(vec![ConfigValue::Flag]),
+            toml::Value::Boolean(false) => Ok(Vec::new()),
+            other => Err(format!("{key} = {other}: expected true or false")),
+        };
+    }
+    let repeated = matches!(arg.get_action(), ArgAction::Append);
+    let items: Vec<&toml::Value> = match value {
+        toml::Value::Array(items) if repeated => items.iter().collect(),
+        toml::Value::Array(_) => {
+            return Err(format!(
+                "{key} = {value}: takes one value, not a list; expected {}",
+                expected(arg)
+            ));
+        }
+        one => vec![one],
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        let text = match item {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            other => {
+                return Err(format!("{key} = {other}: expected {}", expected(arg)));
+            }
+        };
+        // The flag alone, without its relations to other flags or its
+        // environment variable: only the value is judged here.
+        let probe = clap::Command::new("config").no_binary_name(true).arg(
+            clap::Arg::new("value")
+                .long("value")
+                .action(ArgAction::Set)
+                .value_parser(arg.get_value_parser().clone()),
+        );
+        if let Err(e) = probe.try_get_matches_from([format!("--value={text}")]) {
+            return Err(format!(
+                "{key} = {item}: {}; expected {}",
+                clap_reason(&e),
+                expected(arg)
+            ));
+        }
+        out.push(ConfigValue::Value(text));
+    }
+    Ok(out)
+}
+
+/// What a flag accepts, in words, from its value parser.
+fn expected(arg: &clap::Arg) -> String {
+    use std::any::TypeId;
+    let parser = arg.get_value_parser();
+    if let Some(values) = parser.possible_values() {
+        let names: Vec<String> = values.map(|v| v.get_name().to_owned()).collect();
+        return format!("one of {}", names.join(", "));
+    }
+    let ty = parser.type_id();
+    let list = if matches!(arg.get_action(), ArgAction::Append) {
+        " (or a list of them)"
+    } else {
+        ""
+    };
+    let what = if ty == TypeId::of::<std::net::SocketAddr>() {
+        "a socket address as a string, e.g. \"127.0.0.1:8080\""
+    } else if ty == TypeId::of::<u64>() || ty == TypeId::of::<u32>() || ty == TypeId::of::<usize>()
+    {
+        "a whole number"
+    } else if ty == TypeId::of::<PathBuf>() {
+        "a file path as a string"
+    } else {
+        "a string"
+    };
+    format!("{what}{list}")
+}
+
+/// The reason inside a clap error, without its usage and help lines.
+fn clap_reason(e: &clap::Error) -> String {
+    if e.kind() == clap::error::ErrorKind::InvalidValue {
+        // The probe's flag name would only confuse; `expected` lists the
+        // possible values.
+        return "not a possible value".to_owned();
+    }
+    if let Some(source) = std::error::Error::source(e) {
+        return source.to_string();
+    }
+    // The message runs until the usage block.
+    let text = e.to_string();
+    text.lines()
+        .take_while(|l| !l.starts_with("Usage:"))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+        .trim_start_matches("error: ")
+        .to_owned()
 }

@@ -13,6 +13,16 @@ pub const DEFAULT_DATABASE_URL: &str = "sqlite://./data/gateway.sqlite";
 /// Settings of `dealer-gateway serve`.
 #[derive(Debug, Clone, Args)]
 pub struct ServeSettings {
+    /// A TOML file of serve settings: each key is a flag's name without the
+    /// leading `--` and with `_` for `-` (e.g. `request_timeout_seconds =
+    /// 30`, `allowed_origins = ["https://a.example"]`, `no_demo = true`;
+    /// also `database_url`, `log` and `log_format`). Precedence: flag >
+    /// environment variable > this file > default. An unknown key or a bad
+    /// value stops the gateway before it starts, naming the key and the
+    /// file; nothing of a bad file is applied.
+    #[arg(long, env = "DEALER_GATEWAY_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
     /// Address to listen on. Use 127.0.0.1:0 for an ephemeral port.
     #[arg(long, env = "DEALER_GATEWAY_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
@@ -280,6 +290,30 @@ pub struct ServeSettings {
     /// only when the store is empty).
     #[arg(long, env = "DEALER_GATEWAY_SEED_DEALERS")]
     pub seed_dealers: Option<PathBuf>,
+}
+
+/// Why `serve --config FILE` refused its file (issue 15 item 6). The
+/// gateway does not start: a file is applied whole or not at all.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigFileError {
+    /// The file cannot be read.
+    #[error("{file}: cannot read the config file: {reason}; the gateway did not start")]
+    Unreadable { file: String, reason: String },
+    /// The file is not a TOML document.
+    #[error("{file}: not a valid TOML config file: {reason}\nthe gateway did not start")]
+    Syntax { file: String, reason: String },
+    /// Keys that are no `serve` setting, values a setting does not accept,
+    /// or settings that do not go together: every problem of the file.
+    #[error(
+        "{file}: {n} problem(s) in the config file; nothing of it was applied and the gateway did not start:\n{list}",
+        n = problems.len(),
+        list = problems.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n")
+    )]
+    Invalid { file: String, problems: Vec<String> },
+    /// The process's own command line could not be read again to learn
+    /// which settings came from flags and environment variables.
+    #[error("cannot apply the config file: {0}")]
+    CommandLine(String),
 }
 
 impl ServeSettings {

@@ -57,6 +57,7 @@ pub mod mcp;
 pub mod offers;
 /// `dealer-gateway preview`: a vehicle's pricing as the rooftop manager sees it.
 pub mod preview;
+pub mod progress;
 /// Keyed rate limits (per address, per principal, per-tool quotas).
 pub mod ratelimit;
 /// MCP resources over the reserved `dealeragent://` URIs.

@@ -22,7 +22,32 @@ fn io(message: impl Into<String>) -> Error {
     Error::Io(message.into())
 }
 
-/// The preview text of one vehicle, selected by VIN or stock number.
+/// What the preview prints (issue 14 item 6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// The readable summary: disclosure text, price components, the score
+    /// with its fixes, the offer evaluation (the default of the command).
+    Summary,
+    /// The summary, then the disclosure document as pretty-printed JSON,
+    /// exactly as agents receive it (`preview --json`).
+    SummaryAndJson,
+}
+
+/// Which vehicle to preview, and with which buyer profile.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    pub organization: &'a str,
+    pub rooftop: &'a str,
+    /// The VIN (wins over `stock` when both are given).
+    pub vin: Option<&'a str>,
+    pub stock: Option<&'a str>,
+    /// A profile file (YAML or JSON) to evaluate instead of the default.
+    pub profile: Option<&'a Path>,
+}
+
+/// The full preview text of one vehicle, selected by VIN or stock number:
+/// the summary and the JSON document ([`Output::SummaryAndJson`], what
+/// `preview --json` prints).
 ///
 /// # Errors
 /// The store cannot be read, the organization, rooftop or vehicle is not
@@ -35,6 +60,32 @@ pub async fn run(
     stock: Option<&str>,
     profile_file: Option<&Path>,
 ) -> Result<String, Error> {
+    let request = Request {
+        organization,
+        rooftop,
+        vin,
+        stock,
+        profile: profile_file,
+    };
+    render(database_url, &request, Output::SummaryAndJson).await
+}
+
+/// The preview text of one vehicle as `output` asks.
+///
+/// # Errors
+/// As [`run`].
+pub async fn render(
+    database_url: &str,
+    request: &Request<'_>,
+    output: Output,
+) -> Result<String, Error> {
+    let Request {
+        organization,
+        rooftop,
+        vin,
+        stock,
+        profile: profile_file,
+    } = *request;
     let now = Utc::now().trunc_subsecs(0);
     let store = crate::store::open(database_url).await?;
     let orgs = store.list_organizations().await?;
@@ -116,13 +167,14 @@ pub async fn run(
     let _ = writeln!(out, "Pricing preview: {title}");
     let _ = writeln!(
         out,
-        "  vehicle {}  VIN {}  stock {}  rooftop {}/{}  snapshot v{}",
+        "  vehicle {}  VIN {}  stock {}  rooftop {}/{}  snapshot v{}  disclosure {}",
         record.vehicle_id,
         record.vin.as_deref().unwrap_or("-"),
         record.stock_number.as_deref().unwrap_or("-"),
         organization,
         rooftop,
-        snapshot.version
+        snapshot.version,
+        built.document["disclosure_id"].as_str().unwrap_or("-")
     );
     let _ = writeln!(out);
     let _ = writeln!(out, "== What an agent is told (disclosure_text) ==");
@@ -175,15 +227,27 @@ pub async fn run(
         write_revisions_and_rules(&mut out, &selected, &profile);
     }
     let _ = writeln!(out);
-    let _ = writeln!(
-        out,
-        "== The disclosure document (JSON, as returned to agents) =="
-    );
-    let _ = writeln!(
-        out,
-        "{}",
-        serde_json::to_string_pretty(&built.document).unwrap_or_default()
-    );
+    match output {
+        Output::Summary => {
+            // The raw document is most of the lines and little of the
+            // meaning for a manager (issue 14): only on request.
+            let _ = writeln!(
+                out,
+                "(The disclosure document as agents receive it, in JSON: add --json.)"
+            );
+        }
+        Output::SummaryAndJson => {
+            let _ = writeln!(
+                out,
+                "== The disclosure document (JSON, as returned to agents) =="
+            );
+            let _ = writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&built.document).unwrap_or_default()
+            );
+        }
+    }
     Ok(out)
 }
 

@@ -1,7 +1,6 @@
 //! Running one CLI command to an exit code.
 
 use std::collections::BTreeSet;
-use std::io::IsTerminal as _;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -14,16 +13,13 @@ use crate::cli::{
     AuditCommand, Cli, Command, DemoCommand, FeedFormatArg, ImportCommand, ProgramsCommand,
     TokenCommand,
 };
-use crate::ingest::{self, FeedCheck, FeedFormat, IngestContext, IngestError, Progress};
+use crate::ingest::{self, FeedCheck, FeedFormat, IngestContext, IngestError};
+use crate::progress::{Progress, ProgressMode, Unit};
 use crate::store::{OrganizationRecord, SnapshotRecord, Store};
 use crate::{Error, app, dealers, store};
 
 /// Exit code for input the user must fix (a bad file, an unknown id).
 const EXIT_INVALID_INPUT: u8 = 2;
-
-/// Files at least this large show parse progress even when stderr is not a
-/// terminal.
-const PROGRESS_MIN_BYTES: usize = 8 * 1024 * 1024;
 
 /// How a command fails: bad input (exit 2, the report is printed as is) or
 /// any other failure (exit 1).
@@ -50,9 +46,38 @@ impl Failure {
 }
 
 pub async fn run(cli: Cli) -> ExitCode {
+    // `serve --config FILE` (issue 15 item 6): the file's settings under
+    // the flags and environment variables, or no start at all.
+    let cli = match &cli.command {
+        Command::Serve(settings) if settings.config.is_some() => {
+            let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+            match crate::cli::with_config_file(&args) {
+                Ok(Some(layered)) => layered,
+                Ok(None) => cli,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::from(EXIT_INVALID_INPUT);
+                }
+            }
+        }
+        _ => cli,
+    };
+    // `main` installed the subscriber before the command line was known
+    // whole; the filter and format may come from the config file.
+    crate::telemetry::configure(&cli.log, cli.log_format);
     let db = cli.database_url.as_str();
+    let progress = cli.progress;
     let result: Result<(), Failure> = match cli.command {
         Command::Serve(settings) => serve(*settings, db).await.map_err(Failure::from),
+        Command::Completions { shell } => {
+            use std::io::Write as _;
+            let script = crate::cli::completions(shell);
+            let mut out = std::io::stdout().lock();
+            match out.write_all(&script).and_then(|()| out.flush()) {
+                Ok(()) => Ok(()),
+                Err(e) => stdout_closed(e),
+            }
+        }
         Command::Migrate => migrate(db).await.map_err(Failure::from),
         Command::Import { what } => match what {
             ImportCommand::Dealers { file, dry_run } => import_dealers(db, &file, dry_run)
@@ -73,10 +98,13 @@ pub async fn run(cli: Cli) -> ExitCode {
                     rooftop.as_deref(),
                     format,
                     dry_run,
+                    progress,
                 )
                 .await
             }
-            ImportCommand::Bundle { dir, dry_run } => import_bundle(db, &dir, dry_run).await,
+            ImportCommand::Bundle { dir, dry_run } => {
+                import_bundle(db, &dir, dry_run, progress).await
+            }
             ImportCommand::Programs {
                 file,
                 organization,
@@ -90,7 +118,7 @@ pub async fn run(cli: Cli) -> ExitCode {
                 rooftops,
                 seed,
                 out,
-            } => demo_generate(vehicles, rooftops, seed, &out),
+            } => demo_generate(vehicles, rooftops, seed, &out, progress),
         },
         Command::Token { what } => match what {
             TokenCommand::Create {
@@ -143,13 +171,21 @@ pub async fn run(cli: Cli) -> ExitCode {
             vin,
             stock,
             profile,
-        } => crate::preview::run(
+            json,
+        } => crate::preview::render(
             db,
-            &organization,
-            &rooftop,
-            vin.as_deref(),
-            stock.as_deref(),
-            profile.as_deref(),
+            &crate::preview::Request {
+                organization: &organization,
+                rooftop: &rooftop,
+                vin: vin.as_deref(),
+                stock: stock.as_deref(),
+                profile: profile.as_deref(),
+            },
+            if json {
+                crate::preview::Output::SummaryAndJson
+            } else {
+                crate::preview::Output::Summary
+            },
         )
         .await
         .map(|text| print!("{text}"))
@@ -581,6 +617,7 @@ async fn import_inventory(
     rooftop: Option<&str>,
     format: Option<FeedFormatArg>,
     dry_run: bool,
+    mode: ProgressMode,
 ) -> Result<(), Failure> {
     let name = file.display().to_string();
     let format = match format {
@@ -607,30 +644,95 @@ async fn import_inventory(
     let now = Utc::now();
     let ctx = IngestContext::for_organization(&org, rooftop, now);
     let (handle, total) = opened;
-    let check = check_file(format, file, std::io::BufReader::new(handle), total, &ctx)?;
-    let results = stream_write(store.as_ref(), file, &check, &ctx, dry_run, now).await?;
+    let track = FileTrack {
+        progress: Progress::new(
+            mode,
+            format!("import {name}"),
+            Unit::Bytes,
+            total.saturating_mul(2),
+        ),
+        base: 0,
+        bytes: total,
+        what: name.clone(),
+    };
+    let check = check_file(
+        format,
+        file,
+        std::io::BufReader::new(handle),
+        total,
+        &ctx,
+        &track,
+    )?;
+    let results = stream_write(store.as_ref(), file, &check, &ctx, dry_run, now, &track).await?;
+    track.progress.finish();
     for line in report_lines(&name, &check, &results, dry_run) {
         println!("{line}");
     }
     Ok(())
 }
 
-/// Pass 1 of an import: every rule over the whole file, with a progress
-/// indicator, keeping no vehicle; problems name the file by the path given.
+/// One file's share of an import's overall progress (issue 15 item 3).
+/// Each file is read twice, once to check it and once to write it, so the
+/// bar counts its bytes twice: `base .. base + bytes` while checking,
+/// then `base + bytes .. base + 2 * bytes` while writing.
+#[derive(Clone)]
+struct FileTrack {
+    progress: Progress,
+    /// The position where this file's work starts.
+    base: u64,
+    /// The file's size.
+    bytes: u64,
+    /// How the messages name the file (`file 2/5 PATH` in a bundle).
+    what: String,
+}
+
+/// Rows or vehicles between two progress messages (the position itself
+/// moves on every update).
+const MESSAGE_EVERY: usize = 1000;
+
+/// Pass 1 of an import: every rule over the whole file, with progress,
+/// keeping no vehicle; problems name the file by the path given.
 fn check_file(
     format: FeedFormat,
     path: &Path,
     input: impl std::io::Read,
     total: u64,
     ctx: &IngestContext,
+    track: &FileTrack,
 ) -> Result<FeedCheck, Failure> {
     let shown = path.display().to_string();
-    let mut indicator = Indicator::new(&shown, usize::try_from(total).unwrap_or(usize::MAX));
+    track
+        .progress
+        .set_message(format!("checking {}", track.what));
+    let mut last_message = 0usize;
     let checked = ingest::check_feed(format, &file_name_of(path), input, total, ctx, &mut |p| {
-        indicator.update(p);
+        track
+            .progress
+            .set_position(track.base + p.bytes_done.min(track.bytes));
+        if p.rows >= last_message + MESSAGE_EVERY {
+            last_message = p.rows;
+            track
+                .progress
+                .set_message(format!("checking, {} rows: {}", p.rows, track.what));
+        }
     });
-    indicator.finish();
     checked.map_err(|e| Failure::from_ingest(named_by_path(e, &shown)))
+}
+
+/// A reader that counts the bytes read through it (the write pass's
+/// position in its file).
+struct CountingReader<R> {
+    inner: R,
+    count: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl<R: std::io::Read> std::io::Read for CountingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count
+            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
+    }
 }
 
 /// The name provenance records for a file: its last path component.
@@ -672,27 +774,64 @@ async fn stream_write(
     ctx: &IngestContext,
     dry_run: bool,
     now: DateTime<Utc>,
+    track: &FileTrack,
 ) -> Result<Vec<SnapshotRecord>, Failure> {
     use crate::store::snapshot_write::{FEED_CHANNEL_CAPACITY, SnapshotFeed, SnapshotPlan};
     let shown = path.display().to_string();
+    let vehicles: usize = check.rooftops.iter().map(|(_, n)| n).sum();
     let rooftops: Vec<String> = check.rooftops.iter().map(|(r, _)| r.clone()).collect();
     let source = check.source_record(now);
     let (sender, receiver) = tokio::sync::mpsc::channel(FEED_CHANNEL_CAPACITY);
     let reader = {
         let (path, check, ctx) = (path.to_owned(), check.clone(), ctx.clone());
         let shown = shown.clone();
+        let track = track.clone();
         tokio::task::spawn_blocking(move || {
             let file = std::fs::File::open(&path)
                 .and_then(|f| f.metadata().map(|m| (f, m.len())))
                 .map_err(|e| Failure::from(Error::Io(format!("{shown}: cannot read: {e}"))))?;
             let (handle, total) = file;
+            let read = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+            let written_from = track.base + track.bytes;
+            track
+                .progress
+                .set_message(format!("writing {vehicles} vehicles: {}", track.what));
+            let mut fed = 0usize;
+            // The write phase's progress (issue 15 item 3) is what has
+            // entered the writer's bounded channel: a send returns once
+            // the writer has room, so this follows the writer to within
+            // the channel's capacity. The position is the bytes of the file
+            // read so far, the message counts vehicles.
             // A send fails only once the writer has stopped; it reports why.
             let mut sink = |v| {
-                let _ = sender.blocking_send(SnapshotFeed::Vehicle(Box::new(v)));
+                if sender
+                    .blocking_send(SnapshotFeed::Vehicle(Box::new(v)))
+                    .is_ok()
+                {
+                    fed += 1;
+                    track.progress.set_position(
+                        written_from
+                            + read
+                                .load(std::sync::atomic::Ordering::Relaxed)
+                                .min(track.bytes),
+                    );
+                    if fed.is_multiple_of(MESSAGE_EVERY) {
+                        track.progress.set_message(format!(
+                            "writing, {fed} of {vehicles} vehicles: {}",
+                            track.what
+                        ));
+                    }
+                }
             };
-            let input = std::io::BufReader::new(handle);
+            let input = std::io::BufReader::new(CountingReader {
+                inner: handle,
+                count: read.clone(),
+            });
             ingest::stream_feed(&check, &file_name_of(&path), input, total, &ctx, &mut sink)
                 .map_err(|e| Failure::from_ingest(named_by_path(e, &shown)))?;
+            track
+                .progress
+                .set_message(format!("committing {fed} vehicles: {}", track.what));
             // Only a complete, valid second pass lets the writer commit.
             let _ = sender.blocking_send(SnapshotFeed::End);
             Ok::<(), Failure>(())
@@ -713,7 +852,11 @@ async fn stream_write(
             "{shown}: the reading thread failed ({e}); nothing was imported"
         )))
     })??;
-    Ok(written?)
+    let written = written?;
+    track
+        .progress
+        .set_position(track.base + track.bytes.saturating_mul(2));
+    Ok(written)
 }
 
 fn report_lines(
@@ -755,7 +898,12 @@ fn report_lines(
 }
 
 /// `import bundle DIR [--dry-run]`.
-async fn import_bundle(database_url: &str, dir: &Path, dry_run: bool) -> Result<(), Failure> {
+async fn import_bundle(
+    database_url: &str,
+    dir: &Path,
+    dry_run: bool,
+    mode: ProgressMode,
+) -> Result<(), Failure> {
     let shown = dir.display().to_string();
     let dealers_file = dir.join("dealers.yaml");
     if !dealers_file.is_file() {
@@ -777,12 +925,33 @@ async fn import_bundle(database_url: &str, dir: &Path, dry_run: bool) -> Result<
         }
     };
     files.sort();
+    // The overall bar (issue 15 item 3): every byte of every feed, twice
+    // (checked, then written); see `FileTrack`.
+    let sizes: Vec<u64> = files
+        .iter()
+        .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+        .collect();
+    let progress = Progress::new(
+        mode,
+        format!("import bundle {shown}"),
+        Unit::Bytes,
+        sizes.iter().sum::<u64>().saturating_mul(2),
+    );
     let store = store::open(database_url).await?;
     let mut lines = Vec::new();
     let mut failed = Vec::new();
     let mut vehicles = 0usize;
-    for path in &files {
+    let mut base = 0u64;
+    for (index, (path, &size)) in files.iter().zip(&sizes).enumerate() {
         let name = path.display().to_string();
+        let track = FileTrack {
+            progress: progress.clone(),
+            base,
+            bytes: size,
+            what: format!("file {} of {} {name}", index + 1, files.len()),
+        };
+        base += size.saturating_mul(2);
+        progress.set_position(track.base);
         // Three reads of the file, none holding it (issue 11 item 6): its
         // organization, then check, then write.
         let open = || {
@@ -792,9 +961,9 @@ async fn import_bundle(database_url: &str, dir: &Path, dry_run: bool) -> Result<
         };
         let org = match ingest::dap_csv::organization_of(open()?.0) {
             Err(rule) => {
-                eprintln!(
+                progress.println(&format!(
                     "{name}: cannot tell the organization: {rule}; nothing was imported from this file"
-                );
+                ));
                 failed.push(name);
                 continue;
             }
@@ -804,29 +973,31 @@ async fn import_bundle(database_url: &str, dir: &Path, dry_run: bool) -> Result<
             },
         };
         let Some(org) = org else {
-            eprintln!(
+            progress.println(&format!(
                 "{name}: its organization_id names no organization of the bundle's dealers.yaml \
                  or the store; nothing was imported from this file"
-            );
+            ));
             failed.push(name);
             continue;
         };
         let now = Utc::now();
         let ctx = IngestContext::for_organization(&org, None, now);
         let (input, total) = open()?;
-        let check = match check_file(FeedFormat::DapCsv, path, input, total, &ctx) {
+        let check = match check_file(FeedFormat::DapCsv, path, input, total, &ctx, &track) {
             Ok(c) => c,
             Err(Failure::BadInput(report)) => {
-                eprint!("{report}");
+                progress.println(&report);
                 failed.push(name);
                 continue;
             }
             Err(other) => return Err(other),
         };
-        let results = stream_write(store.as_ref(), path, &check, &ctx, dry_run, now).await?;
+        let results =
+            stream_write(store.as_ref(), path, &check, &ctx, dry_run, now, &track).await?;
         vehicles += check.rooftops.iter().map(|(_, n)| n).sum::<usize>();
         lines.extend(report_lines(&name, &check, &results, dry_run));
     }
+    progress.finish();
     for line in &lines {
         println!("{line}");
     }
@@ -853,17 +1024,51 @@ async fn import_bundle(database_url: &str, dir: &Path, dry_run: bool) -> Result<
     }
 }
 
-/// `demo generate --vehicles N --rooftops M --seed S --out DIR`.
-fn demo_generate(vehicles: usize, rooftops: usize, seed: u64, out: &Path) -> Result<(), Failure> {
+/// `demo generate --vehicles N --rooftops M --seed S --out DIR`, with
+/// progress in rows (issue 15 item 3).
+fn demo_generate(
+    vehicles: usize,
+    rooftops: usize,
+    seed: u64,
+    out: &Path,
+    mode: ProgressMode,
+) -> Result<(), Failure> {
     let options = crate::demo::DemoOptions {
         vehicles,
         rooftops,
         seed,
     };
-    let summary = crate::demo::generate(&options, out).map_err(|e| match e {
-        crate::demo::DemoError::InvalidOptions(_) => Failure::BadInput(e.to_string()),
-        crate::demo::DemoError::Io { .. } => Failure::Gateway(Error::Io(e.to_string())),
-    })?;
+    let progress = Progress::new(
+        mode,
+        format!("demo generate {}", out.display()),
+        Unit::Rows,
+        vehicles as u64,
+    );
+    // `demo::generate` has no progress hook (gateway/src/demo is not this
+    // command's module), so the rows are counted where they land: the
+    // feeds it writes, followed as they grow.
+    let generated = std::thread::scope(|scope| {
+        let worker = scope.spawn(|| crate::demo::generate(&options, out));
+        let mut watch = FeedWatch::new(&out.join("inventory"));
+        while !worker.is_finished() {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let rows = watch.rows();
+            progress.set_position(rows);
+            progress.set_message(format!("feed {} of {rooftops}", watch.files().max(1)));
+        }
+        worker.join()
+    });
+    let summary = generated
+        .map_err(|_| {
+            Failure::Gateway(Error::Io(
+                "the demo generator thread failed; the bundle may be incomplete".into(),
+            ))
+        })?
+        .map_err(|e| match e {
+            crate::demo::DemoError::InvalidOptions(_) => Failure::BadInput(e.to_string()),
+            crate::demo::DemoError::Io { .. } => Failure::Gateway(Error::Io(e.to_string())),
+        })?;
+    progress.finish();
     println!(
         "generated {}: {} organization(s), {} rooftop(s), {} vehicle(s) in {} file(s); \
          load it with: dealer-gateway import bundle {}",
@@ -875,6 +1080,74 @@ fn demo_generate(vehicles: usize, rooftops: usize, seed: u64, out: &Path) -> Res
         out.display()
     );
     Ok(())
+}
+
+/// The CSV feeds `demo generate` is writing, read as they grow to count
+/// their data rows (lines after each header). A file last modified before
+/// the command started is a previous run's and not counted; a file that
+/// shrinks was re-created and is counted again from its start.
+struct FeedWatch {
+    dir: std::path::PathBuf,
+    since: std::time::SystemTime,
+    /// Per file: bytes read so far and the newlines among them.
+    seen: std::collections::BTreeMap<std::path::PathBuf, (u64, u64)>,
+}
+
+impl FeedWatch {
+    fn new(dir: &Path) -> Self {
+        Self {
+            dir: dir.to_owned(),
+            // Filesystem clocks are coarser than ours.
+            since: std::time::SystemTime::now() - std::time::Duration::from_secs(1),
+            seen: std::collections::BTreeMap::new(),
+        }
+    }
+
+    fn files(&self) -> usize {
+        self.seen.values().filter(|(bytes, _)| *bytes > 0).count()
+    }
+
+    /// Data rows written so far (what is readable now).
+    fn rows(&mut self) -> u64 {
+        use std::io::{Read as _, Seek as _};
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return 0;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            if path.extension().is_none_or(|e| e != "csv") {
+                continue;
+            }
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            if meta.modified().is_ok_and(|m| m < self.since) {
+                continue;
+            }
+            let (offset, lines) = self.seen.entry(path.clone()).or_insert((0, 0));
+            if meta.len() < *offset {
+                (*offset, *lines) = (0, 0);
+            }
+            let Ok(mut file) = std::fs::File::open(&path) else {
+                continue;
+            };
+            if file.seek(std::io::SeekFrom::Start(*offset)).is_err() {
+                continue;
+            }
+            let mut buf = vec![0u8; 1 << 16];
+            while let Ok(n) = file.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                *offset += n as u64;
+                *lines += buf[..n].iter().filter(|b| **b == b'\n').count() as u64;
+            }
+        }
+        self.seen
+            .values()
+            .map(|(_, lines)| lines.saturating_sub(1))
+            .sum()
+    }
 }
 
 /// `token create` arguments, after splitting the comma lists.
@@ -1117,48 +1390,4 @@ fn join(items: &BTreeSet<String>) -> String {
 
 fn rfc3339(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
-}
-
-/// Parse progress on stderr: in place on a terminal, a line per 10 % for
-/// a large file otherwise; silent for small files off a terminal.
-struct Indicator<'a> {
-    name: &'a str,
-    tty: bool,
-    enabled: bool,
-    last: Option<u64>,
-}
-
-impl<'a> Indicator<'a> {
-    fn new(name: &'a str, bytes: usize) -> Self {
-        let tty = std::io::stderr().is_terminal();
-        Self {
-            name,
-            tty,
-            enabled: tty || bytes >= PROGRESS_MIN_BYTES,
-            last: None,
-        }
-    }
-
-    fn update(&mut self, p: Progress) {
-        if !self.enabled || p.bytes_total == 0 {
-            return;
-        }
-        let pct = p.bytes_done.saturating_mul(100) / p.bytes_total;
-        let step = if self.tty { pct } else { pct / 10 };
-        if self.last == Some(step) {
-            return;
-        }
-        self.last = Some(step);
-        if self.tty {
-            eprint!("\r{}: parsing {pct:>3}% ({} rows)", self.name, p.rows);
-        } else {
-            eprintln!("{}: parsing {pct}% ({} rows)", self.name, p.rows);
-        }
-    }
-
-    fn finish(&self) {
-        if self.enabled && self.tty && self.last.is_some() {
-            eprintln!();
-        }
-    }
 }
