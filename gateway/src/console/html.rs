@@ -47,7 +47,7 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 blockquote.agent { margin: .5rem 0 1rem; padding: .75rem 1rem; background: #f4f6f9; border-left: 4px solid #12263f; }
 pre.raw { white-space: pre-wrap; word-break: break-word; background: #f4f6f9; padding: .75rem; font-size: .85rem; max-height: 40rem; overflow: auto; }
 form.filters { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: flex-end; margin: 0 0 1rem; }
-form.filters label, form.stack label { display: flex; flex-direction: column; font-size: .9rem; }
+form.filters label, form.stack label, .field { display: flex; flex-direction: column; font-size: .9rem; }
 form.stack fieldset { border: 1px solid #c9d3df; margin: 0 0 1rem; padding: .5rem 1rem; }
 form.stack .row { display: flex; flex-wrap: wrap; gap: .5rem 1rem; }
 input, select, button { font: inherit; padding: .3rem .45rem; }
@@ -79,7 +79,7 @@ pub fn page(title: &str, viewer: Option<&Viewer<'_>>, nav: &[NavLink], body: &Ma
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
-                meta name="referrer" content="no-referrer";
+                meta name="referrer" content="same-origin";
                 title { (title) " · Dealer Agent Gateway console" }
                 link rel="stylesheet" href="/console/console.css";
             }
@@ -119,7 +119,10 @@ pub fn page(title: &str, viewer: Option<&Viewer<'_>>, nav: &[NavLink], body: &Ma
 
 /// An HTML response with the console's headers: no caching (pages show a
 /// caller's own data), no framing, no script, nothing loaded from
-/// elsewhere, and no referrer (URLs carry cursors).
+/// elsewhere, and no referrer to other sites (URLs carry cursors).
+/// `same-origin`, not `no-referrer`: under `no-referrer` a browser sends
+/// `Origin: null` on the console's own form POSTs (Fetch "serializing a
+/// request origin"), which the CSRF check must refuse.
 pub fn respond(status: StatusCode, markup: &Markup) -> Response {
     let mut r = (status, markup.clone().into_string()).into_response();
     let h = r.headers_mut();
@@ -147,7 +150,7 @@ pub fn secure_headers(h: &mut axum::http::HeaderMap) {
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
 }
 
@@ -215,7 +218,8 @@ pub fn raw_json(summary: &str, id: &str, value: &Value) -> Markup {
     html! {
         details.raw id=(id) {
             summary { (summary) }
-            pre.raw { code { (pretty) } }
+            // Focusable: a scrollable region must be reachable by keyboard.
+            pre.raw tabindex="0" { code { (pretty) } }
         }
     }
 }

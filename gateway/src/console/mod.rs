@@ -545,7 +545,7 @@ async fn home(
             p { "Organization " strong { (rooftops[0].organization().name) } " (" code { (signed.grant.organization_id) } "). "
                 "Pick a rooftop to see what agents are told about its vehicles, or see the "
                 a href="/console/programs" { "incentive programs" } "." }
-            div.scroll {
+            div.scroll tabindex="0" {
                 table {
                     caption.sr { "Rooftops your grant covers" }
                     thead { tr { th scope="col" { "Rooftop" } th scope="col" { "Rooftop id" } th scope="col" { "Sections" } } }

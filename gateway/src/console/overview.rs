@@ -152,7 +152,7 @@ fn completeness(rooftop_id: &str, scores: &RooftopScores) -> Markup {
         @if !scores.failures.is_empty() {
             p.notice { (scores.failures.len()) " disclosures could not be built (" (scores.failures.join(", ")) ")." }
         }
-        div.scroll {
+        div.scroll tabindex="0" {
             table id="score-distribution" {
                 caption { "Vehicles by completeness score" }
                 thead { tr { th scope="col" { "Score" } th.num scope="col" { "Vehicles" } th scope="col" { span.sr { "Bar" } } } }
@@ -171,7 +171,7 @@ fn completeness(rooftop_id: &str, scores: &RooftopScores) -> Markup {
         @if ranked.is_empty() {
             p.ok { "Every vehicle scores 100: nothing to fix." }
         } @else {
-            div.scroll {
+            div.scroll tabindex="0" {
                 table id="fix-ranking" {
                     caption { "Missing parts of the score, ranked by the number of vehicles a fix would lift" }
                     thead { tr { th scope="col" { "Rank" } th scope="col" { "Missing part" } th scope="col" { "How to fix it" } th.num scope="col" { "Vehicles lifted" } th.num scope="col" { "Points gained in total" } } }
@@ -190,7 +190,7 @@ fn completeness(rooftop_id: &str, scores: &RooftopScores) -> Markup {
             }
         }
         h2 { "Lowest-scoring vehicles" }
-        div.scroll {
+        div.scroll tabindex="0" {
             table id="worst-vehicles" {
                 caption { "The vehicles agents describe least completely" }
                 thead { tr { th scope="col" { "Vehicle" } th scope="col" { "Stock number" } th.num scope="col" { "Score" } th scope="col" { "Missing" } } }

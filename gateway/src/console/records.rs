@@ -91,7 +91,7 @@ async fn programs_page(
         @if records.is_empty() {
             p.notice { "No programs are published: agents are told conditional adjustments are unknown unless the feed lists them." }
         } @else {
-            div.scroll { table id="programs" {
+            div.scroll tabindex="0" { table id="programs" {
                 caption { "Programs and revisions" }
                 thead { tr {
                     th scope="col" { "Program" } th scope="col" { "Revision" } th scope="col" { "Kind" } th.num scope="col" { "Amount" }
@@ -179,7 +179,7 @@ pub async fn imports(
         @if history.is_empty() {
             p.notice { "No snapshot has been imported for this rooftop." }
         } @else {
-            div.scroll { table id="snapshot-history" {
+            div.scroll tabindex="0" { table id="snapshot-history" {
                 caption { "Snapshot history" }
                 thead { tr {
                     th scope="col" { "Version" } th scope="col" { "Imported" } th scope="col" { "Source" }
@@ -280,7 +280,7 @@ pub async fn availability(
         }
         h2 { "Bands of the current vehicles" }
         p { "The band each vehicle's availability is reported in now, from stored observations (the disclosure tool's own rule)." }
-        div.scroll { table id="availability-bands" {
+        div.scroll tabindex="0" { table id="availability-bands" {
             caption { "Vehicles by availability band" }
             thead { tr { th scope="col" { "Band" } th.num scope="col" { "Vehicles" } th scope="col" { span.sr { "Bar" } } } }
             tbody { @for (band, n) in &bands { tr {

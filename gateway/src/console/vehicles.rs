@@ -135,8 +135,8 @@ async fn signed_rooftop(
 
 fn select(name: &str, label: &str, options: &[(String, String)], current: &str) -> Markup {
     html! {
-        label for=(name) {
-            (label)
+        span.field {
+            label for=(name) { (label) }
             select id=(name) name=(name) {
                 @for (value, text) in options {
                     option value=(value) selected[value == current] { (text) }
@@ -226,7 +226,7 @@ pub async fn list(
                 @if vehicles.is_empty() {
                     p id="no-vehicles" { "No vehicle matches." }
                 } @else {
-                    div.scroll {
+                    div.scroll tabindex="0" {
                         table id="vehicle-list" {
                             caption { "Vehicles (" (vehicles.len()) " on this page)" }
                             thead { tr {
@@ -341,6 +341,7 @@ fn disclosure_section(d: &Value) -> Markup {
             div { dt { "Available to" } dd { (h::text(&d["advertised_price"], "availability")) } }
             div { dt { "Government charges" } dd { (h::text(&d["government_charges"], "status")) } }
             div { dt { "Completeness score" } dd id="completeness-score" { (score) " / 100" } }
+            div { dt { "Availability band" } dd id="availability-band" { (d.pointer("/disclosure_completeness/components/availability_band").and_then(Value::as_str).unwrap_or("unknown")) } }
         }
         h2 { "Required dealer charges" }
         @let charges = d["required_dealer_charges"].as_array().unwrap_or(&empty);
@@ -349,7 +350,7 @@ fn disclosure_section(d: &Value) -> Markup {
         } @else if charges.is_empty() {
             p { "None." }
         } @else {
-            div.scroll { table id="required-charges" {
+            div.scroll tabindex="0" { table id="required-charges" {
                 caption.sr { "Required dealer charges" }
                 thead { tr { th scope="col" { "Charge" } th.num scope="col" { "Amount" } th scope="col" { "In the advertised price" } th scope="col" { "Payee" } th scope="col" { "Taxable" } } }
                 tbody { @for c in charges { tr {
@@ -368,7 +369,7 @@ fn disclosure_section(d: &Value) -> Markup {
         } @else if adjustments.is_empty() {
             p { "None." }
         } @else {
-            div.scroll { table id="conditional-adjustments" {
+            div.scroll tabindex="0" { table id="conditional-adjustments" {
                 caption.sr { "Conditional adjustments with eligibility and stacking" }
                 thead { tr { th scope="col" { "Adjustment" } th scope="col" { "Direction" } th.num scope="col" { "Amount" } th scope="col" { "Eligibility" } th scope="col" { "Stacking" } } }
                 tbody { @for a in adjustments { tr {
@@ -390,7 +391,7 @@ fn disclosure_section(d: &Value) -> Markup {
         @if gaps.is_empty() {
             p.ok { "Complete: 100 points." }
         } @else {
-            div.scroll { table id="completeness-gaps" {
+            div.scroll tabindex="0" { table id="completeness-gaps" {
                 caption.sr { "Missing parts of the completeness score" }
                 thead { tr { th scope="col" { "Missing part" } th.num scope="col" { "Points lost" } th scope="col" { "Fix" } } }
                 tbody { @for g in &gaps { tr {
@@ -558,7 +559,8 @@ pub async fn what_if(
             fieldset {
                 legend { "Payment and jurisdiction" }
                 div.row {
-                    label for="payment_mode" { "Payment mode"
+                    span.field {
+                        label for="payment_mode" { "Payment mode" }
                         select id="payment_mode" name="payment_mode" {
                             @for (v, t) in modes { option value=(v) selected[v == current_mode] { (t) } }
                         }
@@ -579,7 +581,8 @@ pub async fn what_if(
                     @for c in CRITERIA {
                         @let name = format!("claim_{c}");
                         @let current = field(&name);
-                        label for=(name) { (c.replace('_', " "))
+                        span.field {
+                            label for=(name) { (c.replace('_', " ")) }
                             select id=(name) name=(name) {
                                 option value="unknown" selected[current != "true" && current != "false"] { "unknown" }
                                 option value="true" selected[current == "true"] { "meets it" }
@@ -626,7 +629,7 @@ fn evaluation_section(e: &Value) -> Markup {
             div { dt { "Best stack discount" } dd { (h::money(e.pointer("/best_stack/total_discount"))) } }
             div { dt { "Advertised price" } dd { (h::money(e.get("advertised_price"))) } }
         }
-        div.scroll { table id="branches" {
+        div.scroll tabindex="0" { table id="branches" {
             caption { "Best stack and guaranteed floor per payment mode" }
             thead { tr {
                 th scope="col" { "Payment mode" } th scope="col" { "Best stack" } th.num scope="col" { "Net price" }
