@@ -82,3 +82,54 @@ impl Directory {
         *self.current.lock().await = None;
     }
 }
+
+/// At most this many caller views are kept per directory snapshot; a
+/// full cache starts over (views are few: anonymous plus one per grant).
+const MAX_CACHED_VIEWS: usize = 1024;
+
+/// Documents rendered once per directory snapshot and caller view (issue 13
+/// item 3: the manifest is serialized once per directory version; see
+/// `manifest::view_key`). Entries belong to one snapshot: a new snapshot
+/// drops every entry.
+#[derive(Default)]
+pub struct ViewCache {
+    inner: std::sync::Mutex<CachedViews>,
+}
+
+#[derive(Default)]
+struct CachedViews {
+    snapshot: Option<Arc<DirectorySnapshot>>,
+    views: std::collections::HashMap<Vec<String>, Arc<str>>,
+}
+
+impl ViewCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, CachedViews> {
+        // Entries are whole values; a panicked holder leaves them valid.
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The cached manifest of `key` on `snapshot`, if any.
+    pub fn get(&self, snapshot: &Arc<DirectorySnapshot>, key: &[String]) -> Option<Arc<str>> {
+        let cached = self.lock();
+        match &cached.snapshot {
+            Some(s) if Arc::ptr_eq(s, snapshot) => cached.views.get(key).cloned(),
+            Some(_) | None => None,
+        }
+    }
+
+    /// Remember `json`, the validated manifest of `key` on `snapshot`.
+    pub fn put(&self, snapshot: &Arc<DirectorySnapshot>, key: Vec<String>, json: Arc<str>) {
+        let mut cached = self.lock();
+        let same = cached
+            .snapshot
+            .as_ref()
+            .is_some_and(|s| Arc::ptr_eq(s, snapshot));
+        if !same || cached.views.len() >= MAX_CACHED_VIEWS {
+            cached.views.clear();
+            cached.snapshot = Some(snapshot.clone());
+        }
+        cached.views.insert(key, json);
+    }
+}

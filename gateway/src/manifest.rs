@@ -146,26 +146,6 @@ pub fn build(
     }))
 }
 
-/// At most this many caller views are kept per directory snapshot; a
-/// full cache starts over (views are few: anonymous plus one per grant).
-const MAX_CACHED_VIEWS: usize = 1024;
-
-/// Serialized, schema-checked manifests per directory snapshot and caller
-/// view (issue 13 item 3: the manifest is rendered once per directory
-/// version). A view is what the manifest depends on besides the snapshot
-/// and the gateway's settings: the organization asked for and the
-/// rooftops the caller may see. A new snapshot drops every entry.
-#[derive(Default)]
-pub struct ManifestCache {
-    inner: std::sync::Mutex<CachedViews>,
-}
-
-#[derive(Default)]
-struct CachedViews {
-    snapshot: Option<std::sync::Arc<DirectorySnapshot>>,
-    views: std::collections::HashMap<Vec<String>, std::sync::Arc<str>>,
-}
-
 /// The view key of `principal` on `snapshot` for `organization_id`: the
 /// filter, then each visible organization followed by its visible rooftops.
 pub fn view_key(
@@ -186,47 +166,6 @@ pub fn view_key(
         key.extend(visible.into_iter().map(|r| r.rooftop_id.clone()));
     }
     key
-}
-
-impl ManifestCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, CachedViews> {
-        // Entries are whole values; a panicked holder leaves them valid.
-        self.inner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The cached manifest of `key` on `snapshot`, if any.
-    pub fn get(
-        &self,
-        snapshot: &std::sync::Arc<DirectorySnapshot>,
-        key: &[String],
-    ) -> Option<std::sync::Arc<str>> {
-        let cached = self.lock();
-        match &cached.snapshot {
-            Some(s) if std::sync::Arc::ptr_eq(s, snapshot) => cached.views.get(key).cloned(),
-            Some(_) | None => None,
-        }
-    }
-
-    /// Remember `json`, the validated manifest of `key` on `snapshot`.
-    pub fn put(
-        &self,
-        snapshot: &std::sync::Arc<DirectorySnapshot>,
-        key: Vec<String>,
-        json: std::sync::Arc<str>,
-    ) {
-        let mut cached = self.lock();
-        let same = cached
-            .snapshot
-            .as_ref()
-            .is_some_and(|s| std::sync::Arc::ptr_eq(s, snapshot));
-        if !same || cached.views.len() >= MAX_CACHED_VIEWS {
-            cached.views.clear();
-            cached.snapshot = Some(snapshot.clone());
-        }
-        cached.views.insert(key, json);
-    }
 }
 
 /// `sha256:<hex>` of a JSON document's compact serialization.

@@ -21,9 +21,7 @@ use crate::store::Store;
 /// Everything a request may use. Immutable after start except the caches.
 pub struct AppState {
     pub settings: ServeSettings,
-    /// Shared with the inventory, whose indexes validate their
-    /// pre-rendered vehicles against the catalog's vehicle schema.
-    pub catalog: Arc<Catalog>,
+    pub catalog: Catalog,
     pub store: Arc<dyn Store>,
     pub directory: Directory,
     /// The per-snapshot inventory indexes this replica serves.
@@ -55,7 +53,7 @@ pub struct AppState {
     /// Offer evaluations reused per vehicle, program set and profile.
     pub evaluations: crate::disclosure::cache::EvaluationCache,
     /// Serialized manifests per directory snapshot and caller view.
-    pub manifests: crate::manifest::ManifestCache,
+    pub manifests: crate::directory::ViewCache,
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<String>,
 }
@@ -115,17 +113,41 @@ impl AppState {
             store.clone(),
             Duration::from_secs(settings.directory_refresh_seconds.max(1)),
         );
-        let catalog = Arc::new(catalog);
-        let schemas = catalog.clone();
-        let vehicle_check: crate::inventory::live::VehicleCheck = Arc::new(move |vehicle| {
-            // get_vehicle's output schema is the DAP vehicle definition.
-            match schemas.tool(crate::tools::get_vehicle::NAME) {
-                Some(tool) => tool
-                    .validate_output(vehicle)
-                    .map_err(|errors| serde_json::to_string(&errors).unwrap_or_default()),
-                None => Err("the catalog has no get_vehicle tool".to_owned()),
-            }
+        // The DAP vehicle definition, compiled once for the indexes'
+        // pre-rendered vehicles (issue 13 item 3). It compiled when the
+        // catalog loaded; should it not, every vehicle is served as a tree
+        // and validated per request instead.
+        let vehicle_schema = crate::catalog::bundle_reference(
+            &catalog.schema_documents,
+            "vehicle.schema.json#/$defs/vehicle",
+        )
+        .ok()
+        .and_then(|schema| {
+            jsonschema::draft202012::options()
+                .should_validate_formats(true)
+                .build(&schema)
+                .ok()
         });
+        if vehicle_schema.is_none() {
+            tracing::error!(
+                "the DAP vehicle schema did not compile; vehicles are validated per request"
+            );
+        }
+        let vehicle_check: crate::inventory::live::VehicleCheck =
+            Arc::new(move |vehicle| match &vehicle_schema {
+                Some(validator) => {
+                    let errors: Vec<String> = validator
+                        .iter_errors(vehicle)
+                        .map(|e| format!("{e} at {}", e.instance_path()))
+                        .collect();
+                    if errors.is_empty() {
+                        Ok(())
+                    } else {
+                        Err(errors.join("; "))
+                    }
+                }
+                None => Err("the vehicle schema is unavailable".to_owned()),
+            });
         let inventory = LiveInventory::new(
             store.clone(),
             Duration::from_secs(settings.inventory_refresh_seconds.max(1)),
@@ -155,7 +177,7 @@ impl AppState {
             anonymous_tool_limiter,
             availability,
             offers,
-            manifests: crate::manifest::ManifestCache::default(),
+            manifests: crate::directory::ViewCache::default(),
             evaluations: crate::disclosure::cache::EvaluationCache::default(),
             public_base,
             claim: crate::claim::PublishedClaim::none(),

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 
 use super::model::VehicleRecord;
-use super::render::{Pieces, PiecesRef};
+use super::pieces::{Pieces, PiecesRef};
 
 /// The identity of one snapshot, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -611,7 +611,7 @@ impl SnapshotIndex {
         now: DateTime<Utc>,
         check: &dyn Fn(&serde_json::Value) -> Result<(), String>,
     ) -> usize {
-        let now_text = super::render::json_string(&super::render::timestamp(now));
+        let now_text = super::pieces::json_string(&super::pieces::timestamp(now));
         let mut out = String::new();
         let mut failed = Vec::new();
         for row in 0..self.len() {
@@ -629,9 +629,9 @@ impl SnapshotIndex {
                 let at_text = if at == now {
                     now_text.clone()
                 } else {
-                    super::render::json_string(&super::render::timestamp(at))
+                    super::pieces::json_string(&super::pieces::timestamp(at))
                 };
-                pieces.write(&mut out, at, &at_text, super::render::Mode::Live);
+                pieces.write(&mut out, at, &at_text, super::pieces::Mode::Live);
                 verdict = verdict.and_then(|()| {
                     serde_json::from_str::<serde_json::Value>(&out)
                         .map_err(|e| format!("not JSON: {e}"))

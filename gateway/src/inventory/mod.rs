@@ -12,6 +12,7 @@ pub mod index;
 pub mod live;
 /// The vehicle record lives on the ground floor (`crate::domain::vehicle`).
 pub use crate::domain::vehicle as model;
+pub mod pieces;
 pub mod render;
 pub mod search;
 

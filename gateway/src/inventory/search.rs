@@ -75,7 +75,7 @@ pub const DEFAULT_LIMIT: usize = 25;
 /// Largest page size (the schema's `pageRequest.limit` maximum).
 pub const MAX_LIMIT: usize = 100;
 
-const DAY_US: i128 = 86_400_000_000;
+use super::pieces::DAY_US;
 
 /// A cross-field rule the schema cannot express. The message never echoes
 /// a value (DAP-ERR-002); `pointer` is the JSON pointer of the offending
@@ -1181,12 +1181,4 @@ fn spelled_facet(entries: Vec<(&str, &str, u64)>) -> Vec<FacetValue> {
     ordered(out)
 }
 
-/// Inventory age in complete elapsed 24-hour periods from `basis` to
-/// `now`; `None` for a basis in the future.
-pub fn inventory_age_days(basis: DateTime<Utc>, now: DateTime<Utc>) -> Option<u64> {
-    let elapsed = i128::from(now.timestamp_micros()) - i128::from(basis.timestamp_micros());
-    if elapsed < 0 {
-        return None;
-    }
-    u64::try_from(elapsed / DAY_US).ok()
-}
+pub use super::pieces::inventory_age_days;

@@ -11,7 +11,7 @@ use crate::manifest;
 
 pub const NAME: &str = "dealeragent.discovery.get_manifest";
 
-/// Served from [`manifest::ManifestCache`]: built, checked against the
+/// Served from [`crate::directory::ViewCache`]: built, checked against the
 /// output schema and serialized once per directory snapshot and caller
 /// view (issue 13 item 3).
 pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError> {

@@ -1,0 +1,394 @@
+//! The pre-rendered parts of a vehicle's DAP JSON (issue 13 item 3) and
+//! the rules they are written by (see `render` for the rules in full).
+//! The ground floor of `inventory`: it imports only the vehicle record, so
+//! the index (which stores pieces) and the renderer (which reads them back)
+//! both build on it.
+
+use chrono::{DateTime, Duration, SecondsFormat, Utc};
+use serde_json::{Map, Value, json};
+
+use super::model::VehicleRecord;
+
+/// Microseconds in a day.
+pub(crate) const DAY_US: i128 = 86_400_000_000;
+
+/// Longest `max_age_seconds` the schema allows (30 days).
+pub(crate) const MAX_AGE_LIMIT: u32 = 2_592_000;
+const MAX_TRANSFORMATIONS: usize = 32;
+
+/// RFC 3339 with `Z`, seconds plus fraction only when present.
+pub fn timestamp(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::AutoSi, true)
+}
+
+pub(crate) fn valid_until(observed_at: DateTime<Utc>, sla_seconds: u32) -> DateTime<Utc> {
+    observed_at
+        .checked_add_signed(Duration::seconds(i64::from(sla_seconds)))
+        .unwrap_or(observed_at)
+}
+
+pub(crate) fn truncate(s: &str, max_chars: usize) -> &str {
+    match s.char_indices().nth(max_chars) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+pub(crate) fn provenance(record: &VehicleRecord) -> Value {
+    let s = &record.source;
+    let mut source = Map::new();
+    source.insert("source_name".into(), truncate(&s.source_name, 128).into());
+    source.insert("authority".into(), s.authority.clone().into());
+    source.insert("observed_at".into(), timestamp(s.observed_at).into());
+    if let Some(id) = s.source_record_id.as_deref().filter(|id| !id.is_empty()) {
+        source.insert("source_record_id".into(), truncate(id, 256).into());
+    }
+    source.insert("content_digest".into(), s.content_digest.clone().into());
+    let transformations: Vec<Value> = s
+        .transformations
+        .iter()
+        .filter(|t| !t.is_empty())
+        .take(MAX_TRANSFORMATIONS)
+        .map(|t| Value::from(truncate(t, 160)))
+        .collect();
+    let mut out = Map::new();
+    out.insert("sources".into(), Value::Array(vec![Value::Object(source)]));
+    out.insert("authority_status".into(), "asserted".into());
+    if !transformations.is_empty() {
+        out.insert("transformations".into(), Value::Array(transformations));
+    }
+    Value::Object(out)
+}
+
+/// True only when the required dealer charges are known and each one is
+/// included in the advertised amount (see the module rules).
+pub fn includes_required_dealer_charges(record: &VehicleRecord) -> bool {
+    record
+        .required_dealer_charges
+        .as_ref()
+        .is_some_and(|charges| {
+            charges
+                .iter()
+                .all(|c| c.get("included_in_advertised_price") == Some(&Value::Bool(true)))
+        })
+}
+
+/// Inventory age in complete elapsed 24-hour periods from `basis` to
+/// `now`; `None` for a basis in the future.
+pub fn inventory_age_days(basis: DateTime<Utc>, now: DateTime<Utc>) -> Option<u64> {
+    let elapsed = i128::from(now.timestamp_micros()) - i128::from(basis.timestamp_micros());
+    if elapsed < 0 {
+        return None;
+    }
+    u64::try_from(elapsed / DAY_US).ok()
+}
+
+/// Which availability and freshness a vehicle is written with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// In its rooftop's latest snapshot: the feed's status, `current` or
+    /// `stale` by the SLA.
+    Live,
+    /// Dropped by the latest snapshot (grace period): status `unknown`,
+    /// freshness `withdrawn`.
+    Withdrawn,
+}
+
+/// `s` as a JSON string literal (quotes included).
+pub fn json_string(s: &str) -> String {
+    // Serializing a `str` cannot fail.
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+/// Serialize `v` (a tree built here, so it cannot fail).
+fn json_text(v: &Value) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+/// The parts of one vehicle's DAP JSON that do not depend on when it is
+/// asked for, serialized once when its snapshot is indexed (issue 13
+/// item 3). A request only adds what depends on the clock (freshness
+/// `state`, the used-vehicle tenure's `age_days` and `age_as_of`) or on the
+/// vehicle's standing (withdrawn). [`PiecesRef::write`] joins them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pieces {
+    /// `{` and every member except `used_vehicle`, `availability`,
+    /// `provenance` and `freshness`, comma-separated, without a closing
+    /// brace.
+    pub head: String,
+    /// The `provenance` object.
+    pub provenance: String,
+    /// `source.observed_at` as a JSON string.
+    pub observed_at: String,
+    /// `observed_at + SLA` as a JSON string.
+    pub valid_until: String,
+    /// `"stocked_at":…[,"first_public_listing_at":…]` of a vehicle that
+    /// can carry a used-vehicle summary (used, certified or demo with a
+    /// known `stocked_at`); empty otherwise.
+    pub tenure: String,
+    /// `"history_report_status":…,"certification_type":…` of that summary.
+    pub used_tail: String,
+    /// The feed's availability status (a DAP enum value).
+    pub status: String,
+    /// `valid_until` in microseconds since the epoch.
+    pub valid_until_us: i64,
+    /// `stocked_at` in microseconds since the epoch, when `tenure` is set.
+    pub stocked_us: Option<i64>,
+    /// `max_age_seconds` of the freshness.
+    pub max_age_seconds: u32,
+}
+
+/// Borrowed [`Pieces`] (the index keeps them in one arena).
+#[derive(Debug, Clone, Copy)]
+pub struct PiecesRef<'a> {
+    pub head: &'a str,
+    pub provenance: &'a str,
+    pub observed_at: &'a str,
+    pub valid_until: &'a str,
+    pub tenure: &'a str,
+    pub used_tail: &'a str,
+    pub status: &'a str,
+    pub valid_until_us: i64,
+    pub stocked_us: Option<i64>,
+    pub max_age_seconds: u32,
+}
+
+impl Pieces {
+    /// Render the request-independent parts of `record` under a rooftop
+    /// SLA of `sla_seconds`.
+    pub fn of(record: &VehicleRecord, sla_seconds: u32) -> Pieces {
+        let observed = record.source.observed_at;
+        let until = valid_until(observed, sla_seconds);
+        let mut head = json_text(&Value::Object(static_members(record)));
+        // `{…}` → `{…` (the request appends the rest and the brace).
+        head.pop();
+        let used = matches!(record.condition.as_str(), "used" | "certified" | "demo");
+        let (tenure, used_tail, stocked_us) = match record.stocked_at.filter(|_| used) {
+            None => (String::new(), String::new(), None),
+            Some(stocked_at) => {
+                let mut tenure = format!("\"stocked_at\":{}", json_string(&timestamp(stocked_at)));
+                if let Some(first) = record.first_public_listing_at {
+                    tenure.push_str(",\"first_public_listing_at\":");
+                    tenure.push_str(&json_string(&timestamp(first)));
+                }
+                let tail = format!(
+                    "\"history_report_status\":{},\"certification_type\":{}",
+                    json_string(record.history_report_status.as_deref().unwrap_or("unknown")),
+                    json_string(record.certification_type.as_deref().unwrap_or("unknown")),
+                );
+                (tenure, tail, Some(stocked_at.timestamp_micros()))
+            }
+        };
+        Pieces {
+            head,
+            provenance: json_text(&provenance(record)),
+            observed_at: json_string(&timestamp(observed)),
+            valid_until: json_string(&timestamp(until)),
+            tenure,
+            used_tail,
+            status: record.availability_status.clone(),
+            valid_until_us: until.timestamp_micros(),
+            stocked_us,
+            max_age_seconds: sla_seconds.min(MAX_AGE_LIMIT),
+        }
+    }
+
+    pub fn as_ref(&self) -> PiecesRef<'_> {
+        PiecesRef {
+            head: &self.head,
+            provenance: &self.provenance,
+            observed_at: &self.observed_at,
+            valid_until: &self.valid_until,
+            tenure: &self.tenure,
+            used_tail: &self.used_tail,
+            status: &self.status,
+            valid_until_us: self.valid_until_us,
+            stocked_us: self.stocked_us,
+            max_age_seconds: self.max_age_seconds,
+        }
+    }
+
+    /// Bytes a written vehicle takes, roughly (for buffer sizing).
+    pub fn len_hint(&self) -> usize {
+        self.head.len() + 2 * self.provenance.len() + 512
+    }
+}
+
+impl PiecesRef<'_> {
+    /// Append the vehicle's JSON object as of `now` (`now_text` is
+    /// `json_string(&timestamp(now))`, formatted once per response).
+    pub fn write(&self, out: &mut String, now: DateTime<Utc>, now_text: &str, mode: Mode) {
+        let state = match mode {
+            Mode::Withdrawn => "withdrawn",
+            Mode::Live if now.timestamp_micros() <= self.valid_until_us => "current",
+            Mode::Live => "stale",
+        };
+        out.push_str(self.head);
+        if let Some(age_days) = self
+            .stocked_us
+            .and_then(DateTime::from_timestamp_micros)
+            .and_then(|stocked_at| inventory_age_days(stocked_at, now))
+        {
+            out.push_str(",\"used_vehicle\":{\"inventory_tenure\":{");
+            out.push_str(self.tenure);
+            out.push_str(",\"age_days\":");
+            out.push_str(&age_days.to_string());
+            out.push_str(",\"age_as_of\":");
+            out.push_str(now_text);
+            out.push_str(",\"age_basis\":\"stocked_at\",\"provenance\":");
+            out.push_str(self.provenance);
+            out.push_str(",\"freshness\":");
+            self.write_freshness(out, state);
+            out.push_str("},");
+            out.push_str(self.used_tail);
+            out.push('}');
+        }
+        let (status, reason) = match mode {
+            Mode::Live => (self.status, ASSERTED_REASON_JSON),
+            Mode::Withdrawn => ("unknown", WITHDRAWN_REASON_JSON),
+        };
+        out.push_str(",\"availability\":{\"status\":\"");
+        // A DAP enum value (ingest validated it): no escaping needed.
+        out.push_str(status);
+        out.push_str("\",\"authority_status\":\"asserted\",\"observed_at\":");
+        out.push_str(self.observed_at);
+        out.push_str(",\"valid_until\":");
+        out.push_str(self.valid_until);
+        out.push_str(",\"human_verification_required\":true,\"reason\":");
+        out.push_str(reason);
+        out.push_str("},\"provenance\":");
+        out.push_str(self.provenance);
+        out.push_str(",\"freshness\":");
+        self.write_freshness(out, state);
+        out.push('}');
+    }
+
+    fn write_freshness(&self, out: &mut String, state: &str) {
+        out.push_str("{\"observed_at\":");
+        out.push_str(self.observed_at);
+        out.push_str(",\"state\":\"");
+        out.push_str(state);
+        out.push_str("\",\"valid_until\":");
+        out.push_str(self.valid_until);
+        out.push_str(",\"max_age_seconds\":");
+        out.push_str(&self.max_age_seconds.to_string());
+        out.push('}');
+    }
+}
+
+/// The reasons as JSON string literals (plain ASCII without quotes or
+/// backslashes, so the literal is the text in quotes; a unit test checks).
+const ASSERTED_REASON_JSON: &str = concat!(
+    "\"",
+    "Status asserted by the dealer's inventory feed and not verified; \
+call dealeragent.inventory.verify_availability before presenting this vehicle as available.",
+    "\""
+);
+const WITHDRAWN_REASON_JSON: &str = concat!(
+    "\"",
+    "The vehicle was withdrawn from the dealer's latest inventory feed; \
+call dealeragent.inventory.verify_availability before presenting it as available.",
+    "\""
+);
+
+/// Every member of the vehicle object that depends on nothing but the
+/// record, in wire order.
+fn static_members(record: &VehicleRecord) -> Map<String, Value> {
+    let mut v = Map::new();
+    let mut put = |k: &str, val: Value| {
+        v.insert(k.to_owned(), val);
+    };
+    put("vehicle_id", record.vehicle_id.clone().into());
+    put("organization_id", record.organization_id.clone().into());
+    put("rooftop_id", record.rooftop_id.clone().into());
+    if let Some(vin) = &record.vin {
+        put("vin", vin.clone().into());
+    }
+    if let Some(stock) = record.stock_number.as_deref().filter(|s| !s.is_empty()) {
+        put("stock_number", truncate(stock, 80).into());
+    }
+    if let Some(t) = &record.vehicle_type {
+        put("vehicle_type", t.clone().into());
+    }
+    put("year", record.year.into());
+    put("make", truncate(&record.make, 100).into());
+    put("model", truncate(&record.model, 120).into());
+    if let Some(t) = &record.trim {
+        put("trim", truncate(t, 120).into());
+    }
+    put("condition", record.condition.clone().into());
+    for (key, value) in [
+        ("body_style", &record.body_style),
+        ("exterior_color", &record.exterior_color),
+        ("interior_color", &record.interior_color),
+    ] {
+        if let Some(s) = value {
+            put(key, truncate(s, 80).into());
+        }
+    }
+    if let Some(o) = record.odometer.filter(|o| o.value >= 0) {
+        let mut odo = Map::new();
+        odo.insert("value".into(), o.value.into());
+        odo.insert("unit".into(), o.unit.as_str().into());
+        if let Some(status) = o.status {
+            odo.insert(
+                "status".into(),
+                serde_json::to_value(status).unwrap_or(Value::Null),
+            );
+        }
+        put("odometer", Value::Object(odo));
+    }
+    if let Some(p) = &record.powertrain {
+        put("powertrain", p.clone());
+    }
+    if !record.features.is_empty() {
+        put(
+            "features",
+            Value::Array(
+                record
+                    .features
+                    .iter()
+                    .filter(|f| !f.is_empty())
+                    .take(500)
+                    .map(|f| Value::from(truncate(f, 200)))
+                    .collect(),
+            ),
+        );
+    }
+    if !record.media.is_empty() {
+        put(
+            "media",
+            Value::Array(record.media.iter().take(500).cloned().collect()),
+        );
+    }
+    if let Some(u) = &record.listing_url {
+        put("listing_url", u.clone().into());
+    }
+    if let Some(u) = &record.window_sticker_url {
+        put("window_sticker_url", u.clone().into());
+    }
+    put(
+        "advertised_price",
+        json!({
+            "amount": record.advertised_price,
+            "availability": "generally_available",
+            "includes_required_dealer_charges": includes_required_dealer_charges(record),
+        }),
+    );
+    v
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    /// The reason literals are written into responses unescaped.
+    #[test]
+    fn reason_literals_are_json_strings_of_plain_text() {
+        for literal in [ASSERTED_REASON_JSON, WITHDRAWN_REASON_JSON] {
+            let text: String = serde_json::from_str(literal).unwrap();
+            assert_eq!(json_string(&text), literal);
+            assert!(text.starts_with("Status") || text.starts_with("The vehicle"));
+        }
+    }
+}
