@@ -14,7 +14,9 @@ use crate::common::{run_cli, temp_dir, test_database_url, text};
 
 /// Every setting the config file tests touch through the environment:
 /// removed from the child's environment unless a test sets it.
-const ENV_UNDER_TEST: [&str; 4] = [
+const ENV_UNDER_TEST: [&str; 6] = [
+    "DEALER_GATEWAY_LOG",
+    "DEALER_GATEWAY_LOG_FORMAT",
     "DEALER_GATEWAY_MAX_BODY_BYTES",
     "DEALER_GATEWAY_LISTEN",
     "DEALER_GATEWAY_NO_DEMO",
@@ -68,6 +70,8 @@ fn serve_help_states_the_precedence() {
 struct Served {
     child: tokio::process::Child,
     base: String,
+    /// Its stderr so far (the log).
+    logs: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
 }
 
 /// How `serve` ended when it did not start: exit code and stderr.
@@ -84,7 +88,6 @@ async fn serve(db: &str, args: &[&str], env: &[(&str, &str)]) -> Result<Served, 
         .arg("serve")
         .args(args)
         .env("DEALER_GATEWAY_DATABASE_URL", db)
-        .env("DEALER_GATEWAY_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
@@ -121,13 +124,21 @@ async fn serve(db: &str, args: &[&str], env: &[(&str, &str)]) -> Result<Served, 
                 let mut sink = Vec::new();
                 let _ = stdout.read_to_end(&mut sink).await;
             });
+            let logs = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            let into = logs.clone();
             tokio::spawn(async move {
-                let mut sink = Vec::new();
-                let _ = stderr.read_to_end(&mut sink).await;
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = stderr.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    into.lock().expect("logs").extend_from_slice(&buf[..n]);
+                }
             });
             Ok(Served {
                 child,
                 base: format!("http://{addr}"),
+                logs,
             })
         }
         None => {
@@ -212,6 +223,23 @@ impl Served {
             .next()
             .and_then(|p| p.parse().ok())
             .expect("a port")
+    }
+}
+
+impl Served {
+    /// The first log line containing `needle`, waiting up to 10 s for it.
+    async fn log_line(&self, needle: &str) -> String {
+        for _ in 0..100 {
+            let logs = String::from_utf8_lossy(&self.logs.lock().expect("logs")).into_owned();
+            if let Some(line) = logs.lines().find(|l| l.contains(needle)) {
+                return line.to_owned();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!(
+            "no log line with {needle:?} in: {}",
+            String::from_utf8_lossy(&self.logs.lock().expect("logs"))
+        );
     }
 }
 
@@ -655,5 +683,51 @@ async fn preview_prints_the_summary_and_the_json_only_with_json() {
         ),
         "{}",
         text(&out)
+    );
+}
+
+#[tokio::test]
+async fn log_format_json_or_text_from_a_flag_or_the_config_file() {
+    let (_dir, db, file) = store_and_config(CONFIG).await;
+    // Default off a terminal: JSON lines.
+    let served = serve(&db, &["--config", &file], &[])
+        .await
+        .unwrap_or_else(|r| panic!("{:?}: {}{}", r.code, r.stdout, r.stderr));
+    let line = served.log_line("serving").await;
+    let json: serde_json::Value = serde_json::from_str(&line).expect("a JSON log line");
+    assert_eq!(json["fields"]["message"], "serving", "{line}");
+    assert_eq!(json["level"], "INFO", "{line}");
+    drop(served);
+    // --log-format text (as a terminal would get by default).
+    let served = serve(&db, &["--config", &file, "--log-format", "text"], &[])
+        .await
+        .unwrap_or_else(|r| panic!("{:?}: {}{}", r.code, r.stdout, r.stderr));
+    let line = served.log_line("serving").await;
+    assert!(
+        serde_json::from_str::<serde_json::Value>(&line).is_err(),
+        "{line}"
+    );
+    assert!(line.contains(" INFO "), "{line}");
+    assert!(line.contains("gateway::run: serving"), "{line}");
+    assert!(
+        !line.contains('\u{1b}'),
+        "no colours off a terminal: {line}"
+    );
+    drop(served);
+    // The config file's log filter and format apply too.
+    std::fs::write(
+        &file,
+        format!("{CONFIG}\nlog = \"warn,gateway::run=info\"\nlog_format = \"text\"\n"),
+    )
+    .expect("config written");
+    let served = serve(&db, &["--config", &file], &[])
+        .await
+        .unwrap_or_else(|r| panic!("{:?}: {}{}", r.code, r.stdout, r.stderr));
+    let line = served.log_line("serving").await;
+    assert!(line.contains("gateway::run: serving"), "{line}");
+    let logs = String::from_utf8_lossy(&served.logs.lock().expect("logs")).into_owned();
+    assert!(
+        !logs.contains("inventory loaded"),
+        "the filter applies: {logs}"
     );
 }
