@@ -443,12 +443,21 @@ pub async fn serve(
 ) -> Result<(), crate::Error> {
     let retention =
         crate::store::audit::spawn_retention(state.store.clone(), state.settings.audit_retention());
+    // The bundled demo stays within its SLAs (issue 14 item 7: the console
+    // and a newcomer's first look would otherwise show every demo vehicle
+    // stale after 15 minutes). Only the bundled demo's rooftops are ever
+    // touched; `--no-demo` and `--seed-dealers` start no refresh at all.
+    let demo_refresh = (!state.settings.no_demo && state.settings.seed_dealers.is_none())
+        .then(|| crate::demo::refresh::spawn(state.store.clone()));
     // Our own accept loop rather than `axum::serve`: header-read and idle
     // timeouts, connection caps, refusals with bodies and a shutdown
     // deadline (issue 11 items 2 and 4; see `mcp::connections`).
     let limits = mcp::connections::Limits::from_settings(&state.settings);
     mcp::connections::serve(listener, router(state), limits, shutdown).await;
     retention.abort();
+    if let Some(task) = demo_refresh {
+        task.abort();
+    }
     Ok(())
 }
 

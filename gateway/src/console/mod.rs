@@ -90,6 +90,14 @@ pub fn router() -> Router<Arc<AppState>> {
         .route("/console/programs", get(records::programs))
         .route("/console/rooftop/{rooftop_id}/", get(overview::handler))
         .route(
+            "/console/rooftop/{rooftop_id}",
+            get(
+                |axum::extract::Path(id): axum::extract::Path<String>| async move {
+                    Redirect::permanent(&format!("/console/rooftop/{}/", encode(&id)))
+                },
+            ),
+        )
+        .route(
             "/console/rooftop/{rooftop_id}/vehicles",
             get(vehicles::list),
         )

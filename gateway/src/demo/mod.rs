@@ -39,7 +39,9 @@
 //! - `plan`, `dealers_file`, `bundle`: the organizations and rooftops of a
 //!   generated bundle, its dealers file (serde types written as JSON, which
 //!   is YAML 1.2 with every string quoted) and the files on disk;
-//! - [`seed`]: the bundled demo loaded by `serve`.
+//! - [`seed`]: the bundled demo loaded by `serve`;
+//! - [`refresh`]: keeps the bundled demo within its freshness SLAs while
+//!   `serve` runs (issue 14 item 7).
 
 use std::io;
 use std::path::PathBuf;
@@ -52,6 +54,7 @@ mod dealers_file;
 mod feed;
 mod plan;
 mod random;
+pub mod refresh;
 mod rooftop;
 pub mod seed;
 mod vin;
