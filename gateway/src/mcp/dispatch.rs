@@ -7,8 +7,6 @@
 
 use std::sync::Arc;
 
-use serde::ser::{Serialize, SerializeMap, Serializer};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::error::RpcError;
@@ -25,7 +23,7 @@ pub struct MethodResult {
     /// A tool result's structured content, serialized once by the tool
     /// pipeline (issue 13 item 3): written as `structuredContent` and, as a
     /// JSON string, as the text content block, without being parsed again.
-    pub structured: Option<Box<RawValue>>,
+    pub structured: Option<tools::JsonText>,
 }
 
 /// Instructions for agents, sent by `server/discover` and `initialize`.
@@ -251,47 +249,95 @@ async fn tools_call(
     })
 }
 
-/// A decorated result, ready to serialize: the members of `body`, then,
-/// for a tool result, `content` (the structured content as one text
-/// block, for clients that read text only) and `structuredContent`.
+/// A decorated result, ready to write: the members of `body`, then, for a
+/// tool result, `content` (the structured content as one text block, for
+/// clients that read text only) and `structuredContent`.
 pub struct Decorated {
     body: Map<String, Value>,
-    structured: Option<Box<RawValue>>,
+    structured: Option<tools::JsonText>,
 }
 
-/// The text content block: `[{"type":"text","text":"<the JSON>"}]`.
-struct TextBlock<'a>(&'a str);
-
-impl Serialize for TextBlock<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeSeq;
-        struct Block<'a>(&'a str);
-        impl Serialize for Block<'_> {
-            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                let mut map = serializer.serialize_map(Some(2))?;
-                map.serialize_entry("type", "text")?;
-                map.serialize_entry("text", self.0)?;
-                map.end()
-            }
+impl Decorated {
+    /// `{"jsonrpc":"2.0","id":…,"result":{…}}` as bytes. The structured
+    /// content is copied in as it is (it was serialized once by the tool
+    /// pipeline) and escaped once for the text block.
+    pub fn into_envelope(self, id: &Value) -> Vec<u8> {
+        let extra = self
+            .structured
+            .as_ref()
+            .map_or(0, |s| 2 * s.get().len() + 64);
+        let mut out = Vec::with_capacity(256 + extra);
+        out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+        // Writing a `Value` or a `str` into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut out, id);
+        out.extend_from_slice(b",\"result\":{");
+        let mut first = true;
+        if let Some(structured) = &self.structured {
+            out.extend_from_slice(b"\"content\":[{\"type\":\"text\",\"text\":");
+            write_json_string(&mut out, structured.get());
+            out.extend_from_slice(b"}],\"structuredContent\":");
+            out.extend_from_slice(structured.get().as_bytes());
+            first = false;
         }
-        let mut seq = serializer.serialize_seq(Some(1))?;
-        seq.serialize_element(&Block(self.0))?;
-        seq.end()
+        for (key, value) in &self.body {
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            let _ = serde_json::to_writer(&mut out, key);
+            out.push(b':');
+            let _ = serde_json::to_writer(&mut out, value);
+        }
+        out.extend_from_slice(b"}}");
+        out
     }
 }
 
-impl Serialize for Decorated {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let extra = if self.structured.is_some() { 2 } else { 0 };
-        let mut map = serializer.serialize_map(Some(self.body.len() + extra))?;
-        if let Some(structured) = &self.structured {
-            map.serialize_entry("content", &TextBlock(structured.get()))?;
-            map.serialize_entry("structuredContent", structured)?;
+/// `text` as a JSON string. JSON this gateway wrote holds no raw control
+/// characters (serde_json escapes them inside strings and writes no
+/// whitespace), so only `"` and `\` need escaping and the rest is copied in
+/// runs; anything else goes through serde_json.
+fn write_json_string(out: &mut Vec<u8>, text: &str) {
+    let bytes = text.as_bytes();
+    if bytes.iter().any(|b| *b < 0x20) {
+        let _ = serde_json::to_writer(&mut *out, text);
+        return;
+    }
+    out.push(b'"');
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'"' || b == b'\\' {
+            out.extend_from_slice(&bytes[start..i]);
+            out.push(b'\\');
+            start = i;
         }
-        for (key, value) in &self.body {
-            map.serialize_entry(key, value)?;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    /// The fast escape writes what serde_json writes, for JSON text and
+    /// for text with control characters (which takes serde_json's path).
+    #[test]
+    fn text_blocks_escape_like_serde_json() {
+        for text in [
+            r#"{"a":"b\"c","d":[1,2,{"e":"\\"}],"f":"caf\u00e9 \u2014 ok"}"#,
+            "{\"x\":\"\u{e9}\u{1F697}\"}",
+            "line\nbreak\ttab\u{1}",
+            "",
+            "\\\"",
+        ] {
+            let mut ours = Vec::new();
+            write_json_string(&mut ours, text);
+            assert_eq!(
+                String::from_utf8(ours).unwrap(),
+                serde_json::to_string(text).unwrap()
+            );
         }
-        map.end()
     }
 }
 

@@ -213,29 +213,12 @@ fn plain_error(status: StatusCode, error: RpcError) -> Response {
     json_response(status, &body, None)
 }
 
-/// `{"jsonrpc": "2.0", "id": id, "result": result}`, serialized straight
-/// from its parts (a tool's structured content is already bytes).
-#[derive(serde::Serialize)]
-struct Envelope<'a> {
-    jsonrpc: &'static str,
-    id: &'a Value,
-    result: dispatch::Decorated,
+fn json_response(status: StatusCode, body: &Value, session: Option<&str>) -> Response {
+    bytes_response(status, serde_json::to_vec(body).unwrap_or_default(), session)
 }
 
-fn envelope(id: &Value, result: dispatch::Decorated) -> Envelope<'_> {
-    Envelope {
-        jsonrpc: "2.0",
-        id,
-        result,
-    }
-}
-
-fn json_response(
-    status: StatusCode,
-    body: &impl serde::Serialize,
-    session: Option<&str>,
-) -> Response {
-    let mut response = (status, serde_json::to_vec(body).unwrap_or_default()).into_response();
+fn bytes_response(status: StatusCode, body: Vec<u8>, session: Option<&str>) -> Response {
+    let mut response = (status, body).into_response();
     let h = response.headers_mut();
     h.insert(
         header::CONTENT_TYPE,
@@ -429,8 +412,8 @@ async fn handle_message(
     }
     match dispatch::dispatch(state, Era::Legacy, &method, &params, caller, &trace_id).await {
         Ok(result) => {
-            let body = envelope(&id, dispatch::decorate(Era::Legacy, result));
-            json_response(StatusCode::OK, &body, None)
+            let body = dispatch::decorate(Era::Legacy, result).into_envelope(&id);
+            bytes_response(StatusCode::OK, body, None)
         }
         Err(RpcError::MethodNotFound) => {
             // Legacy clients expect JSON-RPC errors on HTTP 200.
@@ -571,8 +554,8 @@ async fn modern(
     // 4. Dispatch.
     match dispatch::dispatch(state, Era::Modern, method, params, caller, trace_id).await {
         Ok(result) => {
-            let body = envelope(id, dispatch::decorate(Era::Modern, result));
-            json_response(StatusCode::OK, &body, None)
+            let body = dispatch::decorate(Era::Modern, result).into_envelope(id);
+            bytes_response(StatusCode::OK, body, None)
         }
         Err(e) => rpc_error(&e, Some(id)),
     }

@@ -138,7 +138,7 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
     })
     .map_err(ToolError::internal)?;
     Ok(Produced::Assembled {
-        json: serde_json::value::RawValue::from_string(json).map_err(ToolError::internal)?,
+        json: super::JsonText::trusted(json),
         resource_ids: vec![record.vehicle_id.clone()],
     })
 }

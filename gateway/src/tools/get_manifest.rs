@@ -4,7 +4,6 @@
 //! resource come from one object (DAP-CORE-006); see [`crate::manifest`].
 
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::{Produced, ToolContext, ToolError};
 use crate::manifest;
@@ -46,7 +45,7 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
         }
     };
     Ok(Produced::Assembled {
-        json: RawValue::from_string(json.to_string()).map_err(ToolError::internal)?,
+        json: super::JsonText::trusted(json.to_string()),
         resource_ids: Vec::new(),
     })
 }

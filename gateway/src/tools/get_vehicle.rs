@@ -74,7 +74,7 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
         .pieces(found.row)
         .write(&mut json, now, &now_text, Mode::Live);
     Ok(Produced::Assembled {
-        json: serde_json::value::RawValue::from_string(json).map_err(ToolError::internal)?,
+        json: super::JsonText::trusted(json),
         resource_ids: vec![vehicle_id],
     })
 }

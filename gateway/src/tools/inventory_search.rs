@@ -288,7 +288,7 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
     json.push(',');
     json.push_str(rest.strip_prefix('{').unwrap_or(&rest));
     Ok(Produced::Assembled {
-        json: serde_json::value::RawValue::from_string(json).map_err(ToolError::internal)?,
+        json: super::JsonText::trusted(json),
         resource_ids,
     })
 }

@@ -20,7 +20,6 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use crate::auth::Principal;
 use crate::state::AppState;
@@ -54,7 +53,7 @@ pub const IMPLEMENTED: &[&str] = &[
 pub struct ToolOutcome {
     /// Serialized once (issue 13 item 3); the MCP layer sends these bytes
     /// as `structuredContent` and, as a string, as the text content.
-    pub structured: Box<RawValue>,
+    pub structured: JsonText,
     pub is_error: bool,
     /// Members for the MCP result's `_meta`: this gateway's additions that
     /// the DAP output schema has no room for (e.g. the availability band).
@@ -71,7 +70,7 @@ pub enum Produced {
     /// validated"), with the ids of the resources it returns, for the audit
     /// record.
     Assembled {
-        json: Box<RawValue>,
+        json: JsonText,
         resource_ids: Vec<String>,
     },
 }
@@ -330,7 +329,7 @@ pub async fn invoke(ctx: &ToolContext, name: &str, args: &Value) -> Option<ToolO
         Ok(produced) => ToolOutcome {
             structured: match produced {
                 Produced::Assembled { json, .. } => json,
-                Produced::Tree(tree) => raw(&tree),
+                Produced::Tree(tree) => JsonText::of(&tree),
             },
             is_error: false,
             meta,
@@ -343,7 +342,7 @@ pub async fn invoke(ctx: &ToolContext, name: &str, args: &Value) -> Option<ToolO
                 tracing::info!(error.id = %error_id, trace.id = %ctx.trace_id, tool.name = name, error.code = error.code().as_str(), "tool refused");
             }
             ToolOutcome {
-                structured: raw(&error.to_dap(&error_id, &ctx.trace_id, Utc::now())),
+                structured: JsonText::of(&error.to_dap(&error_id, &ctx.trace_id, Utc::now())),
                 is_error: true,
                 meta: None,
             }
@@ -351,8 +350,31 @@ pub async fn invoke(ctx: &ToolContext, name: &str, args: &Value) -> Option<ToolO
     })
 }
 
-/// Serialize a tree once. A `Value` always serializes (its keys are
-/// strings); the `null` fallback is unreachable in practice.
-pub fn raw(tree: &Value) -> Box<RawValue> {
-    serde_json::value::to_raw_value(tree).unwrap_or_else(|_| RawValue::NULL.to_owned())
+/// JSON text this gateway wrote itself: serde_json output, or pieces of
+/// serde_json output joined by fixed punctuation (issue 13 item 3). It is
+/// trusted rather than parsed again (a re-parse of a search page cost a
+/// fifth of the request); tests parse every shape, and debug builds check
+/// each one as it is made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonText(String);
+
+impl JsonText {
+    /// Text assembled by this crate's writers.
+    pub fn trusted(text: String) -> JsonText {
+        debug_assert!(
+            serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok(),
+            "assembled JSON does not parse"
+        );
+        JsonText(text)
+    }
+
+    /// Serialize a tree. A `Value` always serializes (its keys are
+    /// strings); the `null` fallback is unreachable in practice.
+    pub fn of(tree: &Value) -> JsonText {
+        JsonText(serde_json::to_string(tree).unwrap_or_else(|_| "null".to_owned()))
+    }
+
+    pub fn get(&self) -> &str {
+        &self.0
+    }
 }
