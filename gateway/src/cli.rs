@@ -1,13 +1,14 @@
 //! The command line: `serve`, `migrate`, `import dealers|inventory|bundle`,
 //! `demo generate`, `token create|list|revoke`, `audit export`,
 //! `import programs [--replace]`, `programs withdraw`, `preview`,
-//! `completions`; and `serve --config FILE` (issue 15 item 6).
+//! `completions`, `stdio` (MCP over stdin/stdout, issue 15 item 5); and
+//! `serve|stdio --config FILE` (issue 15 item 6).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::parser::ValueSource;
-use clap::{ArgAction, CommandFactory as _, Parser, Subcommand};
+use clap::{ArgAction, Args, CommandFactory as _, Parser, Subcommand};
 
 use crate::config::{ConfigFileError, DEFAULT_DATABASE_URL, ServeSettings};
 use crate::progress::ProgressMode;
@@ -67,6 +68,13 @@ pub enum Command {
     /// Run the MCP endpoint (POST /mcp) with /healthz and /readyz.
     #[command(after_help = PRECEDENCE)]
     Serve(Box<ServeSettings>),
+    /// Serve the same MCP tools and resources over stdio (newline-delimited
+    /// JSON-RPC on stdin/stdout, logs on stderr) for a local MCP client that
+    /// starts the gateway itself, e.g. a desktop assistant. Anonymous unless
+    /// a token is given. Ends at EOF on stdin. Opens the same store as
+    /// `serve` and loads the demo into an empty one; listens on no port.
+    #[command(after_help = STDIO_AFTER_HELP)]
+    Stdio(Box<StdioSettings>),
     /// Create the store if needed and apply its migrations, then exit.
     Migrate,
     /// Import data files into the store (all or nothing).
@@ -136,6 +144,28 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+/// What `stdio --help` says about the serve settings it shares.
+const STDIO_AFTER_HELP: &str = "The serve settings apply as they do to `serve` (rate limits, \
+JWT, --no-demo, --seed-dealers, audit retention, --max-body-bytes as the longest line, \
+--request-timeout-seconds), and so does --config FILE (the same keys; `token` is not one). \
+Nothing listens: the connection limits are unused, and --listen (or --public-url, \
+--resource-url) only names the resource URL that JWT audiences are checked against. The \
+client address of every request is 127.0.0.1. A refused token exits with status 2.";
+
+/// Settings of `dealer-gateway stdio`: the grant, then every serve setting.
+#[derive(Debug, Clone, Args)]
+pub struct StdioSettings {
+    /// The explicit grant of this process: a gateway API token (`token
+    /// create`) or a JWT, verified like `Authorization: Bearer` on /mcp and
+    /// again on every request. Prefer the environment variable, which keeps
+    /// the token off the command line. Without it the client is anonymous.
+    #[arg(long, env = "DEALER_GATEWAY_STDIO_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+
+    #[command(flatten)]
+    pub serve: ServeSettings,
 }
 
 #[derive(Debug, Subcommand)]
@@ -336,8 +366,8 @@ const GLOBAL_SERVE_KEYS: [&str; 3] = ["database_url", "log", "log_format"];
 
 /// `serve --config FILE` (issue 15 item 6): parse `args` (the process's
 /// command line) again with the file's settings layered under the flags
-/// and environment variables. `Ok(None)` when `args` is not a `serve` with
-/// `--config`.
+/// and environment variables. `Ok(None)` when `args` is not a `serve` (or
+/// `stdio`, which shares the serve settings) with `--config`.
 ///
 /// The keys are derived from the `serve` flags themselves (their ids), so
 /// every setting is configurable and there is no second list to keep in
@@ -353,7 +383,12 @@ pub fn with_config_file(args: &[OsString]) -> Result<Option<Cli>, ConfigFileErro
         .clone()
         .try_get_matches_from(args)
         .map_err(|e| ConfigFileError::CommandLine(e.to_string()))?;
-    let Some(serve_matches) = matches.subcommand_matches("serve") else {
+    // `stdio` takes the serve settings too (flattened), so the same file
+    // configures both (issue 15 item 5).
+    let Some((subcommand, serve_matches)) = ["serve", "stdio"]
+        .into_iter()
+        .find_map(|name| matches.subcommand_matches(name).map(|m| (name, m)))
+    else {
         return Ok(None);
     };
     let Some(path) = serve_matches.get_one::<PathBuf>("config") else {
@@ -370,10 +405,10 @@ pub fn with_config_file(args: &[OsString]) -> Result<Option<Cli>, ConfigFileErro
                 file: file.clone(),
                 reason: e.to_string().trim_end().to_owned(),
             })?;
-    let Some(serve_command) = command.find_subcommand("serve") else {
-        return Err(ConfigFileError::CommandLine(
-            "the command line has no serve command".into(),
-        ));
+    let Some(serve_command) = command.find_subcommand(subcommand) else {
+        return Err(ConfigFileError::CommandLine(format!(
+            "the command line has no {subcommand} command"
+        )));
     };
     let mut problems = Vec::new();
     let mut extra: Vec<OsString> = Vec::new();
@@ -381,7 +416,9 @@ pub fn with_config_file(args: &[OsString]) -> Result<Option<Cli>, ConfigFileErro
         let global = GLOBAL_SERVE_KEYS.contains(&key.as_str());
         let arg = if global {
             command.get_arguments().find(|a| a.get_id() == key.as_str())
-        } else if key == "config" {
+        } else if key == "config" || key == "token" {
+            // `token` (stdio's grant) is not a serve setting: a file shared
+            // by `serve` and `stdio` holds serve settings only.
             None
         } else {
             serve_command

@@ -46,21 +46,23 @@ impl Failure {
 }
 
 pub async fn run(cli: Cli) -> ExitCode {
-    // `serve --config FILE` (issue 15 item 6): the file's settings under
-    // the flags and environment variables, or no start at all.
-    let cli = match &cli.command {
-        Command::Serve(settings) if settings.config.is_some() => {
-            let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-            match crate::cli::with_config_file(&args) {
-                Ok(Some(layered)) => layered,
-                Ok(None) => cli,
-                Err(e) => {
-                    eprintln!("{e}");
-                    return ExitCode::from(EXIT_INVALID_INPUT);
-                }
+    // `serve --config FILE` (issue 15 item 6), and `stdio --config FILE`
+    // (the same serve settings): the file's settings under the flags and
+    // environment variables, or no start at all.
+    let config_given = matches!(&cli.command, Command::Serve(s) if s.config.is_some())
+        || matches!(&cli.command, Command::Stdio(s) if s.serve.config.is_some());
+    let cli = if config_given {
+        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        match crate::cli::with_config_file(&args) {
+            Ok(Some(layered)) => layered,
+            Ok(None) => cli,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(EXIT_INVALID_INPUT);
             }
         }
-        _ => cli,
+    } else {
+        cli
     };
     // `main` installed the subscriber before the command line was known
     // whole; the filter and format may come from the config file.
@@ -69,6 +71,7 @@ pub async fn run(cli: Cli) -> ExitCode {
     let progress = cli.progress;
     let result: Result<(), Failure> = match cli.command {
         Command::Serve(settings) => serve(*settings, db).await.map_err(Failure::from),
+        Command::Stdio(settings) => stdio(*settings, db).await,
         Command::Completions { shell } => {
             use std::io::Write as _;
             let script = crate::cli::completions(shell);
@@ -224,6 +227,55 @@ async fn serve(settings: crate::config::ServeSettings, database_url: &str) -> Re
     app::serve(listener, state, app::shutdown_signal()).await?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// `dealer-gateway stdio` (issue 15 item 5): stdout carries MCP messages
+/// only, so nothing here prints to it; everything else goes to stderr.
+async fn stdio(settings: crate::cli::StdioSettings, database_url: &str) -> Result<(), Failure> {
+    use crate::mcp::stdio::{self, Credential, StdioError};
+    let crate::cli::StdioSettings { token, serve } = settings;
+    let state = stdio::prepare(serve, database_url).await?;
+    let credential = match Credential::establish(&state, token.as_deref()).await {
+        Ok(c) => c,
+        // A refused grant is input to fix (exit 2), never an anonymous start.
+        Err(e @ StdioError::TokenRefused { .. }) => return Err(Failure::BadInput(e.to_string())),
+        Err(e) => return Err(Failure::Gateway(Error::Io(e.to_string()))),
+    };
+    tracing::info!(store = %store_kind(database_url), "serving MCP on stdio");
+    // The same background work as `serve`: audit retention, and the
+    // bundled demo kept within its SLAs (a desktop client may keep this
+    // process for hours).
+    let retention =
+        store::audit::spawn_retention(state.store.clone(), state.settings.audit_retention());
+    let demo_refresh = (!state.settings.no_demo && state.settings.seed_dealers.is_none())
+        .then(|| crate::demo::refresh::spawn(state.store.clone()));
+    let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    let result = stdio::serve(
+        &state,
+        &credential,
+        stdin,
+        tokio::io::stdout(),
+        app::shutdown_signal(),
+    )
+    .await;
+    retention.abort();
+    if let Some(task) = demo_refresh {
+        task.abort();
+    }
+    match result {
+        Ok(stdio::Ended::Eof | stdio::Ended::OutputClosed) => {
+            tracing::info!("stdio: the client closed the connection; stopped");
+            Ok(())
+        }
+        Ok(stdio::Ended::Shutdown) => {
+            // tokio reads stdin with a blocking read on a runtime thread
+            // that cannot be cancelled, and the runtime waits for it when
+            // it is dropped: exit now rather than wait for input or EOF.
+            tracing::info!("stdio: stopped by a signal");
+            std::process::exit(0);
+        }
+        Err(e) => Err(Failure::Gateway(Error::Io(e.to_string()))),
+    }
 }
 
 fn store_kind(url: &str) -> &'static str {

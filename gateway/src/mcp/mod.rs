@@ -21,6 +21,7 @@ pub mod error;
 pub mod headers;
 pub mod revision;
 pub mod session;
+pub mod stdio;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;

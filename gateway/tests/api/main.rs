@@ -25,4 +25,5 @@ mod mcp_transport;
 mod offers;
 mod routes;
 mod security;
+mod stdio;
 mod token_cli;
