@@ -46,6 +46,8 @@ pub struct VehicleScore {
     /// `adjustment_id`s of the conditional adjustments it lists (program
     /// ids for program-derived ones).
     pub adjustments: Vec<String>,
+    /// The disclosure's freshness state is `stale` (what agents are told).
+    pub stale: bool,
 }
 
 /// Every vehicle of a rooftop's current snapshot.
@@ -208,6 +210,7 @@ impl ScoreCache {
                                     .collect()
                             })
                             .unwrap_or_default(),
+                        stale: doc["freshness"]["state"] == json!("stale"),
                         vehicle_id: record.vehicle_id,
                     }),
                     Err(e) => scores.failures.push(e.code().as_str().to_owned()),

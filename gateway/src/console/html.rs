@@ -55,7 +55,7 @@ button { background: #0b4f9c; color: #fff; border: 1px solid #0b4f9c; border-rad
 header.top button { background: #fff; color: #12263f; border-color: #fff; }
 svg.bar { display: block; }
 details summary { cursor: pointer; font-weight: 600; }
-@media (max-width: 40rem) { main { padding: .5rem; } th, td { padding: .3rem; } }
+@media (max-width: 40rem) { main { padding: .5rem; } th, td { padding: .3rem; } .scroll table { min-width: 36rem; } }
 "#;
 
 /// Who is signed in, for the page header.

@@ -665,6 +665,11 @@ async fn sign_in(
             ),
         );
     }
+    // A new sign-in replaces the browser's previous session (no session
+    // fixation, no orphaned entries).
+    if let Some(previous) = cookie_handle(&headers) {
+        console.sessions.close(&previous);
+    }
     let now = Utc::now();
     let (handle, session) = match console.sessions.open(grant, now) {
         Ok(opened) => opened,

@@ -64,10 +64,16 @@ async fn render(
                 @let latest = &inv.latest;
                 @let snapshot_age = (now - latest.created_at()).num_seconds();
                 @let newest = latest.sources().iter().map(|s| s.observed_at).max();
-                @let stale = (0..latest.len()).filter(|&row| {
-                    let r = latest.record(row);
-                    (now - r.source.observed_at).num_seconds() > i64::from(sla)
-                }).count();
+                // Stale as agents are told (the disclosures' freshness, the
+                // same moment as the scores below); without the scores, by
+                // the same rule from the records.
+                @let stale = match &scores {
+                    Ok(s) => s.vehicles.iter().filter(|v| v.stale).count(),
+                    Err(_) => (0..latest.len()).filter(|&row| {
+                        let r = latest.record(row);
+                        (now - r.source.observed_at).num_seconds() > i64::from(sla)
+                    }).count(),
+                };
                 @let withdrawn = inv.withdrawn.as_ref().map_or(0, |w| w.len());
                 dl.facts {
                     div { dt { "Vehicles published" } dd id="fact-vehicles" { (latest.len()) } }

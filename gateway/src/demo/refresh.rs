@@ -4,8 +4,8 @@
 //! hour after the first start and lost the score's advertised-price points.
 //!
 //! While `serve` runs, every [`CHECK_EVERY`] each rooftop of the bundled
-//! demo whose newest snapshot is older than half its inventory SLA gets a
-//! new snapshot: the same vehicles (their facts unchanged, so the import
+//! demo whose oldest fresh row is half its inventory SLA old gets a new
+//! snapshot: the same vehicles (their facts unchanged, so the import
 //! summary shows them unchanged), the rows the demo generated as fresh
 //! observed now, the rows it generated as deliberately stale left as they
 //! were. Provenance says what happened: the snapshot and the refreshed rows
@@ -72,15 +72,26 @@ pub async fn refresh_due(
         let name = &snapshot.source.source_name;
         let demo_feed =
             *name == format!("dap-csv:{feed}") || *name == format!("{SOURCE_PREFIX}{feed}");
+        if !demo_feed {
+            continue;
+        }
         let half_sla = Duration::seconds(i64::from(
             rooftop.settings.freshness_sla_seconds.inventory / 2,
         ));
-        if !demo_feed || now - snapshot.source.observed_at < half_sla {
+        let fresh_since = snapshot.source.observed_at - FRESH_WINDOW;
+        let mut vehicles = store.snapshot_vehicles(&snapshot.snapshot_id).await?;
+        // Due when the oldest row generated fresh is half its SLA old: the
+        // seeded feed's rows are already up to 15 minutes old, so a first
+        // start is refreshed on the first pass, before any row turns stale.
+        let oldest_fresh = vehicles
+            .iter()
+            .map(|v| v.source.observed_at)
+            .filter(|t| *t >= fresh_since)
+            .min();
+        if oldest_fresh.is_none_or(|t| now - t < half_sla) {
             continue;
         }
         let source_name = format!("{SOURCE_PREFIX}{feed}");
-        let fresh_since = snapshot.source.observed_at - FRESH_WINDOW;
-        let mut vehicles = store.snapshot_vehicles(&snapshot.snapshot_id).await?;
         let mut digest = Sha256::new();
         for v in &mut vehicles {
             if v.source.observed_at >= fresh_since {
@@ -117,7 +128,11 @@ pub async fn refresh_due(
 /// failed pass is logged and retried at the next check.
 pub fn spawn(store: Arc<dyn Store>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(CHECK_EVERY);
+        // The first pass a minute after start, not at once: a freshly
+        // seeded demo is not stale yet, and a short run (a test, a quick
+        // look) sees the snapshots it started with.
+        let mut tick =
+            tokio::time::interval_at(tokio::time::Instant::now() + CHECK_EVERY, CHECK_EVERY);
         loop {
             tick.tick().await;
             match refresh_due(store.as_ref(), Utc::now()).await {
@@ -206,6 +221,30 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+        std::fs::remove_dir_all(dir).ok();
+    }
+
+    #[tokio::test]
+    async fn a_just_seeded_demo_is_refreshed_before_its_rows_turn_stale() {
+        // The seeded rows are 1 to 15 minutes old: the rooftops with a
+        // 15-minute SLA are due at once, not 7.5 minutes later.
+        let now = Utc::now();
+        let (dir, store) = store_with_demo(DEMO_ORGANIZATION_SOURCE, now).await;
+        let written = refresh_due(store.as_ref(), now).await.unwrap();
+        let organizations = store.list_organizations().await.unwrap();
+        let short_sla: Vec<&str> = organizations
+            .iter()
+            .flat_map(|o| &o.rooftops)
+            .filter(|r| r.settings.freshness_sla_seconds.inventory == 900)
+            .map(|r| r.rooftop_id.as_str())
+            .collect();
+        assert!(!short_sla.is_empty());
+        for rooftop in short_sla {
+            assert!(
+                written.iter().any(|s| s.rooftop_id == rooftop),
+                "{rooftop} refreshed on the first pass"
+            );
+        }
         std::fs::remove_dir_all(dir).ok();
     }
 

@@ -640,3 +640,32 @@ async fn sign_out_and_revocation_end_the_session() {
     let revoked = get(&app, &format!("/console/rooftop/{CHICAGO}/"), Some(&again)).await;
     assert_eq!(revoked.status, 303);
 }
+
+#[tokio::test]
+async fn signing_in_again_replaces_the_browsers_previous_session() {
+    let app = common::spawn().await;
+    let (token, _) = make_token(&app, chicago(), &ALL).await;
+    let first = sign_in(&app, &token).await;
+    let page = post_form(
+        &app,
+        "/console/sign-in",
+        Some(&app.base()),
+        Some(&first),
+        &[("token", &token)],
+    )
+    .await;
+    assert_eq!(page.status, 303);
+    let second = set_cookie(&page).unwrap();
+    assert!(!second.contains(&first), "a new handle");
+    assert_eq!(
+        get(
+            &app,
+            &format!("/console/rooftop/{CHICAGO}/imports"),
+            Some(&first)
+        )
+        .await
+        .status,
+        303,
+        "the previous session is gone"
+    );
+}
