@@ -27,14 +27,15 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
         .snapshot()
         .await
         .map_err(ToolError::internal)?;
-    let organization_id = match args.get("organization_id").and_then(Value::as_str) {
-        Some(id) => id.to_owned(),
+    let args: super::args::DealerArgs = super::args::parse(args)?;
+    let organization_id = match args.organization_id {
+        Some(id) => id,
         None => only_visible_organization(&snapshot, &ctx.principal)?,
     };
     let requested: Option<Vec<&str>> = args
-        .get("rooftop_ids")
-        .and_then(Value::as_array)
-        .map(|ids| ids.iter().filter_map(Value::as_str).collect());
+        .rooftop_ids
+        .as_ref()
+        .map(|ids| ids.iter().map(String::as_str).collect());
     organization_view(
         &snapshot,
         &ctx.principal,

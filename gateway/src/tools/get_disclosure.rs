@@ -11,6 +11,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+use super::args::DisclosureArgs;
 use super::target;
 use super::{Produced, ToolContext, ToolError};
 use crate::availability::{self, Band, Observed, band};
@@ -48,7 +49,8 @@ pub fn stored_band(
 pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError> {
     // Tenancy before the lookup (DAP-CORE-031); `vehicle_id` is the only
     // selector the input schema allows here.
-    let target = target::resolve_vehicle(ctx, args).await?;
+    let args: DisclosureArgs = super::args::parse(args)?;
+    let target = target::resolve_vehicle(ctx, Some(args.target())).await?;
     let (org, rooftop) = (target.tenant.organization(), target.tenant.rooftop());
     let (found, record) = (&target.found, &target.record);
     let now = Utc::now();
@@ -61,8 +63,8 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
             .await
     };
     let band = stored_band(record, found.withdrawn, overlay.as_ref(), now);
-    let jurisdiction = args.get("jurisdiction");
-    let payment_mode = args.get("payment_mode").and_then(Value::as_str);
+    let jurisdiction = args.jurisdiction.as_ref();
+    let payment_mode = args.payment_mode.as_deref();
     let org_programs = ctx
         .state
         .offers

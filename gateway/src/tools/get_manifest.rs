@@ -14,7 +14,8 @@ pub const NAME: &str = "dealeragent.discovery.get_manifest";
 /// output schema and serialized once per directory snapshot and caller
 /// view (issue 13 item 3).
 pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError> {
-    let organization_id = args.get("organization_id").and_then(Value::as_str);
+    let args: super::args::ManifestArgs = super::args::parse(args)?;
+    let organization_id = args.organization_id.as_deref();
     let snapshot = ctx
         .state
         .directory

@@ -13,6 +13,7 @@
 use chrono::Utc;
 use serde_json::Value;
 
+use super::args::VehicleArgs;
 use super::target;
 use super::{Produced, ToolContext, ToolError};
 use crate::inventory::render::{self, Mode, RenderContext};
@@ -38,7 +39,11 @@ pub fn render_found(found: &Found) -> Value {
 /// vehicle, one with a newer availability check, and one whose pieces
 /// failed the schema are built as trees and validated by the pipeline.
 pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError> {
-    let (tenant, found) = target::authorize(ctx, args).await?.find(ctx).await?;
+    let args: VehicleArgs = super::args::parse(args)?;
+    let (tenant, found) = target::authorize(ctx, args.target())
+        .await?
+        .find(ctx)
+        .await?;
     let now = Utc::now();
     let vehicle_id = found.index.vehicle_id(found.row).to_owned();
     if found.withdrawn {

@@ -5,6 +5,7 @@
 //! applies policy before any lookup), then the output schema check (a
 //! failure is logged with an error id and answered `dealeragent.internal`).
 
+pub mod args;
 pub mod dealer_get;
 pub mod error;
 pub mod get_disclosure;

@@ -21,6 +21,7 @@ use pricing::incentives::Criterion;
 use pricing::stacking::{ClaimValue, Profile, ProfileJurisdiction, ProfilePaymentMode};
 use serde_json::{Value, json};
 
+use super::args::OffersArgs;
 use super::target;
 use super::{ToolContext, ToolError};
 use crate::catalog::FieldError;
@@ -36,8 +37,9 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
     // Tenancy first (DAP-CORE-031), then the profile, then the lookup: a
     // caller who may not read the rooftop learns nothing from its profile
     // being checked.
-    let authorized = target::authorize(ctx, args).await?;
-    let profile = profile(&args["profile"])?;
+    let args: OffersArgs = super::args::parse(args)?;
+    let authorized = target::authorize(ctx, args.target()).await?;
+    let profile = profile(&args.profile)?;
     let target = authorized.locate(ctx).await?;
     let state = &ctx.state;
     let (found, record) = (&target.found, &target.record);

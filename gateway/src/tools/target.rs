@@ -16,8 +16,7 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
-
+use super::args::Target;
 use super::{ToolContext, ToolError, policy};
 use crate::directory::DirectorySnapshot;
 use crate::inventory::index::SnapshotIndex;
@@ -33,17 +32,7 @@ pub enum Selector<'a> {
     StockNumber(&'a str),
 }
 
-impl<'a> Selector<'a> {
-    /// From schema-valid arguments (exactly one selector present; for
-    /// `get_disclosure` the schema allows `vehicle_id` only).
-    pub fn from_args(args: &'a Value) -> Option<Self> {
-        let get = |k: &str| args.get(k).and_then(Value::as_str);
-        get("vehicle_id")
-            .map(Selector::VehicleId)
-            .or_else(|| get("vin").map(Selector::Vin))
-            .or_else(|| get("stock_number").map(Selector::StockNumber))
-    }
-
+impl Selector<'_> {
     fn find(self, index: &SnapshotIndex) -> Option<usize> {
         match self {
             Selector::VehicleId(id) => index.find_vehicle_id(id),
@@ -121,21 +110,21 @@ pub struct VehicleTarget {
 /// readable by the caller (exactly like an absent vehicle).
 pub async fn authorize<'a>(
     ctx: &ToolContext,
-    args: &'a Value,
+    target: Option<Target<'a>>,
 ) -> Result<Authorized<'a>, ToolError> {
-    let text = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or_default();
-    let selector = Selector::from_args(args).ok_or(ToolError::NotFound)?;
+    let target = target.ok_or(ToolError::NotFound)?;
+    let selector = target.selector;
     let directory = ctx
         .state
         .directory
         .snapshot()
         .await
         .map_err(ToolError::internal)?;
-    let requested = [text("rooftop_id").to_owned()];
+    let requested = [target.rooftop_id.to_owned()];
     let (org, rooftops) = policy::authorize_rooftops(
         &directory,
         &ctx.principal,
-        text("organization_id"),
+        target.organization_id,
         Some(&requested),
     )?;
     let rooftop = rooftops.into_iter().next().ok_or(ToolError::NotFound)?;
@@ -192,6 +181,9 @@ impl Authorized<'_> {
 }
 
 /// [`authorize`] then [`Authorized::locate`].
-pub async fn resolve_vehicle(ctx: &ToolContext, args: &Value) -> Result<VehicleTarget, ToolError> {
-    authorize(ctx, args).await?.locate(ctx).await
+pub async fn resolve_vehicle(
+    ctx: &ToolContext,
+    target: Option<Target<'_>>,
+) -> Result<VehicleTarget, ToolError> {
+    authorize(ctx, target).await?.locate(ctx).await
 }

@@ -21,6 +21,7 @@
 use chrono::Utc;
 use serde_json::{Map, Value, json};
 
+use super::args::AvailabilityArgs;
 use super::target;
 use super::{ToolContext, ToolError};
 use crate::availability::{self, Band, band, source};
@@ -34,7 +35,8 @@ its availability is unknown and it must not be presented as available.";
 /// The availability result and the members of its MCP result `_meta`.
 pub async fn call(ctx: &ToolContext, args: &Value) -> Result<(Value, Value), ToolError> {
     // Tenancy before the lookup (DAP-CORE-031), shared with get_vehicle.
-    let target = target::resolve_vehicle(ctx, args).await?;
+    let args: AvailabilityArgs = super::args::parse(args)?;
+    let target = target::resolve_vehicle(ctx, args.target()).await?;
     let state = &ctx.state;
     let rooftop = target.tenant.rooftop();
     let (found, record) = (&target.found, &target.record);

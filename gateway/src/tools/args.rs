@@ -1,0 +1,365 @@
+//! Typed tool arguments (issue 13 item 2).
+//!
+//! The JSON Schema check at the wire stays the authority on what is
+//! accepted (it gives the precise `field_errors`); each tool then reads its
+//! arguments once, through serde, into the type declared here, instead of
+//! picking members out of a `Value` by hand. The types mirror the published
+//! input definitions member for member (`deny_unknown_fields`; a member the
+//! schema requires is not an `Option`), and the unit test below diffs every
+//! type against its definition, so the two cannot drift apart silently.
+//!
+//! Not yet typed: `inventory.search`, whose arguments are checked and
+//! compiled by `inventory::search::SearchQuery::parse`, and the buyer
+//! profile of `offers.evaluate`, which `offers_evaluate::profile` reads
+//! into the pricing engine's own `Profile`.
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::ToolError;
+use super::target::Selector;
+
+/// Arguments of one tool, and the input definition they mirror.
+pub trait ToolArgs: DeserializeOwned {
+    /// `file#/$defs/name` of the published input definition.
+    const INPUT: &'static str;
+}
+
+/// Read schema-valid arguments. A failure here means the type and the
+/// schema disagree (the schema accepted what the type cannot hold): a
+/// defect of this gateway, answered `dealeragent.internal`.
+pub fn parse<T: ToolArgs>(args: &Value) -> Result<T, ToolError> {
+    T::deserialize(args).map_err(|e| {
+        ToolError::internal(format!(
+            "schema-valid arguments do not fit {}: {e}",
+            T::INPUT
+        ))
+    })
+}
+
+/// `dealeragent.discovery.get_manifest`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestArgs {
+    pub organization_id: Option<String>,
+}
+
+impl ToolArgs for ManifestArgs {
+    const INPUT: &'static str = "manifest.schema.json#/$defs/manifestRequest";
+}
+
+/// `dealeragent.dealer.get`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DealerArgs {
+    pub organization_id: Option<String>,
+    pub rooftop_ids: Option<Vec<String>>,
+}
+
+impl ToolArgs for DealerArgs {
+    const INPUT: &'static str = "dealer.schema.json#/$defs/dealerRequest";
+}
+
+/// `dealeragent.inventory.get_vehicle`: exactly one selector (the schema's
+/// `oneOf`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VehicleArgs {
+    pub organization_id: String,
+    pub rooftop_id: String,
+    pub vehicle_id: Option<String>,
+    pub vin: Option<String>,
+    pub stock_number: Option<String>,
+}
+
+impl ToolArgs for VehicleArgs {
+    const INPUT: &'static str = "vehicle.schema.json#/$defs/vehicleRequest";
+}
+
+/// `dealeragent.inventory.verify_availability`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AvailabilityArgs {
+    pub organization_id: String,
+    pub rooftop_id: String,
+    pub vehicle_id: Option<String>,
+    pub vin: Option<String>,
+    pub stock_number: Option<String>,
+    /// Why the caller checks (free text the schema bounds; not used).
+    pub purpose: Option<String>,
+}
+
+impl ToolArgs for AvailabilityArgs {
+    const INPUT: &'static str = "vehicle.schema.json#/$defs/availabilityRequest";
+}
+
+/// `dealeragent.pricing.get_disclosure`: `vehicle_id` is the only selector.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DisclosureArgs {
+    pub organization_id: String,
+    pub rooftop_id: String,
+    pub vehicle_id: String,
+    /// A DAP `jurisdiction` object, kept as given for
+    /// `disclosure::profile_jurisdiction` and the document.
+    pub jurisdiction: Option<Value>,
+    pub payment_mode: Option<String>,
+}
+
+impl ToolArgs for DisclosureArgs {
+    const INPUT: &'static str = "pricing.schema.json#/$defs/disclosureRequest";
+}
+
+/// `dealergateway.offers.evaluate`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OffersArgs {
+    pub organization_id: String,
+    pub rooftop_id: String,
+    pub vehicle_id: Option<String>,
+    pub vin: Option<String>,
+    pub stock_number: Option<String>,
+    /// The buyer profile (see the module doc).
+    pub profile: Value,
+}
+
+impl ToolArgs for OffersArgs {
+    const INPUT: &'static str = "offers.schema.json#/$defs/offersEvaluateRequest";
+}
+
+/// The vehicle target every vehicle tool names: where, and which one.
+#[derive(Debug, Clone, Copy)]
+pub struct Target<'a> {
+    pub organization_id: &'a str,
+    pub rooftop_id: &'a str,
+    pub selector: Selector<'a>,
+}
+
+/// The selector of schema-valid selector members (the schemas' `oneOf`
+/// leaves exactly one; `None` only if the type and schema disagree).
+fn selector<'a>(
+    vehicle_id: Option<&'a str>,
+    vin: Option<&'a str>,
+    stock_number: Option<&'a str>,
+) -> Option<Selector<'a>> {
+    vehicle_id
+        .map(Selector::VehicleId)
+        .or_else(|| vin.map(Selector::Vin))
+        .or_else(|| stock_number.map(Selector::StockNumber))
+}
+
+impl VehicleArgs {
+    pub fn target(&self) -> Option<Target<'_>> {
+        Some(Target {
+            organization_id: &self.organization_id,
+            rooftop_id: &self.rooftop_id,
+            selector: selector(
+                self.vehicle_id.as_deref(),
+                self.vin.as_deref(),
+                self.stock_number.as_deref(),
+            )?,
+        })
+    }
+}
+
+impl AvailabilityArgs {
+    pub fn target(&self) -> Option<Target<'_>> {
+        Some(Target {
+            organization_id: &self.organization_id,
+            rooftop_id: &self.rooftop_id,
+            selector: selector(
+                self.vehicle_id.as_deref(),
+                self.vin.as_deref(),
+                self.stock_number.as_deref(),
+            )?,
+        })
+    }
+}
+
+impl DisclosureArgs {
+    pub fn target(&self) -> Target<'_> {
+        Target {
+            organization_id: &self.organization_id,
+            rooftop_id: &self.rooftop_id,
+            selector: Selector::VehicleId(&self.vehicle_id),
+        }
+    }
+}
+
+impl OffersArgs {
+    pub fn target(&self) -> Option<Target<'_>> {
+        Some(Target {
+            organization_id: &self.organization_id,
+            rooftop_id: &self.rooftop_id,
+            selector: selector(
+                self.vehicle_id.as_deref(),
+                self.vin.as_deref(),
+                self.stock_number.as_deref(),
+            )?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod drift {
+    //! Every typed argument struct against its published input definition:
+    //! the same member names, and a member is an `Option` exactly when the
+    //! definition does not require it.
+
+    use std::collections::BTreeSet;
+
+    use serde::de::{self, Visitor};
+    use serde_json::{Map, Value, json};
+
+    use super::*;
+
+    /// A deserializer that only records the member names a struct asks
+    /// for (serde derive passes them to `deserialize_struct`).
+    struct Names(Option<&'static [&'static str]>);
+
+    #[derive(Debug)]
+    struct Stop;
+    impl std::fmt::Display for Stop {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("names recorded")
+        }
+    }
+    impl std::error::Error for Stop {}
+    impl de::Error for Stop {
+        fn custom<T: std::fmt::Display>(_: T) -> Self {
+            Stop
+        }
+    }
+
+    impl<'de> de::Deserializer<'de> for &mut Names {
+        type Error = Stop;
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Stop> {
+            Err(Stop)
+        }
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Stop> {
+            self.0 = Some(fields);
+            Err(Stop)
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+            bytes byte_buf option unit unit_struct newtype_struct seq tuple
+            tuple_struct map enum identifier ignored_any
+        }
+    }
+
+    fn names<T: ToolArgs>() -> BTreeSet<String> {
+        let mut n = Names(None);
+        let _ = T::deserialize(&mut n);
+        n.0.expect("a struct")
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect()
+    }
+
+    /// The definition's members and required members.
+    fn definition(reference: &str) -> (BTreeSet<String>, BTreeSet<String>, Map<String, Value>) {
+        let catalog = crate::catalog::Catalog::load().expect("catalog");
+        let bundle =
+            crate::catalog::bundle_reference(&catalog.schema_documents, reference).expect("bundle");
+        // `{"$ref": "#/$defs/NAME", "$defs": {…}}`: the definition itself.
+        let name = reference.rsplit('/').next().unwrap_or_default();
+        let schema = &bundle["$defs"][name];
+        assert!(schema.is_object(), "{reference} not found in its bundle");
+        let properties = schema["properties"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        let required = schema["required"]
+            .as_array()
+            .map(|r| {
+                r.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        (properties.keys().cloned().collect(), required, properties)
+    }
+
+    /// A value of the member's JSON type (enough for serde to accept).
+    fn sample(property: &Value) -> Value {
+        match property["type"].as_str() {
+            Some("array") => json!([]),
+            Some("object") => json!({}),
+            Some("integer" | "number") => json!(1),
+            Some("boolean") => json!(true),
+            _ if property.get("properties").is_some() => json!({}),
+            _ => json!("x"),
+        }
+    }
+
+    fn check<T: ToolArgs>() {
+        let (members, required, properties) = definition(T::INPUT);
+        assert_eq!(names::<T>(), members, "{}: members differ", T::INPUT);
+        // Only the required members: the type accepts it (nothing else is
+        // required by the type)...
+        let minimal: Map<String, Value> = required
+            .iter()
+            .map(|k| (k.clone(), sample(&properties[k])))
+            .collect();
+        if let Err(e) = T::deserialize(&Value::Object(minimal.clone())) {
+            panic!("{}: the required members alone do not fit: {e}", T::INPUT);
+        }
+        // ...and without any one of them it refuses (each is required).
+        for k in &required {
+            let mut less = minimal.clone();
+            less.remove(k);
+            assert!(
+                T::deserialize(&Value::Object(less)).is_err(),
+                "{}: {k} is required by the schema but optional in the type",
+                T::INPUT
+            );
+        }
+    }
+
+    #[test]
+    fn every_typed_argument_struct_matches_its_input_definition() {
+        check::<ManifestArgs>();
+        check::<DealerArgs>();
+        check::<VehicleArgs>();
+        check::<AvailabilityArgs>();
+        check::<DisclosureArgs>();
+        check::<OffersArgs>();
+    }
+
+    /// The diff can fail: a struct with a member the schema lacks, or an
+    /// optional member the schema requires, is caught.
+    #[test]
+    fn the_diff_catches_a_drifted_type() {
+        #[derive(Debug, Deserialize)]
+        #[allow(dead_code)]
+        struct Extra {
+            organization_id: Option<String>,
+            nickname: Option<String>,
+        }
+        impl ToolArgs for Extra {
+            const INPUT: &'static str = "manifest.schema.json#/$defs/manifestRequest";
+        }
+        assert!(std::panic::catch_unwind(check::<Extra>).is_err());
+
+        #[derive(Debug, Deserialize)]
+        #[allow(dead_code)]
+        struct Loose {
+            organization_id: Option<String>,
+            rooftop_id: String,
+            vehicle_id: String,
+            jurisdiction: Option<Value>,
+            payment_mode: Option<String>,
+        }
+        impl ToolArgs for Loose {
+            const INPUT: &'static str = "pricing.schema.json#/$defs/disclosureRequest";
+        }
+        assert!(std::panic::catch_unwind(check::<Loose>).is_err());
+    }
+}
