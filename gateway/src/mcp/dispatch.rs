@@ -316,6 +316,29 @@ fn write_json_string(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
 }
 
+/// Shape a result for its era.
+pub fn decorate(era: Era, result: MethodResult) -> Decorated {
+    let mut body = result.body;
+    if era == Era::Modern {
+        body.insert("resultType".into(), json!("complete"));
+        if let Some((ttl, scope)) = result.cache {
+            body.insert("ttlMs".into(), json!(ttl));
+            body.insert("cacheScope".into(), json!(scope));
+        }
+        // Merged into a tool's own result `_meta` (if any), not replacing it.
+        let meta = body
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(meta) = meta {
+            meta.insert("io.modelcontextprotocol/serverInfo".into(), server_info());
+        }
+    }
+    Decorated {
+        body,
+        structured: result.structured,
+    }
+}
+
 #[cfg(test)]
 mod unit {
     use super::*;
@@ -338,28 +361,5 @@ mod unit {
                 serde_json::to_string(text).unwrap()
             );
         }
-    }
-}
-
-/// Shape a result for its era.
-pub fn decorate(era: Era, result: MethodResult) -> Decorated {
-    let mut body = result.body;
-    if era == Era::Modern {
-        body.insert("resultType".into(), json!("complete"));
-        if let Some((ttl, scope)) = result.cache {
-            body.insert("ttlMs".into(), json!(ttl));
-            body.insert("cacheScope".into(), json!(scope));
-        }
-        // Merged into a tool's own result `_meta` (if any), not replacing it.
-        let meta = body
-            .entry("_meta")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if let Value::Object(meta) = meta {
-            meta.insert("io.modelcontextprotocol/serverInfo".into(), server_info());
-        }
-    }
-    Decorated {
-        body,
-        structured: result.structured,
     }
 }
