@@ -9,15 +9,17 @@
 //!
 //! 1. [`domain`]: the records every layer shares; imports nothing of ours.
 //! 2. Stores and inputs: [`store`] (the only SQL), [`catalog`], [`config`],
-//!    [`dealers`], [`ingest`], [`demo`], [`ratelimit`], [`telemetry`].
+//!    [`dealers`], [`ingest`], [`demo`], [`ratelimit`], [`telemetry`],
+//!    [`progress`].
 //! 3. Read models and services: [`directory`], [`inventory`],
 //!    [`availability`], [`offers`], [`disclosure`], [`claim`], [`auth`]'s
 //!    credential verifiers.
 //! 4. [`state`]: `AppState`, what every request shares.
 //! 5. What answers a request: [`tools`], [`resources`], [`manifest`],
 //!    `auth::verify` (bearer extraction), then [`mcp`], the transport.
-//! 6. [`app`] (routes, start-up, shutdown), [`preview`], and the command
-//!    line ([`cli`], `run`) on top.
+//! 6. [`console`] (the manager's pages, which call the tools with the
+//!    signed-in grant), [`app`] (routes, start-up, shutdown), [`preview`],
+//!    and the command line ([`cli`], `run`) on top.
 
 /// Routes, start-up and graceful shutdown.
 pub mod app;
@@ -31,9 +33,10 @@ pub mod catalog;
 pub mod claim;
 /// The command line.
 pub mod cli;
-pub mod console;
 /// Typed settings with environment variables.
 pub mod config;
+/// The rooftop manager's console at `/console/` (server-rendered pages).
+pub mod console;
 /// The dealers file: parse, validate, convert.
 pub mod dealers;
 /// Deterministic demo data (a dealers file, DAP Inventory CSV feeds) and
@@ -57,6 +60,7 @@ pub mod mcp;
 pub mod offers;
 /// `dealer-gateway preview`: a vehicle's pricing as the rooftop manager sees it.
 pub mod preview;
+/// Progress of imports and `demo generate` on stderr.
 pub mod progress;
 /// Keyed rate limits (per address, per principal, per-tool quotas).
 pub mod ratelimit;

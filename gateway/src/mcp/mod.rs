@@ -215,7 +215,11 @@ fn plain_error(status: StatusCode, error: RpcError) -> Response {
 }
 
 fn json_response(status: StatusCode, body: &Value, session: Option<&str>) -> Response {
-    bytes_response(status, serde_json::to_vec(body).unwrap_or_default(), session)
+    bytes_response(
+        status,
+        serde_json::to_vec(body).unwrap_or_default(),
+        session,
+    )
 }
 
 fn bytes_response(status: StatusCode, body: Vec<u8>, session: Option<&str>) -> Response {
