@@ -23,7 +23,7 @@
 //! - Era: per-request `_meta` with a protocol version selects 2026-07-28
 //!   (no handshake); `initialize` selects 2025-11-25, and the connection
 //!   itself is the session (stdio has no session ids). Any other request
-//!   before `initialize` is -32600.
+//!   before `initialize` (except `ping`) is -32600.
 //! - There are no headers, so the header/body agreement checks of the HTTP
 //!   transport (-32020) have nothing to compare; the `_meta` checks (-32602)
 //!   and version support (-32022) apply unchanged.
@@ -476,7 +476,8 @@ async fn request(
         let reply = initialize(id, params)?;
         connection.initialized = true;
         return Ok(reply);
-    } else if connection.initialized {
+    } else if connection.initialized || method == "ping" {
+        // MCP 2025-11-25 lifecycle: pings may precede the handshake.
         Era::Legacy
     } else {
         return Err(RpcError::InvalidRequest(

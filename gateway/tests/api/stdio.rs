@@ -327,3 +327,111 @@ async fn malformed_batch_oversized_and_early_requests_get_json_rpc_errors() {
     // Logs never reach stdout: every stdout line was a JSON-RPC message.
     assert!(replies.iter().all(|r| r["jsonrpc"] == "2.0"));
 }
+
+/// The grant is checked again on every request, like a Bearer header on
+/// each POST: a token revoked while the process runs is refused from the
+/// next request on (-32600, the request's id echoed), never served as
+/// anonymous. Also: `ping` may precede `initialize`.
+#[tokio::test]
+async fn a_token_revoked_while_running_is_refused_on_the_next_request() {
+    use std::io::BufRead as _;
+    let db = store().await;
+    let out = run_stdio(&db, &[], &[], Vec::new());
+    assert!(out.status.success(), "{}", text(&out));
+    let created = run_cli(
+        &db,
+        &[
+            "token",
+            "create",
+            "--subject",
+            "agent:stdio-revoked",
+            "--organization",
+            ORG,
+            "--rooftops",
+            PROTECTED,
+            "--scopes",
+            "dealeragent:inventory:read",
+            "--purpose",
+            "stdio test",
+            "--expires-in",
+            "1h",
+            "--json",
+        ],
+    );
+    assert!(created.status.success(), "{}", text(&created));
+    let created: Value = serde_json::from_slice(&created.stdout).unwrap();
+    let token = created["token"].as_str().unwrap();
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dealer-gateway"))
+        .arg("stdio")
+        .env("DEALER_GATEWAY_DATABASE_URL", &db)
+        .env("DEALER_GATEWAY_LOG", "warn")
+        .env("DEALER_GATEWAY_STDIO_TOKEN", token)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("binary starts");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut exchange = |message: Value| -> Value {
+        stdin.write_all(&lines(&[message])).unwrap();
+        stdin.flush().unwrap();
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    };
+    let ping = exchange(json!({"jsonrpc": "2.0", "id": 0, "method": "ping"}));
+    assert_eq!(ping["result"], json!({}), "{ping}");
+    assert!(exchange(initialize(1))["result"].is_object());
+    let before = exchange(protected_search(2));
+    assert_eq!(before["result"]["isError"], false, "{before}");
+
+    let revoked = run_cli(
+        &db,
+        &["token", "revoke", created["token_id"].as_str().unwrap()],
+    );
+    assert!(revoked.status.success(), "{}", text(&revoked));
+    let after = exchange(protected_search(3));
+    assert_eq!(after["id"], 3, "{after}");
+    assert_eq!(after["error"]["code"], -32600, "{after}");
+    assert!(
+        after["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("revoked"),
+        "{after}"
+    );
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
+
+/// The per-address limit counts stdio requests as one loopback client's; a
+/// refusal echoes the id, so the client can tell which request it was.
+#[tokio::test]
+async fn the_per_address_rate_limit_applies_with_the_id_echoed() {
+    let db = store().await;
+    let pings: Vec<Value> = (1..=4)
+        .map(|id| json!({"jsonrpc": "2.0", "id": id, "method": "ping"}))
+        .collect();
+    let out = run_stdio(
+        &db,
+        &["--no-demo", "--rate-limit-ip-per-minute", "2"],
+        &[],
+        lines(&pings),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let replies = replies(&out);
+    assert_eq!(replies.len(), 4, "{replies:?}");
+    assert_eq!(replies[0]["result"], json!({}), "{}", replies[0]);
+    let last = &replies[3];
+    assert_eq!(last["id"], 4, "{last}");
+    assert_eq!(last["error"]["code"], -32600, "{last}");
+    assert!(
+        last["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("rate limit"),
+        "{last}"
+    );
+}
