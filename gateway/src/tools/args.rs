@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::ToolError;
-use super::target::Selector;
+use super::target::{Selector, Target};
 
 /// Arguments of one tool, and the input definition they mirror.
 pub trait ToolArgs: DeserializeOwned {
@@ -126,14 +126,6 @@ pub struct OffersArgs {
 
 impl ToolArgs for OffersArgs {
     const INPUT: &'static str = "offers.schema.json#/$defs/offersEvaluateRequest";
-}
-
-/// The vehicle target every vehicle tool names: where, and which one.
-#[derive(Debug, Clone, Copy)]
-pub struct Target<'a> {
-    pub organization_id: &'a str,
-    pub rooftop_id: &'a str,
-    pub selector: Selector<'a>,
 }
 
 /// The selector of schema-valid selector members (the schemas' `oneOf`

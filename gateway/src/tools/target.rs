@@ -16,7 +16,6 @@
 
 use std::sync::Arc;
 
-use super::args::Target;
 use super::{ToolContext, ToolError, policy};
 use crate::directory::DirectorySnapshot;
 use crate::inventory::index::SnapshotIndex;
@@ -40,6 +39,14 @@ impl Selector<'_> {
             Selector::StockNumber(s) => index.find_stock_number(s).first().map(|r| *r as usize),
         }
     }
+}
+
+/// The vehicle target every vehicle tool names: where, and which one.
+#[derive(Debug, Clone, Copy)]
+pub struct Target<'a> {
+    pub organization_id: &'a str,
+    pub rooftop_id: &'a str,
+    pub selector: Selector<'a>,
 }
 
 /// Where a selected vehicle was found.
