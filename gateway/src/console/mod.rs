@@ -474,6 +474,10 @@ pub async fn signed_in(
     if let Some(refusal) = host_refused(state, headers) {
         return Err(NotSigned::Refused(refusal));
     }
+    // The same HTTP limits as /mcp: per client address, then per subject.
+    if let Err(retry) = state.ip_limiter.check(&peer.ip()) {
+        return Err(NotSigned::Refused(too_many_requests(retry)));
+    }
     let handle = cookie_handle(headers).ok_or(NotSigned::SignIn)?;
     let now = Utc::now();
     let session = console
@@ -490,10 +494,30 @@ pub async fn signed_in(
             Err(e) => return Err(NotSigned::Refused(ConsoleError::Store(e).page(None))),
         }
     }
+    if let Err(retry) = state.principal_limiter.check(&session.grant.subject) {
+        return Err(NotSigned::Refused(too_many_requests(retry)));
+    }
     Ok(Signed {
         grant: session.grant,
         client_ip: peer.ip(),
     })
+}
+
+/// 429 with `Retry-After`, as a page.
+fn too_many_requests(retry: crate::ratelimit::RetryAfter) -> Response {
+    let mut r = html::respond(
+        StatusCode::TOO_MANY_REQUESTS,
+        &html::page(
+            "Too many requests",
+            None,
+            &[],
+            &html! { h1 { "Too many requests" } p { "Wait a moment and reload the page." } },
+        ),
+    );
+    if let Ok(v) = HeaderValue::from_str(&retry.seconds().to_string()) {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    r
 }
 
 async fn stylesheet() -> Response {

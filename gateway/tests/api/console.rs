@@ -669,3 +669,20 @@ async fn signing_in_again_replaces_the_browsers_previous_session() {
         "the previous session is gone"
     );
 }
+
+#[tokio::test]
+async fn console_requests_count_against_the_per_address_limit_of_mcp() {
+    let app = common::spawn_with(|s| s.rate_limit_ip_per_minute = 3).await;
+    let (token, _) = make_token(&app, chicago(), &ALL).await;
+    let cookie = sign_in(&app, &token).await;
+    let mut statuses = Vec::new();
+    for _ in 0..4 {
+        statuses.push(get(&app, "/console/", Some(&cookie)).await);
+    }
+    let refused = statuses
+        .iter()
+        .find(|p| p.status == 429)
+        .expect("over the limit");
+    assert!(refused.headers.contains_key("retry-after"));
+    assert_eq!(statuses[0].status, 200);
+}
