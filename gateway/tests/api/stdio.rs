@@ -435,3 +435,58 @@ async fn the_per_address_rate_limit_applies_with_the_id_echoed() {
         "{last}"
     );
 }
+
+/// `stdio --config FILE` reads the serve settings from the same file as
+/// `serve --config` (here the body limit and `no_demo`); `token` is not a
+/// key of that file, so a shared file never carries a grant.
+#[tokio::test]
+async fn stdio_reads_the_serve_config_file_but_not_a_token_from_it() {
+    let dir = temp_dir();
+    let db = test_database_url(&dir).await;
+    let config = dir.join("gateway.toml");
+    std::fs::write(&config, "max_body_bytes = 4096\nno_demo = true\n").unwrap();
+    let config = config.display().to_string();
+    let big = json!({"jsonrpc": "2.0", "id": 1, "method": "ping",
+                     "params": {"pad": "x".repeat(5000)}});
+    let input = lines(&[
+        big,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": MANIFEST, "arguments": {}, "_meta": meta()}}),
+    ]);
+    let out = run_stdio(&db, &["--config", &config], &[], input);
+    assert!(out.status.success(), "{}", text(&out));
+    let replies = replies(&out);
+    assert_eq!(replies.len(), 2, "{replies:?}");
+    assert!(
+        replies[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("4096 bytes"),
+        "{}",
+        replies[0]
+    );
+    // no_demo: the store stays empty, so there is no manifest to serve
+    // (with the demo loaded it is served: the first test).
+    assert_eq!(
+        tool_error_code(&replies[1]["result"]).as_deref(),
+        Some("dealeragent.resource.not_found"),
+        "{}",
+        replies[1]
+    );
+
+    let with_token = dir.join("token.toml");
+    std::fs::write(&with_token, "token = \"dgw_x\"\n").unwrap();
+    let out = run_stdio(
+        &db,
+        &["--config", &with_token.display().to_string()],
+        &[],
+        Vec::new(),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(out.stdout.is_empty());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("unknown key `token`"),
+        "{}",
+        text(&out)
+    );
+}
