@@ -84,7 +84,7 @@ async fn programs_page(
         .await;
     let body = html! {
         h1 { "Incentive programs" }
-        p { "Every active revision of the programs of " code { (org) } ". The revision in effect is the one an evaluation uses now." }
+        p { "Every active revision of the programs of " code { (org) } ", with the revision an evaluation uses now and why (a chosen revision can still be outside its validity, and then applies to no vehicle)." }
         @if let Err(scope) = &scope {
             div.error role="alert" { p { "Reach needs the scope " code { (scope) } "; your grant does not carry it." } }
         }
@@ -95,7 +95,7 @@ async fn programs_page(
                 caption { "Programs and revisions" }
                 thead { tr {
                     th scope="col" { "Program" } th scope="col" { "Revision" } th scope="col" { "Kind" } th.num scope="col" { "Amount" }
-                    th scope="col" { "Validity" } th scope="col" { "Stacking" } th scope="col" { "In effect now" }
+                    th scope="col" { "Validity" } th scope="col" { "Stacking" } th scope="col" { "Revision an evaluation uses now" }
                     th.num scope="col" { "Vehicles reached" }
                 } }
                 tbody { @for p in &records {
@@ -107,19 +107,23 @@ async fn programs_page(
                         td { (h::text(doc, "kind")) " (" (h::text(doc, "direction")) ")" }
                         td.num { @match doc.pointer("/amount/status").and_then(Value::as_str) {
                             Some("known") => (h::money(doc.pointer("/amount/amount"))),
-                            Some("percent") => { (doc.pointer("/amount/percent").and_then(Value::as_str).unwrap_or("?")) " %" },
+                            Some("percent_off") => { (doc.pointer("/amount/percent").and_then(Value::as_str).unwrap_or("?")) " % of the price" },
                             Some(other) => (other),
                             None => "–",
                         } }
-                        td { "from " (h::time_of(doc, "valid_from")) br; "until " (h::time_of(doc, "valid_until")) }
+                        td { @if doc.get("valid_from").is_none() && doc.get("valid_until").is_none() {
+                            "no limit"
+                        } @else {
+                            "from " (h::time_of(doc, "valid_from")) br; "until " (h::time_of(doc, "valid_until"))
+                        } }
                         td { (h::text(&doc["stacking"], "group")) ", " (h::text(&doc["stacking"], "combinability"))
                             @if let Some(res) = doc.pointer("/stacking/group_resolution").and_then(Value::as_str) { ", " (res) }
                             @if let Some(hash) = &p.rule_hash { br; "rule " code { (hash.chars().take(19).collect::<String>()) "…" } }
                         }
                         td { @match choice {
-                            Some(c) if c.revision == p.revision => { strong { "yes" } ": " (c.reason) },
-                            Some(c) => { "no: revision " (c.revision) " is (" (c.reason) ")" },
-                            None => "not usable",
+                            Some(c) if c.revision == p.revision => { strong { "this revision" } ": " (c.reason) },
+                            Some(c) => { "revision " (c.revision) ": " (c.reason) },
+                            None => "none usable",
                         } }
                         td.num { @if scope.is_ok() { (reach.get(&p.program_id).copied().unwrap_or(0)) " of " (total) } @else { "–" } }
                     }
