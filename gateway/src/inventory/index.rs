@@ -9,7 +9,7 @@
 //! query runs against a deduplicated vocabulary of lower-cased words
 //! instead of per-vehicle strings.
 //!
-//! Memory: each record is kept as one compact JSON string (a tree of
+//! Memory: each record is kept as one LZ4-compressed compact JSON string (a tree of
 //! `serde_json::Value` for media and charges costs several times its text),
 //! and is decoded only for the few vehicles a page renders
 //! ([`SnapshotIndex::record`]). Identifiers live in contiguous arenas.
@@ -320,17 +320,37 @@ impl Arena {
     }
 }
 
-/// The [`Pieces`] of every row in one buffer (issue 13 item 3): seven
-/// strings per row, back to back, plus the row's numbers.
+/// The [`Pieces`] of every row (issue 13 item 3): the head (most of a
+/// vehicle: media, features, every attribute) LZ4-compressed per row, the
+/// six small strings back to back in one buffer, and the row's numbers.
+/// Compressed, a head takes about a third of its text; without it the
+/// pre-rendered pieces would nearly double an index (docs/benchmarks.md).
 #[derive(Debug, Default)]
 struct PieceArena {
+    heads: Vec<Box<[u8]>>,
     text: String,
     /// `PIECE_STRINGS` end offsets per row.
     ends: Vec<u32>,
     numbers: Vec<PieceNumbers>,
 }
 
-const PIECE_STRINGS: usize = 7;
+const PIECE_STRINGS: usize = 6;
+
+/// One row's pieces with its head decompressed.
+#[derive(Debug)]
+pub struct RowPieces<'a> {
+    head: String,
+    rest: PiecesRef<'a>,
+}
+
+impl RowPieces<'_> {
+    pub fn get(&self) -> PiecesRef<'_> {
+        PiecesRef {
+            head: &self.head,
+            ..self.rest
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy)]
 struct PieceNumbers {
@@ -342,8 +362,9 @@ struct PieceNumbers {
 
 impl PieceArena {
     fn push(&mut self, p: &Pieces) {
+        self.heads
+            .push(lz4_flex::compress_prepend_size(p.head.as_bytes()).into_boxed_slice());
         for s in [
-            &p.head,
             &p.provenance,
             &p.observed_at,
             &p.valid_until,
@@ -361,7 +382,11 @@ impl PieceArena {
         });
     }
 
-    fn get(&self, row: usize) -> PiecesRef<'_> {
+    /// `None` only if the row's head does not decompress to text (it was
+    /// compressed from a `String` here, so that would be a defect).
+    fn get(&self, row: usize) -> Option<RowPieces<'_>> {
+        let head = lz4_flex::decompress_size_prepended(&self.heads[row]).ok()?;
+        let head = String::from_utf8(head).ok()?;
         let first = row * PIECE_STRINGS;
         let piece = |k: usize| {
             let i = first + k;
@@ -369,18 +394,28 @@ impl PieceArena {
             &self.text[a..self.ends[i] as usize]
         };
         let n = self.numbers[row];
-        PiecesRef {
-            head: piece(0),
-            provenance: piece(1),
-            observed_at: piece(2),
-            valid_until: piece(3),
-            tenure: piece(4),
-            used_tail: piece(5),
-            status: piece(6),
-            valid_until_us: n.valid_until_us,
-            stocked_us: (n.stocked_us != NO_BASIS).then_some(n.stocked_us),
-            max_age_seconds: n.max_age_seconds,
-        }
+        Some(RowPieces {
+            head,
+            rest: PiecesRef {
+                head: "",
+                provenance: piece(0),
+                observed_at: piece(1),
+                valid_until: piece(2),
+                tenure: piece(3),
+                used_tail: piece(4),
+                status: piece(5),
+                valid_until_us: n.valid_until_us,
+                stocked_us: (n.stocked_us != NO_BASIS).then_some(n.stocked_us),
+                max_age_seconds: n.max_age_seconds,
+            },
+        })
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.heads.iter().map(|h| h.len() + 16).sum::<usize>()
+            + self.text.len()
+            + self.ends.len() * 4
+            + self.numbers.len() * std::mem::size_of::<PieceNumbers>()
     }
 }
 
@@ -390,8 +425,8 @@ impl PieceArena {
 pub struct SnapshotIndex {
     meta: SnapshotMeta,
     inventory_sla_seconds: u32,
-    /// Each record as compact JSON (see the module doc).
-    records: Vec<Box<str>>,
+    /// Each record as LZ4-compressed compact JSON (see the module doc).
+    records: Vec<Box<[u8]>>,
     pub(crate) rows: Vec<Row>,
     pub(crate) makes: Interner,
     pub(crate) models: Interner,
@@ -475,7 +510,7 @@ impl SnapshotIndex {
         let mut vins = Arena::default();
         let mut stock_numbers = Arena::default();
         let sources = summarize_sources(&records);
-        let mut blobs: Vec<Box<str>> = Vec::with_capacity(n);
+        let mut blobs: Vec<Box<[u8]>> = Vec::with_capacity(n);
         let mut pieces = PieceArena::default();
 
         for r in records {
@@ -547,7 +582,12 @@ impl SnapshotIndex {
             pieces.push(&Pieces::of(&r, inventory_sla_seconds));
             // Serializing a record of this crate's own type cannot fail
             // (every map key is a string).
-            blobs.push(serde_json::to_string(&r).unwrap_or_default().into());
+            // LZ4 keeps the record at about a third of its JSON (it is
+            // decoded only for a unit read: disclosure, verify, offers).
+            blobs.push(
+                lz4_flex::compress_prepend_size(&serde_json::to_vec(&r).unwrap_or_default())
+                    .into_boxed_slice(),
+            );
         }
         makes.finish();
         models.finish();
@@ -615,7 +655,15 @@ impl SnapshotIndex {
         let mut out = String::new();
         let mut failed = Vec::new();
         for row in 0..self.len() {
-            let pieces = self.pieces(row);
+            let Some(buffer) = self.pieces(row) else {
+                tracing::error!(
+                    vehicle.id = %self.vehicle_id(row),
+                    "a pre-rendered vehicle does not decompress; responses that include it are built per request"
+                );
+                failed.push(row_u32(row));
+                continue;
+            };
+            let pieces = buffer.get();
             // A used vehicle stocked "in the future" gains its tenure
             // summary only later: check that shape too, a day after.
             let later = pieces
@@ -658,7 +706,7 @@ impl SnapshotIndex {
     ///
     /// # Panics
     /// When `row >= self.len()`.
-    pub fn pieces(&self, row: usize) -> PiecesRef<'_> {
+    pub fn pieces(&self, row: usize) -> Option<RowPieces<'_>> {
         self.pieces.get(row)
     }
 
@@ -710,7 +758,10 @@ impl SnapshotIndex {
     pub fn record(&self, row: usize) -> VehicleRecord {
         // The blob was written by serde_json from this very type in
         // `build`, so reading it back cannot fail.
-        serde_json::from_str(&self.records[row]).expect("index blob is a VehicleRecord")
+        lz4_flex::decompress_size_prepended(&self.records[row])
+            .ok()
+            .and_then(|json| serde_json::from_slice(&json).ok())
+            .expect("index blob is a compressed VehicleRecord")
     }
 
     /// The gateway vehicle id at `row` (no decoding).
@@ -761,9 +812,7 @@ impl SnapshotIndex {
     pub fn heap_bytes(&self) -> usize {
         let blobs: usize = self.records.iter().map(|b| b.len() + 16).sum();
         blobs
-            + self.pieces.text.len()
-            + self.pieces.ends.len() * 4
-            + self.pieces.numbers.len() * std::mem::size_of::<PieceNumbers>()
+            + self.pieces.heap_bytes()
             + self.rows.len() * std::mem::size_of::<Row>()
             + self.text.vocab.len()
             + (self.text.starts.len() + self.text.ends.len() + self.text.postings.len()) * 4

@@ -62,7 +62,12 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
     let overlaid = observation
         .as_ref()
         .is_some_and(|o| o.observed_at > feed_observed_at);
-    if overlaid || !found.index.piece_checked(found.row) {
+    let pieces = if overlaid || !found.index.piece_checked(found.row) {
+        None
+    } else {
+        found.index.pieces(found.row)
+    };
+    let Some(pieces) = pieces else {
         let mut vehicle = render_found(&found);
         crate::availability::apply_overlay(
             &mut vehicle,
@@ -71,13 +76,10 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
             now,
         );
         return Ok(Produced::Tree(vehicle));
-    }
+    };
     let now_text = render::json_string(&render::timestamp(now));
     let mut json = String::with_capacity(4096);
-    found
-        .index
-        .pieces(found.row)
-        .write(&mut json, now, &now_text, Mode::Live);
+    pieces.get().write(&mut json, now, &now_text, Mode::Live);
     Ok(Produced::Assembled {
         json: super::JsonText::trusted(json),
         resource_ids: vec![vehicle_id],

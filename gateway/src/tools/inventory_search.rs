@@ -186,7 +186,14 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
         let overlaid = observation
             .as_ref()
             .is_some_and(|o| o.observed_at > feed_observed_at);
-        if overlaid || !index.piece_checked(*row) {
+        let pieces = if overlaid || !index.piece_checked(*row) {
+            None
+        } else {
+            index.pieces(*row)
+        };
+        if let Some(pieces) = pieces {
+            pieces.get().write(&mut json, now, &now_text, Mode::Live);
+        } else {
             let rctx = RenderContext {
                 now,
                 inventory_sla_seconds: index.inventory_sla_seconds(),
@@ -206,10 +213,6 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
                 ))
             })?;
             json.push_str(&serde_json::to_string(&vehicle).map_err(ToolError::internal)?);
-        } else {
-            index
-                .pieces(*row)
-                .write(&mut json, now, &now_text, Mode::Live);
         }
         resource_ids.push(vehicle_id.to_owned());
     }
