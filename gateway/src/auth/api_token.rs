@@ -239,6 +239,9 @@ pub fn known_scopes(catalog: &Catalog) -> BTreeSet<String> {
             SCOPE_INVENTORY_READ.to_owned(),
             SCOPE_PRICING_READ.to_owned(),
         ])
+        // Scopes of gateway surfaces such as the console (issue 14 item 2),
+        // so `token create --scopes dealergateway:console:read` is accepted.
+        .chain(catalog.gateway_scopes.iter().map(|s| s.scope.clone()))
         .collect()
 }
 

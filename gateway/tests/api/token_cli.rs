@@ -548,3 +548,39 @@ async fn audit_export_of_an_empty_log_prints_nothing() {
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(stdout(&out), "");
 }
+
+/// Issue 14 item 2: the console's scope is a scope of this gateway, so an
+/// operator can issue a manager's token from the command line; an unknown
+/// scope is still refused.
+#[tokio::test]
+async fn a_console_token_can_be_created_and_an_unknown_scope_cannot() {
+    let (_dir, db) = seeded().await;
+    let manager = [
+        "token",
+        "create",
+        "--subject",
+        "manager:chicago",
+        "--organization",
+        ORG,
+        "--scopes",
+        "dealergateway:console:read",
+        "--purpose",
+        "preview what agents are told",
+        "--expires-in",
+        "8h",
+        "--rooftops",
+        "roof.lakeshore-chicago",
+        "--json",
+    ];
+    let out = run_cli(&db, &manager);
+    assert!(out.status.success(), "{}", text(&out));
+    let mut unknown = manager;
+    unknown[7] = "dealergateway:console:write";
+    let out = run_cli(&db, &unknown);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("dealergateway:console:write"),
+        "{}",
+        text(&out)
+    );
+}
