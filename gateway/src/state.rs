@@ -5,6 +5,8 @@
 //! it, and above everything it holds; `app` builds it and routes requests to
 //! it (issue 13 item 1: no import circle through `AppState`).
 
+pub mod start;
+
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;

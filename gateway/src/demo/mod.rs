@@ -54,6 +54,10 @@ mod dealers_file;
 mod feed;
 mod plan;
 mod random;
+
+/// Bundled demo dealers (2 organizations, 5 rooftops, US and Canada).
+pub const DEMO_DEALERS: &str = include_str!("../../../demo/dealers.yaml");
+
 pub mod refresh;
 mod rooftop;
 pub mod seed;

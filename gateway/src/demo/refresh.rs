@@ -32,7 +32,7 @@ use crate::store::{SnapshotRecord, SourceRecord, Store, StoreError};
 pub const CHECK_EVERY: StdDuration = StdDuration::from_secs(60);
 /// The source name prefix of refreshed snapshots and rows.
 pub const SOURCE_PREFIX: &str = "bundled-demo-refresh:";
-/// The organization source of the bundled dealers file (`app::seed_if_empty`).
+/// The organization source of the bundled dealers file (`state::start::seed_if_empty`).
 pub const DEMO_ORGANIZATION_SOURCE: &str = "bundled-demo";
 /// Rows observed within this long before their snapshot's import were
 /// generated fresh; older ones (3 to 20 hours) are the demo's deliberately
@@ -165,7 +165,7 @@ mod tests {
         let records = crate::dealers::parse(
             &catalog,
             "demo/dealers.yaml",
-            crate::app::DEMO_DEALERS.as_bytes(),
+            crate::demo::DEMO_DEALERS.as_bytes(),
             organization_source,
             seeded_at,
         )

@@ -35,7 +35,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::{HeaderMap, HeaderValue, header};
-use chrono::Utc;
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt as _, AsyncWrite, AsyncWriteExt as _};
 
@@ -45,7 +44,6 @@ use super::{
     PER_REQUEST_REVISIONS, capabilities, dispatch, server_info, valid_id,
 };
 use crate::auth::{Principal, verify};
-use crate::catalog::Catalog;
 use crate::config::ServeSettings;
 use crate::state::AppState;
 
@@ -87,73 +85,9 @@ pub async fn prepare(
     settings: ServeSettings,
     database_url: &str,
 ) -> Result<Arc<AppState>, crate::Error> {
-    let catalog = Catalog::load()?;
-    let claim = match &settings.conformance_claim {
-        Some(path) => crate::claim::load(path, &catalog, Utc::now())
-            .map_err(|e| crate::Error::Io(e.to_string()))?,
-        None => crate::claim::PublishedClaim::none(),
-    };
-    let store = crate::store::open(database_url).await?;
-    if let Some(seeded) = crate::app::seed_if_empty(&settings, &catalog, store.as_ref()).await? {
-        tracing::info!(seed = %seeded, "store was empty; loaded dealers");
-    }
-    if let Err(e) =
-        crate::store::audit::prune(store.as_ref(), settings.audit_retention(), Utc::now()).await
-    {
-        tracing::warn!(error = %e, "pruning the audit log at start-up failed");
-    }
-    // The same secret as `serve` on this store, so a cursor issued by one
-    // continues on the other.
-    let cursor_key = store
-        .get_or_create_secret("inventory-cursor-hmac-sha256", &random_key)
-        .await?;
+    let opened = crate::state::start::open(&settings, database_url).await?;
     let named = settings.listen;
-    let jwt = match (&settings.jwt_issuer, &settings.jwt_jwks_file) {
-        (Some(issuer), Some(jwks)) => {
-            let audience = settings
-                .resource_url
-                .clone()
-                .unwrap_or_else(|| format!("{}/mcp", settings.public_base(named)));
-            Some(
-                crate::auth::jwt::JwtConfig::load(
-                    issuer,
-                    &audience,
-                    jwks,
-                    settings.jwt_leeway_seconds,
-                )
-                .map_err(|e| crate::Error::Io(format!("JWT configuration: {e}")))?
-                .with_require_low_s(settings.jwt_require_low_s),
-            )
-        }
-        _ => None,
-    };
-    let availability = crate::availability::AvailabilityService::new()
-        .map_err(|e| crate::Error::Io(format!("availability HTTP client: {e}")))?;
-    let mut state = AppState::new(
-        settings,
-        catalog,
-        store,
-        named,
-        cursor_key,
-        jwt,
-        availability,
-    );
-    state.claim = claim;
-    let state = Arc::new(state);
-    let directory = state.directory.snapshot().await?;
-    let view = state.inventory.view(&directory).await?;
-    tracing::info!(inventory.rooftops = view.rooftops.len(), "inventory loaded");
-    Ok(state)
-}
-
-/// 256 bits from the OS CSPRNG, like `app::prepare`'s cursor key (used
-/// only when the store has no key yet).
-fn random_key() -> Vec<u8> {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    h.update(uuid::Uuid::new_v4().as_bytes());
-    h.update(uuid::Uuid::new_v4().as_bytes());
-    h.finalize().to_vec()
+    crate::state::start::state(opened, settings, named).await
 }
 
 /// The explicit grant of one stdio process: anonymous, or a token that is

@@ -128,44 +128,47 @@ impl ToolArgs for OffersArgs {
     const INPUT: &'static str = "offers.schema.json#/$defs/offersEvaluateRequest";
 }
 
-/// The selector of schema-valid selector members (the schemas' `oneOf`
-/// leaves exactly one; `None` only if the type and schema disagree).
-fn selector<'a>(
+/// The target of schema-valid members (the schemas' `oneOf` leaves exactly
+/// one selector; `None` only if the type and schema disagree).
+fn target<'a>(
+    organization_id: &'a str,
+    rooftop_id: &'a str,
     vehicle_id: Option<&'a str>,
     vin: Option<&'a str>,
     stock_number: Option<&'a str>,
-) -> Option<Selector<'a>> {
-    vehicle_id
+) -> Option<Target<'a>> {
+    let selector = vehicle_id
         .map(Selector::VehicleId)
         .or_else(|| vin.map(Selector::Vin))
-        .or_else(|| stock_number.map(Selector::StockNumber))
+        .or_else(|| stock_number.map(Selector::StockNumber))?;
+    Some(Target {
+        organization_id,
+        rooftop_id,
+        selector,
+    })
 }
 
 impl VehicleArgs {
     pub fn target(&self) -> Option<Target<'_>> {
-        Some(Target {
-            organization_id: &self.organization_id,
-            rooftop_id: &self.rooftop_id,
-            selector: selector(
-                self.vehicle_id.as_deref(),
-                self.vin.as_deref(),
-                self.stock_number.as_deref(),
-            )?,
-        })
+        target(
+            &self.organization_id,
+            &self.rooftop_id,
+            self.vehicle_id.as_deref(),
+            self.vin.as_deref(),
+            self.stock_number.as_deref(),
+        )
     }
 }
 
 impl AvailabilityArgs {
     pub fn target(&self) -> Option<Target<'_>> {
-        Some(Target {
-            organization_id: &self.organization_id,
-            rooftop_id: &self.rooftop_id,
-            selector: selector(
-                self.vehicle_id.as_deref(),
-                self.vin.as_deref(),
-                self.stock_number.as_deref(),
-            )?,
-        })
+        target(
+            &self.organization_id,
+            &self.rooftop_id,
+            self.vehicle_id.as_deref(),
+            self.vin.as_deref(),
+            self.stock_number.as_deref(),
+        )
     }
 }
 
@@ -181,15 +184,13 @@ impl DisclosureArgs {
 
 impl OffersArgs {
     pub fn target(&self) -> Option<Target<'_>> {
-        Some(Target {
-            organization_id: &self.organization_id,
-            rooftop_id: &self.rooftop_id,
-            selector: selector(
-                self.vehicle_id.as_deref(),
-                self.vin.as_deref(),
-                self.stock_number.as_deref(),
-            )?,
-        })
+        target(
+            &self.organization_id,
+            &self.rooftop_id,
+            self.vehicle_id.as_deref(),
+            self.vin.as_deref(),
+            self.stock_number.as_deref(),
+        )
     }
 }
 

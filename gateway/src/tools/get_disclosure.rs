@@ -123,17 +123,7 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
     // extension: it is validated here as built (the extension bag admits
     // any object under a well-formed key), then written with the
     // evaluation's bytes in the placeholder's place.
-    ctx.state
-        .catalog
-        .tool(NAME)
-        .ok_or_else(|| ToolError::internal("the catalog has no disclosure tool"))?
-        .validate_output(&document)
-        .map_err(|errors| {
-            ToolError::internal(format!(
-                "disclosure failed its schema: {}",
-                serde_json::to_string(&errors).unwrap_or_default()
-            ))
-        })?;
+    super::check_part(ctx, NAME, "disclosure", &document)?;
     let json = serde_json::to_string(&WithEvaluation {
         document: &document,
         evaluation: &evaluation,

@@ -27,17 +27,7 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
         Some(json) => json,
         None => {
             let doc = manifest::build(&ctx.state, &snapshot, &ctx.principal, organization_id)?;
-            ctx.state
-                .catalog
-                .tool(NAME)
-                .ok_or_else(|| ToolError::internal("the catalog has no manifest tool"))?
-                .validate_output(&doc)
-                .map_err(|errors| {
-                    ToolError::internal(format!(
-                        "manifest failed its schema: {}",
-                        serde_json::to_string(&errors).unwrap_or_default()
-                    ))
-                })?;
+            super::check_part(ctx, NAME, "manifest", &doc)?;
             let json: std::sync::Arc<str> = serde_json::to_string(&doc)
                 .map_err(ToolError::internal)?
                 .into();

@@ -160,10 +160,6 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
     // that depend on the clock. A vehicle with a newer availability check
     // of this replica, or whose pieces failed the schema, is built as a
     // tree and validated against the vehicle schema here.
-    let vehicle_schema = state
-        .catalog
-        .tool(super::get_vehicle::NAME)
-        .ok_or_else(|| ToolError::internal("the catalog has no get_vehicle tool"))?;
     let now_text = render::json_string(&render::timestamp(now));
     let mut json = String::with_capacity(1024 + page.vehicles.len() * 3072);
     json.push_str("{\"vehicles\":[");
@@ -206,12 +202,12 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
                 feed_observed_at,
                 now,
             );
-            vehicle_schema.validate_output(&vehicle).map_err(|errors| {
-                ToolError::internal(format!(
-                    "vehicle {vehicle_id} failed the vehicle schema: {}",
-                    serde_json::to_string(&errors).unwrap_or_default()
-                ))
-            })?;
+            super::check_part(
+                ctx,
+                super::get_vehicle::NAME,
+                "a vehicle of a search page",
+                &vehicle,
+            )?;
             json.push_str(&serde_json::to_string(&vehicle).map_err(ToolError::internal)?);
         }
         resource_ids.push(vehicle_id.to_owned());
@@ -272,17 +268,7 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
     );
     out.insert("trace_id".into(), Value::String(ctx.trace_id.clone()));
     let mut envelope = Value::Object(out);
-    state
-        .catalog
-        .tool(NAME)
-        .ok_or_else(|| ToolError::internal("the catalog has no search tool"))?
-        .validate_output(&envelope)
-        .map_err(|errors| {
-            ToolError::internal(format!(
-                "search envelope failed its schema: {}",
-                serde_json::to_string(&errors).unwrap_or_default()
-            ))
-        })?;
+    super::check_part(ctx, NAME, "search envelope", &envelope)?;
     if let Value::Object(members) = &mut envelope {
         members.shift_remove("vehicles");
     }

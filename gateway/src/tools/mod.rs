@@ -351,6 +351,28 @@ pub async fn invoke(ctx: &ToolContext, name: &str, args: &Value) -> Option<ToolO
     })
 }
 
+/// Check `part`, produced per request by tool `tool`, against that tool's
+/// output schema (`what` names the part in the log): the check `invoke`
+/// makes for trees, for the parts of assembled results (issue 13 item 3).
+pub fn check_part(
+    ctx: &ToolContext,
+    tool: &str,
+    what: &str,
+    part: &Value,
+) -> Result<(), ToolError> {
+    ctx.state
+        .catalog
+        .tool(tool)
+        .ok_or_else(|| ToolError::internal(format!("the catalog has no tool {tool}")))?
+        .validate_output(part)
+        .map_err(|errors| {
+            ToolError::internal(format!(
+                "{what} failed its schema: {}",
+                serde_json::to_string(&errors).unwrap_or_default()
+            ))
+        })
+}
+
 /// JSON text this gateway wrote itself: serde_json output, or pieces of
 /// serde_json output joined by fixed punctuation (issue 13 item 3). It is
 /// trusted rather than parsed again (a re-parse of a search page cost a
