@@ -85,6 +85,19 @@ struct Breaker {
     probing: bool,
 }
 
+/// What a source's circuit breaker is doing on this replica (for the
+/// console's availability page; issue 14 item 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BreakerState {
+    /// Checks go upstream; `failures` consecutive failures so far.
+    Closed { failures: u32 },
+    /// Checks are refused for `remaining` more.
+    Open { remaining: Duration },
+    /// The open period is over: the next check is the one probe (or it is
+    /// in flight).
+    HalfOpen { probing: bool },
+}
+
 /// Whether a check may go upstream now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Admission {
@@ -395,6 +408,26 @@ impl AvailabilityService {
         out
     }
 
+    /// The breaker of `source` on this replica, read without changing it.
+    pub fn breaker_state(&self, source: &HttpAvailabilitySource) -> BreakerState {
+        self.breaker_state_of(&source.url_template)
+    }
+
+    fn breaker_state_of(&self, key: &str) -> BreakerState {
+        match lock(&self.breakers).get(key) {
+            None => BreakerState::Closed { failures: 0 },
+            Some(b) => match b.open_until {
+                None => BreakerState::Closed {
+                    failures: b.failures,
+                },
+                Some(until) => match until.checked_duration_since(Instant::now()) {
+                    Some(remaining) if !remaining.is_zero() => BreakerState::Open { remaining },
+                    Some(_) | None => BreakerState::HalfOpen { probing: b.probing },
+                },
+            },
+        }
+    }
+
     fn breaker_admit(&self, key: &str) -> Result<Admission, Duration> {
         match lock(&self.breakers).get_mut(key) {
             None => Ok(Admission::Closed),
@@ -527,6 +560,42 @@ mod breaker_tests {
                 Err(Duration::from_millis(RETRY_AFTER_FAILURE_MS))
             );
         }
+    }
+
+    /// The console reads the breaker without changing it (issue 14 item 3).
+    #[test]
+    fn the_breaker_state_is_read_as_it_is() {
+        let service = AvailabilityService::new().unwrap();
+        assert_eq!(
+            service.breaker_state_of("src"),
+            BreakerState::Closed { failures: 0 }
+        );
+        service.breaker_failure("src");
+        service.breaker_failure("src");
+        assert_eq!(
+            service.breaker_state_of("src"),
+            BreakerState::Closed { failures: 2 }
+        );
+        for _ in 2..BREAKER_THRESHOLD {
+            service.breaker_failure("src");
+        }
+        match service.breaker_state_of("src") {
+            BreakerState::Open { remaining } => assert!(remaining <= BREAKER_OPEN),
+            other => panic!("expected open, got {other:?}"),
+        }
+        // Reading twice changes nothing (no probe is taken).
+        assert!(matches!(
+            service.breaker_state_of("src"),
+            BreakerState::Open { .. }
+        ));
+        let Some(t0) = Instant::now().checked_sub(BREAKER_OPEN + Duration::from_secs(1)) else {
+            return;
+        };
+        lock(&service.breakers).insert("src".into(), opened(t0));
+        assert_eq!(
+            service.breaker_state_of("src"),
+            BreakerState::HalfOpen { probing: false }
+        );
     }
 
     #[test]

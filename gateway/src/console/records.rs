@@ -279,8 +279,11 @@ pub async fn availability(
         h2 { "Circuit breaker" }
         @match source {
             None => p { "No live source, so no breaker: checks answer from the feed." },
-            Some(_) => p id="breaker-state" { "After 5 consecutive failed checks the gateway stops calling the dealer system for 30 s and answers "
-                code { "dealeragent.upstream.unavailable" } ". This replica's breaker state is not readable by the console in this build (docs/console.md)." },
+            Some(s) => {
+                p id="breaker-state" { "On this replica: " strong { (breaker_text(state.availability.breaker_state(s))) } }
+                p { "After 5 consecutive failed checks the gateway stops calling the dealer system for 30 s and answers "
+                    code { "dealeragent.upstream.unavailable" } "; then one check probes it. Each replica keeps its own breaker." }
+            },
         }
         h2 { "Bands of the current vehicles" }
         p { "The band each vehicle's availability is reported in now, from stored observations (the disclosure tool's own rule)." }
@@ -301,4 +304,25 @@ pub async fn availability(
         &nav(rooftop.id(), "Availability sources"),
         &body,
     )
+}
+
+/// A breaker state in words.
+fn breaker_text(state: availability::BreakerState) -> String {
+    use availability::BreakerState;
+    match state {
+        BreakerState::Closed { failures: 0 } => "closed: checks reach the dealer system".to_owned(),
+        BreakerState::Closed { failures } => {
+            format!("closed, after {failures} consecutive failed check(s)")
+        }
+        BreakerState::Open { remaining } => format!(
+            "open: checks are refused for {} s more",
+            remaining.as_secs().max(1)
+        ),
+        BreakerState::HalfOpen { probing: true } => {
+            "half-open: one check is probing the dealer system".to_owned()
+        }
+        BreakerState::HalfOpen { probing: false } => {
+            "half-open: the next check probes the dealer system".to_owned()
+        }
+    }
 }
