@@ -4,6 +4,11 @@
 //! (`isError` + `field_errors`, values never echoed), the tool itself (which
 //! applies policy before any lookup), then the output schema check (a
 //! failure is logged with an error id and answered `dealeragent.internal`).
+//! A tool may instead return JSON assembled from parts that were each
+//! checked where they were made ([`Produced::Assembled`]: pre-rendered
+//! vehicles, the cached manifest, the disclosure around a reused
+//! evaluation; docs/benchmarks.md "Where output is validated"). Arguments
+//! are read once into each tool's type ([`args`]) after the input check.
 
 pub mod args;
 pub mod dealer_get;
