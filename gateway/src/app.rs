@@ -125,6 +125,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         )
         // The rooftop manager's console (issue 14), under /console/.
         .merge(crate::console::router())
+        // Discovery documents for agents (issue 16 item 4).
+        .merge(crate::wellknown::router())
         .layer(axum::middleware::from_fn_with_state(
             timeout,
             request_deadline,

@@ -56,6 +56,8 @@ pub mod inventory;
 pub mod manifest;
 /// The MCP endpoint, both eras.
 pub mod mcp;
+/// Prometheus metrics at `/metrics` (no tenant data beyond organization and rooftop ids).
+pub mod metrics;
 /// Incentive programs: per-organization cache, import, vehicle mapping.
 pub mod offers;
 /// `dealer-gateway preview`: a vehicle's pricing as the rooftop manager sees it.
@@ -74,6 +76,8 @@ pub mod store;
 pub mod telemetry;
 /// One module per tool.
 pub mod tools;
+/// `/.well-known/dealer-agent.json` and `/llms.txt`, generated from the catalog.
+pub mod wellknown;
 
 mod run;
 

@@ -7,6 +7,7 @@
 
 mod common;
 
+mod aap;
 mod availability;
 mod catalog;
 mod cli_ops;
@@ -22,8 +23,12 @@ mod mcp_fuzz;
 mod mcp_legacy;
 mod mcp_modern;
 mod mcp_transport;
+mod metrics;
 mod offers;
+mod replicas;
 mod routes;
 mod security;
 mod stdio;
 mod token_cli;
+mod used_vehicle;
+mod wellknown;

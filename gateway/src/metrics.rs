@@ -1,0 +1,1 @@
+//! Prometheus metrics (issue 15 item 1).

@@ -1,0 +1,1 @@
+//! Integration tests: aap (issue 16). Filled in by its area.

@@ -1,0 +1,1 @@
+//! Integration tests: metrics (issue 15). Filled in by its area.

@@ -1,0 +1,1 @@
+//! Integration tests: replicas (issue 15). Filled in by its area.

@@ -1,0 +1,1 @@
+//! Integration tests: wellknown (issue 16). Filled in by its area.
