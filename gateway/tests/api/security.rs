@@ -32,23 +32,23 @@ use serde_json::{Value, json};
 
 use crate::common::{MODERN, Reply, TestApp};
 
-const ORG: &str = "org.lakeshore-auto-group";
-const OTHER_ORG: &str = "org.maplecrest-motor-group";
+pub(crate) const ORG: &str = "org.lakeshore-auto-group";
+pub(crate) const OTHER_ORG: &str = "org.maplecrest-motor-group";
 /// The demo's partner-only rooftop (`anonymous_reads: false`).
-const FLEET: &str = "roof.lakeshore-fleet-wholesale";
+pub(crate) const FLEET: &str = "roof.lakeshore-fleet-wholesale";
 /// A public rooftop of the same organization.
-const CHICAGO: &str = "roof.lakeshore-chicago";
+pub(crate) const CHICAGO: &str = "roof.lakeshore-chicago";
 /// A rooftop id no organization has.
-const ABSENT: &str = "roof.lakeshore-does-not-exist";
+pub(crate) const ABSENT: &str = "roof.lakeshore-does-not-exist";
 /// This gateway's resource URL (the audience every credential must name).
-const RESOURCE: &str = "https://gateway.security.test/mcp";
-const ISSUER: &str = "https://auth.security.test";
-const KID: &str = "security-test-ec";
-const NOT_FOUND: &str = "dealeragent.resource.not_found";
+pub(crate) const RESOURCE: &str = "https://gateway.security.test/mcp";
+pub(crate) const ISSUER: &str = "https://auth.security.test";
+pub(crate) const KID: &str = "security-test-ec";
+pub(crate) const NOT_FOUND: &str = "dealeragent.resource.not_found";
 /// The availability tool: covered when the catalog serves it.
-const VERIFY: &str = "dealeragent.inventory.verify_availability";
+pub(crate) const VERIFY: &str = "dealeragent.inventory.verify_availability";
 /// Every tool the matrix covers; a test checks the catalog has no other.
-const MATRIX_TOOLS: [&str; 7] = [
+pub(crate) const MATRIX_TOOLS: [&str; 7] = [
     "dealeragent.discovery.get_manifest",
     "dealeragent.dealer.get",
     "dealeragent.inventory.search",
@@ -57,9 +57,9 @@ const MATRIX_TOOLS: [&str; 7] = [
     DISCLOSURE,
     OFFERS,
 ];
-const DISCLOSURE: &str = "dealeragent.pricing.get_disclosure";
-const OFFERS: &str = "dealergateway.offers.evaluate";
-const SCOPE_INSUFFICIENT: &str = "dealeragent.scope.insufficient";
+pub(crate) const DISCLOSURE: &str = "dealeragent.pricing.get_disclosure";
+pub(crate) const OFFERS: &str = "dealergateway.offers.evaluate";
+pub(crate) const SCOPE_INSUFFICIENT: &str = "dealeragent.scope.insufficient";
 
 // ---------------------------------------------------------------------------
 // Credentials
@@ -67,7 +67,7 @@ const SCOPE_INSUFFICIENT: &str = "dealeragent.scope.insufficient";
 
 /// Every kind of caller of the matrix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Who {
+pub(crate) enum Who {
     Anonymous,
     /// API token: the fleet rooftop, inventory scope.
     RooftopToken,
@@ -115,7 +115,7 @@ impl Who {
     ];
 
     /// The OAuth error of the 401 when this caller's credential is refused.
-    fn refusal(self) -> Option<&'static str> {
+    pub(crate) fn refusal(self) -> Option<&'static str> {
         match self {
             Who::ExpiredToken
             | Who::RevokedToken
@@ -128,7 +128,7 @@ impl Who {
     }
 
     /// May this caller see the partner-only fleet rooftop?
-    fn sees_fleet(self) -> bool {
+    pub(crate) fn sees_fleet(self) -> bool {
         matches!(
             self,
             Who::RooftopToken
@@ -140,32 +140,32 @@ impl Who {
     }
 
     /// Authenticated, but without `dealeragent:inventory:read`.
-    fn lacks_inventory_scope(self) -> bool {
+    pub(crate) fn lacks_inventory_scope(self) -> bool {
         matches!(self, Who::MissingScopeToken | Who::NoScopeJwt)
     }
 
     /// Authenticated, but without `dealeragent:pricing:read` (only the
     /// pricing-only token holds it).
-    fn lacks_pricing_scope(self) -> bool {
+    pub(crate) fn lacks_pricing_scope(self) -> bool {
         self.authenticated() && self != Who::MissingScopeToken
     }
 
-    fn authenticated(self) -> bool {
+    pub(crate) fn authenticated(self) -> bool {
         self != Who::Anonymous && self.refusal().is_none()
     }
 }
 
 /// The test-only ES256 key of the JWT issuer (a fixed scalar).
-fn signing_key() -> p256::ecdsa::SigningKey {
+pub(crate) fn signing_key() -> p256::ecdsa::SigningKey {
     p256::ecdsa::SigningKey::from_slice(&[0x5a; 32]).expect("a valid P-256 scalar")
 }
 
-fn b64(bytes: &[u8]) -> String {
+pub(crate) fn b64(bytes: &[u8]) -> String {
     URL_SAFE_NO_PAD.encode(bytes)
 }
 
 /// The issuer's PUBLIC key set, as an operator would configure it.
-fn public_jwks() -> Value {
+pub(crate) fn public_jwks() -> Value {
     let point = signing_key().verifying_key().to_sec1_point(false);
     let point = point.as_bytes();
     json!({"keys": [{"kty": "EC", "crv": "P-256", "x": b64(&point[1..33]), "y": b64(&point[33..65]),
@@ -173,7 +173,7 @@ fn public_jwks() -> Value {
 }
 
 /// A signed ES256 access token with these claims.
-fn mint_jwt(claims: &Value) -> String {
+pub(crate) fn mint_jwt(claims: &Value) -> String {
     let header = json!({"alg": "ES256", "kid": KID, "typ": "at+jwt"});
     let input = format!(
         "{}.{}",
@@ -185,7 +185,7 @@ fn mint_jwt(claims: &Value) -> String {
 }
 
 /// Claims of a valid group JWT for the Lakeshore group.
-fn jwt_claims(now: DateTime<Utc>) -> Value {
+pub(crate) fn jwt_claims(now: DateTime<Utc>) -> Value {
     json!({
         "iss": ISSUER,
         "aud": RESOURCE,
@@ -201,7 +201,7 @@ fn jwt_claims(now: DateTime<Utc>) -> Value {
     })
 }
 
-async fn create_token(
+pub(crate) async fn create_token(
     store: &dyn Store,
     subject: &str,
     organization: &str,
@@ -226,37 +226,37 @@ async fn create_token(
 }
 
 /// Does the catalog serve this tool?
-fn catalog_has(tool: &str) -> bool {
+pub(crate) fn catalog_has(tool: &str) -> bool {
     gateway::catalog::Catalog::load()
         .expect("catalog")
         .tool(tool)
         .is_some()
 }
 
-fn rooftops(ids: &[&str]) -> RooftopScope {
+pub(crate) fn rooftops(ids: &[&str]) -> RooftopScope {
     RooftopScope::Rooftops(ids.iter().map(|s| (*s).to_owned()).collect())
 }
 
 /// A gateway with JWTs configured, the demo data, and one credential of
 /// every kind.
-struct Fixture {
-    app: TestApp,
-    store: Arc<dyn Store>,
+pub(crate) struct Fixture {
+    pub(crate) app: TestApp,
+    pub(crate) store: Arc<dyn Store>,
     /// The raw credential of each caller that has one.
-    tokens: BTreeMap<Who, String>,
+    pub(crate) tokens: BTreeMap<Who, String>,
     /// A vehicle of the fleet rooftop, and one of the Chicago rooftop.
-    fleet_vehicle: String,
-    chicago_vehicle: String,
+    pub(crate) fleet_vehicle: String,
+    pub(crate) chicago_vehicle: String,
     /// Before any call was made.
-    started: DateTime<Utc>,
+    pub(crate) started: DateTime<Utc>,
 }
 
 impl Fixture {
-    async fn new() -> Self {
+    pub(crate) async fn new() -> Self {
         Self::with(|_| {}).await
     }
 
-    async fn with(adjust: impl FnOnce(&mut gateway::config::ServeSettings)) -> Self {
+    pub(crate) async fn with(adjust: impl FnOnce(&mut gateway::config::ServeSettings)) -> Self {
         let started = Utc::now() - TimeDelta::seconds(1);
         let keys = common::temp_dir();
         let jwks = keys.join("issuer-public.jwks.json");
@@ -372,12 +372,12 @@ impl Fixture {
         fixture
     }
 
-    fn token(&self, who: Who) -> &str {
+    pub(crate) fn token(&self, who: Who) -> &str {
         &self.tokens[&who]
     }
 
     /// The `Authorization` header this caller sends, if any.
-    fn authorization(&self, who: Who) -> Option<String> {
+    pub(crate) fn authorization(&self, who: Who) -> Option<String> {
         match who {
             Who::Anonymous | Who::TokenInQuery => None,
             Who::BasicScheme => Some(format!("Basic {}", self.token(who))),
@@ -386,7 +386,7 @@ impl Fixture {
     }
 
     /// A vehicle id of `rooftop` (read with the group token).
-    async fn first_vehicle(&self, rooftop: &str) -> String {
+    pub(crate) async fn first_vehicle(&self, rooftop: &str) -> String {
         let r = self
             .call(
                 Who::GroupToken,
@@ -402,7 +402,7 @@ impl Fixture {
     }
 
     /// One modern request with the standard headers as `who`.
-    async fn call(&self, who: Who, method: &str, params: Value) -> Reply {
+    pub(crate) async fn call(&self, who: Who, method: &str, params: Value) -> Reply {
         let body = common::modern_body(1, method, params);
         let url = if who == Who::TokenInQuery {
             format!(
@@ -434,7 +434,7 @@ impl Fixture {
         common::send(req.body(body.to_string())).await
     }
 
-    async fn tool(&self, who: Who, name: &str, arguments: Value) -> Reply {
+    pub(crate) async fn tool(&self, who: Who, name: &str, arguments: Value) -> Reply {
         self.call(
             who,
             "tools/call",
@@ -443,11 +443,11 @@ impl Fixture {
         .await
     }
 
-    async fn read(&self, who: Who, uri: &str) -> Reply {
+    pub(crate) async fn read(&self, who: Who, uri: &str) -> Reply {
         self.call(who, "resources/read", json!({"uri": uri})).await
     }
 
-    async fn audit(&self) -> Vec<AuditEvent> {
+    pub(crate) async fn audit(&self) -> Vec<AuditEvent> {
         self.store
             .audit_since(self.started, 10_000)
             .await
@@ -461,8 +461,8 @@ impl Fixture {
 
 /// A response with the per-request values removed (`error_id`, `trace_id`,
 /// `created_at`), including inside JSON text content, serialized again.
-fn normalized(raw: &str) -> String {
-    fn strip(v: &mut Value) {
+pub(crate) fn normalized(raw: &str) -> String {
+    pub(crate) fn strip(v: &mut Value) {
         match v {
             Value::Object(map) => {
                 for key in ["error_id", "trace_id", "created_at"] {
@@ -497,7 +497,7 @@ fn normalized(raw: &str) -> String {
 
 /// Every tool and resource call of the matrix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Case {
+pub(crate) enum Case {
     Manifest,
     DealerFleet,
     DealerOrganization,
@@ -550,7 +550,7 @@ impl Case {
     ];
 
     /// Served by this build (the availability tool may not be).
-    fn served(self) -> bool {
+    pub(crate) fn served(self) -> bool {
         match self {
             Case::VerifyFleet | Case::VerifyChicago => catalog_has(VERIFY),
             Case::DisclosureFleet | Case::DisclosureChicago => catalog_has(DISCLOSURE),
@@ -559,7 +559,7 @@ impl Case {
         }
     }
 
-    fn is_resource(self) -> bool {
+    pub(crate) fn is_resource(self) -> bool {
         matches!(
             self,
             Case::ResourceManifest
@@ -575,7 +575,7 @@ impl Case {
 
 /// The exact outcome of a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Outcome {
+pub(crate) enum Outcome {
     /// A normal answer (tool result without `isError`, or resource contents).
     Ok,
     /// Tool `isError` with `dealeragent.resource.not_found`.
@@ -588,7 +588,7 @@ enum Outcome {
     Unauthorized(&'static str),
 }
 
-fn expected(case: Case, who: Who) -> Outcome {
+pub(crate) fn expected(case: Case, who: Who) -> Outcome {
     if let Some(error) = who.refusal() {
         return Outcome::Unauthorized(error);
     }
@@ -650,11 +650,11 @@ fn expected(case: Case, who: Who) -> Outcome {
 }
 
 impl Fixture {
-    fn vehicle_uri(&self, rooftop: &str, vehicle: &str) -> String {
+    pub(crate) fn vehicle_uri(&self, rooftop: &str, vehicle: &str) -> String {
         format!("dealeragent://organization/{ORG}/rooftop/{rooftop}/vehicle/{vehicle}")
     }
 
-    async fn run(&self, case: Case, who: Who) -> Reply {
+    pub(crate) async fn run(&self, case: Case, who: Who) -> Reply {
         let search = "dealeragent.inventory.search";
         let get_vehicle = "dealeragent.inventory.get_vehicle";
         match case {
@@ -801,7 +801,7 @@ impl Fixture {
 
     /// Checks one reply against the exact expected outcome; `reference` is
     /// the normalized not-found tool result every not-found must equal.
-    fn check(&self, case: Case, who: Who, r: &Reply, reference: &str) -> Result<(), String> {
+    pub(crate) fn check(&self, case: Case, who: Who, r: &Reply, reference: &str) -> Result<(), String> {
         let want = expected(case, who);
         let fail = |why: String| {
             Err(format!(
@@ -882,7 +882,7 @@ impl Fixture {
         }
     }
 
-    fn check_ok(&self, case: Case, who: Who, result: &Value) -> Result<(), String> {
+    pub(crate) fn check_ok(&self, case: Case, who: Who, result: &Value) -> Result<(), String> {
         let fleet = who.sees_fleet();
         let sc = &result["structuredContent"];
         let doc: Value = result["contents"][0]["text"]
@@ -978,7 +978,7 @@ impl Fixture {
 
     /// The normalized result of the reference not-found: an anonymous
     /// search of a rooftop that does not exist.
-    async fn reference_not_found(&self) -> String {
+    pub(crate) async fn reference_not_found(&self) -> String {
         let r = self
             .tool(
                 Who::Anonymous,
@@ -1054,7 +1054,9 @@ fn the_matrix_covers_every_tool_of_the_catalog() {
     let catalog = gateway::catalog::Catalog::load().expect("catalog");
     for tool in &catalog.tools {
         assert!(
-            MATRIX_TOOLS.contains(&tool.name.as_str()),
+            MATRIX_TOOLS.contains(&tool.name.as_str())
+                || crate::aap::ISOLATION_TOOLS.contains(&tool.name.as_str())
+                || crate::used_vehicle::ISOLATION_TOOLS.contains(&tool.name.as_str()),
             "{} is not in the isolation matrix: add its cases",
             tool.name
         );
@@ -1583,7 +1585,7 @@ async fn authenticated_resource_reads_of_nonpublic_data_are_audited() {
 /// default 30 a minute) is a successful authoritative check and is kept
 /// one by one (about 450 bytes). Before the fix every call was one event
 /// holding the raw arguments: over 16 MB here.
-const HOSTILE_AUDIT_BYTES: u64 = 8 * 1024;
+pub(crate) const HOSTILE_AUDIT_BYTES: u64 = 8 * 1024;
 
 #[tokio::test]
 async fn a_thousand_hostile_anonymous_checks_grow_the_audit_log_by_less_than_8_kib() {
@@ -1964,7 +1966,7 @@ async fn caller_metadata_never_confers_a_grant() {
 
 /// Random `Authorization` values: raw bytes valid in a header, `Bearer` +
 /// junk, truncated or mutated real tokens, other schemes.
-fn authorization(token: String) -> impl Strategy<Value = Vec<u8>> {
+pub(crate) fn authorization(token: String) -> impl Strategy<Value = Vec<u8>> {
     let t1 = token.clone();
     let t2 = token.clone();
     let t3 = token.clone();
@@ -1995,7 +1997,7 @@ fn authorization(token: String) -> impl Strategy<Value = Vec<u8>> {
     ]
 }
 
-fn body(valid: Vec<u8>) -> impl Strategy<Value = Vec<u8>> {
+pub(crate) fn body(valid: Vec<u8>) -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
         Just(valid),
         prop::collection::vec(any::<u8>(), 0..200),
