@@ -801,7 +801,13 @@ impl Fixture {
 
     /// Checks one reply against the exact expected outcome; `reference` is
     /// the normalized not-found tool result every not-found must equal.
-    pub(crate) fn check(&self, case: Case, who: Who, r: &Reply, reference: &str) -> Result<(), String> {
+    pub(crate) fn check(
+        &self,
+        case: Case,
+        who: Who,
+        r: &Reply,
+        reference: &str,
+    ) -> Result<(), String> {
         let want = expected(case, who);
         let fail = |why: String| {
             Err(format!(
