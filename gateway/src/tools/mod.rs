@@ -64,6 +64,9 @@ pub struct ToolOutcome {
     /// Members for the MCP result's `_meta`: this gateway's additions that
     /// the DAP output schema has no room for (e.g. the availability band).
     pub meta: Option<Value>,
+    /// The DAP error code when the tool refused or failed, for metrics and
+    /// the access log (issue 15 items 1 and 2); `None` on success.
+    pub code: Option<ErrorCode>,
 }
 
 /// What a tool produced.
@@ -339,6 +342,7 @@ pub async fn invoke(ctx: &ToolContext, name: &str, args: &Value) -> Option<ToolO
             },
             is_error: false,
             meta,
+            code: None,
         },
         Err(error) => {
             let error_id = format!("err.{}", uuid::Uuid::new_v4());
@@ -351,6 +355,7 @@ pub async fn invoke(ctx: &ToolContext, name: &str, args: &Value) -> Option<ToolO
                 structured: JsonText::of(&error.to_dap(&error_id, &ctx.trace_id, Utc::now())),
                 is_error: true,
                 meta: None,
+                code: Some(error.code()),
             }
         }
     })
