@@ -112,6 +112,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/mcp", post(mcp::post).get(mcp::get).delete(mcp::delete))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics_public))
         .route("/schemas/{file}", get(schema_file))
         .route("/policy", get(policy))
         .route("/conformance/claim.json", get(claim))
@@ -136,7 +137,189 @@ pub fn router(state: Arc<AppState>) -> Router {
             state.clone(),
             cors_guard,
         ))
+        // Outermost, so the line covers every answer the router gives,
+        // refusals of the layers above included (issue 15 item 2).
+        .layer(axum::middleware::from_fn(access_log))
         .with_state(state)
+}
+
+/// Paths probed by load balancers and scrapers every few seconds: their
+/// access lines are written at `debug`, so `info` shows the traffic that
+/// agents and people make.
+const PROBE_PATHS: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
+
+/// One structured line per request (issue 15 item 2): HTTP method, path
+/// (never the query, which could carry a credential), status, duration,
+/// and what the MCP layers noted: the JSON-RPC method, the tool, the
+/// outcome code, the principal (`anonymous` or the grant's subject id;
+/// never a token) and the trace id the caller's error objects carry.
+async fn access_log(req: Request, next: Next) -> Response {
+    let started = std::time::Instant::now();
+    let http_method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let (response, facts) = crate::metrics::with_facts(next.run(req)).await;
+    let status = response.status().as_u16();
+    let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let outcome = match (&facts.method, &facts.outcome) {
+        (_, Some(outcome)) => outcome.clone(),
+        // Answered by the transport without the dispatcher (the legacy
+        // handshake, notifications, session and header refusals): the
+        // outcome is the HTTP status, and it is counted here.
+        (Some(method), None) => {
+            let outcome = if status < 400 {
+                "ok".to_owned()
+            } else {
+                format!("http.{status}")
+            };
+            crate::metrics::count_method(method, None, &outcome, started);
+            outcome
+        }
+        (None, None) if status >= 400 && path == "/mcp" => {
+            // Refused before the body was read (host, origin, credential,
+            // rate limit, size): no method ran.
+            metrics::counter!(crate::metrics::HTTP_REFUSALS, "status" => status.to_string())
+                .increment(1);
+            format!("http.{status}")
+        }
+        (None, None) => format!("http.{status}"),
+    };
+    let dash = || "-".to_owned();
+    macro_rules! line {
+        ($level:expr) => {
+            tracing::event!(
+                target: "dealer_gateway::access",
+                $level,
+                http.method = %http_method,
+                http.path = %path,
+                http.status = status,
+                duration_ms = format_args!("{duration_ms:.3}"),
+                rpc.method = facts.method.as_deref().unwrap_or("-"),
+                tool.name = facts.tool.as_deref().unwrap_or("-"),
+                outcome = %outcome,
+                principal = %facts.principal.clone().unwrap_or_else(dash),
+                trace.id = %facts.trace_id.clone().unwrap_or_else(dash),
+                "request"
+            )
+        };
+    }
+    if PROBE_PATHS.contains(&path.as_str()) {
+        line!(tracing::Level::DEBUG);
+    } else {
+        line!(tracing::Level::INFO);
+    }
+    response
+}
+
+/// `GET /metrics` on the main listener (issue 15 item 1). The metrics name
+/// every organization and rooftop id, private rooftops included, so here
+/// they need a credential with `dealergateway:metrics:read`; with
+/// `--metrics-listen` they live on that address only and this path is 404.
+async fn metrics_public(State(state): State<Arc<AppState>>, req: Request) -> Response {
+    if state.settings.metrics_listen.is_some() {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    let principal =
+        match crate::auth::verify::authenticate(&state, req.headers(), req.uri().query()).await {
+            Ok(p) => p,
+            Err(rejection) if rejection.unavailable => {
+                return (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    [(header::RETRY_AFTER, "1")],
+                )
+                    .into_response();
+            }
+            Err(_) => return metrics_challenge(&state, StatusCode::UNAUTHORIZED, "invalid_token"),
+        };
+    match principal {
+        crate::auth::Principal::Authenticated(grant) if grant.has_scope(METRICS_SCOPE) => {
+            metrics_text(&state).await
+        }
+        crate::auth::Principal::Authenticated(_) => {
+            metrics_challenge(&state, StatusCode::FORBIDDEN, "insufficient_scope")
+        }
+        crate::auth::Principal::Anonymous => {
+            metrics_challenge(&state, StatusCode::UNAUTHORIZED, "invalid_request")
+        }
+    }
+}
+
+/// The scope `/metrics` needs on the main listener (capabilities.yaml
+/// `gateway_scopes`).
+pub const METRICS_SCOPE: &str = "dealergateway:metrics:read";
+
+/// 401/403 with an RFC 6750 challenge naming the scope; the body says in
+/// words what is missing.
+fn metrics_challenge(state: &AppState, status: StatusCode, error: &'static str) -> Response {
+    let metadata = format!("{}/.well-known/oauth-protected-resource", state.public_base);
+    let challenge = format!(
+        "Bearer resource_metadata=\"{metadata}\", error=\"{error}\", scope=\"{METRICS_SCOPE}\""
+    );
+    let body = format!(
+        "/metrics needs a credential carrying the scope {METRICS_SCOPE} \
+         (or run with --metrics-listen to serve it on a private address)\n"
+    );
+    let mut response = (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        body,
+    )
+        .into_response();
+    if let Ok(value) = HeaderValue::from_str(&challenge) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// The Prometheus text exposition (format 0.0.4), never cached.
+async fn metrics_text(state: &AppState) -> Response {
+    match crate::metrics::render(state).await {
+        Some(text) => (
+            [
+                (
+                    header::CONTENT_TYPE,
+                    "text/plain; version=0.0.4; charset=utf-8",
+                ),
+                (header::CACHE_CONTROL, "no-store"),
+            ],
+            text,
+        )
+            .into_response(),
+        None => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            "metrics are not available: another metrics recorder was installed in this process\n",
+        )
+            .into_response(),
+    }
+}
+
+/// `--metrics-listen`: a listener of its own serving only `GET /metrics`,
+/// without a credential (the operator binds it to a private network).
+pub async fn bind_metrics(settings: &ServeSettings) -> Result<Option<TcpListener>, crate::Error> {
+    let Some(addr) = settings.metrics_listen else {
+        return Ok(None);
+    };
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|e| crate::Error::Io(format!("cannot listen on --metrics-listen {addr}: {e}")))?;
+    Ok(Some(listener))
+}
+
+/// Serves the metrics listener until the task is aborted.
+fn spawn_metrics(listener: TcpListener, state: Arc<AppState>) -> tokio::task::JoinHandle<()> {
+    async fn scrape(State(state): State<Arc<AppState>>) -> Response {
+        metrics_text(&state).await
+    }
+    let router = Router::new()
+        .route("/metrics", get(scrape))
+        .with_state(state);
+    tokio::spawn(async move {
+        if let Err(error) = axum::serve(listener, router).await {
+            tracing::error!(%error, "the metrics listener stopped");
+        }
+    })
 }
 
 /// `Retry-After` on a request that ran out of time, in seconds.
@@ -277,6 +460,8 @@ pub use crate::state::start::seed_if_empty;
 /// A started server (the seam integration tests use).
 pub struct Running {
     pub addr: SocketAddr,
+    /// The `--metrics-listen` address as bound, when one was asked for.
+    pub metrics_addr: Option<SocketAddr>,
     pub state: Arc<AppState>,
 }
 
@@ -309,13 +494,25 @@ pub async fn spawn(
     let addr = listener
         .local_addr()
         .map_err(|e| crate::Error::Io(e.to_string()))?;
+    let metrics = bind_metrics(&state.settings).await?;
+    let metrics_addr = match &metrics {
+        Some(l) => Some(
+            l.local_addr()
+                .map_err(|e| crate::Error::Io(e.to_string()))?,
+        ),
+        None => None,
+    };
     let serve_state = state.clone();
     tokio::spawn(async move {
-        if let Err(e) = serve(listener, serve_state, shutdown).await {
+        if let Err(e) = serve_bound(listener, metrics, serve_state, shutdown).await {
             tracing::error!(error = %e, "server stopped with an error");
         }
     });
-    Ok(Running { addr, state })
+    Ok(Running {
+        addr,
+        metrics_addr,
+        state,
+    })
 }
 
 /// Serve until `shutdown` resolves, then finish in-flight requests for at
@@ -325,6 +522,20 @@ pub async fn serve(
     state: Arc<AppState>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), crate::Error> {
+    let metrics = bind_metrics(&state.settings).await?;
+    serve_bound(listener, metrics, state, shutdown).await
+}
+
+/// [`serve`] with the `--metrics-listen` listener already bound.
+async fn serve_bound(
+    listener: TcpListener,
+    metrics: Option<TcpListener>,
+    state: Arc<AppState>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), crate::Error> {
+    // Installed before the first request, so nothing counted is lost.
+    let _ = crate::metrics::handle();
+    let metrics = metrics.map(|l| spawn_metrics(l, state.clone()));
     let retention =
         crate::store::audit::spawn_retention(state.store.clone(), state.settings.audit_retention());
     // The bundled demo stays within its SLAs (issue 14 item 7: the console
@@ -339,6 +550,9 @@ pub async fn serve(
     let limits = mcp::connections::Limits::from_settings(&state.settings);
     mcp::connections::serve(listener, router(state), limits, shutdown).await;
     retention.abort();
+    if let Some(task) = metrics {
+        task.abort();
+    }
     if let Some(task) = demo_refresh {
         task.abort();
     }

@@ -27,6 +27,13 @@ pub struct ServeSettings {
     #[arg(long, env = "DEALER_GATEWAY_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
 
+    /// A second address serving only `GET /metrics` (Prometheus text), with
+    /// no credential: bind it to a private network or loopback. Without it
+    /// `/metrics` is on the main listener and needs a grant with the scope
+    /// dealergateway:metrics:read (the metrics name every rooftop id).
+    #[arg(long, env = "DEALER_GATEWAY_METRICS_LISTEN", value_name = "ADDR")]
+    pub metrics_listen: Option<SocketAddr>,
+
     /// Start with an empty store instead of loading the bundled demo dataset
     /// when the store has no organizations.
     #[arg(long, env = "DEALER_GATEWAY_NO_DEMO", action = ArgAction::SetTrue)]

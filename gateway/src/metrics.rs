@@ -1,1 +1,271 @@
-//! Prometheus metrics (issue 15 item 1).
+//! Prometheus metrics (issue 15 item 1) and the per-request facts the
+//! access log writes (item 2).
+//!
+//! Every layer counts through the `metrics` facade (`metrics::counter!`,
+//! `histogram!`, `gauge!`), so nothing below the transport imports this
+//! module; this module installs the one process-wide recorder and renders
+//! it for `GET /metrics`. Gauges that describe state rather than events
+//! (snapshot age against the SLA, breaker state, build info) are set when
+//! a scrape asks for them, from the same directory and inventory view the
+//! tools read, so they cannot disagree with what agents are told.
+//!
+//! Labels carry organization ids, rooftop ids, tool and method names from
+//! the catalog, outcome codes from the closed DAP error enum: never a token,
+//! a vehicle, a caller's address or anything a caller typed (an unknown tool
+//! name is counted as `unknown`, not echoed).
+
+use std::cell::RefCell;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use chrono::Utc;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+use crate::availability::BreakerState;
+use crate::state::AppState;
+
+/// Upper bounds (seconds) of the latency histograms: a cached tool answer
+/// takes well under a millisecond, an upstream availability check up to its
+/// timeout (seconds).
+const LATENCY_BUCKETS: [f64; 14] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+static RECORDER: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+
+/// The process-wide recorder, installed on first use. `None` when another
+/// recorder was installed first (an embedding program's): the gateway then
+/// counts into that one and `/metrics` says it cannot render.
+pub fn handle() -> Option<&'static PrometheusHandle> {
+    RECORDER
+        .get_or_init(|| {
+            let builder = PrometheusBuilder::new()
+                .set_buckets_for_metric(
+                    Matcher::Suffix("duration_seconds".into()),
+                    &LATENCY_BUCKETS,
+                )
+                .ok()?;
+            match builder.install_recorder() {
+                Ok(handle) => {
+                    describe();
+                    Some(handle)
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "metrics recorder not installed; /metrics is unavailable");
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
+
+/// HELP text for every metric (docs/operations.md lists them too).
+fn describe() {
+    use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+    describe_counter!(
+        REQUESTS,
+        "MCP requests answered, by JSON-RPC method, tool (tools/call only) and outcome (ok or an error code)"
+    );
+    describe_histogram!(
+        TOOL_DURATION,
+        Unit::Seconds,
+        "Time to answer one tools/call, by tool"
+    );
+    describe_counter!(
+        HTTP_REFUSALS,
+        "Requests refused at the HTTP edge before any method ran, by reason"
+    );
+    describe_counter!(
+        RATE_LIMITED,
+        "Requests refused by a rate limit, by limit (address, principal, tool_quota)"
+    );
+    describe_counter!(
+        CURSOR_REFUSALS,
+        "Pagination cursors refused, by reason (malformed, bad_signature, expired, ...)"
+    );
+    describe_counter!(
+        AUDIT_EVENTS,
+        "Audit events, by result: written, or dropped (the store refused the write)"
+    );
+    describe_gauge!(
+        SNAPSHOT_AGE,
+        Unit::Seconds,
+        "Seconds since the served inventory snapshot of a rooftop was imported"
+    );
+    describe_gauge!(
+        SNAPSHOT_SLA,
+        Unit::Seconds,
+        "The rooftop's inventory freshness SLA: the snapshot age an alert compares against"
+    );
+    describe_gauge!(
+        SNAPSHOT_VEHICLES,
+        "Vehicles in the served inventory snapshot of a rooftop"
+    );
+    describe_gauge!(
+        BREAKER,
+        "Circuit breaker of a rooftop's availability source on this replica: 0 closed, 1 half-open, 2 open"
+    );
+    describe_gauge!(
+        BREAKER_FAILURES,
+        "Consecutive failures of a rooftop's availability source while its breaker is closed"
+    );
+    describe_gauge!(BUILD_INFO, "Always 1; the labels name the build");
+    describe_gauge!(
+        SCRAPE_ERRORS,
+        "1 when the last scrape could not read the directory or the inventory (the state gauges are then stale)"
+    );
+}
+
+pub const REQUESTS: &str = "dealer_gateway_requests_total";
+pub const TOOL_DURATION: &str = "dealer_gateway_tool_duration_seconds";
+pub const HTTP_REFUSALS: &str = "dealer_gateway_http_refusals_total";
+pub const RATE_LIMITED: &str = "dealer_gateway_rate_limited_total";
+pub const CURSOR_REFUSALS: &str = "dealer_gateway_cursor_refusals_total";
+pub const AUDIT_EVENTS: &str = "dealer_gateway_audit_events_total";
+pub const SNAPSHOT_AGE: &str = "dealer_gateway_snapshot_age_seconds";
+pub const SNAPSHOT_SLA: &str = "dealer_gateway_snapshot_sla_seconds";
+pub const SNAPSHOT_VEHICLES: &str = "dealer_gateway_snapshot_vehicles";
+pub const BREAKER: &str = "dealer_gateway_availability_breaker_state";
+pub const BREAKER_FAILURES: &str = "dealer_gateway_availability_breaker_failures";
+pub const BUILD_INFO: &str = "dealer_gateway_build_info";
+pub const SCRAPE_ERRORS: &str = "dealer_gateway_scrape_error";
+
+/// The Prometheus text exposition of everything counted so far, after the
+/// state gauges are brought up to date. `None` when no recorder renders.
+pub async fn render(state: &AppState) -> Option<String> {
+    let handle = handle()?;
+    let ok = observe_state(state).await;
+    metrics::gauge!(SCRAPE_ERRORS).set(if ok { 0.0 } else { 1.0 });
+    metrics::gauge!(BUILD_INFO, "version" => env!("CARGO_PKG_VERSION")).set(1.0);
+    // Upkeep drains the histograms' pending samples; without it they
+    // would grow between scrapes (the exporter's own listener does this
+    // on a timer; here every scrape does it).
+    handle.run_upkeep();
+    Some(handle.render())
+}
+
+/// Sets the state gauges from the directory and the inventory view; false
+/// when either could not be read.
+async fn observe_state(state: &AppState) -> bool {
+    let Ok(directory) = state.directory.snapshot().await else {
+        return false;
+    };
+    let Ok(view) = state.inventory.view(&directory).await else {
+        return false;
+    };
+    let now = Utc::now();
+    for organization in &directory.organizations {
+        for rooftop in &organization.rooftops {
+            let labels = [
+                ("organization_id", organization.organization_id.clone()),
+                ("rooftop_id", rooftop.rooftop_id.clone()),
+            ];
+            let sla = rooftop.settings.freshness_sla_seconds.inventory;
+            metrics::gauge!(SNAPSHOT_SLA, &labels).set(f64::from(sla));
+            if let Some(inventory) = view.rooftop(&rooftop.rooftop_id) {
+                // Millisecond precision is plenty for an age in seconds.
+                let age = (now - inventory.latest.created_at()).num_milliseconds();
+                metrics::gauge!(SNAPSHOT_AGE, &labels).set(age.max(0) as f64 / 1000.0);
+                metrics::gauge!(SNAPSHOT_VEHICLES, &labels).set(inventory.latest.len() as f64);
+            }
+            if let Some(source) = crate::availability::http_source(rooftop) {
+                let (code, failures) = match state.availability.breaker_state(source) {
+                    BreakerState::Closed { failures } => (0.0, f64::from(failures)),
+                    BreakerState::HalfOpen { .. } => (1.0, 0.0),
+                    BreakerState::Open { .. } => (2.0, 0.0),
+                };
+                metrics::gauge!(BREAKER, &labels).set(code);
+                metrics::gauge!(BREAKER_FAILURES, &labels).set(failures);
+            }
+        }
+    }
+    true
+}
+
+/// What the access log says about one request (issue 15 item 2), filled
+/// in by the layers that learn each part: the transport (method,
+/// principal, trace id), the dispatcher (tool, outcome).
+#[derive(Debug, Default, Clone)]
+pub struct RequestFacts {
+    /// The JSON-RPC method, once the body parsed.
+    pub method: Option<String>,
+    /// A catalog tool name (tools/call only; never an unknown name).
+    pub tool: Option<String>,
+    /// `ok`, a DAP error code, or a JSON-RPC error code.
+    pub outcome: Option<String>,
+    /// `anonymous` or the grant's subject id; never a credential.
+    pub principal: Option<String>,
+    pub trace_id: Option<String>,
+}
+
+tokio::task_local! {
+    static FACTS: RefCell<RequestFacts>;
+}
+
+/// Runs `future` (one HTTP request) with a fresh facts record, then hands
+/// back what the layers noted. The record is task-local: the request's
+/// future runs on one task, so no lock is needed.
+pub async fn with_facts<F: std::future::Future>(future: F) -> (F::Output, RequestFacts) {
+    FACTS
+        .scope(RefCell::new(RequestFacts::default()), async move {
+            let output = future.await;
+            let facts = FACTS.with(|f| f.take());
+            (output, facts)
+        })
+        .await
+}
+
+/// Notes facts of the current request; a no-op outside [`with_facts`]
+/// (stdio, the console's direct tool calls, tests).
+pub fn note(update: impl FnOnce(&mut RequestFacts)) {
+    let _ = FACTS.try_with(|f| update(&mut f.borrow_mut()));
+}
+
+/// Counts one answered MCP method (and, for a tool call, its latency).
+pub fn count_method(method: &str, tool: Option<&str>, outcome: &str, started: Instant) {
+    let method = known_method(method);
+    let tool = tool.unwrap_or("").to_owned();
+    if !tool.is_empty() {
+        metrics::histogram!(TOOL_DURATION, "tool" => tool.clone())
+            .record(started.elapsed().as_secs_f64());
+    }
+    metrics::counter!(REQUESTS, "method" => method, "tool" => tool, "outcome" => outcome.to_owned())
+        .increment(1);
+    if outcome == crate::tools::ErrorCode::RateLimited.as_str() {
+        metrics::counter!(RATE_LIMITED, "limit" => "tool_quota").increment(1);
+    }
+}
+
+/// Counts one audit write (issue 15 item 1: events written and dropped).
+/// `kind` is `event` (one row per call) or `counter` (a counted refusal or
+/// public read folded into its window's row).
+pub fn count_audit<T, E>(kind: &'static str, written: &Result<T, E>) {
+    let result = if written.is_ok() {
+        "written"
+    } else {
+        "dropped"
+    };
+    metrics::counter!(AUDIT_EVENTS, "kind" => kind, "result" => result).increment(1);
+}
+
+/// The MCP methods this gateway answers keep their names as labels; any
+/// other string a caller sent becomes `other` (no echo, bounded labels).
+pub fn known_method(method: &str) -> &'static str {
+    const KNOWN: [&str; 10] = [
+        "initialize",
+        "ping",
+        "server/discover",
+        "tools/list",
+        "tools/call",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "notifications/initialized",
+        "notifications/cancelled",
+    ];
+    KNOWN
+        .iter()
+        .find(|k| **k == method)
+        .copied()
+        .unwrap_or("other")
+}

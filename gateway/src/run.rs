@@ -592,7 +592,9 @@ async fn audit_programs_refusal(
     let mut event = programs_event(organization, tool);
     event.outcome = refusal.outcome().to_owned();
     event.resource_ids = resource_ids;
-    if let Err(e) = store.append_audit(&event).await {
+    let written = store.append_audit(&event).await;
+    crate::metrics::count_audit("event", &written);
+    if let Err(e) = written {
         tracing::error!(error = %e, tool, "audit write of a refused programs change failed");
     }
 }

@@ -186,7 +186,9 @@ impl Signed {
         event.rooftop_ids = rooftop_ids;
         event.policy_decision = "allow".to_owned();
         event.outcome = "ok".to_owned();
-        if let Err(e) = state.store.append_audit(&event).await {
+        let written = state.store.append_audit(&event).await;
+        crate::metrics::count_audit("event", &written);
+        if let Err(e) = written {
             tracing::error!(error = %e, "console audit write failed");
         }
     }

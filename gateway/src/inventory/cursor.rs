@@ -62,6 +62,22 @@ pub enum CursorError {
     WrongRooftops,
 }
 
+impl CursorError {
+    /// A short label for metrics; the caller-facing message stays the one
+    /// [`INVALID_CURSOR_MESSAGE`] for every reason.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Malformed => "malformed",
+            Self::BadSignature => "bad_signature",
+            Self::UnsupportedVersion => "unsupported_version",
+            Self::Expired => "expired",
+            Self::WrongQuery => "wrong_query",
+            Self::WrongGrant => "wrong_grant",
+            Self::WrongRooftops => "wrong_rooftops",
+        }
+    }
+}
+
 impl fmt::Display for CursorError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(INVALID_CURSOR_MESSAGE)
@@ -473,6 +489,23 @@ pub fn seal(key: &[u8], payload: &CursorPayload) -> String {
 /// # Errors
 /// A [`CursorError`] for any failure; all display the same message.
 pub fn open(
+    key: &[u8],
+    token: &str,
+    expected: &CursorBinding,
+    now: DateTime<Utc>,
+) -> Result<CursorPayload, CursorError> {
+    let opened = open_checked(key, token, expected, now);
+    if let Err(e) = &opened {
+        // Issue 15 item 1: refusals by reason (an expired-cursor spike
+        // means clients page too slowly; bad signatures, tampering or a
+        // rotated key).
+        metrics::counter!("dealer_gateway_cursor_refusals_total", "reason" => e.reason())
+            .increment(1);
+    }
+    opened
+}
+
+fn open_checked(
     key: &[u8],
     token: &str,
     expected: &CursorBinding,

@@ -24,6 +24,9 @@ pub struct MethodResult {
     /// pipeline (issue 13 item 3): written as `structuredContent` and, as a
     /// JSON string, as the text content block, without being parsed again.
     pub structured: Option<tools::JsonText>,
+    /// A tool's DAP error code when it refused or failed (`isError`), for
+    /// the metrics and the access log.
+    pub code: Option<tools::ErrorCode>,
 }
 
 /// Instructions for agents, sent by `server/discover` and `initialize`.
@@ -43,7 +46,10 @@ pub fn capabilities() -> Value {
     json!({"tools": {}, "resources": {}})
 }
 
-/// Route one request. `principal` is already authenticated.
+/// Route one request. `principal` is already authenticated. Every answer
+/// is counted (issue 15 item 1) and its outcome noted for the access log
+/// (item 2): `ok`, the DAP error code of a refused or failed tool, or
+/// `jsonrpc.<code>` for a protocol error.
 pub async fn dispatch(
     state: &Arc<AppState>,
     era: Era,
@@ -51,6 +57,30 @@ pub async fn dispatch(
     params: &Value,
     caller: &Caller,
     trace_id: &str,
+) -> Result<MethodResult, RpcError> {
+    let started = std::time::Instant::now();
+    let mut tool = None;
+    let result = route(state, era, method, params, caller, trace_id, &mut tool).await;
+    let outcome = match &result {
+        Ok(r) => r.code.map_or("ok", |c| c.as_str()).to_owned(),
+        Err(e) => format!("jsonrpc.{}", e.code()),
+    };
+    crate::metrics::count_method(method, tool.as_deref(), &outcome, started);
+    crate::metrics::note(|f| {
+        f.tool = tool;
+        f.outcome = Some(outcome);
+    });
+    result
+}
+
+async fn route(
+    state: &Arc<AppState>,
+    era: Era,
+    method: &str,
+    params: &Value,
+    caller: &Caller,
+    trace_id: &str,
+    tool: &mut Option<String>,
 ) -> Result<MethodResult, RpcError> {
     let principal = &caller.principal;
     match (era, method) {
@@ -62,11 +92,13 @@ pub async fn dispatch(
             })),
             cache: Some((3_600_000, "public")),
             structured: None,
+            code: None,
         }),
         (Era::Legacy, "ping") => Ok(MethodResult {
             body: Map::new(),
             cache: None,
             structured: None,
+            code: None,
         }),
         (_, "tools/list") => {
             reject_cursor(params)?;
@@ -74,9 +106,10 @@ pub async fn dispatch(
                 body: obj(json!({"tools": tool_list(state)})),
                 cache: Some((3_600_000, "public")),
                 structured: None,
+                code: None,
             })
         }
-        (_, "tools/call") => tools_call(state, params, caller, trace_id).await,
+        (_, "tools/call") => tools_call(state, params, caller, trace_id, tool).await,
         (_, "resources/list") => {
             reject_cursor(params)?;
             let (list, scope) = resources::list(state, principal)
@@ -86,6 +119,7 @@ pub async fn dispatch(
                 body: obj(json!({"resources": list})),
                 cache: Some((state.directory_ttl_ms(), scope)),
                 structured: None,
+                code: None,
             })
         }
         (_, "resources/templates/list") => {
@@ -94,6 +128,7 @@ pub async fn dispatch(
                 body: obj(json!({"resourceTemplates": resources::templates()})),
                 cache: Some((3_600_000, "public")),
                 structured: None,
+                code: None,
             })
         }
         (_, "resources/read") => {
@@ -108,6 +143,7 @@ pub async fn dispatch(
                     body: obj(json!({"contents": [contents]})),
                     cache: Some((ttl_ms, scope)),
                     structured: None,
+                    code: None,
                 }),
                 Ok(None) => Err(RpcError::ResourceNotFound {
                     uri: uri.to_owned(),
@@ -150,7 +186,9 @@ async fn audit_resource_read(
         }
         Err(_) => event.outcome = crate::tools::ErrorCode::Internal.as_str().to_owned(),
     }
-    if let Err(e) = state.store.append_audit(&event).await {
+    let written = state.store.append_audit(&event).await;
+    crate::metrics::count_audit("event", &written);
+    if let Err(e) = written {
         tracing::error!(error = %e, trace.id = %trace_id, "audit write failed");
     }
 }
@@ -216,6 +254,7 @@ async fn tools_call(
     params: &Value,
     caller: &Caller,
     trace_id: &str,
+    tool: &mut Option<String>,
 ) -> Result<MethodResult, RpcError> {
     let name = params
         .get("name")
@@ -232,6 +271,10 @@ async fn tools_call(
         client_ip: caller.client_ip,
         trace_id: trace_id.to_owned(),
     };
+    // Only a catalog name becomes a label or a log field (no echo).
+    if state.catalog.tool(name).is_some() {
+        *tool = Some(name.to_owned());
+    }
     let outcome = tools::invoke(&ctx, name, args).await.ok_or_else(|| {
         RpcError::InvalidParams(
             "unknown tool; call tools/list for the tools this gateway serves".into(),
@@ -246,6 +289,7 @@ async fn tools_call(
         body,
         cache: None,
         structured: Some(outcome.structured),
+        code: outcome.code,
     })
 }
 

@@ -198,7 +198,13 @@ async fn audit(
         identifiers_of,
     };
     let (decision, outcome) = decision_of(result);
-    let written = match audit_record(&ctx.principal, tool, result) {
+    let record = audit_record(&ctx.principal, tool, result);
+    let kind = match record {
+        AuditRecord::None => return,
+        AuditRecord::Counted => "counter",
+        AuditRecord::OneByOne => "event",
+    };
+    let written = match record {
         AuditRecord::None => return,
         AuditRecord::Counted => {
             let count = AuditCount::one(
@@ -241,6 +247,7 @@ async fn audit(
             ctx.state.store.append_audit(&event).await
         }
     };
+    crate::metrics::count_audit(kind, &written);
     if let Err(e) = written {
         tracing::error!(error = %e, trace.id = %ctx.trace_id, "audit write failed");
     }
