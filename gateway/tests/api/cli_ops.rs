@@ -67,22 +67,26 @@ fn serve_help_states_the_precedence() {
 }
 
 /// A `dealer-gateway serve` child process; killed when dropped.
-struct Served {
-    child: tokio::process::Child,
-    base: String,
+pub(crate) struct Served {
+    pub(crate) child: tokio::process::Child,
+    pub(crate) base: String,
     /// Its stderr so far (the log).
-    logs: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    pub(crate) logs: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
 }
 
 /// How `serve` ended when it did not start: exit code and stderr.
-struct Refused {
+pub(crate) struct Refused {
     code: Option<i32>,
     stdout: String,
     stderr: String,
 }
 
 /// Run `serve` with `args` and `env` on `db` until it prints its address.
-async fn serve(db: &str, args: &[&str], env: &[(&str, &str)]) -> Result<Served, Refused> {
+pub(crate) async fn serve(
+    db: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Result<Served, Refused> {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_dealer-gateway"));
     command
         .arg("serve")

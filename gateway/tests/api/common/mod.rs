@@ -17,6 +17,8 @@ pub const LEGACY: &str = "2025-11-25";
 /// A running gateway; stopped when dropped.
 pub struct TestApp {
     pub addr: SocketAddr,
+    /// The `--metrics-listen` address, when the settings asked for one.
+    pub metrics_addr: Option<SocketAddr>,
     pub url: String,
     pub http: reqwest::Client,
     pub db_dir: PathBuf,
@@ -67,11 +69,32 @@ pub async fn spawn_on(
     .expect("gateway starts");
     TestApp {
         addr: running.addr,
+        metrics_addr: running.metrics_addr,
         url: format!("http://{}/mcp", running.addr),
         http: reqwest::Client::new(),
         db_dir: dir,
         database_url,
         _stop: stop,
+    }
+}
+
+impl TestApp {
+    /// A client of a gateway started elsewhere (e.g. the real binary by
+    /// `cli_ops::serve`) at `base` (`http://host:port`).
+    pub fn attach(base: &str) -> TestApp {
+        let addr: SocketAddr = base
+            .trim_start_matches("http://")
+            .parse()
+            .expect("a host:port base");
+        TestApp {
+            addr,
+            metrics_addr: None,
+            url: format!("{base}/mcp"),
+            http: reqwest::Client::new(),
+            db_dir: PathBuf::new(),
+            database_url: String::new(),
+            _stop: oneshot::channel::<()>().0,
+        }
     }
 }
 
