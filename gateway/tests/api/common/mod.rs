@@ -82,6 +82,9 @@ impl TestApp {
     /// A client of a gateway started elsewhere (e.g. the real binary by
     /// `cli_ops::serve`) at `base` (`http://host:port`).
     pub fn attach(base: &str) -> TestApp {
+        // No gateway runs in this process to install a TLS provider, and
+        // reqwest's client needs one even for plain HTTP.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let addr: SocketAddr = base
             .trim_start_matches("http://")
             .parse()
@@ -499,6 +502,7 @@ pub fn test_vehicle(
         history_report_status: None,
         history_reports: vec![],
         certification_type: None,
+        used_evidence: Default::default(),
         source: VehicleSource {
             source_name: format!("dap-csv:{rooftop_id}.csv"),
             source_record_id: Some(stock),
