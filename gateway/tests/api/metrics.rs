@@ -265,7 +265,10 @@ async fn a_scrape_counts_calls_by_tool_and_outcome_and_reports_each_rooftop_agai
 
     for _ in 0..3 {
         let r = app
-            .call_tool(SEARCH, json!({"organization_id": ORG, "page": {"limit": 2}}))
+            .call_tool(
+                SEARCH,
+                json!({"organization_id": ORG, "page": {"limit": 2}}),
+            )
             .await;
         assert_eq!(r["isError"], json!(false), "{r}");
     }
@@ -394,7 +397,10 @@ async fn metrics_listen_serves_metrics_without_a_credential_and_the_main_path_is
         .unwrap();
     assert_eq!(main.status(), 404);
     let r = app
-        .call_tool(SEARCH, json!({"organization_id": ORG, "page": {"limit": 1}}))
+        .call_tool(
+            SEARCH,
+            json!({"organization_id": ORG, "page": {"limit": 1}}),
+        )
         .await;
     assert_eq!(r["isError"], json!(false), "{r}");
     let response = app
@@ -461,7 +467,10 @@ async fn every_request_writes_one_access_line_with_its_outcome_and_never_a_crede
     .unwrap_or_else(|_| panic!("serve starts"));
     let app = TestApp::attach(&served.base);
     let r = app
-        .call_tool(SEARCH, json!({"organization_id": ORG, "page": {"limit": 1}}))
+        .call_tool(
+            SEARCH,
+            json!({"organization_id": ORG, "page": {"limit": 1}}),
+        )
         .await;
     assert_eq!(r["isError"], json!(false), "{r}");
     let trace = r["structuredContent"]["trace_id"]
