@@ -251,12 +251,14 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
     // The envelope is small and built per request: it is validated here,
     // against the tool's output schema with an empty vehicle list (each
     // vehicle was validated where it was produced, above or at indexing).
-    let mut out = serde_json::Map::with_capacity(6);
+    // The facets are not part of that tree (issue 13 item 4: as a `Value`
+    // they were about a third of a search): they are serialized straight
+    // from their type, whose shape is the schema's `facetValue` by
+    // construction (an integer or string value, an unsigned count; the
+    // values are makes and models of vehicles validated at indexing), as
+    // `facets_follow_the_schema_by_type` checks.
+    let mut out = serde_json::Map::with_capacity(5);
     out.insert("vehicles".into(), Value::Array(Vec::new()));
-    out.insert(
-        "facets".into(),
-        serde_json::to_value(&page.facets).map_err(ToolError::internal)?,
-    );
     out.insert("page".into(), page_info);
     out.insert(
         "provenance".into(),
@@ -273,11 +275,101 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
         members.shift_remove("vehicles");
     }
     let rest = serde_json::to_string(&envelope).map_err(ToolError::internal)?;
-    // `{"facets":…}` continues the object after the vehicle list.
+    // `"facets":{…},"page":…` continues the object after the vehicle list.
+    json.push_str(",\"facets\":");
+    serde_json::to_writer(FmtWriter(&mut json), &page.facets).map_err(ToolError::internal)?;
     json.push(',');
     json.push_str(rest.strip_prefix('{').unwrap_or(&rest));
     Ok(Produced::Assembled {
         json: super::JsonText::trusted(json),
         resource_ids,
     })
+}
+
+/// Lets serde_json write into a `String`: it writes only valid UTF-8
+/// (whole strings and ASCII punctuation), so each chunk is `str`.
+struct FmtWriter<'a>(&'a mut String);
+
+impl std::io::Write for FmtWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = std::str::from_utf8(buf).map_err(std::io::Error::other)?;
+        self.0.push_str(text);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use crate::inventory::search::{FacetKey, FacetValue};
+
+    /// Facets skip the per-request schema check because their type is the
+    /// schema's shape: every value the type can hold (strings with quotes,
+    /// non-ASCII and control characters; years; zero and the largest count;
+    /// empty facets) validates against `searchResponse/facets`.
+    #[test]
+    fn facets_follow_the_schema_by_type() {
+        let catalog = crate::catalog::Catalog::load().expect("catalog");
+        let schema = crate::catalog::bundle_reference(
+            &catalog.schema_documents,
+            "vehicle.schema.json#/$defs/facetValue",
+        )
+        .expect("the facet value definition");
+        let validator = jsonschema::draft202012::options()
+            .should_validate_formats(true)
+            .build(&schema)
+            .expect("compiles");
+        let mut facets: BTreeMap<&'static str, Vec<FacetValue>> = BTreeMap::new();
+        facets.insert("availability", Vec::new());
+        facets.insert(
+            "make",
+            [
+                "Ford",
+                "Citro\u{eb}n \"Ltd\"",
+                "back\\slash",
+                "tab\there",
+                "",
+            ]
+            .iter()
+            .map(|s| FacetValue {
+                value: FacetKey::Str((*s).to_owned()),
+                count: 1,
+            })
+            .collect(),
+        );
+        facets.insert(
+            "year",
+            [i64::MIN, 0, 1886, 2027, i64::MAX]
+                .iter()
+                .zip([0, 1, u64::MAX, 7, 3])
+                .map(|(y, count)| FacetValue {
+                    value: FacetKey::Int(*y),
+                    count,
+                })
+                .collect(),
+        );
+        let mut text = String::new();
+        serde_json::to_writer(super::FmtWriter(&mut text), &facets).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        // `facets` is an object of arrays of `facetValue` (the schema).
+        let errors: Vec<String> = value
+            .as_object()
+            .expect("an object")
+            .values()
+            .flat_map(|bucket| bucket.as_array().expect("an array"))
+            .flat_map(|item| {
+                validator
+                    .iter_errors(item)
+                    .map(|e| e.to_string())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert!(errors.is_empty(), "{errors:?}\n{text}");
+        assert_eq!(value, serde_json::to_value(&facets).unwrap());
+    }
 }
