@@ -158,6 +158,23 @@ fn parse_time(v: &Value, key: &str) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
 }
 
+/// The first instant after `now` at which one of the feed's own
+/// adjustments starts or stops applying (its `valid_from` or
+/// `valid_until`): a disclosure built at `now` is the same document until
+/// then, as far as the feed's adjustments go (programs have their own
+/// window in the evaluation). `None` when no such instant is ahead.
+pub fn next_feed_change(record: &VehicleRecord, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    record
+        .conditional_adjustments
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .flat_map(|adj| [parse_time(adj, "valid_from"), parse_time(adj, "valid_until")])
+        .flatten()
+        .filter(|t| *t >= now)
+        .min()
+}
+
 /// Does an adjustment's (or estimate's) jurisdiction `rule` cover the
 /// requested `wanted`? Country must be equal; a subdivision on the rule
 /// must equal the requested one (a request without a subdivision cannot

@@ -58,10 +58,66 @@ struct Entry {
     evaluated: Evaluated,
 }
 
-/// Evaluations by [`EvaluationKey`], shared by every request.
+/// What a whole disclosure document is a function of, besides the
+/// instant, the program set and the directory snapshot (which the entry
+/// holds and compares by identity).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct DocumentKey {
+    pub evaluation: EvaluationKey,
+    /// The availability band, `Band::as_str`.
+    pub band: &'static str,
+    pub withdrawn: bool,
+}
+
+/// A validated disclosure document as JSON text, split around the value of
+/// `provenance.transformed_at` (a JSON string), which each request writes.
+#[derive(Debug)]
+pub struct Document {
+    pub before: String,
+    pub after: String,
+}
+
+impl Document {
+    /// Splits `json` (a serialized document) at its one `transformed_at`
+    /// value `stamp` (already a JSON string). `None` when it is not found
+    /// exactly once; the caller then serves `json` unchanged, uncached.
+    pub fn split(json: &str, stamp: &str) -> Option<Document> {
+        let marker = format!("\"transformed_at\":{stamp}");
+        let at = json.find(&marker)?;
+        if json[at + marker.len()..].contains(&marker) {
+            return None;
+        }
+        let value = at + "\"transformed_at\":".len();
+        Some(Document {
+            before: json[..value].to_owned(),
+            after: json[value + stamp.len()..].to_owned(),
+        })
+    }
+
+    /// The document with `stamp` (a JSON string) as `transformed_at`.
+    pub fn with_stamp(&self, stamp: &str) -> String {
+        let mut out = String::with_capacity(self.before.len() + stamp.len() + self.after.len());
+        out.push_str(&self.before);
+        out.push_str(stamp);
+        out.push_str(&self.after);
+        out
+    }
+}
+
+struct DocumentEntry {
+    programs: Arc<OrgPrograms>,
+    directory: Arc<dyn std::any::Any + Send + Sync>,
+    built: DateTime<Utc>,
+    expires: DateTime<Utc>,
+    document: Arc<Document>,
+}
+
+/// Evaluations by [`EvaluationKey`] and documents by [`DocumentKey`],
+/// shared by every request.
 #[derive(Default)]
 pub struct EvaluationCache {
     entries: Mutex<HashMap<EvaluationKey, Entry>>,
+    documents: Mutex<HashMap<DocumentKey, DocumentEntry>>,
 }
 
 impl std::fmt::Debug for EvaluationCache {
@@ -71,6 +127,65 @@ impl std::fmt::Debug for EvaluationCache {
 }
 
 impl EvaluationCache {
+    /// A document built for `key` under `programs` and `directory` that
+    /// is still the same document at `now`.
+    pub fn document<D: Send + Sync + 'static>(
+        &self,
+        key: &DocumentKey,
+        programs: &Arc<OrgPrograms>,
+        directory: &Arc<D>,
+        now: DateTime<Utc>,
+    ) -> Option<Arc<Document>> {
+        let documents = self
+            .documents
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let entry = documents.get(key)?;
+        let same_directory =
+            Arc::as_ptr(&entry.directory).cast::<()>() == Arc::as_ptr(directory).cast::<()>();
+        (Arc::ptr_eq(&entry.programs, programs)
+            && same_directory
+            && entry.built <= now
+            && now < entry.expires)
+            .then(|| entry.document.clone())
+    }
+
+    /// Remembers `document`, built at `built` for `key`, until `expires`
+    /// (the caller's earliest change, see the module doc), and never past
+    /// the reuse period.
+    pub fn keep_document<D: Send + Sync + 'static>(
+        &self,
+        key: DocumentKey,
+        programs: &Arc<OrgPrograms>,
+        directory: &Arc<D>,
+        built: DateTime<Utc>,
+        expires: DateTime<Utc>,
+        document: Arc<Document>,
+    ) {
+        let expires = expires.min(built + REUSE);
+        if expires <= built {
+            return;
+        }
+        let mut documents = self
+            .documents
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if documents.len() >= MAX_ENTRIES {
+            documents.clear();
+        }
+        let directory: Arc<dyn std::any::Any + Send + Sync> = directory.clone();
+        documents.insert(
+            key,
+            DocumentEntry {
+                programs: programs.clone(),
+                directory,
+                built,
+                expires,
+                document,
+            },
+        );
+    }
+
     /// The evaluation of `key` under `programs` at `now`: a reused one when
     /// it is still within its reuse period and validity, else the result of
     /// `evaluate(now)`, remembered.
@@ -122,5 +237,108 @@ impl EvaluationCache {
             },
         );
         evaluated
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> DocumentKey {
+        DocumentKey {
+            evaluation: EvaluationKey {
+                organization_id: "org.a".into(),
+                vehicle_id: "veh.a".into(),
+                snapshot_version: 1,
+                jurisdiction: "null".into(),
+                payment_mode: None,
+            },
+            band: "available",
+            withdrawn: false,
+        }
+    }
+
+    #[test]
+    fn a_document_is_split_once_around_its_stamp_and_rewritten_with_another() {
+        let stamp = "\"2026-12-01T10:00:00.123Z\"";
+        let json =
+            format!(r#"{{"a":1,"provenance":{{"transformed_at":{stamp},"x":[]}},"z":"{{"}}"#);
+        let doc = Document::split(&json, stamp).expect("split");
+        assert_eq!(doc.with_stamp(stamp), json);
+        let later = "\"2026-12-01T10:00:30Z\"";
+        assert_eq!(
+            doc.with_stamp(later),
+            json.replace("10:00:00.123Z", "10:00:30Z")
+        );
+        // Twice, or not at all: not split (served uncached).
+        let twice = format!(r#"{{"transformed_at":{stamp},"b":{{"transformed_at":{stamp}}}}}"#);
+        assert!(Document::split(&twice, stamp).is_none());
+        assert!(Document::split(r#"{"a":1}"#, stamp).is_none());
+    }
+
+    #[test]
+    fn a_document_is_served_only_for_its_programs_directory_and_window() {
+        let cache = EvaluationCache::default();
+        let programs = Arc::new(OrgPrograms::from_records(&[], Utc::now()));
+        let directory = Arc::new(7u32);
+        let now = Utc::now();
+        let doc = Arc::new(Document {
+            before: "{\"t\":".into(),
+            after: "}".into(),
+        });
+        let until = now + Duration::seconds(10);
+        cache.keep_document(key(), &programs, &directory, now, until, doc);
+        assert!(cache.document(&key(), &programs, &directory, now).is_some());
+        let almost = until - Duration::milliseconds(1);
+        assert!(
+            cache
+                .document(&key(), &programs, &directory, almost)
+                .is_some()
+        );
+        // At the change, before the build, under another program set or
+        // directory snapshot, or for another key: built again.
+        assert!(
+            cache
+                .document(&key(), &programs, &directory, until)
+                .is_none()
+        );
+        let before = now - Duration::milliseconds(1);
+        assert!(
+            cache
+                .document(&key(), &programs, &directory, before)
+                .is_none()
+        );
+        let reloaded = Arc::new(OrgPrograms::from_records(&[], Utc::now()));
+        assert!(cache.document(&key(), &reloaded, &directory, now).is_none());
+        let other_directory = Arc::new(7u32);
+        assert!(
+            cache
+                .document(&key(), &programs, &other_directory, now)
+                .is_none()
+        );
+        let mut stale = key();
+        stale.band = "unknown";
+        assert!(cache.document(&stale, &programs, &directory, now).is_none());
+        // Never past the reuse period, whatever the caller asks.
+        let far = now + Duration::days(1);
+        let doc = Arc::new(Document {
+            before: String::new(),
+            after: String::new(),
+        });
+        cache.keep_document(key(), &programs, &directory, now, far, doc);
+        assert!(
+            cache
+                .document(&key(), &programs, &directory, now + REUSE)
+                .is_none()
+        );
+        // An expiry not after the build keeps nothing.
+        let mut fresh = key();
+        fresh.withdrawn = true;
+        let doc = Arc::new(Document {
+            before: String::new(),
+            after: String::new(),
+        });
+        cache.keep_document(fresh.clone(), &programs, &directory, now, now, doc);
+        assert!(cache.document(&fresh, &programs, &directory, now).is_none());
     }
 }

@@ -8,6 +8,8 @@
 //! observations only (the feed record, or a newer check already made);
 //! a disclosure never triggers a live availability check.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
@@ -15,9 +17,10 @@ use super::args::DisclosureArgs;
 use super::target;
 use super::{Produced, ToolContext, ToolError};
 use crate::availability::{self, Band, Observed, band};
-use crate::disclosure::cache::EvaluationKey;
+use crate::disclosure::cache::{Document, DocumentKey, EvaluationKey};
 use crate::disclosure::{self, Inputs};
 use crate::inventory::model::VehicleRecord;
+use crate::inventory::render;
 
 pub const NAME: &str = "dealeragent.pricing.get_disclosure";
 
@@ -71,6 +74,33 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
         .programs(ctx.state.store.as_ref(), &org.organization_id)
         .await
         .map_err(ToolError::internal)?;
+    let evaluation_key = EvaluationKey {
+        organization_id: org.organization_id.clone(),
+        vehicle_id: record.vehicle_id.clone(),
+        snapshot_version: found.index.version(),
+        jurisdiction: serde_json::to_string(&jurisdiction).map_err(ToolError::internal)?,
+        payment_mode: payment_mode.map(str::to_owned),
+    };
+    let document_key = DocumentKey {
+        evaluation: evaluation_key,
+        band: band.as_str(),
+        withdrawn: found.withdrawn,
+    };
+    let stamp = render::json_string(&render::timestamp(now));
+    let directory = target.tenant.directory();
+    // The whole document is reused while it would be built the same
+    // (disclosure::cache; issue 13 item 4): validated when it was built,
+    // only `transformed_at` is this request's.
+    if let Some(document) =
+        ctx.state
+            .evaluations
+            .document(&document_key, &org_programs, directory, now)
+    {
+        return Ok(Produced::Assembled {
+            json: super::JsonText::trusted(document.with_stamp(&stamp)),
+            resource_ids: vec![record.vehicle_id.clone()],
+        });
+    }
     // The offer evaluation is reused per vehicle, program set and profile
     // for a short window (disclosure::cache); everything else below is
     // computed for this request.
@@ -78,11 +108,8 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
         None => None,
         Some(j) => {
             let key = EvaluationKey {
-                organization_id: org.organization_id.clone(),
-                vehicle_id: record.vehicle_id.clone(),
-                snapshot_version: found.index.version(),
                 jurisdiction: serde_json::to_string(&j).map_err(ToolError::internal)?,
-                payment_mode: payment_mode.map(str::to_owned),
+                ..document_key.evaluation.clone()
             };
             Some(
                 ctx.state
@@ -101,6 +128,20 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
         }
     };
     let programs = evaluated.as_ref().and_then(|e| e.input.as_deref()).cloned();
+    // Until when this document stays the same (besides `transformed_at`):
+    // the evaluation's own reuse and validity, the feed's adjustment
+    // windows, and the freshness state's flip at `valid_until`.
+    let mut unchanged_until = evaluated
+        .as_ref()
+        .map_or(now + disclosure::cache::REUSE, |e| {
+            e.as_of + disclosure::cache::REUSE
+        });
+    if let Some(t) = programs.as_ref().and_then(|p| p.evaluation_valid_until) {
+        unchanged_until = unchanged_until.min(t);
+    }
+    if let Some(t) = disclosure::next_feed_change(record, now) {
+        unchanged_until = unchanged_until.min(t);
+    }
     let inputs = Inputs {
         record,
         pricing: &rooftop.settings.pricing,
@@ -115,20 +156,40 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
         now,
     };
     let document = disclosure::build(&inputs).document;
-    let evaluation = evaluated.and_then(|e| e.evaluation);
-    let Some(evaluation) = evaluation else {
-        return Ok(Produced::Tree(document));
-    };
-    // The document carries an empty placeholder under the offers
-    // extension: it is validated here as built (the extension bag admits
-    // any object under a well-formed key), then written with the
-    // evaluation's bytes in the placeholder's place.
+    if let Some(valid_until) = document
+        .pointer("/freshness/valid_until")
+        .and_then(Value::as_str)
+        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.with_timezone(&Utc))
+        .filter(|t| *t >= now)
+    {
+        // `now <= valid_until` is current; the instant after it, stale.
+        unchanged_until = unchanged_until.min(valid_until);
+    }
+    // Validated here as built, for the tree and the assembled form alike:
+    // the document carries an empty placeholder under the offers
+    // extension (the extension bag admits any object under a well-formed
+    // key), then is written with the evaluation's bytes in its place.
     super::check_part(ctx, NAME, "disclosure", &document)?;
-    let json = serde_json::to_string(&WithEvaluation {
-        document: &document,
-        evaluation: &evaluation,
-    })
+    let evaluation = evaluated.and_then(|e| e.evaluation);
+    let json = match &evaluation {
+        Some(evaluation) => serde_json::to_string(&WithEvaluation {
+            document: &document,
+            evaluation,
+        }),
+        None => serde_json::to_string(&document),
+    }
     .map_err(ToolError::internal)?;
+    if let Some(split) = Document::split(&json, &stamp) {
+        ctx.state.evaluations.keep_document(
+            document_key,
+            &org_programs,
+            directory,
+            now,
+            unchanged_until,
+            Arc::new(split),
+        );
+    }
     Ok(Produced::Assembled {
         json: super::JsonText::trusted(json),
         resource_ids: vec![record.vehicle_id.clone()],

@@ -88,6 +88,11 @@ pub struct Tenant {
 }
 
 impl Tenant {
+    /// The directory snapshot the tenant was authorized in.
+    pub fn directory(&self) -> &Arc<DirectorySnapshot> {
+        &self.directory
+    }
+
     pub fn organization(&self) -> &OrganizationRecord {
         &self.directory.organizations[self.organization]
     }

@@ -249,6 +249,26 @@ fn assert_honest_shape(v: &Value) {
     }
 }
 
+/// The first JSON pointer at which `a` and `b` differ, for messages.
+fn first_difference(a: &Value, b: &Value, at: &str) -> Option<String> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            x.keys()
+                .chain(y.keys())
+                .find_map(|k| match (x.get(k), y.get(k)) {
+                    (Some(p), Some(q)) => first_difference(p, q, &format!("{at}/{k}")),
+                    _ => Some(format!("{at}/{k}")),
+                })
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (p, q))| first_difference(p, q, &format!("{at}/{i}"))),
+        _ => (a != b).then(|| format!("{at}: {a} != {b}")),
+    }
+}
+
 fn time(v: &Value) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(v.as_str().expect("timestamp"))
         .expect("rfc3339")
@@ -1141,4 +1161,71 @@ async fn long_texts_give_up_discount_names_never_surcharges() {
         text.ends_with("not a personalized or out-the-door quote."),
         "{text}"
     );
+}
+
+/// Issue 13 item 4: a disclosure reused from the document cache is the
+/// document a fresh build gives, except `provenance.transformed_at`, which
+/// is each request's own instant. With programs: the same gateway builds,
+/// then reuses. Without: another gateway on the same store, with nothing
+/// cached, builds it again (with programs the two gateways would differ
+/// anyway, in the instant each loaded and evaluated the programs).
+#[tokio::test]
+async fn a_reused_disclosure_is_the_document_a_fresh_build_gives() {
+    let variants = |vehicle: &VehicleRecord| {
+        let plain = args(vehicle);
+        let mut finance = plain.clone();
+        finance["payment_mode"] = json!("finance");
+        let mut canada = plain.clone();
+        canada["jurisdiction"] = json!({"country": "CA"});
+        [plain, finance, canada]
+    };
+    let strip = |mut d: Value| {
+        d["provenance"]
+            .as_object_mut()
+            .expect("provenance")
+            .remove("transformed_at");
+        d
+    };
+    for programs in [true, false] {
+        let (fx, v) = setup_with(programs).await;
+        let mut first = Vec::new();
+        for vehicle in &v[..4] {
+            for a in variants(vehicle) {
+                let built = disclose(&fx.app, a.clone()).await;
+                let asked = Utc::now();
+                let reused = disclose(&fx.app, a.clone()).await;
+                assert!(
+                    time(&reused["provenance"]["transformed_at"])
+                        >= asked - Duration::milliseconds(1),
+                    "a reused document keeps this request's instant: {reused}"
+                );
+                let (built, reused) = (strip(built), strip(reused));
+                assert_eq!(
+                    built,
+                    reused,
+                    "{a}: {:?}",
+                    first_difference(&built, &reused, "")
+                );
+                first.push((a, built));
+            }
+        }
+        if programs {
+            continue;
+        }
+        let fresh = spawn_on(fx.app.db_dir.clone(), fx.app.database_url.clone(), |s| {
+            s.no_demo = true;
+        })
+        .await;
+        // In the reverse order, so a cache that confused two requests would
+        // answer them differently on the two gateways.
+        for (a, built) in first.into_iter().rev() {
+            let again = strip(disclose(&fresh, a.clone()).await);
+            assert_eq!(
+                built,
+                again,
+                "{a}: {:?}",
+                first_difference(&built, &again, "")
+            );
+        }
+    }
 }
