@@ -41,6 +41,10 @@ pub const SCHEMA_FILES: &[(&str, &str)] = &[
         include_str!("../../schemas/vehicle.schema.json"),
     ),
     (
+        "used-vehicle.schema.json",
+        include_str!("../../schemas/used-vehicle.schema.json"),
+    ),
+    (
         "pricing.schema.json",
         include_str!("../../schemas/pricing.schema.json"),
     ),

@@ -199,6 +199,7 @@ fn vehicle(
         history_report_status: None,
         history_reports: vec![],
         certification_type: None,
+        used_evidence: Default::default(),
         source: VehicleSource {
             source_name: format!("dap-csv:{rooftop}.csv"),
             source_record_id: Some(stock),

@@ -12,6 +12,7 @@ use std::borrow::Cow;
 
 use chrono::Duration;
 use serde::Serialize;
+use serde_json::{Value, json};
 
 use super::clock::{Clock, DAY, day_floor, ts};
 use super::data::{
@@ -554,5 +555,191 @@ impl Offer {
                 combinable_with,
             },
         }
+    }
+}
+
+/// The used-vehicle evidence a demo row is given on purpose (profile
+/// dealeragent.used-vehicle.read/0.1), so every evidence state is on show:
+/// `Complete` (a certified unit with every part stated and an authorized
+/// history summary), `Partial` (some parts stated, the report's summary not
+/// authorized for sharing) and `Conflicting` (two providers and the
+/// dealer's title disagree). The fourth state, missing evidence, is the
+/// demo's used unit without history, whose evidence columns stay empty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Evidence {
+    Complete,
+    Partial,
+    Conflicting,
+}
+
+impl Evidence {
+    /// The condition a row with this evidence has.
+    pub(super) fn condition(self) -> Condition {
+        match self {
+            Evidence::Complete => Condition::Certified,
+            Evidence::Partial | Evidence::Conflicting => Condition::Used,
+        }
+    }
+}
+
+/// What a row with [`Evidence`] fills in, as the cells' JSON values (the
+/// shapes of `schemas/inventory-cells.schema.json`).
+pub(super) struct EvidenceCells {
+    pub(super) history: Value,
+    pub(super) title: Option<Value>,
+    pub(super) inspection: Option<Value>,
+    pub(super) reconditioning: Option<Value>,
+    pub(super) odometer_status: &'static str,
+    pub(super) certification_type: &'static str,
+    pub(super) certification_program: Option<String>,
+}
+
+/// Facts of the row the evidence describes.
+pub(super) struct EvidenceRow<'a> {
+    pub(super) roof: &'a FeedRooftop,
+    pub(super) vin: &'a str,
+    pub(super) stock: &'a str,
+    /// The odometer in the rooftop's unit.
+    pub(super) reading: i64,
+    /// When the unit was stocked and when it was inspected (RFC 3339).
+    pub(super) stocked_at: &'a str,
+    pub(super) inspected_at: &'a str,
+}
+
+pub(super) fn evidence(e: Evidence, row: &EvidenceRow<'_>) -> EvidenceCells {
+    let id = &row.roof.id;
+    let unit = id.unit.as_str();
+    let canada = id.country == Some("CA");
+    let (carfax_id, carfax_name) = if canada {
+        ("ca.carfax", "CARFAX Canada")
+    } else {
+        ("com.carfax", "CARFAX")
+    };
+    let jurisdiction = id
+        .subdivision
+        .clone()
+        .or_else(|| id.country.map(str::to_owned));
+    let mut title = json!({ "status": "clear", "brands": [] });
+    if let Some(j) = &jurisdiction {
+        title["jurisdiction"] = json!(j);
+    }
+    let summary = |accidents: &str, brands: &str, last: i64| {
+        json!({
+            "accident_status": accidents,
+            "accident_event_count": if accidents == "events_reported" { 1 } else { 0 },
+            "damage_status": if accidents == "events_reported" { "damage_reported" } else { "no_damage_reported" },
+            "title_brand_status": brands,
+            "odometer_consistency": "consistent",
+            "owner_count_status": "known",
+            "owner_count": if accidents == "events_reported" { 2 } else { 1 },
+            "prior_use": ["personal"],
+            "service_record_count": 7,
+            "last_reported_odometer": { "value": last, "unit": unit },
+        })
+    };
+    let report = |provider_id: &str, name: &str, access: &str, summary: Option<Value>| {
+        let mut r = json!({
+            "provider_id": provider_id,
+            "provider_name": name,
+            "report_id": format!("demo-{provider_id}-{}", row.stock),
+            "status": "available",
+            "access": access,
+            "report_generated_at": row.stocked_at,
+            "summary_sharing_authorized": summary.is_some(),
+        });
+        if access == "public_link" {
+            r["report_url"] = json!(format!("https://vhr.carfax.example/report/{}", row.vin));
+        }
+        if let Some(s) = summary {
+            r["summary"] = s;
+        }
+        r
+    };
+    let earlier = row.reading * 9 / 10;
+    match e {
+        Evidence::Complete => EvidenceCells {
+            history: json!([report(
+                carfax_id,
+                carfax_name,
+                "public_link",
+                Some(summary("no_events_reported", "no_brands_reported", earlier))
+            )]),
+            title: Some(title),
+            inspection: Some(json!({
+                "status": "completed",
+                "inspection_authority": "dealer",
+                "inspector_name": "Certified pre-owned inspection centre",
+                "inspected_at": row.inspected_at,
+                "inspection_point_count": 172,
+                "grade": { "system": "Dealer retail inspection v2", "value": "retail ready" },
+                "components": [
+                    { "component": "mechanical", "status": "pass" },
+                    { "component": "brakes", "status": "pass" },
+                    { "component": "tires", "status": "pass" },
+                    { "component": "exterior", "status": "attention", "note": "Light scratch on the rear bumper." }
+                ],
+                "disclosed_damage": ["Light scratch on the rear bumper."],
+            })),
+            reconditioning: Some(json!({
+                "status": "completed",
+                "completed_at": row.inspected_at,
+                "items": [
+                    { "category": "brakes", "description": "Front brake pads replaced.", "status": "completed" },
+                    { "category": "tires", "description": "Four new all-season tires.", "status": "completed" },
+                    { "category": "cosmetic", "description": "Rear bumper scratch left as disclosed.", "status": "declined" }
+                ],
+            })),
+            odometer_status: "actual",
+            certification_type: "dealer_certified",
+            certification_program: Some("Dealer Certified Pre-Owned (172-point)".to_owned()),
+        },
+        Evidence::Partial => EvidenceCells {
+            history: json!([report(carfax_id, carfax_name, "dealer_presented", None)]),
+            title: Some(title),
+            inspection: Some(json!({
+                "status": "partial",
+                "inspection_authority": "dealer",
+                "inspected_at": row.inspected_at,
+                "components": [
+                    { "component": "mechanical", "status": "pass" },
+                    { "component": "battery", "status": "not_inspected" }
+                ],
+            })),
+            reconditioning: None,
+            odometer_status: "actual",
+            certification_type: "not_certified",
+            certification_program: None,
+        },
+        Evidence::Conflicting => EvidenceCells {
+            history: json!([
+                report(
+                    carfax_id,
+                    carfax_name,
+                    "public_link",
+                    Some(summary("no_events_reported", "no_brands_reported", earlier))
+                ),
+                report(
+                    "com.experian.autocheck",
+                    "AutoCheck",
+                    "on_request",
+                    Some(summary(
+                        "events_reported",
+                        "brands_reported",
+                        row.reading + 4_000
+                    ))
+                ),
+            ]),
+            title: Some(title),
+            inspection: None,
+            reconditioning: Some(json!({
+                "status": "in_progress",
+                "items": [
+                    { "category": "safety", "description": "Open recall repair scheduled.", "status": "planned" }
+                ],
+            })),
+            odometer_status: "actual",
+            certification_type: "not_certified",
+            certification_program: None,
+        },
     }
 }

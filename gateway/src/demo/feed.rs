@@ -12,7 +12,7 @@ use std::io::{self, Write};
 use serde::{Serialize, Serializer};
 
 use super::CSV_COLUMNS;
-use super::cells::{self, Condition, OfferScratch};
+use super::cells::{self, Condition, Evidence, EvidenceRow, OfferScratch};
 use super::clock::{Clock, DAY, HOUR, ts};
 use super::data::{EXTERIOR_COLORS, INTERIOR_COLORS, MODELS, Model};
 use super::random::{Rng, mix};
@@ -27,6 +27,8 @@ pub(super) struct Override {
     pub(super) condition: Option<Condition>,
     pub(super) no_odometer: bool,
     pub(super) no_history: bool,
+    /// Used-vehicle evidence to show (its condition wins over `condition`).
+    pub(super) evidence: Option<Evidence>,
 }
 
 /// One feed to write: `count` rows for `roof`, vehicle indexes from
@@ -85,6 +87,11 @@ struct FeedRow<'a> {
     certification_type: &'a str,
     image_urls_json: JsonCell<'a>,
     features_json: JsonCell<'a>,
+    odometer_status: &'a str,
+    title_json: JsonCell<'a>,
+    inspection_json: JsonCell<'a>,
+    reconditioning_json: JsonCell<'a>,
+    certification_program: &'a str,
 }
 
 /// Buffers reused from row to row.
@@ -96,6 +103,9 @@ struct Scratch {
     history: Vec<u8>,
     images: Vec<u8>,
     features: Vec<u8>,
+    title: Vec<u8>,
+    inspection: Vec<u8>,
+    reconditioning: Vec<u8>,
     offers: OfferScratch,
 }
 
@@ -145,7 +155,8 @@ impl FeedJob<'_> {
 
         // Condition and model.
         let roll = rng.below(1000);
-        let mut condition = ov.condition.unwrap_or(if roll < 450 {
+        let forced = ov.evidence.map(Evidence::condition).or(ov.condition);
+        let mut condition = forced.unwrap_or(if roll < 450 {
             Condition::New
         } else if roll < 600 {
             Condition::Certified
@@ -205,10 +216,12 @@ impl FeedJob<'_> {
                 miles
             }
         };
-        let odometer_known = match condition {
+        let drawn_known = match condition {
             Condition::New => !rng.chance(200),
             _ => !rng.chance(20),
-        } && !ov.no_odometer;
+        };
+        // A row that shows used-vehicle evidence always has a reading.
+        let odometer_known = (drawn_known && !ov.no_odometer) || ov.evidence.is_some();
 
         // Price, whole local currency units.
         let msrp_usd = m.msrp * (1000 + 120 * trim_index as i64) / 1000;
@@ -268,11 +281,14 @@ impl FeedJob<'_> {
             rng.range(60, 900)
         };
         let observed = self.clock.ago(observed_ago);
+        let mut stocked_ago = None;
         let (stocked_at, first_listed) = if availability == "in_transit" {
             let listed = self.clock.ago(rng.range(DAY, 10 * DAY).max(observed_ago));
             (String::new(), ts(listed))
         } else {
-            let stocked_ago = rng.range(DAY, 200 * DAY);
+            let stocked = rng.range(DAY, 200 * DAY);
+            stocked_ago = Some(stocked);
+            let stocked_ago = stocked;
             let listed_ago = (stocked_ago - rng.range(0, 3 * DAY)).max(observed_ago);
             let listed = if rng.chance(100) {
                 String::new()
@@ -309,7 +325,7 @@ impl FeedJob<'_> {
         let history = (condition != Condition::New && !ov.no_history && !rng.chance(40))
             .then(|| cells::history(rng, roof, &vin));
         json_into(&mut s.history, history.as_ref())?;
-        let certification_type = match condition {
+        let mut certification_type = match condition {
             Condition::New => "",
             Condition::Used => {
                 if rng.chance(150) {
@@ -336,6 +352,35 @@ impl FeedJob<'_> {
         json_into(&mut s.images, images.as_ref())?;
         let features = cells::features(rng, m);
         json_into(&mut s.features, Some(&features))?;
+
+        // Used-vehicle evidence of the rows that show it (drawn from
+        // nothing random, so the rows' other facts stay as they were).
+        let mut odometer_status = "";
+        let mut certification_program = String::new();
+        for buf in [&mut s.title, &mut s.inspection, &mut s.reconditioning] {
+            buf.clear();
+        }
+        if let (Some(e), Some(stocked)) = (ov.evidence, stocked_ago) {
+            let inspected = ts(self.clock.ago((stocked / 2).max(observed_ago)));
+            let cells = cells::evidence(
+                e,
+                &EvidenceRow {
+                    roof,
+                    vin: &vin,
+                    stock: &stock,
+                    reading: id.unit.miles_to(miles),
+                    stocked_at: &stocked_at,
+                    inspected_at: &inspected,
+                },
+            );
+            json_into(&mut s.history, Some(&cells.history))?;
+            json_into(&mut s.title, cells.title.as_ref())?;
+            json_into(&mut s.inspection, cells.inspection.as_ref())?;
+            json_into(&mut s.reconditioning, cells.reconditioning.as_ref())?;
+            odometer_status = cells.odometer_status;
+            certification_type = cells.certification_type;
+            certification_program = cells.certification_program.unwrap_or_default();
+        }
 
         let observed_at = ts(observed);
         let row = FeedRow {
@@ -368,6 +413,11 @@ impl FeedJob<'_> {
             certification_type,
             image_urls_json: JsonCell(&s.images),
             features_json: JsonCell(&s.features),
+            odometer_status,
+            title_json: JsonCell(&s.title),
+            inspection_json: JsonCell(&s.inspection),
+            reconditioning_json: JsonCell(&s.reconditioning),
+            certification_program: &certification_program,
         };
         csv.serialize(row)?;
         Ok(())

@@ -105,7 +105,7 @@ pub enum DemoError {
 
 /// The columns of every generated feed, in order: the DAP Inventory CSV 0.1
 /// required columns, then the disclosure columns, then the optional ones.
-pub const CSV_COLUMNS: [&str; 29] = [
+pub const CSV_COLUMNS: [&str; 34] = [
     "organization_id",
     "rooftop_id",
     "vin",
@@ -135,6 +135,11 @@ pub const CSV_COLUMNS: [&str; 29] = [
     "certification_type",
     "image_urls_json",
     "features_json",
+    "odometer_status",
+    "title_json",
+    "inspection_json",
+    "reconditioning_json",
+    "certification_program",
 ];
 
 /// Most rooftops one bundle may have.

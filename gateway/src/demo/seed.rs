@@ -17,7 +17,7 @@ use std::io;
 
 use chrono::{DateTime, Utc};
 
-use super::cells::Condition;
+use super::cells::{Condition, Evidence};
 use super::clock::Clock;
 use super::data::{FRANCHISE_MAKES, KNOWN_DEMO_ROOFTOPS};
 use super::feed::{FeedJob, Override};
@@ -315,8 +315,10 @@ pub fn demo_feeds(
 }
 
 /// Where the demo's deliberate oddities go: 2–3 stale rows, one each
-/// in transit, reserved and sold, one used unit without odometer and one
-/// without history, all at distinct random rows.
+/// in transit, reserved and sold, one used unit without odometer, one
+/// without history (and so without any used-vehicle evidence), and one used
+/// unit each with complete, partial and conflicting evidence, all at
+/// distinct random rows.
 fn demo_overrides(rng: &mut Rng, count: usize) -> Vec<Override> {
     let mut rows = vec![Override::default(); count];
     let mut order: Vec<usize> = (0..count).collect();
@@ -355,6 +357,23 @@ fn demo_overrides(rng: &mut Rng, count: usize) -> Vec<Override> {
             availability: Some("available"),
             condition: Some(Condition::Used),
             no_history: true,
+            ..Override::default()
+        },
+        // The used-vehicle evidence states (the unit without history above
+        // is the fourth: missing evidence).
+        Override {
+            availability: Some("available"),
+            evidence: Some(Evidence::Complete),
+            ..Override::default()
+        },
+        Override {
+            availability: Some("available"),
+            evidence: Some(Evidence::Partial),
+            ..Override::default()
+        },
+        Override {
+            availability: Some("available"),
+            evidence: Some(Evidence::Conflicting),
             ..Override::default()
         },
     ];

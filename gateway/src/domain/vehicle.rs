@@ -142,7 +142,217 @@ pub struct VehicleRecord {
     pub history_reports: Vec<Value>,
     /// `manufacturer_cpo|dealer_certified|third_party_certified|not_certified|unknown`.
     pub certification_type: Option<String>,
+    /// The rest of the used-vehicle evidence (profile
+    /// `dealeragent.used-vehicle.read/0.1`). Absent from records stored
+    /// before it existed, which read back as "nothing known".
+    #[serde(default, skip_serializing_if = "UsedEvidence::is_empty")]
+    pub used_evidence: UsedEvidence,
     pub source: VehicleSource,
+}
+
+/// Used-vehicle evidence as the feed published it, already checked by
+/// ingest against `schemas/inventory-cells.schema.json` (the history reports
+/// live in [`VehicleRecord::history_reports`]). `None` is unknown: the
+/// renderer says `unknown`, never a favorable value (DAP-UV-016/017).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UsedEvidence {
+    /// DAP odometer disclosure status, `exempt` included (the vehicle
+    /// document's own odometer has no `exempt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub odometer_status: Option<String>,
+    /// `csvTitle`: `{status, brands, jurisdiction?}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<Value>,
+    /// `csvInspection`: a DAP `conditionReport` without provenance and
+    /// freshness.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inspection: Option<Value>,
+    /// `csvReconditioning`: `{status, completed_at?, items}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconditioning: Option<Value>,
+    /// The certification program (a manufacturer-CPO claim needs one,
+    /// DAP-UV-024).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certification_program: Option<String>,
+}
+
+impl UsedEvidence {
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// Two or more sources that disagree on a material fact (DAP-UV-019): the
+/// gateway names them and never picks the more favorable value
+/// (DAP-UV-020).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Discrepancy {
+    /// e.g. `history.accident_status`.
+    pub field: String,
+    /// At least two distinct names.
+    pub source_names: Vec<String>,
+    pub description: String,
+}
+
+/// Summary members two providers can contradict each other on, with the
+/// two values that contradict (`unknown` contradicts nothing).
+const SUMMARY_FACTS: &[(&str, &str, &str)] = &[
+    ("accident_status", "events_reported", "no_events_reported"),
+    ("damage_status", "damage_reported", "no_damage_reported"),
+    ("structural_damage_status", "reported", "not_reported"),
+    ("airbag_deployment_status", "reported", "not_reported"),
+    (
+        "title_brand_status",
+        "brands_reported",
+        "no_brands_reported",
+    ),
+    ("odometer_consistency", "discrepancy_reported", "consistent"),
+];
+
+/// The (provider name, summary) of each report that carries a summary (a
+/// summary is stored only where sharing is authorized).
+fn summaries(reports: &[Value]) -> Vec<(&str, &Value)> {
+    reports
+        .iter()
+        .filter(|r| r["summary"].is_object())
+        .map(|r| {
+            (
+                r["provider_name"].as_str().unwrap_or("unnamed provider"),
+                &r["summary"],
+            )
+        })
+        .collect()
+}
+
+/// Names of the sources on each side, distinct, in report order; `None`
+/// unless both sides have one and there are at least two names in all.
+fn sides(yes: Vec<&str>, no: Vec<&str>) -> Option<Vec<String>> {
+    if yes.is_empty() || no.is_empty() {
+        return None;
+    }
+    let mut names: Vec<String> = Vec::new();
+    for n in yes.into_iter().chain(no) {
+        if !names.iter().any(|m| m == n) {
+            names.push(n.to_owned());
+        }
+    }
+    (names.len() >= 2).then_some(names)
+}
+
+/// Where history-report summaries of different providers contradict each
+/// other: this makes the vehicle's history-report status `conflicting`.
+pub fn history_conflicts(reports: &[Value]) -> Vec<Discrepancy> {
+    let summaries = summaries(reports);
+    let mut out = Vec::new();
+    for (member, a, b) in SUMMARY_FACTS {
+        let with = |value: &str| -> Vec<&str> {
+            summaries
+                .iter()
+                .filter(|(_, s)| s[*member].as_str() == Some(value))
+                .map(|(name, _)| *name)
+                .collect()
+        };
+        if let Some(source_names) = sides(with(a), with(b)) {
+            out.push(Discrepancy {
+                field: format!("history.{member}"),
+                description: format!(
+                    "The history reports disagree on {member}: at least one says {a}, another {b}. \
+                     Neither is taken as the answer; show both to the shopper."
+                ),
+                source_names,
+            });
+        }
+    }
+    out
+}
+
+/// Every discrepancy of a used vehicle's evidence (DAP-UV-019): providers
+/// against each other ([`history_conflicts`]), the dealer's title against
+/// the reports' title brands, and the dealer's odometer against the
+/// reports' odometer history.
+pub fn discrepancies(record: &VehicleRecord) -> Vec<Discrepancy> {
+    let mut out = history_conflicts(&record.history_reports);
+    let dealer = record
+        .source
+        .source_name
+        .chars()
+        .take(200)
+        .collect::<String>();
+    let summaries = summaries(&record.history_reports);
+    let reporting = |member: &str, value: &str| -> Vec<&str> {
+        summaries
+            .iter()
+            .filter(|(_, s)| s[member].as_str() == Some(value))
+            .map(|(name, _)| *name)
+            .collect()
+    };
+    let title = record.used_evidence.title.as_ref();
+    let title_status = title.and_then(|t| t["status"].as_str());
+    let contradicting = match title_status {
+        Some("clear") => Some(("brands_reported", "the dealer's title record is clear")),
+        Some("branded") => Some(("no_brands_reported", "the dealer's title record is branded")),
+        _ => None,
+    };
+    if let Some((value, says)) = contradicting
+        && let Some(source_names) = sides(
+            vec![dealer.as_str()],
+            reporting("title_brand_status", value),
+        )
+    {
+        out.push(Discrepancy {
+            field: "title.brands".into(),
+            description: format!(
+                "{says}, but a history report says {value}. Unresolved: show both to the shopper."
+            ),
+            source_names,
+        });
+    }
+    if let Some(odometer) = record.odometer {
+        let higher: Vec<&str> = summaries
+            .iter()
+            .filter(|(_, s)| {
+                let reported = &s["last_reported_odometer"];
+                let unit = match reported["unit"].as_str() {
+                    Some("mi") => DistanceUnit::Mi,
+                    Some("km") => DistanceUnit::Km,
+                    _ => return false,
+                };
+                reported["value"]
+                    .as_i64()
+                    .is_some_and(|v| i128::from(v) * unit.millimetres() > odometer.millimetres())
+            })
+            .map(|(name, _)| *name)
+            .collect();
+        if let Some(source_names) = sides(vec![dealer.as_str()], higher) {
+            out.push(Discrepancy {
+                field: "odometer.reading".into(),
+                description: "A history report lists a higher odometer reading than the dealer \
+                              shows now (compared in exact units). Unresolved: show both to the \
+                              shopper."
+                    .into(),
+                source_names,
+            });
+        }
+        let actual = record.used_evidence.odometer_status.as_deref() == Some("actual")
+            || (record.used_evidence.odometer_status.is_none()
+                && odometer.status == Some(OdometerStatus::Actual));
+        if actual
+            && let Some(source_names) = sides(
+                vec![dealer.as_str()],
+                reporting("odometer_consistency", "discrepancy_reported"),
+            )
+        {
+            out.push(Discrepancy {
+                field: "odometer.status".into(),
+                description: "The dealer states the odometer is actual, but a history report \
+                              reports an odometer discrepancy. Unresolved: show both to the \
+                              shopper."
+                    .into(),
+                source_names,
+            });
+        }
+    }
+    out
 }
 
 /// What a new snapshot changes against the previous one of its rooftop.

@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 
 use super::rules::{self, Cell, CellCache, Collector, Duplicates, Key, Transformations};
 use super::{Failure, FileSource, FormatResult, IngestContext, Progress, Sink};
-use crate::inventory::model::{Odometer, VehicleRecord, VehicleSource};
+use crate::inventory::model::{
+    Odometer, OdometerStatus, UsedEvidence, VehicleRecord, VehicleSource,
+};
 
 /// Every DAP Inventory CSV 0.1 column, in the order DAP lists them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,10 +48,17 @@ pub enum Column {
     CertificationType,
     ImageUrlsJson,
     FeaturesJson,
+    // This gateway's used-vehicle evidence columns (profile
+    // dealeragent.used-vehicle.read/0.1; DAP's CSV defines none).
+    OdometerStatus,
+    TitleJson,
+    InspectionJson,
+    ReconditioningJson,
+    CertificationProgram,
 }
 
 impl Column {
-    pub const ALL: [Column; 29] = [
+    pub const ALL: [Column; 34] = [
         Self::OrganizationId,
         Self::RooftopId,
         Self::Vin,
@@ -79,6 +88,11 @@ impl Column {
         Self::CertificationType,
         Self::ImageUrlsJson,
         Self::FeaturesJson,
+        Self::OdometerStatus,
+        Self::TitleJson,
+        Self::InspectionJson,
+        Self::ReconditioningJson,
+        Self::CertificationProgram,
     ];
 
     /// The header name.
@@ -113,6 +127,11 @@ impl Column {
             Self::CertificationType => "certification_type",
             Self::ImageUrlsJson => "image_urls_json",
             Self::FeaturesJson => "features_json",
+            Self::OdometerStatus => "odometer_status",
+            Self::TitleJson => "title_json",
+            Self::InspectionJson => "inspection_json",
+            Self::ReconditioningJson => "reconditioning_json",
+            Self::CertificationProgram => "certification_program",
         }
     }
 
@@ -576,14 +595,40 @@ fn convert(
             "odometer_unit (mi|km) is required when odometer_value is given; no unit is assumed",
         );
     }
+    // The disclosure status describes a reading (DAP-UV-003): without one
+    // it would say nothing.
+    let odometer_status = optional_enum(C::OdometerStatus, rules::ODOMETER_STATUSES, p);
+    if row.opt(C::OdometerStatus).is_some() && row.opt(C::OdometerValue).is_none() {
+        p.add(
+            line,
+            C::OdometerStatus.name(),
+            "odometer_status needs odometer_value: a disclosure status describes a reading",
+        );
+    }
     let odometer = match (odometer_value, odometer_unit) {
         (Some(value), Some(unit)) => Some(Odometer {
             value,
             unit,
-            status: None,
+            status: odometer_status.as_deref().and_then(vehicle_odometer_status),
         }),
         _ => None,
     };
+    let certification_program = optional_text(C::CertificationProgram, 200, p);
+    if certification_program.is_some()
+        && !certification_type
+            .as_deref()
+            .is_some_and(|c| rules::CERTIFIED_TYPES.contains(&c))
+    {
+        p.add(
+            line,
+            C::CertificationProgram.name(),
+            format!(
+                "certification_program needs certification_type {}: only a certification has a \
+                 program",
+                rules::CERTIFIED_TYPES.join("|")
+            ),
+        );
+    }
 
     let availability_status = match row.opt(C::AvailabilityStatus) {
         None => Some("unknown".to_owned()),
@@ -607,7 +652,13 @@ fn convert(
     let mut json = |c: Column, cell: Cell, p: &mut Collector| -> Option<Value> {
         let text = row.opt(c)?;
         match cache.get(cell, text, currency) {
-            Ok(v) => Some(v),
+            Ok(v) => {
+                let late = rules::evidence_times(cell, &v, ctx);
+                for (at, rule) in &late {
+                    p.add(line, c.name(), format!("at {at}: {rule}"));
+                }
+                late.is_empty().then_some(v)
+            }
             Err(rules_broken) => {
                 for r in rules_broken {
                     p.add(line, c.name(), r);
@@ -625,6 +676,9 @@ fn convert(
     let images = json(C::ImageUrlsJson, Cell::ImageUrls, p);
     let features = json(C::FeaturesJson, Cell::Features, p);
     let history = json(C::HistoryReportsJson, Cell::HistoryReports, p);
+    let title = json(C::TitleJson, Cell::Title, p);
+    let inspection = json(C::InspectionJson, Cell::Inspection, p);
+    let reconditioning = json(C::ReconditioningJson, Cell::Reconditioning, p);
 
     if p.len() != before {
         return None;
@@ -644,6 +698,9 @@ fn convert(
     if !media.is_empty() {
         transformations.push("image_urls_json converted to image media assets in file order");
     }
+    let observed_at = observed_at?;
+    // A report without its own observed_at was observed with the row; the
+    // renderer says so (the record keeps the cell as published).
     let history_reports: Option<Vec<Value>> = history.and_then(|h| h.as_array().cloned());
     Some(VehicleRecord {
         vehicle_id: rules::vehicle_id(&ctx.organization_id, rooftop_id, vin),
@@ -681,15 +738,35 @@ fn convert(
         history_report_status: history_reports.as_deref().map(rules::history_report_status),
         history_reports: history_reports.unwrap_or_default(),
         certification_type,
+        used_evidence: UsedEvidence {
+            odometer_status,
+            title,
+            inspection,
+            reconditioning,
+            certification_program,
+        },
         source: VehicleSource {
             source_name: source.source_name.clone(),
             source_record_id: stock,
             authority: super::FILE_AUTHORITY.to_owned(),
             content_digest: source.content_digest.clone(),
-            observed_at: observed_at?,
+            observed_at,
             transformations: transformations.into_vec(),
         },
     })
+}
+
+/// The vehicle document's odometer status for a used-vehicle disclosure
+/// status: the same value, except `exempt`, which the vehicle schema does
+/// not have (it stays in the used-vehicle evidence only).
+pub(crate) fn vehicle_odometer_status(status: &str) -> Option<OdometerStatus> {
+    match status {
+        "actual" => Some(OdometerStatus::Actual),
+        "not_actual" => Some(OdometerStatus::NotActual),
+        "exceeds_mechanical_limits" => Some(OdometerStatus::ExceedsMechanicalLimits),
+        "unknown" => Some(OdometerStatus::Unknown),
+        _ => None,
+    }
 }
 
 /// The organization a DAP CSV file belongs to: the value of its

@@ -24,7 +24,7 @@ use serde_json::json;
 use super::dap_csv::read_csv;
 use super::rules::{self, Collector, Duplicates, Key, Transformations};
 use super::{FileSource, FormatResult, IngestContext, Progress, Sink};
-use crate::inventory::model::{DistanceUnit, Odometer, VehicleRecord, VehicleSource};
+use crate::inventory::model::{DistanceUnit, Odometer, UsedEvidence, VehicleRecord, VehicleSource};
 
 /// The fields this reader maps, each with its accepted headers in priority
 /// order (the first one present in the file wins); the last alias is the
@@ -530,6 +530,9 @@ fn convert(
             .then(|| rules::history_report_status(&history_reports)),
         history_reports,
         certification_type,
+        // An export carries no title, inspection or reconditioning
+        // evidence: all unknown.
+        used_evidence: UsedEvidence::default(),
         source: VehicleSource {
             source_name: source.source_name.clone(),
             source_record_id: stock,

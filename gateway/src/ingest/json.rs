@@ -16,11 +16,16 @@ use std::collections::HashSet;
 use pricing::{Currency, Money};
 use serde_json::Value;
 
-use super::rules::{self, Collector, Duplicates, Key, Transformations};
+use super::rules::{self, Cell, Collector, Duplicates, Key, Transformations};
 use super::{Failure, FileSource, FormatResult, IngestContext, Progress, Sink};
 use crate::inventory::model::{
-    DistanceUnit, Odometer, OdometerStatus, VehicleRecord, VehicleSource,
+    DistanceUnit, Odometer, OdometerStatus, UsedEvidence, VehicleRecord, VehicleSource,
 };
+
+/// The extension of a JSON vehicle record that carries used-vehicle
+/// evidence (`inventory-cells.schema.json#/$defs/jsonUsedVehicleEvidence`;
+/// DAP's vehicle has no room for it outside `extensions`).
+pub const EVIDENCE_EXTENSION: &str = "dealergateway.used-vehicle-evidence";
 
 /// Read the array one record at a time (only the current record is held
 /// as a JSON tree, never the whole document), handing each valid vehicle
@@ -378,13 +383,34 @@ fn convert(
         }
     }
 
+    // Used-vehicle evidence: the same shapes and rules as the CSV cells.
+    let evidence_at = at(&format!("/extensions/{EVIDENCE_EXTENSION}"));
+    let evidence = r["extensions"].get(EVIDENCE_EXTENSION).and_then(|v| {
+        match rules::json_value(Cell::JsonUsedVehicleEvidence, v.clone(), currency) {
+            Ok(v) => {
+                let late = rules::evidence_times(Cell::JsonUsedVehicleEvidence, &v, ctx);
+                for (pointer, rule) in &late {
+                    p.add(i, &format!("{evidence_at}{pointer}"), rule.clone());
+                }
+                late.is_empty().then_some(v)
+            }
+            Err(broken) => {
+                for rule in broken {
+                    p.add(i, &evidence_at, rule);
+                }
+                None
+            }
+        }
+    });
+    let evidence_status = evidence.as_ref().and_then(|e| s(&e["odometer_status"]));
+
     let odometer = r.get("odometer").and_then(|o| {
         let unit = match o["unit"].as_str()? {
             "mi" => DistanceUnit::Mi,
             "km" => DistanceUnit::Km,
             _ => return None,
         };
-        let status = match o["status"].as_str() {
+        let status = match evidence_status.as_deref().or(o["status"].as_str()) {
             Some("actual") => Some(OdometerStatus::Actual),
             Some("not_actual") => Some(OdometerStatus::NotActual),
             Some("exceeds_mechanical_limits") => Some(OdometerStatus::ExceedsMechanicalLimits),
@@ -398,9 +424,48 @@ fn convert(
         })
     });
 
+    if evidence_status.is_some() && odometer.is_none() {
+        p.add(
+            i,
+            &format!("{evidence_at}/odometer_status"),
+            "odometer_status needs an odometer: a disclosure status describes a reading",
+        );
+    }
+    let certification_type = s(&r["used_vehicle"]["certification_type"]);
+    let certification_program = evidence
+        .as_ref()
+        .and_then(|e| s(&e["certification_program"]));
+    if certification_program.is_some()
+        && !certification_type
+            .as_deref()
+            .is_some_and(|c| rules::CERTIFIED_TYPES.contains(&c))
+    {
+        p.add(
+            i,
+            &format!("{evidence_at}/certification_program"),
+            format!(
+                "certification_program needs used_vehicle.certification_type {}: only a \
+                 certification has a program",
+                rules::CERTIFIED_TYPES.join("|")
+            ),
+        );
+    }
     if p.len() != before {
         return None;
     }
+    let observed_at = observed_at?;
+    let history_reports = evidence
+        .as_ref()
+        .and_then(|e| e["history_reports"].as_array().cloned());
+    let used_evidence = UsedEvidence {
+        odometer_status: evidence_status,
+        title: evidence.as_ref().and_then(|e| e.get("title").cloned()),
+        inspection: evidence.as_ref().and_then(|e| e.get("inspection").cloned()),
+        reconditioning: evidence
+            .as_ref()
+            .and_then(|e| e.get("reconditioning").cloned()),
+        certification_program,
+    };
     let strings = |v: &Value| -> Vec<String> {
         v.as_array()
             .into_iter()
@@ -436,15 +501,21 @@ fn convert(
         availability_status: s(&r["availability"]["status"]).unwrap_or_else(|| "unknown".into()),
         stocked_at,
         first_public_listing_at,
-        history_report_status: s(&r["used_vehicle"]["history_report_status"]),
-        history_reports: Vec::new(),
-        certification_type: s(&r["used_vehicle"]["certification_type"]),
+        // With the reports, their summary decides the status (a record's own
+        // status could claim available over reports that conflict).
+        history_report_status: match &history_reports {
+            Some(reports) => Some(rules::history_report_status(reports)),
+            None => s(&r["used_vehicle"]["history_report_status"]),
+        },
+        history_reports: history_reports.unwrap_or_default(),
+        certification_type,
+        used_evidence,
         source: VehicleSource {
             source_name,
             source_record_id,
             authority,
             content_digest,
-            observed_at: observed_at?,
+            observed_at,
             transformations: transformations.into_vec(),
         },
     })

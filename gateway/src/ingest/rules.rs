@@ -44,6 +44,21 @@ pub const CERTIFICATION_TYPES: &[&str] = &[
     "not_certified",
     "unknown",
 ];
+/// DAP used-vehicle odometer disclosure status (`exempt` included).
+pub const ODOMETER_STATUSES: &[&str] = &[
+    "actual",
+    "not_actual",
+    "exceeds_mechanical_limits",
+    "exempt",
+    "unknown",
+];
+/// Certification types that name a certification (and so may name its
+/// program).
+pub const CERTIFIED_TYPES: &[&str] = &[
+    "manufacturer_cpo",
+    "dealer_certified",
+    "third_party_certified",
+];
 /// DAP `governmentCharges.status`.
 pub const GOVERNMENT_CHARGES_STATUSES: &[&str] =
     &["unknown", "estimated", "calculated", "not_applicable"];
@@ -333,16 +348,19 @@ pub fn same_currency(cell: &str, configured: Currency) -> Result<(), String> {
     }
 }
 
-/// Summarize history reports into DAP `historyReportStatus`: any report
-/// available → `available`; else any restricted → `restricted`; else all
-/// not available (or no reports: `[]`) → `not_available`; else `unknown`.
-/// `conflicting` needs report contents, which a feed does not carry.
+/// Summarize history reports into DAP `historyReportStatus`: providers
+/// whose shared summaries contradict each other → `conflicting` (never the
+/// more favorable one, DAP-UV-020); else any report available →
+/// `available`; else any restricted → `restricted`; else all not available
+/// (or no reports: `[]`) → `not_available`; else `unknown`.
 pub fn history_report_status(reports: &[Value]) -> String {
     let statuses: Vec<&str> = reports
         .iter()
         .map(|r| r["status"].as_str().unwrap_or("unknown"))
         .collect();
-    let s = if statuses.contains(&"available") {
+    let s = if !crate::inventory::model::history_conflicts(reports).is_empty() {
+        "conflicting"
+    } else if statuses.contains(&"available") {
         "available"
     } else if statuses.contains(&"restricted") {
         "restricted"
@@ -408,6 +426,12 @@ pub enum Cell {
     ImageUrls,
     Features,
     HistoryReports,
+    Title,
+    Inspection,
+    Reconditioning,
+    /// Not a CSV cell: the used-vehicle evidence extension of a JSON
+    /// vehicle record.
+    JsonUsedVehicleEvidence,
 }
 
 impl Cell {
@@ -419,15 +443,23 @@ impl Cell {
             Self::ImageUrls => "csvImageUrls",
             Self::Features => "csvFeatures",
             Self::HistoryReports => "csvHistoryReports",
+            Self::Title => "csvTitle",
+            Self::Inspection => "csvInspection",
+            Self::Reconditioning => "csvReconditioning",
+            Self::JsonUsedVehicleEvidence => "jsonUsedVehicleEvidence",
         }
     }
 
-    const ALL: [Cell; 5] = [
+    const ALL: [Cell; 9] = [
         Self::RequiredDealerCharges,
         Self::ConditionalAdjustments,
         Self::ImageUrls,
         Self::Features,
         Self::HistoryReports,
+        Self::Title,
+        Self::Inspection,
+        Self::Reconditioning,
+        Self::JsonUsedVehicleEvidence,
     ];
 }
 
@@ -539,6 +571,7 @@ fn explain(kind: &jsonschema::error::ValidationErrorKind) -> String {
         K::AdditionalProperties { .. } | K::UnevaluatedProperties { .. } => {
             "has a property that the schema does not allow".to_owned()
         }
+        K::FalseSchema => "is a property that the schema does not allow here".to_owned(),
         other => {
             let keyword = other.keyword();
             let what = match keyword {
@@ -604,6 +637,15 @@ pub fn json_cell(cell: Cell, text: &str, currency: Option<Currency>) -> Result<V
             e.column()
         )]
     })?;
+    json_value(cell, value, currency)
+}
+
+/// [`json_cell`] for a value already parsed (a JSON record's member).
+pub fn json_value(
+    cell: Cell,
+    value: Value,
+    currency: Option<Currency>,
+) -> Result<Value, Vec<String>> {
     let validators = validators().map_err(|e| vec![e])?;
     let validator = validators
         .cells
@@ -614,8 +656,16 @@ pub fn json_cell(cell: Cell, text: &str, currency: Option<Currency>) -> Result<V
     let mut rules: Vec<String> = schema_problems(validator, &value)
         .into_iter()
         .map(|(at, rule)| {
+            // The one property a false schema refuses in these cells: a
+            // history summary without authorization (DAP-UV-012).
+            let why = if at.ends_with("/summary") && rule.contains("does not allow here") {
+                ": summary_sharing_authorized is false, and a summary is published only where \
+                 the provider agreement authorizes sharing it (DAP-UV-012)"
+            } else {
+                ""
+            };
             let at = if at.is_empty() { "/".to_owned() } else { at };
-            format!("at {at}: {rule} ({})", cell.definition())
+            format!("at {at}: {rule}{why} ({})", cell.definition())
         })
         .collect();
     if rules.is_empty() {
@@ -627,6 +677,7 @@ pub fn json_cell(cell: Cell, text: &str, currency: Option<Currency>) -> Result<V
         if let Some(id_key) = id_key {
             rules.extend(money_in_items(&value, currency, id_key));
         }
+        rules.extend(evidence_rules(cell, &value));
     }
     if rules.is_empty() {
         Ok(value)
@@ -659,4 +710,125 @@ fn money_in_items(value: &Value, currency: Option<Currency>, id_key: &str) -> Ve
         }
     }
     rules
+}
+
+/// The rules of the used-vehicle evidence cells that JSON Schema does not
+/// express, each naming where in the cell and why (value-free).
+fn evidence_rules(cell: Cell, value: &Value) -> Vec<String> {
+    let mut rules = Vec::new();
+    match cell {
+        Cell::HistoryReports => history_rules(value, "", &mut rules),
+        Cell::Title => title_rules(value, "", &mut rules),
+        Cell::Reconditioning => reconditioning_rules(value, "", &mut rules),
+        Cell::JsonUsedVehicleEvidence => {
+            history_rules(&value["history_reports"], "/history_reports", &mut rules);
+            if value.get("title").is_some() {
+                title_rules(&value["title"], "/title", &mut rules);
+            }
+            if value.get("reconditioning").is_some() {
+                reconditioning_rules(&value["reconditioning"], "/reconditioning", &mut rules);
+            }
+        }
+        Cell::RequiredDealerCharges
+        | Cell::ConditionalAdjustments
+        | Cell::ImageUrls
+        | Cell::Features
+        | Cell::Inspection => {}
+    }
+    rules
+}
+
+/// One report per provider (the schema refuses a summary that is not
+/// authorized, DAP-UV-012).
+fn history_rules(reports: &Value, at: &str, rules: &mut Vec<String>) {
+    let mut providers = std::collections::HashSet::new();
+    for (i, r) in reports.as_array().into_iter().flatten().enumerate() {
+        if let Some(p) = r["provider_id"].as_str()
+            && !providers.insert(p)
+        {
+            rules.push(format!(
+                "at {at}/{i}/provider_id: repeats an earlier provider_id of this cell; give one \
+                 report per provider"
+            ));
+        }
+    }
+}
+
+/// `branded` names a brand; `clear` names none.
+fn title_rules(title: &Value, at: &str, rules: &mut Vec<String>) {
+    let brands = title["brands"].as_array().map_or(0, Vec::len);
+    match title["status"].as_str() {
+        Some("branded") if brands == 0 => rules.push(format!(
+            "at {at}/brands: status branded needs at least one brand"
+        )),
+        Some("clear") if brands > 0 => rules.push(format!(
+            "at {at}/brands: status clear allows no brands; use status branded"
+        )),
+        _ => {}
+    }
+}
+
+/// `completed` only when nothing disclosed is still open and no safety or
+/// recall item was declined (DAP-UV-027); `completed_at` only then.
+fn reconditioning_rules(recon: &Value, at: &str, rules: &mut Vec<String>) {
+    let completed = recon["status"].as_str() == Some("completed");
+    if recon.get("completed_at").is_some() && !completed {
+        rules.push(format!(
+            "at {at}/completed_at: completed_at is given but status is not completed"
+        ));
+    }
+    if !completed {
+        return;
+    }
+    for (i, item) in recon["items"].as_array().into_iter().flatten().enumerate() {
+        let status = item["status"].as_str().unwrap_or("unknown");
+        let safety = matches!(item["category"].as_str(), Some("safety" | "recall"));
+        if matches!(status, "planned" | "in_progress" | "unknown")
+            || (safety && status == "declined")
+        {
+            rules.push(format!(
+                "at {at}/items/{i}/status: status completed is not allowed while an item is \
+                 planned, in progress or unknown, or a safety or recall item was declined \
+                 (DAP-UV-027)"
+            ));
+        }
+    }
+}
+
+/// Timestamps inside evidence must not be in the future either
+/// (DAP-CORE-021, UV-008): `(pointer, rule)` of each one that is.
+pub(crate) fn evidence_times(
+    cell: Cell,
+    value: &Value,
+    ctx: &IngestContext,
+) -> Vec<(String, String)> {
+    let mut pointers: Vec<String> = Vec::new();
+    let mut reports = |base: &str, v: &Value| {
+        for (i, _) in v.as_array().into_iter().flatten().enumerate() {
+            pointers.push(format!("{base}/{i}/report_generated_at"));
+            pointers.push(format!("{base}/{i}/observed_at"));
+        }
+    };
+    match cell {
+        Cell::HistoryReports => reports("", value),
+        Cell::Inspection => pointers.push("/inspected_at".into()),
+        Cell::Reconditioning => pointers.push("/completed_at".into()),
+        Cell::JsonUsedVehicleEvidence => {
+            reports("/history_reports", &value["history_reports"]);
+            pointers.push("/inspection/inspected_at".into());
+            pointers.push("/reconditioning/completed_at".into());
+        }
+        Cell::RequiredDealerCharges
+        | Cell::ConditionalAdjustments
+        | Cell::ImageUrls
+        | Cell::Features
+        | Cell::Title => {}
+    }
+    pointers
+        .into_iter()
+        .filter_map(|p| {
+            let text = value.pointer(&p)?.as_str()?;
+            timestamp(text, ctx).err().map(|rule| (p, rule))
+        })
+        .collect()
 }

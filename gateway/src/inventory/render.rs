@@ -24,7 +24,7 @@
 //! * Timestamps are RFC 3339 in UTC with `Z`.
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::index::SnapshotIndex;
 use super::model::VehicleRecord;
@@ -159,4 +159,277 @@ pub fn search_provenance(searched: &[std::sync::Arc<SnapshotIndex>], now: DateTi
         "transformed_at": timestamp(now),
         "transformations": ["filtered, sorted and paged from published inventory snapshots"],
     })
+}
+
+/// How long a relayed history report counts as current: 30 days from when
+/// the dealer's source observed it, the longest validity the schema allows.
+/// A report describes the vehicle's past, not the listing, so it is not
+/// held to the rooftop's inventory SLA; it keeps its own freshness
+/// (DAP-UV-018).
+pub const HISTORY_REPORT_VALIDITY_SECONDS: u32 = MAX_AGE_LIMIT;
+
+/// The `dealeragent.inventory.get_used_vehicle_details` document of
+/// `record` (`used-vehicle.schema.json#/$defs/usedVehicleDetails`), or
+/// `None` when the vehicle has no used-vehicle disclosure: a `new` vehicle
+/// (DAP-UV-001), or a used one without a VIN, an odometer reading or a
+/// known `stocked_at`, which the profile requires and which are never
+/// invented. The caller answers `None` with the same not-found as for an
+/// absent vehicle (DAP-UV-002).
+///
+/// Every part carries its own provenance and freshness (DAP 6.4,
+/// DAP-UV-011); evidence the feed does not state is `unknown`, with
+/// freshness `unknown` and provenance `unknown` saying so, never a
+/// favorable value (DAP-UV-016/017); history summaries appear only where
+/// the provider agreement authorizes sharing (DAP-UV-012); disagreeing
+/// sources are listed as discrepancies (DAP-UV-019/020).
+pub fn used_vehicle_details(
+    record: &VehicleRecord,
+    ctx: &RenderContext,
+    trace_id: &str,
+) -> Option<Value> {
+    if !matches!(record.condition.as_str(), "used" | "certified" | "demo") {
+        return None;
+    }
+    let vin = record.vin.as_deref()?;
+    let odometer = record.odometer.filter(|o| o.value >= 0)?;
+    let doc = vehicle(record, ctx);
+    let tenure = doc["used_vehicle"]["inventory_tenure"].clone();
+    if !tenure.is_object() {
+        return None;
+    }
+    let freshness = doc["freshness"].clone();
+    let feed_source = doc["provenance"]["sources"][0].clone();
+    let observed_at = timestamp(record.source.observed_at);
+    let evidence = &record.used_evidence;
+
+    // A part the feed states: the feed's source, asserted, the vehicle's
+    // freshness. A part it does not state: unknown, saying why.
+    let stated = json!({ "sources": [feed_source.clone()], "authority_status": "asserted" });
+    let unknown = |why: &str| -> (Value, Value) {
+        (
+            json!({
+                "sources": [feed_source.clone()],
+                "authority_status": "unknown",
+                "transformations": [why],
+            }),
+            json!({ "observed_at": observed_at, "state": "unknown" }),
+        )
+    };
+    let with = |mut part: Value, (provenance, freshness): (Value, Value)| -> Value {
+        if let Some(map) = part.as_object_mut() {
+            map.insert("provenance".into(), provenance);
+            map.insert("freshness".into(), freshness);
+        }
+        part
+    };
+    let known = || (stated.clone(), freshness.clone());
+
+    let odometer_status = evidence
+        .odometer_status
+        .clone()
+        .or_else(|| {
+            odometer
+                .status
+                .and_then(|s| serde_json::to_value(s).ok())
+                .and_then(|v| v.as_str().map(str::to_owned))
+        })
+        .unwrap_or_else(|| "unknown".to_owned());
+    let odometer = with(
+        json!({
+            "reading": { "value": odometer.value, "unit": odometer.unit.as_str() },
+            "status": odometer_status,
+            "observed_at": observed_at,
+        }),
+        known(),
+    );
+
+    let mut sources = vec![feed_source.clone()];
+    let history_reports: Vec<Value> = record
+        .history_reports
+        .iter()
+        .take(20)
+        .map(|r| {
+            let report_observed = r["observed_at"]
+                .as_str()
+                .map_or_else(|| observed_at.clone(), str::to_owned);
+            let mut provider = Map::new();
+            provider.insert(
+                "source_name".into(),
+                truncate(r["provider_name"].as_str().unwrap_or("history report provider"), 128)
+                    .into(),
+            );
+            if let Some(id) = r["report_id"].as_str() {
+                provider.insert("source_record_id".into(), truncate(id, 256).into());
+            }
+            provider.insert("authority".into(), "third_party".into());
+            provider.insert("observed_at".into(), report_observed.clone().into());
+            let provider = Value::Object(provider);
+            if !sources.contains(&provider) {
+                sources.push(provider.clone());
+            }
+            let mut out = Map::new();
+            for key in [
+                "provider_id",
+                "provider_name",
+                "report_id",
+                "status",
+                "access",
+                "report_url",
+                "report_generated_at",
+            ] {
+                if let Some(v) = r.get(key) {
+                    out.insert(key.into(), v.clone());
+                }
+            }
+            out.insert("observed_at".into(), report_observed.clone().into());
+            let authorized = r["summary_sharing_authorized"] == Value::Bool(true);
+            out.insert("summary_sharing_authorized".into(), authorized.into());
+            if authorized && let Some(summary) = r.get("summary") {
+                out.insert("summary".into(), summary.clone());
+            }
+            out.insert(
+                "provenance".into(),
+                json!({
+                    "sources": [provider, feed_source.clone()],
+                    "authority_status": "asserted",
+                    "transformations": ["relayed by the dealer's inventory feed; not fetched from the provider"],
+                }),
+            );
+            out.insert(
+                "freshness".into(),
+                report_freshness(&report_observed, ctx),
+            );
+            Value::Object(out)
+        })
+        .collect();
+
+    let title = match &evidence.title {
+        Some(t) => with(t.clone(), known()),
+        None => with(
+            json!({ "status": "unknown", "brands": [] }),
+            unknown(
+                "the dealer's feed states no title: status unknown, brands not known to be none",
+            ),
+        ),
+    };
+    let condition_report = match &evidence.inspection {
+        Some(i) => with(i.clone(), known()),
+        None => with(
+            json!({ "status": "unknown", "inspection_authority": "unknown" }),
+            unknown("the dealer's feed states no inspection: status unknown"),
+        ),
+    };
+    let certification = certification(record, known(), &unknown);
+    let reconditioning = match &evidence.reconditioning {
+        Some(r) => with(r.clone(), known()),
+        None => with(
+            json!({ "status": "unknown", "items": [] }),
+            unknown("the dealer's feed states no reconditioning: status unknown"),
+        ),
+    };
+    let discrepancies: Vec<Value> = super::model::discrepancies(record)
+        .into_iter()
+        .take(100)
+        .map(|d| {
+            json!({
+                "field": truncate(&d.field, 120),
+                "source_names": d.source_names.iter().map(|n| truncate(n, 200)).collect::<Vec<_>>(),
+                "description": truncate(&d.description, 1000),
+                "status": "unresolved",
+            })
+        })
+        .collect();
+
+    Some(json!({
+        "vehicle_id": record.vehicle_id,
+        "organization_id": record.organization_id,
+        "rooftop_id": record.rooftop_id,
+        "vin": vin,
+        "condition": record.condition,
+        "odometer": odometer,
+        "inventory_tenure": tenure,
+        "history_reports": history_reports,
+        "title": title,
+        "condition_report": condition_report,
+        "certification": certification,
+        "reconditioning": reconditioning,
+        "discrepancies": discrepancies,
+        "provenance": {
+            "sources": sources,
+            "authority_status": "asserted",
+            "transformed_at": timestamp(ctx.now),
+            "transformations": ["assembled from the dealer's inventory feed and the history-report facts it relays"],
+        },
+        "freshness": freshness,
+        "trace_id": trace_id,
+    }))
+}
+
+/// The freshness of a relayed report observed at `observed` (an RFC 3339
+/// text written by ingest): current for [`HISTORY_REPORT_VALIDITY_SECONDS`],
+/// then stale; `withdrawn` with the vehicle.
+fn report_freshness(observed: &str, ctx: &RenderContext) -> Value {
+    let Some(at) = DateTime::parse_from_rfc3339(observed)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+    else {
+        return json!({ "observed_at": observed, "state": "unknown" });
+    };
+    let until = valid_until(at, HISTORY_REPORT_VALIDITY_SECONDS);
+    let state = if ctx.withdrawn {
+        "withdrawn"
+    } else if ctx.now <= until {
+        "current"
+    } else {
+        "stale"
+    };
+    json!({
+        "observed_at": timestamp(at),
+        "state": state,
+        "valid_until": timestamp(until),
+        "max_age_seconds": HISTORY_REPORT_VALIDITY_SECONDS,
+    })
+}
+
+/// The certification part. A manufacturer-CPO claim without a program name
+/// is not one the gateway can make (DAP-UV-024): it is shown as `unknown`
+/// with the reason, never as a lesser certification.
+fn certification(
+    record: &VehicleRecord,
+    known: (Value, Value),
+    unknown: &dyn Fn(&str) -> (Value, Value),
+) -> Value {
+    let program = record.used_evidence.certification_program.as_deref();
+    let (mut part, (provenance, freshness)) = match (record.certification_type.as_deref(), program)
+    {
+        (None | Some("unknown"), _) => (
+            json!({ "type": "unknown" }),
+            unknown("the dealer's feed states no certification: type unknown"),
+        ),
+        (Some("manufacturer_cpo"), None) => (
+            json!({ "type": "unknown" }),
+            unknown(
+                "the feed states manufacturer_cpo without a program name; a manufacturer CPO \
+                 claim must name its program (DAP-UV-024), so the type is shown as unknown",
+            ),
+        ),
+        (Some(kind), _) => (json!({ "type": kind }), known),
+    };
+    if let (Some(p), Some(map)) = (program, part.as_object_mut())
+        && part_is_certified(map)
+    {
+        map.insert("program_name".into(), truncate(p, 200).into());
+    }
+    if let Some(map) = part.as_object_mut() {
+        map.insert("provenance".into(), provenance);
+        map.insert("freshness".into(), freshness);
+    }
+    part
+}
+
+fn part_is_certified(part: &serde_json::Map<String, Value>) -> bool {
+    matches!(
+        part.get("type").and_then(Value::as_str),
+        Some("manufacturer_cpo" | "dealer_certified" | "third_party_certified")
+    )
 }

@@ -370,6 +370,7 @@ fn vehicle(organization_id: &str, rooftop_id: &str, n: u32) -> VehicleRecord {
         history_report_status: None,
         history_reports: vec![],
         certification_type: (!even).then(|| "not_certified".into()),
+        used_evidence: Default::default(),
         source: VehicleSource {
             source_name: "dap-csv:inventory.csv".into(),
             source_record_id: Some(format!("STK-{n}")),

@@ -77,6 +77,22 @@ impl ToolArgs for VehicleArgs {
     const INPUT: &'static str = "vehicle.schema.json#/$defs/vehicleRequest";
 }
 
+/// `dealeragent.inventory.get_used_vehicle_details`: exactly one selector
+/// (the schema's `oneOf`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UsedVehicleArgs {
+    pub organization_id: String,
+    pub rooftop_id: String,
+    pub vehicle_id: Option<String>,
+    pub vin: Option<String>,
+    pub stock_number: Option<String>,
+}
+
+impl ToolArgs for UsedVehicleArgs {
+    const INPUT: &'static str = "used-vehicle.schema.json#/$defs/usedVehicleRequest";
+}
+
 /// `dealeragent.inventory.verify_availability`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -149,6 +165,18 @@ fn target<'a>(
 }
 
 impl VehicleArgs {
+    pub fn target(&self) -> Option<Target<'_>> {
+        target(
+            &self.organization_id,
+            &self.rooftop_id,
+            self.vehicle_id.as_deref(),
+            self.vin.as_deref(),
+            self.stock_number.as_deref(),
+        )
+    }
+}
+
+impl UsedVehicleArgs {
     pub fn target(&self) -> Option<Target<'_>> {
         target(
             &self.organization_id,
@@ -321,6 +349,7 @@ mod drift {
         check::<ManifestArgs>();
         check::<DealerArgs>();
         check::<VehicleArgs>();
+        check::<UsedVehicleArgs>();
         check::<AvailabilityArgs>();
         check::<DisclosureArgs>();
         check::<OffersArgs>();

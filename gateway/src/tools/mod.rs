@@ -15,6 +15,7 @@ pub mod dealer_get;
 pub mod error;
 pub mod get_disclosure;
 pub mod get_manifest;
+pub mod get_used_vehicle_details;
 pub mod get_vehicle;
 pub mod inventory_search;
 pub mod offers_evaluate;
@@ -49,6 +50,7 @@ pub const IMPLEMENTED: &[&str] = &[
     dealer_get::NAME,
     inventory_search::NAME,
     get_vehicle::NAME,
+    get_used_vehicle_details::NAME,
     verify_availability::NAME,
     get_disclosure::NAME,
     offers_evaluate::NAME,
@@ -303,6 +305,7 @@ async fn dispatch(
         dealer_get::NAME => plain(dealer_get::call(ctx, args).await),
         inventory_search::NAME => inventory_search::call(ctx, args).await.map(|p| (p, None)),
         get_vehicle::NAME => get_vehicle::call(ctx, args).await.map(|p| (p, None)),
+        get_used_vehicle_details::NAME => plain(get_used_vehicle_details::call(ctx, args).await),
         verify_availability::NAME => verify_availability::call(ctx, args)
             .await
             .map(|(v, meta)| (Produced::Tree(v), Some(meta))),

@@ -96,7 +96,7 @@ pub(crate) enum Who {
 }
 
 impl Who {
-    const ALL: [Who; 15] = [
+    pub(crate) const ALL: [Who; 15] = [
         Who::Anonymous,
         Who::RooftopToken,
         Who::OtherRooftopToken,
