@@ -277,29 +277,13 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
     let rest = serde_json::to_string(&envelope).map_err(ToolError::internal)?;
     // `"facets":{…},"page":…` continues the object after the vehicle list.
     json.push_str(",\"facets\":");
-    serde_json::to_writer(FmtWriter(&mut json), &page.facets).map_err(ToolError::internal)?;
+    json.push_str(&serde_json::to_string(&page.facets).map_err(ToolError::internal)?);
     json.push(',');
     json.push_str(rest.strip_prefix('{').unwrap_or(&rest));
     Ok(Produced::Assembled {
         json: super::JsonText::trusted(json),
         resource_ids,
     })
-}
-
-/// Lets serde_json write into a `String`: it writes only valid UTF-8
-/// (whole strings and ASCII punctuation), so each chunk is `str`.
-struct FmtWriter<'a>(&'a mut String);
-
-impl std::io::Write for FmtWriter<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let text = std::str::from_utf8(buf).map_err(std::io::Error::other)?;
-        self.0.push_str(text);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 #[cfg(test)]
@@ -353,8 +337,7 @@ mod tests {
                 })
                 .collect(),
         );
-        let mut text = String::new();
-        serde_json::to_writer(super::FmtWriter(&mut text), &facets).unwrap();
+        let text = serde_json::to_string(&facets).unwrap();
         let value: serde_json::Value = serde_json::from_str(&text).unwrap();
         // `facets` is an object of arrays of `facetValue` (the schema).
         let errors: Vec<String> = value
