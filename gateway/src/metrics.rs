@@ -121,7 +121,7 @@ pub const TOOL_DURATION: &str = "dealer_gateway_tool_duration_seconds";
 pub const HTTP_REFUSALS: &str = "dealer_gateway_http_refusals_total";
 pub const RATE_LIMITED: &str = "dealer_gateway_rate_limited_total";
 pub const CURSOR_REFUSALS: &str = "dealer_gateway_cursor_refusals_total";
-pub const AUDIT_EVENTS: &str = "dealer_gateway_audit_events_total";
+pub const AUDIT_EVENTS: &str = crate::store::audit::AUDIT_EVENTS_METRIC;
 pub const SNAPSHOT_AGE: &str = "dealer_gateway_snapshot_age_seconds";
 pub const SNAPSHOT_SLA: &str = "dealer_gateway_snapshot_sla_seconds";
 pub const SNAPSHOT_VEHICLES: &str = "dealer_gateway_snapshot_vehicles";
@@ -231,21 +231,6 @@ pub fn count_method(method: &str, tool: Option<&str>, outcome: &str, started: In
     }
     metrics::counter!(REQUESTS, "method" => method, "tool" => tool, "outcome" => outcome.to_owned())
         .increment(1);
-    if outcome == crate::tools::ErrorCode::RateLimited.as_str() {
-        metrics::counter!(RATE_LIMITED, "limit" => "tool_quota").increment(1);
-    }
-}
-
-/// Counts one audit write (issue 15 item 1: events written and dropped).
-/// `kind` is `event` (one row per call) or `counter` (a counted refusal or
-/// public read folded into its window's row).
-pub fn count_audit<T, E>(kind: &'static str, written: &Result<T, E>) {
-    let result = if written.is_ok() {
-        "written"
-    } else {
-        "dropped"
-    };
-    metrics::counter!(AUDIT_EVENTS, "kind" => kind, "result" => result).increment(1);
 }
 
 /// The MCP methods this gateway answers keep their names as labels; any

@@ -593,7 +593,7 @@ async fn audit_programs_refusal(
     event.outcome = refusal.outcome().to_owned();
     event.resource_ids = resource_ids;
     let written = store.append_audit(&event).await;
-    crate::metrics::count_audit("event", &written);
+    crate::store::audit::count_write("event", &written);
     if let Err(e) = written {
         tracing::error!(error = %e, tool, "audit write of a refused programs change failed");
     }

@@ -187,7 +187,7 @@ impl Signed {
         event.policy_decision = "allow".to_owned();
         event.outcome = "ok".to_owned();
         let written = state.store.append_audit(&event).await;
-        crate::metrics::count_audit("event", &written);
+        crate::store::audit::count_write("event", &written);
         if let Err(e) = written {
             tracing::error!(error = %e, "console audit write failed");
         }

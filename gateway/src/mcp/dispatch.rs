@@ -66,6 +66,11 @@ pub async fn dispatch(
         Err(e) => format!("jsonrpc.{}", e.code()),
     };
     crate::metrics::count_method(method, tool.as_deref(), &outcome, started);
+    if outcome == tools::ErrorCode::RateLimited.as_str() {
+        // The anonymous per-tool quota (the HTTP-edge limits count in the
+        // transport).
+        metrics::counter!(crate::metrics::RATE_LIMITED, "limit" => "tool_quota").increment(1);
+    }
     crate::metrics::note(|f| {
         f.tool = tool;
         f.outcome = Some(outcome);
@@ -187,7 +192,7 @@ async fn audit_resource_read(
         Err(_) => event.outcome = crate::tools::ErrorCode::Internal.as_str().to_owned(),
     }
     let written = state.store.append_audit(&event).await;
-    crate::metrics::count_audit("event", &written);
+    crate::store::audit::count_write("event", &written);
     if let Err(e) = written {
         tracing::error!(error = %e, trace.id = %trace_id, "audit write failed");
     }

@@ -58,6 +58,23 @@ pub const PRUNE_INTERVAL: Duration = Duration::from_secs(60);
 /// reads and successful checks.
 const COUNTER_SHARE_DIVISOR: u64 = 10;
 
+/// The metric counting audit writes (issue 15 item 1; rendered at
+/// `/metrics`, described in `crate::metrics`).
+pub const AUDIT_EVENTS_METRIC: &str = "dealer_gateway_audit_events_total";
+
+/// Counts one audit write as `written` or `dropped` (the store refused it;
+/// the call it records was answered anyway). `kind` is `event` (one row per
+/// call) or `counter` (a counted refusal or public read folded into its
+/// window's row).
+pub fn count_write<T, E>(kind: &'static str, written: &Result<T, E>) {
+    let result = if written.is_ok() {
+        "written"
+    } else {
+        "dropped"
+    };
+    metrics::counter!(AUDIT_EVENTS_METRIC, "kind" => kind, "result" => result).increment(1);
+}
+
 /// Does `text` satisfy `common.schema.json#/$defs/identifier`
 /// (`^[A-Za-z0-9][A-Za-z0-9._:-]*$`, 1 to 128 characters)?
 pub fn is_identifier(text: &str) -> bool {

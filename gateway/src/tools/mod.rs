@@ -249,7 +249,7 @@ async fn audit(
             ctx.state.store.append_audit(&event).await
         }
     };
-    crate::metrics::count_audit(kind, &written);
+    crate::store::audit::count_write(kind, &written);
     if let Err(e) = written {
         tracing::error!(error = %e, trace.id = %ctx.trace_id, "audit write failed");
     }
