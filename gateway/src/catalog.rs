@@ -76,6 +76,19 @@ pub const SCHEMA_FILES: &[(&str, &str)] = &[
         "offers.schema.json",
         include_str!("../../schemas/offers.schema.json"),
     ),
+    // The AAP compatibility adapter's own shapes (issue 16 item 1).
+    (
+        "aap-common.schema.json",
+        include_str!("../../schemas/aap-common.schema.json"),
+    ),
+    (
+        "aap-dealer-information.schema.json",
+        include_str!("../../schemas/aap-dealer-information.schema.json"),
+    ),
+    (
+        "aap-inventory.schema.json",
+        include_str!("../../schemas/aap-inventory.schema.json"),
+    ),
 ];
 
 const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -83,6 +96,22 @@ const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
 /// The DAP error object (DAP 0.1 errors.md section 1): the
 /// `structuredContent` of every tool result with `isError: true`.
 const ERROR_DEFINITION: &str = "error.schema.json#/$defs/error";
+
+/// AAP's typed error (`aap.error`): the `structuredContent` of every error
+/// result of a tool whose `error_model` is `aap` (issue 16 item 1).
+const AAP_ERROR_DEFINITION: &str = "aap-common.schema.json#/$defs/aapError";
+
+/// Which error object a tool answers with when it fails (catalog
+/// `error_model`, default `dap`). The AAP compatibility tools answer with
+/// AAP's own error model, as AAP's MCP binding requires; every other tool
+/// with the DAP error object (DAP 0.1 errors.md section 1).
+#[derive(Debug, Clone, Copy, Default, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorModel {
+    #[default]
+    Dap,
+    Aap,
+}
 
 /// Why the catalog could not be loaded. Any of these stops the server at
 /// start: a gateway must never serve a catalog it cannot enforce.
@@ -177,6 +206,19 @@ pub struct Profile {
     pub scopes: Vec<String>,
     pub tools: Vec<String>,
     pub resources: Vec<String>,
+    /// Tools of the protocol this profile adapts that the gateway does not
+    /// serve, each with why (issue 16: `aap_lead_submit`, a write). The
+    /// manifest and the discovery documents publish them.
+    #[serde(default)]
+    pub not_offered: Vec<NotOffered>,
+}
+
+/// A tool a compatibility profile deliberately does not serve.
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct NotOffered {
+    pub tool: String,
+    pub reason: String,
 }
 
 /// A scope checked by one of the gateway's own surfaces rather than by a
@@ -204,6 +246,8 @@ struct RawTool {
     output_schema: String,
     annotations: Annotations,
     safety: Safety,
+    #[serde(default)]
+    error_model: ErrorModel,
 }
 
 /// One tool with its bundled schemas and compiled validators.
@@ -215,6 +259,8 @@ pub struct Tool {
     pub scope: Option<String>,
     pub annotations: Annotations,
     pub safety: Safety,
+    /// The error object the tool fails with (DAP's, or AAP's).
+    pub error_model: ErrorModel,
     /// The catalog's `FILE#/$defs/NAME` of the input and output definitions.
     pub input_reference: String,
     pub output_reference: String,
@@ -332,6 +378,7 @@ impl Catalog {
         }
         let definitions = index_definitions(&documents)?;
         let error_schema = bundle(&definitions, ERROR_DEFINITION)?;
+        let aap_error_schema = bundle(&definitions, AAP_ERROR_DEFINITION)?;
 
         let mut tools = Vec::with_capacity(raw.tools.len());
         for t in raw.tools {
@@ -356,10 +403,17 @@ impl Catalog {
             // client reads is exactly what is enforced.
             let input_validator = compile(&t.input_schema, &published_input_schema)?;
             let output_validator = compile(&t.output_schema, &output_schema)?;
-            let published_output_schema =
-                publish_output_schema(&t.output_schema, &output_schema, &error_schema).map_err(
-                    |reason| CatalogError::Inconsistent(format!("tool {}: {reason}", t.name)),
-                )?;
+            let tool_error_schema = match t.error_model {
+                ErrorModel::Dap => &error_schema,
+                ErrorModel::Aap => &aap_error_schema,
+            };
+            let published_output_schema = publish_output_schema(
+                &t.output_schema,
+                &output_schema,
+                tool_error_schema,
+                t.error_model,
+            )
+            .map_err(|reason| CatalogError::Inconsistent(format!("tool {}: {reason}", t.name)))?;
             // Compiled once so a published schema that does not compile
             // stops the server at start, like the others.
             compile(&t.output_schema, &published_output_schema)?;
@@ -371,6 +425,7 @@ impl Catalog {
                 scope: t.scope,
                 annotations: t.annotations,
                 safety: t.safety,
+                error_model: t.error_model,
                 input_reference: t.input_schema,
                 output_reference: t.output_schema,
                 input_schema,
@@ -459,6 +514,15 @@ impl Catalog {
             }
         }
         for profile in &self.profiles {
+            // A tool said not to be offered must indeed not be served.
+            for absent in &profile.not_offered {
+                if self.by_name.contains_key(&absent.tool) {
+                    return Err(CatalogError::Inconsistent(format!(
+                        "profile {} says {} is not offered, but the catalog defines it",
+                        profile.id, absent.tool
+                    )));
+                }
+            }
             for name in &profile.tools {
                 if !self.by_name.contains_key(name) {
                     return Err(CatalogError::Inconsistent(format!(
@@ -695,7 +759,18 @@ fn bundle(
 /// definitions below [`compact::SUCCESS_DEPTH`] as their JSON type; the
 /// gateway itself still checks each result against the full success
 /// definition, and `/schemas/` serves the full files (issue 13 item 5).
-fn publish_output_schema(reference: &str, success: &Value, error: &Value) -> Result<Value, String> {
+///
+/// An AAP compatibility tool (`error_model: aap`) publishes `anyOf: [AAP
+/// response, aap.error]` (AAP MCP binding: the output schema accepts the
+/// typed response or `aap.error`), with only the root members of each
+/// published (depth 0): every served tool shares one `tools/list`, which
+/// must stay within 50 KB (issue 13 item 5).
+fn publish_output_schema(
+    reference: &str,
+    success: &Value,
+    error: &Value,
+    model: ErrorModel,
+) -> Result<Value, String> {
     let root_name = |schema: &Value| {
         schema
             .get("$ref")
@@ -728,13 +803,24 @@ fn publish_output_schema(reference: &str, success: &Value, error: &Value) -> Res
     }
     let success_root = root_name(success)?;
     let error_root = root_name(error)?;
-    let description = format!(
-        "The result, or the DAP error object if isError. Abridged; full: /schemas/{reference}"
-    );
+    let (description, success_depth) = match model {
+        ErrorModel::Dap => (
+            format!(
+                "The result, or the DAP error object if isError. Abridged; full: /schemas/{reference}"
+            ),
+            compact::SUCCESS_DEPTH,
+        ),
+        ErrorModel::Aap => (
+            format!(
+                "The AAP response, or aap.error if isError. Abridged; full: /schemas/{reference}"
+            ),
+            0,
+        ),
+    };
     compact::output(
         &defs,
         &[
-            (success_root.as_str(), compact::SUCCESS_DEPTH),
+            (success_root.as_str(), success_depth),
             (error_root.as_str(), compact::ERROR_DEPTH),
         ],
         &description,

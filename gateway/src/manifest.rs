@@ -141,9 +141,59 @@ pub fn build(
             "dealergateway.catalog": {
                 "bundle": catalog.bundle,
                 "tools": catalog.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>()
-            }
+            },
+            "dealergateway.compatibility": compatibility(catalog)
         }
     }))
+}
+
+/// What the Auto Agent Protocol (AAP) MCP binding is served by: a
+/// COMPATIBILITY ADAPTER over DAP, never native DAP (DAP section 15: an
+/// adapter that drops provenance, pricing conditions, freshness or tenant
+/// scope must not be advertised as native). `native: false` and the losses
+/// below say so; docs/compatibility.md classifies every field. Built from
+/// the catalog profile, so it lists exactly what is served and what is not.
+pub fn compatibility(catalog: &crate::catalog::Catalog) -> Value {
+    let adapters: Vec<Value> = catalog
+        .profiles
+        .iter()
+        .filter(|p| p.id == crate::tools::aap_map::PROFILE)
+        .map(|p| {
+            let skills: Vec<Value> = p
+                .tools
+                .iter()
+                .map(|tool| json!({"skill": aap_skill(tool), "tool": tool}))
+                .collect();
+            json!({
+                "protocol": "auto-agent-protocol",
+                "binding": "mcp",
+                "kind": "compatibility_adapter",
+                "native": false,
+                "profile": p.id,
+                "status": p.status,
+                "adapts": p.depends_on,
+                "skills": skills,
+                "not_offered": p.not_offered,
+                "error_model": "aap.error (details.dap_code keeps the DAP code)",
+                "losses": [
+                    "AAP price (an out-the-door total) is never given; list_price only when the advertised price excludes required dealer charges and is in whole US dollars",
+                    "availability is the dealer's unverified listing; DAP availability, provenance and freshness are kept per vehicle under dealergateway",
+                    "only in-stock units (available, intransit, pending) are listed; sold, unavailable, withdrawn and unknown-status units are not",
+                    "dealer data carries no AAP provenance or freshness members; they are stated in the response message",
+                    "AAP filters and sort fields without a DAP source are refused, never ignored"
+                ],
+                "mapping_document": "docs/compatibility.md"
+            })
+        })
+        .collect();
+    json!({ "adapters": adapters })
+}
+
+/// AAP's skill id of an `aap_<skill>` tool (AAP MCP binding: dots become
+/// underscores; the first underscore is the skill's only dot).
+pub fn aap_skill(tool: &str) -> String {
+    let skill = tool.strip_prefix("aap_").unwrap_or(tool);
+    skill.replacen('_', ".", 1)
 }
 
 /// The view key of `principal` on `snapshot` for `organization_id`: the

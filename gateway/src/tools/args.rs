@@ -144,6 +144,70 @@ impl ToolArgs for OffersArgs {
     const INPUT: &'static str = "offers.schema.json#/$defs/offersEvaluateRequest";
 }
 
+/// `aap_dealer_information` (issue 16 item 1): AAP's request plus this
+/// gateway's optional `dealer_id` (see `aap_map::dealer`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AapDealerInformationArgs {
+    /// AAP's discriminator; the schema fixes its value.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub dealer_id: Option<String>,
+}
+
+impl ToolArgs for AapDealerInformationArgs {
+    const INPUT: &'static str =
+        "aap-dealer-information.schema.json#/$defs/aapDealerInformationRequest";
+}
+
+/// `aap_inventory_facets`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AapFacetsArgs {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub dealer_id: Option<String>,
+    pub filters: Option<super::aap_map::Filters>,
+}
+
+impl ToolArgs for AapFacetsArgs {
+    const INPUT: &'static str = "aap-inventory.schema.json#/$defs/aapFacetsRequest";
+}
+
+/// `aap_inventory_search`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AapSearchArgs {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub dealer_id: Option<String>,
+    pub filters: Option<super::aap_map::Filters>,
+    pub pagination: Option<super::aap_map::Pagination>,
+    pub sort: Option<super::aap_map::Sort>,
+    pub privacy: Option<super::aap_map::Privacy>,
+}
+
+impl ToolArgs for AapSearchArgs {
+    const INPUT: &'static str = "aap-inventory.schema.json#/$defs/aapSearchRequest";
+}
+
+/// `aap_inventory_vehicle`: at least one identifier (the schema's
+/// `dependentSchemas`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AapVehicleArgs {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub dealer_id: Option<String>,
+    pub vin: Option<String>,
+    pub stock: Option<String>,
+    pub vehicle_id: Option<String>,
+}
+
+impl ToolArgs for AapVehicleArgs {
+    const INPUT: &'static str = "aap-inventory.schema.json#/$defs/aapVehicleRequest";
+}
+
 /// The target of schema-valid members (the schemas' `oneOf` leaves exactly
 /// one selector; `None` only if the type and schema disagree).
 fn target<'a>(
@@ -353,6 +417,10 @@ mod drift {
         check::<AvailabilityArgs>();
         check::<DisclosureArgs>();
         check::<OffersArgs>();
+        check::<AapDealerInformationArgs>();
+        check::<AapFacetsArgs>();
+        check::<AapSearchArgs>();
+        check::<AapVehicleArgs>();
     }
 
     /// The diff can fail: a struct with a member the schema lacks, or an

@@ -10,6 +10,11 @@
 //! evaluation; docs/benchmarks.md "Where output is validated"). Arguments
 //! are read once into each tool's type ([`args`]) after the input check.
 
+pub mod aap_dealer_information;
+pub mod aap_inventory_facets;
+pub mod aap_inventory_search;
+pub mod aap_inventory_vehicle;
+pub mod aap_map;
 pub mod args;
 pub mod dealer_get;
 pub mod error;
@@ -54,6 +59,10 @@ pub const IMPLEMENTED: &[&str] = &[
     verify_availability::NAME,
     get_disclosure::NAME,
     offers_evaluate::NAME,
+    aap_dealer_information::NAME,
+    aap_inventory_facets::NAME,
+    aap_inventory_search::NAME,
+    aap_inventory_vehicle::NAME,
 ];
 
 /// Outcome of one tool call: the structured content and whether it is an
@@ -234,7 +243,11 @@ async fn audit(
                 v.as_str()
                     .map_or_else(|| INVALID_MARKER.to_owned(), identifier_or_marker)
             };
-            event.organization_id = args.get("organization_id").map(identifier);
+            // The AAP tools name the organization `dealer_id` (aap_map::dealer).
+            event.organization_id = args
+                .get("organization_id")
+                .or_else(|| args.get("dealer_id"))
+                .map(identifier);
             event.rooftop_ids = match (args.get("rooftop_id"), args.get("rooftop_ids")) {
                 (Some(one), _) => vec![identifier(one)],
                 (None, Some(Value::Array(many))) => identifiers_of(many),
@@ -311,6 +324,14 @@ async fn dispatch(
             .map(|(v, meta)| (Produced::Tree(v), Some(meta))),
         offers_evaluate::NAME => plain(offers_evaluate::call(ctx, args).await),
         get_disclosure::NAME => get_disclosure::call(ctx, args).await.map(|p| (p, None)),
+        aap_dealer_information::NAME => plain(aap_dealer_information::call(ctx, args).await),
+        aap_inventory_facets::NAME => plain(aap_inventory_facets::call(ctx, args).await),
+        aap_inventory_search::NAME => aap_inventory_search::call(ctx, args)
+            .await
+            .map(|p| (p, None)),
+        aap_inventory_vehicle::NAME => aap_inventory_vehicle::call(ctx, args)
+            .await
+            .map(|p| (p, None)),
         _ => return None,
     })
 }
@@ -361,8 +382,18 @@ pub async fn invoke(ctx: &ToolContext, name: &str, args: &Value) -> Option<ToolO
             } else {
                 tracing::info!(error.id = %error_id, trace.id = %ctx.trace_id, tool.name = name, error.code = error.code().as_str(), "tool refused");
             }
+            // The error model is the tool's (catalog `error_model`): the AAP
+            // compatibility tools answer with AAP's aap.error (issue 16).
+            let object = match tool.error_model {
+                crate::catalog::ErrorModel::Dap => {
+                    error.to_dap(&error_id, &ctx.trace_id, Utc::now())
+                }
+                crate::catalog::ErrorModel::Aap => {
+                    aap_map::error_object(&error, name, &error_id, &ctx.trace_id, Utc::now())
+                }
+            };
             ToolOutcome {
-                structured: JsonText::of(&error.to_dap(&error_id, &ctx.trace_id, Utc::now())),
+                structured: JsonText::of(&object),
                 is_error: true,
                 meta: None,
                 code: Some(error.code()),

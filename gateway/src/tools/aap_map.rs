@@ -1,0 +1,827 @@
+//! The Auto Agent Protocol (AAP) compatibility adapter: what the four AAP
+//! read tools share (issue 16 item 1; every field's class is in
+//! docs/compatibility.md).
+//!
+//! The AAP tools are adapters, never a second implementation: each one
+//! calls the DAP tool's own `call` (so tenancy is decided before any lookup,
+//! DAP-CORE-029..031, and the pipeline in [`super::invoke`] applies the
+//! scope, the rate limits and the audit to the AAP call itself) and maps the
+//! DAP result here. Nothing is invented (DAP section 15): AAP's `price` is an
+//! out-the-door total this gateway cannot state, so it is never written;
+//! `list_price` is the advertised price only when that price excludes the
+//! required dealer charges and is in whole US dollars; every AAP vehicle
+//! keeps its DAP availability, advertised price, provenance and freshness
+//! under `dealergateway`, so a compatibility answer drops none of them.
+//!
+//! AAP lists only in-stock units (`available`, `intransit`, `pending`):
+//! sold, unavailable, withdrawn and unknown-status vehicles are never
+//! returned to AAP clients, and one asked for by identifier is not found.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::{ToolContext, ToolError};
+use crate::auth::Principal;
+use crate::catalog::FieldError;
+use crate::directory::DirectorySnapshot;
+use crate::store::OrganizationRecord;
+
+/// The catalog profile of the AAP tools.
+pub const PROFILE: &str = "dealergateway.aap-compat/0.1";
+/// AAP's ProtoJSON type tag of `aap.error` (AAP error.schema.json `@type`).
+pub const AAP_ERROR_TYPE: &str = "https://autoagentprotocol.org/extensions/aap/error";
+/// AAP's tool name of a skill this read-only gateway does not serve.
+pub const LEAD_SUBMIT: &str = "aap_lead_submit";
+/// Page size when an AAP search gives no `pagination.limit` (AAP: dealer
+/// defined, at most 50 recommended).
+pub const DEFAULT_LIMIT: usize = 20;
+/// The largest AAP page served: DAP's page limit (AAP recommends a cap of
+/// 100; the effective limit is echoed in `data.limit`).
+pub const MAX_LIMIT: usize = 100;
+/// DAP statuses of in-stock units, the only ones AAP lists.
+pub const IN_STOCK: [&str; 4] = ["available", "in_transit", "on_hold", "pending_sale"];
+/// Millimetres per statute mile (exact) and per kilometre.
+const MM_PER_MILE: u128 = 1_609_344;
+const MM_PER_KM: u128 = 1_000_000;
+
+/// AAP's filter block as this gateway applies it (aap-common.schema.json
+/// `aapFilters`; any other AAP filter fails the input schema, so it is
+/// refused, never silently ignored).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Filters {
+    pub make: Option<Vec<String>>,
+    pub model: Option<Vec<String>>,
+    pub condition: Option<Vec<String>>,
+    pub vehicle_type: Option<Vec<String>>,
+    pub status: Option<Vec<String>>,
+    pub rooftops: Option<Vec<String>>,
+    pub year_min: Option<i64>,
+    pub year_max: Option<i64>,
+    pub mileage_max: Option<u64>,
+    pub vin: Option<String>,
+    pub stock: Option<String>,
+    pub query: Option<String>,
+}
+
+/// AAP `pagination`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pagination {
+    pub skip: Option<usize>,
+    pub limit: Option<usize>,
+}
+
+/// AAP `sort` (only the fields this gateway can order by exactly).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sort {
+    pub field: String,
+    pub order: String,
+}
+
+/// AAP `privacy`: a hint; these reads take no identity either way.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Privacy {
+    pub anonymous: Option<bool>,
+}
+
+// ---------------------------------------------------------------------------
+// The dealer
+// ---------------------------------------------------------------------------
+
+/// The dealer an AAP call is about, and the directory snapshot it was
+/// decided on. AAP's requests name no dealer (an AAP endpoint serves one);
+/// this gateway serves several, so `dealer_id` (a DAP organization_id) may
+/// be given and must be when the caller can see more than one. An absent
+/// or invisible dealer is `NotFound` (DAP-CORE-031), from the DAP tool's
+/// own policy check, which every caller of this runs next.
+pub async fn dealer(
+    ctx: &ToolContext,
+    dealer_id: Option<&str>,
+) -> Result<(Arc<DirectorySnapshot>, String), ToolError> {
+    let directory = ctx
+        .state
+        .directory
+        .snapshot()
+        .await
+        .map_err(ToolError::internal)?;
+    let id = match dealer_id {
+        Some(id) => id.to_owned(),
+        None => only_visible(&directory, &ctx.principal)?,
+    };
+    Ok((directory, id))
+}
+
+fn only_visible(directory: &DirectorySnapshot, principal: &Principal) -> Result<String, ToolError> {
+    let visible: Vec<&OrganizationRecord> = directory
+        .organizations
+        .iter()
+        .filter(|o| !principal.visible_rooftops(o).is_empty())
+        .collect();
+    match visible.as_slice() {
+        [one] => Ok(one.organization_id.clone()),
+        [] => Err(ToolError::NotFound),
+        _ => Err(ToolError::Invalid {
+            message: "dealer_id is required: this gateway serves several dealers. Give one of the organization_ids of the manifest (dealeragent.discovery.get_manifest or /.well-known/dealer-agent.json).".into(),
+            field_errors: vec![FieldError::new(
+                "/dealer_id",
+                "required",
+                "Required property 'dealer_id' is missing.",
+            )],
+        }),
+    }
+}
+
+/// Rooftop id to name of every rooftop of `organization_id` (AAP names a
+/// vehicle's rooftop by name, `Vehicle.rooftop`).
+pub fn rooftop_names(
+    directory: &DirectorySnapshot,
+    organization_id: &str,
+) -> HashMap<String, String> {
+    directory
+        .organization(organization_id)
+        .map(|org| {
+            org.rooftops
+                .iter()
+                .map(|r| {
+                    let name = r.dap["name"].as_str().unwrap_or(&r.rooftop_id).to_owned();
+                    (r.rooftop_id.clone(), name)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------
+// Requests: AAP filters to DAP search arguments
+// ---------------------------------------------------------------------------
+
+fn invalid(pointer: &str, keyword: &str, message: &str) -> ToolError {
+    ToolError::Invalid {
+        message: message.to_owned(),
+        field_errors: vec![FieldError::new(pointer, keyword, message)],
+    }
+}
+
+fn push_unique(out: &mut Vec<Value>, value: &str) {
+    let value = json!(value);
+    if !out.contains(&value) {
+        out.push(value);
+    }
+}
+
+/// The DAP `dealeragent.inventory.search` arguments of AAP `filters` for
+/// `organization_id`. Rooftop names resolve among the rooftops the caller
+/// may see (an invisible rooftop is refused exactly like an absent one).
+/// Without a status filter only in-stock units match (AAP: other units are
+/// out of stock and never listed).
+pub fn search_args(
+    directory: &DirectorySnapshot,
+    principal: &Principal,
+    organization_id: &str,
+    filters: &Filters,
+) -> Result<Value, ToolError> {
+    let mut args = Map::new();
+    args.insert("organization_id".into(), json!(organization_id));
+    let mut dap = Map::new();
+    let nonempty = |list: &Option<Vec<String>>| list.as_ref().filter(|l| !l.is_empty()).cloned();
+    if let Some(makes) = nonempty(&filters.make) {
+        dap.insert("make".into(), unique(&makes));
+    }
+    if let Some(models) = nonempty(&filters.model) {
+        dap.insert("model".into(), unique(&models));
+    }
+    if let Some(conditions) = nonempty(&filters.condition) {
+        let mut out = Vec::new();
+        for c in &conditions {
+            // AAP cpo is DAP certified; DAP demo has no AAP value.
+            push_unique(&mut out, if c == "cpo" { "certified" } else { c });
+        }
+        dap.insert("condition".into(), Value::Array(out));
+    }
+    if let Some(types) = nonempty(&filters.vehicle_type) {
+        let mut out = Vec::new();
+        for t in &types {
+            if t == "car" {
+                // AAP's car is any car, truck or SUV (AAP Vehicle.vehicle_type).
+                for dap_type in ["car", "truck", "suv", "van"] {
+                    push_unique(&mut out, dap_type);
+                }
+            } else {
+                push_unique(&mut out, t);
+            }
+        }
+        dap.insert("vehicle_type".into(), Value::Array(out));
+    }
+    let mut statuses = Vec::new();
+    match nonempty(&filters.status) {
+        None => IN_STOCK.iter().for_each(|s| push_unique(&mut statuses, s)),
+        Some(list) => {
+            for s in &list {
+                match s.as_str() {
+                    "intransit" => push_unique(&mut statuses, "in_transit"),
+                    "pending" => {
+                        push_unique(&mut statuses, "on_hold");
+                        push_unique(&mut statuses, "pending_sale");
+                    }
+                    other => push_unique(&mut statuses, other),
+                }
+            }
+        }
+    }
+    dap.insert("availability".into(), Value::Array(statuses));
+    if let Some(year) = filters.year_min {
+        dap.insert("year_min".into(), json!(year));
+    }
+    if let Some(year) = filters.year_max {
+        dap.insert("year_max".into(), json!(year));
+    }
+    if let Some(miles) = filters.mileage_max {
+        dap.insert("odometer_max".into(), json!({"value": miles, "unit": "mi"}));
+    }
+    if let Some(vin) = &filters.vin {
+        dap.insert("vin".into(), json!(vin));
+    }
+    if let Some(stock) = &filters.stock {
+        dap.insert("stock_number".into(), json!(stock));
+    }
+    args.insert("filters".into(), Value::Object(dap));
+    if let Some(query) = filters
+        .query
+        .as_deref()
+        .map(str::trim)
+        .filter(|q| !q.is_empty())
+    {
+        args.insert("query".into(), json!(query));
+    }
+    if let Some(names) = nonempty(&filters.rooftops) {
+        let org = directory
+            .organization(organization_id)
+            .ok_or(ToolError::NotFound)?;
+        let visible = principal.visible_rooftops(org);
+        let mut ids = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            let rooftop = visible
+                .iter()
+                .find(|r| r.dap["name"].as_str() == Some(name.as_str()))
+                .ok_or_else(|| {
+                    invalid(
+                        &format!("/filters/rooftops/{i}"),
+                        "enum",
+                        "A name in filters.rooftops is not a rooftop of this dealer; aap_dealer_information lists the rooftop names.",
+                    )
+                })?;
+            push_unique(&mut ids, &rooftop.rooftop_id);
+        }
+        args.insert("rooftop_ids".into(), Value::Array(ids));
+    }
+    Ok(Value::Object(args))
+}
+
+fn unique(list: &[String]) -> Value {
+    let mut out = Vec::new();
+    for item in list {
+        push_unique(&mut out, item);
+    }
+    Value::Array(out)
+}
+
+/// DAP `searchSort` of an AAP sort (the schema admits only these fields).
+pub fn sort(sort: &Sort) -> Value {
+    let field = match sort.field.as_str() {
+        "mileage" => "odometer",
+        "updated_at" => "observed_at",
+        other => other,
+    };
+    json!({"field": field, "order": sort.order})
+}
+
+// ---------------------------------------------------------------------------
+// Responses: DAP to AAP
+// ---------------------------------------------------------------------------
+
+/// AAP status of a DAP availability status; `None` for a unit AAP never
+/// lists (sold, unavailable, unknown).
+pub fn status(dap: &str) -> Option<&'static str> {
+    match dap {
+        "available" => Some("available"),
+        "in_transit" => Some("intransit"),
+        "on_hold" | "pending_sale" => Some("pending"),
+        _ => None,
+    }
+}
+
+/// AAP condition of a DAP condition; `None` for `demo` (no AAP value).
+pub fn condition(dap: &str) -> Option<&'static str> {
+    match dap {
+        "new" => Some("new"),
+        "used" => Some("used"),
+        "certified" => Some("cpo"),
+        _ => None,
+    }
+}
+
+/// AAP vehicle type of a DAP vehicle type (AAP's car covers trucks, SUVs
+/// and vans).
+pub fn vehicle_type(dap: &str) -> Option<&'static str> {
+    match dap {
+        "car" | "truck" | "suv" | "van" => Some("car"),
+        "motorcycle" => Some("motorcycle"),
+        "trailer" => Some("trailer"),
+        "rv" => Some("rv"),
+        "other" => Some("other"),
+        _ => None,
+    }
+}
+
+fn fuel(dap: &str) -> Option<&'static str> {
+    match dap {
+        "gasoline" => Some("gas"),
+        "diesel" => Some("diesel"),
+        "hybrid" => Some("hybrid"),
+        "plug_in_hybrid" => Some("phev"),
+        "battery_electric" => Some("bev"),
+        "hydrogen" => Some("hydrogen"),
+        _ => None,
+    }
+}
+
+fn driveline(dap: &str) -> Option<&'static str> {
+    match dap {
+        "fwd" => Some("fwd"),
+        "rwd" => Some("rwd"),
+        "awd" => Some("awd"),
+        "four_wd" => Some("4wd"),
+        _ => None,
+    }
+}
+
+/// Whole miles of a DAP distance (`{value, unit}`): exact for miles,
+/// rounded to the nearest mile for kilometres (integer arithmetic in
+/// millimetres, 1 mi = 1,609,344 mm, as DAP's odometer filter compares).
+fn miles(distance: &Value) -> Option<u64> {
+    let value = distance["value"].as_u64()?;
+    match distance["unit"].as_str()? {
+        "mi" => Some(value),
+        "km" => {
+            let mm = u128::from(value) * MM_PER_KM;
+            u64::try_from((mm + MM_PER_MILE / 2) / MM_PER_MILE).ok()
+        }
+        _ => None,
+    }
+}
+
+/// AAP's `electric_range_mi` of a DAP electric range: miles as given;
+/// whole kilometres converted to tenths of a mile (a fractional kilometre
+/// figure is left out rather than converted in floating point).
+fn electric_range_miles(range: &Value) -> Option<Value> {
+    match range["unit"].as_str()? {
+        "mi" => range["value"].as_number().map(|n| Value::Number(n.clone())),
+        "km" => {
+            let km = range["value"].as_u64()?;
+            let tenths = (u128::from(km) * MM_PER_KM * 10 + MM_PER_MILE / 2) / MM_PER_MILE;
+            serde_json::from_str(&format!("{}.{}", tenths / 10, tenths % 10)).ok()
+        }
+        _ => None,
+    }
+}
+
+/// AAP `list_price` of a DAP advertised price: whole US dollars, and only
+/// when the price does NOT already include required dealer charges (AAP:
+/// the base price before fees). Otherwise `None`: the AAP shape has no
+/// honest member for it (it stays under `dealergateway.advertised_price`).
+pub fn list_price(advertised: &Value) -> Option<i64> {
+    let amount = &advertised["amount"];
+    let minor = amount["amount_minor"].as_i64()?;
+    let whole_usd = amount["currency"] == json!("USD") && minor >= 0 && minor % 100 == 0;
+    (whole_usd && advertised["includes_required_dealer_charges"] == json!(false))
+        .then_some(minor / 100)
+}
+
+fn copy_str(out: &mut Map<String, Value>, aap: &str, value: &Value) {
+    if let Some(text) = value.as_str().filter(|t| !t.is_empty()) {
+        out.insert(aap.into(), json!(text));
+    }
+}
+
+/// The AAP vehicle of one DAP vehicle, or `None` when AAP may not list it
+/// (not in stock, or withdrawn from the dealer's feed).
+pub fn vehicle(dap: &Value, rooftops: &HashMap<String, String>) -> Option<Value> {
+    let aap_status = status(dap["availability"]["status"].as_str()?)?;
+    if dap["freshness"]["state"] == json!("withdrawn") {
+        return None;
+    }
+    let mut out = Map::new();
+    out.insert("vehicle_id".into(), dap["vehicle_id"].clone());
+    out.insert("dealer_id".into(), dap["organization_id"].clone());
+    let rooftop_id = dap["rooftop_id"].as_str()?;
+    if let Some(name) = rooftops.get(rooftop_id) {
+        out.insert("rooftop".into(), json!(name));
+    }
+    if let Some(t) = dap["vehicle_type"].as_str().and_then(vehicle_type) {
+        out.insert("vehicle_type".into(), json!(t));
+    }
+    copy_str(&mut out, "vin", &dap["vin"]);
+    copy_str(&mut out, "stock", &dap["stock_number"]);
+    if let Some(year) = dap["year"].as_i64() {
+        out.insert("year".into(), json!(year));
+    }
+    copy_str(&mut out, "make", &dap["make"]);
+    copy_str(&mut out, "model", &dap["model"]);
+    copy_str(&mut out, "trim", &dap["trim"]);
+    if let Some(c) = dap["condition"].as_str().and_then(condition) {
+        out.insert("condition".into(), json!(c));
+    }
+    out.insert("status".into(), json!(aap_status));
+    if let Some(price) = list_price(&dap["advertised_price"]) {
+        out.insert("list_price".into(), json!(price));
+    }
+    if let Some(mi) = miles(&dap["odometer"]) {
+        out.insert("mileage".into(), json!(mi));
+    }
+    if let Some(body) = dap["body_style"].as_str().filter(|b| !b.is_empty()) {
+        out.insert("body".into(), json!(body.to_lowercase()));
+    }
+    let powertrain = &dap["powertrain"];
+    copy_str(&mut out, "transmission", &powertrain["transmission"]);
+    if let Some(d) = powertrain["drivetrain"].as_str().and_then(driveline) {
+        out.insert("driveline".into(), json!(d));
+    }
+    if let Some(f) = powertrain["fuel_type"].as_str().and_then(fuel) {
+        out.insert("fuel".into(), json!(f));
+    }
+    if let Some(range) = electric_range_miles(&powertrain["electric_range"]) {
+        out.insert("electric_range_mi".into(), range);
+    }
+    copy_str(&mut out, "exterior_color", &dap["exterior_color"]);
+    copy_str(&mut out, "interior_color", &dap["interior_color"]);
+    if let Some(features) = dap["features"].as_array() {
+        out.insert("features".into(), Value::Array(features.clone()));
+    }
+    if let Some(media) = dap["media"].as_array() {
+        let mut images: Vec<(i64, &Value)> = media
+            .iter()
+            .filter(|m| m["type"] == json!("image"))
+            .map(|m| (m["position"].as_i64().unwrap_or(i64::MAX), &m["url"]))
+            .collect();
+        images.sort_by_key(|(position, _)| *position);
+        let photos: Vec<Value> = images.into_iter().map(|(_, url)| url.clone()).collect();
+        if !photos.is_empty() {
+            out.insert("photos".into(), Value::Array(photos));
+        }
+    }
+    copy_str(&mut out, "vdp_url", &dap["listing_url"]);
+    if let Some(stocked) = dap["used_vehicle"]["inventory_tenure"]["stocked_at"]
+        .as_str()
+        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+    {
+        out.insert(
+            "inventory_date".into(),
+            json!(stocked.with_timezone(&Utc).format("%Y-%m-%d").to_string()),
+        );
+    }
+    copy_str(&mut out, "updated_at", &dap["availability"]["observed_at"]);
+    let mut evidence = Map::new();
+    evidence.insert("rooftop_id".into(), json!(rooftop_id));
+    for member in ["condition", "vehicle_type", "odometer"] {
+        if let Some(v) = dap.get(member) {
+            evidence.insert(member.into(), v.clone());
+        }
+    }
+    for member in [
+        "availability",
+        "advertised_price",
+        "provenance",
+        "freshness",
+    ] {
+        evidence.insert(member.into(), dap[member].clone());
+    }
+    out.insert("dealergateway".into(), Value::Object(evidence));
+    Some(Value::Object(out))
+}
+
+/// A DAP facet (`[{value, count}]`) with its values mapped by `map` (a
+/// value mapped to `None` is dropped) and equal values merged, ordered
+/// like DAP's: count descending, then value ascending.
+pub fn term_facet(dap: &Value, map: impl Fn(&Value) -> Option<Value>) -> Value {
+    let mut merged: BTreeMap<String, (Value, u64)> = BTreeMap::new();
+    for bucket in dap.as_array().into_iter().flatten() {
+        let (Some(value), Some(count)) = (map(&bucket["value"]), bucket["count"].as_u64()) else {
+            continue;
+        };
+        let entry = merged.entry(value.to_string()).or_insert((value, 0));
+        entry.1 += count;
+    }
+    let mut buckets: Vec<(Value, u64)> = merged.into_values().filter(|(_, c)| *c > 0).collect();
+    buckets.sort_by(|a, b| {
+        b.1.cmp(&a.1)
+            .then_with(|| a.0.to_string().cmp(&b.0.to_string()))
+    });
+    Value::Array(
+        buckets
+            .into_iter()
+            .map(|(value, count)| json!({"value": value, "count": count}))
+            .collect(),
+    )
+}
+
+/// The number of vehicles a DAP search matched: every vehicle has exactly
+/// one condition, and DAP's facets count the whole filtered set
+/// (inventory::search, "each facet's counts sum to total").
+pub fn total(dap_search: &Value) -> u64 {
+    dap_search["facets"]["condition"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b["count"].as_u64())
+        .sum()
+}
+
+/// AAP facets of a DAP search's facets.
+pub fn facets(dap_search: &Value) -> Map<String, Value> {
+    let f = &dap_search["facets"];
+    let same = |v: &Value| Some(v.clone());
+    let mapped = |table: fn(&str) -> Option<&'static str>| {
+        move |v: &Value| v.as_str().and_then(table).map(|s| json!(s))
+    };
+    let mut out = Map::new();
+    out.insert("makes".into(), term_facet(&f["make"], same));
+    out.insert("models".into(), term_facet(&f["model"], same));
+    out.insert("years".into(), term_facet(&f["year"], same));
+    out.insert(
+        "conditions".into(),
+        term_facet(&f["condition"], mapped(condition)),
+    );
+    out.insert(
+        "vehicle_types".into(),
+        term_facet(&f["vehicle_type"], mapped(vehicle_type)),
+    );
+    out.insert(
+        "statuses".into(),
+        term_facet(&f["availability"], mapped(status)),
+    );
+    let years: Vec<i64> = f["year"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|b| b["count"].as_u64().is_some_and(|c| c > 0))
+        .filter_map(|b| b["value"].as_i64())
+        .collect();
+    if let (Some(min), Some(max)) = (years.iter().min(), years.iter().max()) {
+        out.insert("year_range".into(), json!({"min": min, "max": max}));
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------
+// Errors: AAP's error model
+// ---------------------------------------------------------------------------
+
+/// The `aap.error` object of a failed AAP tool call (AAP error.schema.json;
+/// the MCP binding's "Errors that an agent can act on"). The DAP code is
+/// kept in `details.dap_code`, the failing request paths in
+/// `details.field_errors` (names from the schema, never input values,
+/// DAP-ERR-002), and a concrete correction in `details.correction`.
+pub fn error_object(
+    error: &ToolError,
+    tool: &str,
+    error_id: &str,
+    trace_id: &str,
+    now: DateTime<Utc>,
+) -> Value {
+    let dap_code = error.code();
+    let mut details = Map::new();
+    details.insert("dap_code".into(), json!(dap_code.as_str()));
+    details.insert("trace_id".into(), json!(trace_id));
+    let field_code = |errors: &[FieldError]| {
+        if errors.iter().any(|e| e.keyword == "required") {
+            "MISSING_REQUIRED_FIELD"
+        } else {
+            "SCHEMA_VALIDATION_FAILED"
+        }
+    };
+    let (code, message): (&str, String) = match error {
+        ToolError::Validation { field_errors } => {
+            details.insert("field_errors".into(), json!(field_errors));
+            details.insert(
+                "correction".into(),
+                json!(if tool == super::aap_inventory_vehicle::NAME {
+                    "Send type inventory.vehicle.request with at least one of vin, stock or vehicle_id, each valid as the inputSchema of tools/list says."
+                } else {
+                    "Correct each member named in field_errors as the inputSchema of tools/list says. AAP filters this gateway applies: make, model, condition, vehicle_type, status, rooftops, year_min, year_max, mileage_max, vin, stock, query; sort fields: year, mileage, updated_at. Others (price, trim, fuel, colors, ...) are refused, never ignored."
+                }),
+            );
+            (
+                field_code(field_errors),
+                "The arguments do not satisfy this tool's input schema.".to_owned(),
+            )
+        }
+        ToolError::Invalid {
+            message,
+            field_errors,
+        } => {
+            details.insert("field_errors".into(), json!(field_errors));
+            (field_code(field_errors), message.clone())
+        }
+        ToolError::NotFound => {
+            if tool == super::aap_inventory_vehicle::NAME {
+                (
+                    "VEHICLE_NOT_FOUND",
+                    "No in-stock vehicle of this dealer matches. Sold, withdrawn and unknown-status units are not listed to AAP clients.".to_owned(),
+                )
+            } else {
+                details.insert(
+                    "correction".into(),
+                    json!("Use a dealer_id from the manifest's organization_ids and rooftop names from aap_dealer_information."),
+                );
+                (
+                    "SCHEMA_VALIDATION_FAILED",
+                    "The requested dealer or rooftop was not found.".to_owned(),
+                )
+            }
+        }
+        ToolError::AuthRequired { how } => (
+            "UNSUPPORTED_SKILL",
+            format!("This skill requires authentication. {how}"),
+        ),
+        ToolError::ScopeInsufficient { scope } => {
+            details.insert("required_scope".into(), json!(scope));
+            (
+                "UNSUPPORTED_SKILL",
+                format!(
+                    "Your credential does not grant the scope {scope} that this skill requires; ask the gateway operator for a credential with it."
+                ),
+            )
+        }
+        ToolError::RateLimited { retry_after_ms } => {
+            details.insert(
+                "retry_after_ms".into(),
+                json!((*retry_after_ms).min(86_400_000)),
+            );
+            (
+                "RATE_LIMITED",
+                "Too many requests for this skill; retry after details.retry_after_ms.".to_owned(),
+            )
+        }
+        ToolError::UpstreamUnavailable { retry_after_ms } => {
+            details.insert(
+                "retry_after_ms".into(),
+                json!((*retry_after_ms).min(86_400_000)),
+            );
+            (
+                "INTERNAL_ERROR",
+                "The dealer's system did not give a usable answer; retry after details.retry_after_ms.".to_owned(),
+            )
+        }
+        ToolError::Internal { .. } => (
+            "INTERNAL_ERROR",
+            format!("The gateway failed unexpectedly; quote error id {error_id} to the operator."),
+        ),
+    };
+    json!({
+        "@type": AAP_ERROR_TYPE,
+        "type": "aap.error",
+        "error_id": error_id,
+        "code": code,
+        "message": message.chars().take(2000).collect::<String>(),
+        "retryable": dap_code.retryable(),
+        "details": details,
+        "created_at": now.to_rfc3339_opts(SecondsFormat::Millis, true),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kilometres_become_whole_miles_and_miles_stay_exact() {
+        assert_eq!(miles(&json!({"value": 17279, "unit": "mi"})), Some(17279));
+        assert_eq!(
+            miles(&json!({"value": 160_934, "unit": "km"})),
+            Some(100_000)
+        );
+        assert_eq!(miles(&json!({"value": 1, "unit": "km"})), Some(1));
+        assert_eq!(miles(&json!({"unit": "km"})), None);
+    }
+
+    #[test]
+    fn list_price_only_for_whole_us_dollars_before_dealer_charges() {
+        let price = |minor: i64, currency: &str, includes: bool| {
+            json!({"amount": {"amount_minor": minor, "currency": currency},
+                   "availability": "generally_available",
+                   "includes_required_dealer_charges": includes})
+        };
+        assert_eq!(list_price(&price(4_088_800, "USD", false)), Some(40_888));
+        assert_eq!(list_price(&price(4_088_850, "USD", false)), None);
+        assert_eq!(list_price(&price(4_088_800, "USD", true)), None);
+        assert_eq!(list_price(&price(4_088_800, "CAD", false)), None);
+    }
+
+    /// The powertrain members (the demo feeds carry none, so the table walk
+    /// of docs/compatibility.md cannot exercise them over HTTP).
+    #[test]
+    fn powertrain_members_map_as_docs_compatibility_classifies_them() {
+        let dap = json!({
+            "vehicle_id": "veh.1", "organization_id": "org.1", "rooftop_id": "roof.1",
+            "year": 2024, "make": "Kia", "model": "EV6", "condition": "demo",
+            "availability": {"status": "on_hold", "authority_status": "asserted", "observed_at": "2026-01-01T00:00:00Z"},
+            "advertised_price": {"amount": {"amount_minor": 4_000_000, "currency": "USD"},
+                                 "availability": "generally_available", "includes_required_dealer_charges": true},
+            "powertrain": {"transmission": "1-speed automatic", "drivetrain": "four_wd",
+                           "fuel_type": "battery_electric", "electric_range": {"value": 400, "unit": "km"}},
+            "provenance": {}, "freshness": {"state": "current"}
+        });
+        let rooftops = HashMap::from([("roof.1".to_owned(), "Roof One".to_owned())]);
+        let aap = vehicle(&dap, &rooftops).expect("in stock");
+        // lossless
+        assert_eq!(aap["transmission"], json!("1-speed automatic"));
+        // lossy
+        assert_eq!(aap["driveline"], json!("4wd"));
+        assert_eq!(aap["fuel"], json!("bev"));
+        assert_eq!(aap["electric_range_mi"], json!(248.5));
+        assert_eq!(aap["status"], json!("pending"));
+        assert_eq!(aap["rooftop"], json!("Roof One"));
+        // conditional: a demo unit has no AAP condition; a price that
+        // includes dealer charges is no list_price; never an AAP price
+        assert!(aap.get("condition").is_none());
+        assert!(aap.get("list_price").is_none());
+        assert!(aap.get("price").is_none());
+        assert_eq!(aap["dealergateway"]["condition"], json!("demo"));
+        // withdrawn or out of stock: not listed
+        let mut withdrawn = dap.clone();
+        withdrawn["freshness"]["state"] = json!("withdrawn");
+        assert!(vehicle(&withdrawn, &rooftops).is_none());
+        let mut sold = dap;
+        sold["availability"]["status"] = json!("sold");
+        assert!(vehicle(&sold, &rooftops).is_none());
+    }
+
+    #[test]
+    fn out_of_stock_units_have_no_aap_status() {
+        for dap in ["sold", "unavailable", "unknown"] {
+            assert_eq!(status(dap), None, "{dap}");
+        }
+        assert_eq!(status("on_hold"), Some("pending"));
+        assert_eq!(status("in_transit"), Some("intransit"));
+    }
+
+    #[test]
+    fn merged_facets_sum_and_order_like_dap() {
+        let dap = json!([{"value": "suv", "count": 5}, {"value": "car", "count": 2},
+                         {"value": "motorcycle", "count": 4}, {"value": "truck", "count": 1}]);
+        let aap = term_facet(&dap, |v| {
+            v.as_str().and_then(vehicle_type).map(|s| json!(s))
+        });
+        assert_eq!(
+            aap,
+            json!([{"value": "car", "count": 8}, {"value": "motorcycle", "count": 4}])
+        );
+    }
+
+    #[test]
+    fn every_tool_error_maps_to_a_valid_aap_code_and_keeps_the_dap_code() {
+        let catalog = crate::catalog::Catalog::load().expect("catalog");
+        let tool = catalog
+            .tool(super::super::aap_inventory_vehicle::NAME)
+            .expect("AAP vehicle tool");
+        let errors = [
+            ToolError::Validation {
+                field_errors: vec![FieldError::new("/vin", "pattern", "x")],
+            },
+            ToolError::Invalid {
+                message: "m".into(),
+                field_errors: vec![],
+            },
+            ToolError::AuthRequired { how: "h".into() },
+            ToolError::ScopeInsufficient { scope: "s".into() },
+            ToolError::RateLimited { retry_after_ms: 5 },
+            ToolError::NotFound,
+            ToolError::UpstreamUnavailable { retry_after_ms: 5 },
+            ToolError::internal("d"),
+        ];
+        let strict = crate::catalog::bundle_reference(
+            &catalog.schema_documents,
+            "aap-common.schema.json#/$defs/aapError",
+        )
+        .expect("bundle");
+        let strict = jsonschema::draft202012::options()
+            .should_validate_formats(true)
+            .build(&strict)
+            .expect("compiles");
+        let published = jsonschema::validator_for(&tool.published_output_schema).unwrap();
+        for error in &errors {
+            let object = error_object(error, &tool.name, "err.1", "trace.1", Utc::now());
+            assert_eq!(object["details"]["dap_code"], json!(error.code().as_str()));
+            assert!(strict.is_valid(&object), "{object}");
+            // The published outputSchema admits it (anyOf: response, aap.error).
+            assert!(published.is_valid(&object), "{object}");
+        }
+    }
+}
