@@ -244,6 +244,43 @@ async fn the_main_listener_serves_metrics_only_to_a_grant_with_the_metrics_scope
     );
     // Never a credential in the exposition.
     assert!(!text.contains(&with) && !text.contains(&without), "{text}");
+
+    // An authenticated call without the tool's scope is refused, and
+    // audited one by one like every authenticated call: counted as written.
+    let bearer = format!("Bearer {with}");
+    let body = crate::common::modern_body(
+        7,
+        "tools/call",
+        json!({"name": SEARCH, "arguments": {"organization_id": ORG}}),
+    );
+    let mut headers = TestApp::modern_headers("tools/call", Some(SEARCH));
+    headers.push(("authorization", bearer.as_str()));
+    let refused = app.post_raw(&headers, body.to_string()).await;
+    assert_eq!(
+        refused.result()["structuredContent"]["code"],
+        json!("dealeragent.scope.insufficient"),
+        "{}",
+        refused.raw
+    );
+    let (text, samples) = scrape(&app, &with).await;
+    assert!(
+        value(
+            &samples,
+            "dealer_gateway_audit_events_total",
+            &[("kind", "event"), ("result", "written")]
+        )
+        .is_some_and(|v| v >= 1.0),
+        "{text}"
+    );
+    assert_eq!(
+        value(
+            &samples,
+            "dealer_gateway_audit_events_total",
+            &[("result", "dropped")]
+        ),
+        None,
+        "{text}"
+    );
 }
 
 #[tokio::test]
