@@ -3,11 +3,15 @@
 //! The store is the system of record; every replica reloads the directory
 //! when its copy is older than `directory_refresh_seconds`, so a dealers
 //! import by the CLI (or on another replica) is served within that bound.
+//! On PostgreSQL the import's notification marks the copy stale at once
+//! ([`Directory::mark_stale`], issue 15 item 4); the interval stays as the
+//! fallback and as the only mechanism on SQLite.
 //! Readers get an immutable `Arc` snapshot: one request sees one consistent
 //! directory, and the manifest tool and resource share one object
 //! (DAP-CORE-006).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -22,6 +26,8 @@ pub struct DirectorySnapshot {
     /// When this snapshot was read from the store.
     pub loaded_at: DateTime<Utc>,
     loaded_instant: Instant,
+    /// The staleness generation read before this snapshot was loaded.
+    generation: u64,
 }
 
 impl DirectorySnapshot {
@@ -42,6 +48,11 @@ pub struct Directory {
     store: Arc<dyn Store>,
     refresh: Duration,
     current: Mutex<Option<Arc<DirectorySnapshot>>>,
+    /// Bumped by every [`Directory::mark_stale`]. A snapshot loaded under
+    /// an older generation is stale even if it was loaded after the
+    /// notification's write committed but read before it (the reload that
+    /// raced the change loads again).
+    generation: AtomicU64,
 }
 
 impl Directory {
@@ -50,6 +61,7 @@ impl Directory {
             store,
             refresh,
             current: Mutex::new(None),
+            generation: AtomicU64::new(0),
         }
     }
 
@@ -61,8 +73,12 @@ impl Directory {
     /// than the refresh interval. Concurrent callers share one reload.
     pub async fn snapshot(&self) -> Result<Arc<DirectorySnapshot>, StoreError> {
         let mut guard = self.current.lock().await;
+        // Read before the store is: a change marked after this point makes
+        // the snapshot loaded below stale again.
+        let generation = self.generation.load(Ordering::Acquire);
         if let Some(snap) = guard.as_ref()
             && snap.loaded_instant.elapsed() < self.refresh
+            && snap.generation == generation
         {
             return Ok(snap.clone());
         }
@@ -71,6 +87,7 @@ impl Directory {
             organizations,
             loaded_at: Utc::now(),
             loaded_instant: Instant::now(),
+            generation,
         });
         *guard = Some(snap.clone());
         Ok(snap)
@@ -79,7 +96,14 @@ impl Directory {
     /// Drop the cached snapshot so the next read reloads (after an import
     /// performed by this process).
     pub async fn invalidate(&self) {
+        self.mark_stale();
         *self.current.lock().await = None;
+    }
+
+    /// Make the next read reload, without waiting for a reload in progress
+    /// (a change notification from the store; issue 15 item 4).
+    pub fn mark_stale(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
     }
 }
 

@@ -5,6 +5,7 @@
 //! it, and above everything it holds; `app` builds it and routes requests to
 //! it (issue 13 item 1: no import circle through `AppState`).
 
+pub mod changes;
 pub mod start;
 
 use std::net::{IpAddr, SocketAddr};
@@ -155,7 +156,10 @@ impl AppState {
             Duration::from_secs(settings.inventory_refresh_seconds.max(1)),
             vehicle_check,
         );
+        // In the store, so any replica serves any legacy session (issue 15
+        // item 4).
         let sessions = Sessions::new(
+            store.clone(),
             settings.max_legacy_sessions,
             Duration::from_secs(settings.legacy_session_idle_seconds.max(1)),
         );

@@ -245,11 +245,16 @@ impl AvailabilityService {
             Err(e) => tracing::warn!(error = %e, "reading availability observations failed"),
         }
         let breaker_key = &source.url_template;
-        let admission = self
-            .breaker_admit(breaker_key)
-            .map_err(|wait| Unavailable {
+        // Metrics label the source by its rooftop id (issue 15 item 1: no
+        // tenant data beyond organization and rooftop ids; the URL is the
+        // dealer's).
+        let label = key.0.clone();
+        let admission = self.breaker_admit(breaker_key).map_err(|wait| {
+            count_upstream(&label, "breaker_open");
+            Unavailable {
                 retry_after_ms: millis(wait),
-            })?;
+            }
+        })?;
         let mut probe = ProbeSlot {
             service: self,
             key: breaker_key,
@@ -261,6 +266,29 @@ impl AvailabilityService {
         // An outcome is recorded below either way: the slot is no longer
         // the drop guard's to free.
         probe.armed = false;
+        metrics::histogram!(
+            "dealer_gateway_availability_upstream_duration_seconds",
+            "source" => label.clone()
+        )
+        .record(started.elapsed().as_secs_f64());
+        count_upstream(
+            &label,
+            match &answer {
+                // A 404 is an answer (nothing known about the unit).
+                Ok(_) | Err(source::CheckFailure::NoRecord) => "ok",
+                Err(source::CheckFailure::Timeout) => "timeout",
+                Err(
+                    source::CheckFailure::MissingIdentifier(_)
+                    | source::CheckFailure::Transport(_)
+                    | source::CheckFailure::Status(_)
+                    | source::CheckFailure::TooLarge
+                    | source::CheckFailure::MalformedJson
+                    | source::CheckFailure::Schema(_)
+                    | source::CheckFailure::WrongVehicle
+                    | source::CheckFailure::FutureObservation,
+                ) => "error",
+            },
+        );
         match answer {
             Ok(answer) => {
                 self.breaker_success(breaker_key);
@@ -446,6 +474,17 @@ impl AvailabilityService {
             .or_default()
             .fail(Instant::now())
     }
+}
+
+/// Count one upstream check of the source of rooftop `source` by outcome
+/// (`ok`, `timeout`, `error`, or `breaker_open` when none was made).
+fn count_upstream(source: &str, outcome: &'static str) {
+    metrics::counter!(
+        "dealer_gateway_availability_upstream_total",
+        "source" => source.to_owned(),
+        "outcome" => outcome
+    )
+    .increment(1);
 }
 
 /// An observation answers a check without going upstream until

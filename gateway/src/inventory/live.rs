@@ -1,9 +1,10 @@
 //! The live inventory: the immutable per-snapshot indexes this replica
 //! serves, kept in step with the store.
 //!
-//! The store is the system of record. Every `refresh` interval a reader
-//! asks the store for the newest snapshot of each rooftop (one cheap
-//! query); a rooftop whose version changed gets a freshly built
+//! The store is the system of record. Every `refresh` interval (or at
+//! once after a change notification on PostgreSQL, [`LiveInventory::mark_stale`];
+//! issue 15 item 4) a reader asks the store for the newest snapshot of
+//! each rooftop (one cheap query); a rooftop whose version changed gets a freshly built
 //! [`SnapshotIndex`], swapped in atomically, and the index it replaces is
 //! *retired* but kept for the cursor lifetime so a pagination that began on
 //! it finishes on it. A cursor pinned to a version this replica never held
@@ -15,6 +16,7 @@
 //! they are not found.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
 
@@ -67,6 +69,8 @@ type RetiredMap = HashMap<(String, i64), (Arc<SnapshotIndex>, Instant)>;
 struct Current {
     view: Arc<InventoryView>,
     loaded: Option<Instant>,
+    /// The staleness generation read before `view` was loaded.
+    generation: u64,
 }
 
 /// Validates one rendered vehicle against the DAP vehicle schema (the
@@ -84,6 +88,9 @@ pub struct LiveInventory {
     /// Replaced indexes by (rooftop_id, version), with when they retired.
     retired: StdMutex<RetiredMap>,
     last_prune: StdMutex<Option<Instant>>,
+    /// Bumped by [`LiveInventory::mark_stale`]; a view loaded under an
+    /// older generation is reloaded by the next reader.
+    generation: AtomicU64,
 }
 
 impl LiveInventory {
@@ -95,10 +102,19 @@ impl LiveInventory {
             current: Mutex::new(Current {
                 view: Arc::new(InventoryView::default()),
                 loaded: None,
+                generation: 0,
             }),
             retired: StdMutex::new(HashMap::new()),
             last_prune: StdMutex::new(None),
+            generation: AtomicU64::new(0),
         }
+    }
+
+    /// Make the next reader ask the store for the newest snapshots (a
+    /// change notification; issue 15 item 4). Does not wait for a refresh
+    /// in progress: that one's result is stale and is refreshed again.
+    pub fn mark_stale(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
     fn retired(&self) -> std::sync::MutexGuard<'_, RetiredMap> {
@@ -115,7 +131,12 @@ impl LiveInventory {
         directory: &DirectorySnapshot,
     ) -> Result<Arc<InventoryView>, StoreError> {
         let mut current = self.current.lock().await;
-        if current.loaded.is_some_and(|t| t.elapsed() < self.refresh) {
+        // Read before the store is: a snapshot committed after this read
+        // notifies a newer generation, so the view below is reloaded again.
+        let generation = self.generation.load(Ordering::Acquire);
+        if current.loaded.is_some_and(|t| t.elapsed() < self.refresh)
+            && current.generation == generation
+        {
             return Ok(current.view.clone());
         }
         let latest = self.store.latest_snapshots().await?;
@@ -161,6 +182,7 @@ impl LiveInventory {
         }
         current.view = Arc::new(InventoryView { rooftops });
         current.loaded = Some(Instant::now());
+        current.generation = generation;
         let view = current.view.clone();
         drop(current);
         self.maybe_prune(now).await;

@@ -86,6 +86,7 @@ pub async fn post(
     // The per-address limit comes first, so refused credentials count too:
     // guessing tokens is throttled like any other flood.
     if let Err(retry) = state.ip_limiter.check(&peer.ip()) {
+        metrics::counter!(crate::metrics::RATE_LIMITED, "limit" => "address").increment(1);
         return too_many_requests(retry);
     }
     // Credentials before anything executes: a bad credential is a 401,
@@ -97,6 +98,7 @@ pub async fn post(
     if let Principal::Authenticated(grant) = &principal
         && let Err(retry) = state.principal_limiter.check(&grant.subject)
     {
+        metrics::counter!(crate::metrics::RATE_LIMITED, "limit" => "principal").increment(1);
         return too_many_requests(retry);
     }
     if let Some(ct) = headers.get(header::CONTENT_TYPE) {
@@ -378,16 +380,26 @@ async fn handle_message(
         .is_some_and(|v| !HANDSHAKE_REVISIONS.contains(&v));
     let is_modern = meta_has_version || header_is_modern;
 
+    // For the access log (issue 15 item 2): a known method name (anything
+    // else is `other`), and who asked: `anonymous` or the grant's subject.
+    crate::metrics::note(|f| {
+        f.method = Some(crate::metrics::known_method(&method).to_owned());
+        f.principal = Some(match &caller.principal {
+            Principal::Anonymous => "anonymous".to_owned(),
+            Principal::Authenticated(grant) => grant.subject.clone(),
+        });
+    });
     let Some(id) = id else {
         // 2026-07-28 has no sessions: a stray Mcp-Session-Id is ignored there.
         return if is_modern {
             accepted()
         } else {
-            notification(state, headers, &method)
+            notification(state, headers, &method).await
         };
     };
 
     let trace_id = format!("trace.{}", uuid::Uuid::new_v4());
+    crate::metrics::note(|f| f.trace_id = Some(trace_id.clone()));
     // The principal comes from the transport's credential alone; nothing in
     // `_meta` changes it.
 
@@ -395,7 +407,7 @@ async fn handle_message(
         return modern(state, headers, &id, &method, &params, caller, &trace_id).await;
     }
     if method == "initialize" {
-        return initialize(state, &id, &params);
+        return initialize(state, &id, &params).await;
     }
     let session_header = match headers::text(headers, headers::SESSION_ID) {
         Ok(s) => s.map(str::to_owned),
@@ -404,8 +416,10 @@ async fn handle_message(
     let Some(session_id) = session_header else {
         return rpc_error(&RpcError::SessionRequired, Some(&id));
     };
-    let Some(session) = state.sessions.touch(&session_id) else {
-        return rpc_error(&RpcError::SessionNotFound, Some(&id));
+    let session = match state.sessions.touch(&session_id).await {
+        Ok(Some(session)) => session,
+        Ok(None) => return rpc_error(&RpcError::SessionNotFound, Some(&id)),
+        Err(e) => return rpc_error(&session_store_failed(&e), Some(&id)),
     };
     if let Some(v) = header_version.as_deref()
         && v != session.protocol_version
@@ -440,21 +454,43 @@ fn accepted() -> Response {
 /// Notifications get 202 and no body. A legacy session id must still be
 /// live (404 otherwise), and `notifications/initialized` completes the
 /// handshake.
-fn notification(state: &AppState, headers: &HeaderMap, method: &str) -> Response {
+async fn notification(state: &AppState, headers: &HeaderMap, method: &str) -> Response {
     if let Ok(Some(session_id)) = headers::text(headers, headers::SESSION_ID) {
-        if state.sessions.touch(session_id).is_none() {
-            return rpc_error(&RpcError::SessionNotFound, None);
-        }
-        if method == "notifications/initialized" {
-            state.sessions.mark_initialized(session_id);
+        let live = match state.sessions.touch(session_id).await {
+            Ok(Some(session)) => {
+                if method == "notifications/initialized" && !session.initialized {
+                    state.sessions.mark_initialized(session_id).await
+                } else {
+                    Ok(true)
+                }
+            }
+            Ok(None) => Ok(false),
+            Err(e) => Err(e),
+        };
+        match live {
+            Ok(true) => {}
+            Ok(false) => return rpc_error(&RpcError::SessionNotFound, None),
+            Err(e) => return rpc_error(&session_store_failed(&e), None),
         }
     }
     accepted()
 }
 
+/// Legacy sessions live in the store (issue 15 item 4): when it fails, the
+/// request cannot be placed in its session. 503 with an error id, as any
+/// other store failure; the session is not declared gone.
+fn session_store_failed(error: &session::SessionError) -> RpcError {
+    let error_id = format!("err.{}", uuid::Uuid::new_v4());
+    tracing::error!(error.id = %error_id, %error, "legacy session lookup failed");
+    RpcError::Internal {
+        error_id,
+        unavailable: true,
+    }
+}
+
 /// The 2025-11-25 handshake. An unknown requested version, or 2026-07-28
 /// (which has no handshake), is answered with the legacy revision we serve.
-fn initialize(state: &AppState, id: &Value, params: &Value) -> Response {
+async fn initialize(state: &AppState, id: &Value, params: &Value) -> Response {
     let requested = params.get("protocolVersion").and_then(Value::as_str);
     let (Some(_), Some(Value::Object(_)), Some(Value::Object(_))) = (
         requested,
@@ -467,7 +503,13 @@ fn initialize(state: &AppState, id: &Value, params: &Value) -> Response {
         let (_, body) = error.to_response_body(Some(id));
         return json_response(StatusCode::BAD_REQUEST, &body, None);
     };
-    let session_id = state.sessions.create(LEGACY_REVISION);
+    let session_id = match state.sessions.create(LEGACY_REVISION).await {
+        Ok(session_id) => session_id,
+        Err(e) => {
+            let (status, body) = session_store_failed(&e).to_response_body(Some(id));
+            return json_response(status, &body, None);
+        }
+    };
     let body = json!({
         "jsonrpc": "2.0",
         "id": id,
@@ -573,10 +615,11 @@ pub async fn get(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Resp
         return *response;
     }
     match headers::text(&headers, headers::SESSION_ID) {
-        Ok(Some(id)) if state.sessions.touch(id).is_none() => {
-            rpc_error(&RpcError::SessionNotFound, None)
-        }
-        Ok(Some(_)) => method_not_allowed("POST, DELETE"),
+        Ok(Some(id)) => match state.sessions.touch(id).await {
+            Ok(None) => rpc_error(&RpcError::SessionNotFound, None),
+            Ok(Some(_)) => method_not_allowed("POST, DELETE"),
+            Err(e) => rpc_error(&session_store_failed(&e), None),
+        },
         _ => method_not_allowed("POST"),
     }
 }
@@ -588,13 +631,16 @@ pub async fn delete(State(state): State<Arc<AppState>>, headers: HeaderMap) -> R
         return *response;
     }
     match headers::text(&headers, headers::SESSION_ID) {
-        Ok(Some(id)) if state.sessions.terminate(id) => {
-            let mut r = StatusCode::OK.into_response();
-            r.headers_mut()
-                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-            r
-        }
-        Ok(Some(_)) => rpc_error(&RpcError::SessionNotFound, None),
+        Ok(Some(id)) => match state.sessions.terminate(id).await {
+            Ok(true) => {
+                let mut r = StatusCode::OK.into_response();
+                r.headers_mut()
+                    .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+                r
+            }
+            Ok(false) => rpc_error(&RpcError::SessionNotFound, None),
+            Err(e) => rpc_error(&session_store_failed(&e), None),
+        },
         _ => method_not_allowed("POST"),
     }
 }

@@ -259,13 +259,23 @@ impl OrgPrograms {
     }
 }
 
+/// When an organization's programs were loaded, the staleness generation
+/// read before the load, and the programs.
+type CachedPrograms = (Instant, u64, Arc<OrgPrograms>);
+
 /// Per-organization cache of [`OrgPrograms`], refreshed after its
 /// interval (`--programs-refresh-seconds`, default [`DEFAULT_REFRESH`]).
 /// Concurrent misses may both read the store; the
 /// result is the same.
 pub struct OffersService {
     refresh: Duration,
-    cache: Mutex<HashMap<String, (Instant, Arc<OrgPrograms>)>>,
+    /// Per organization: when it was loaded, the staleness generation read
+    /// before the load, and the programs.
+    cache: Mutex<HashMap<String, CachedPrograms>>,
+    /// Bumped by [`OffersService::mark_stale`] (a programs change
+    /// notification on PostgreSQL; issue 15 item 4): entries of an older
+    /// generation are read again.
+    generation: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for OffersService {
@@ -293,7 +303,16 @@ impl OffersService {
         Self {
             refresh,
             cache: Mutex::new(HashMap::new()),
+            generation: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// Read every organization's programs again on next use. Programs are
+    /// few per organization, so one generation for all is cheap and leaves
+    /// no race between a load and a notification for another organization.
+    pub fn mark_stale(&self) {
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     }
 
     /// The active revisions of `organization_id` (none when it has none).
@@ -304,12 +323,16 @@ impl OffersService {
         store: &dyn Store,
         organization_id: &str,
     ) -> Result<Arc<OrgPrograms>, StoreError> {
-        if let Some((at, cached)) = self
+        // Read before the store is, so a change notified during the load
+        // leaves this entry stale.
+        let generation = self.generation.load(std::sync::atomic::Ordering::Acquire);
+        if let Some((at, loaded_generation, cached)) = self
             .cache
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(organization_id)
             && at.elapsed() < self.refresh
+            && *loaded_generation == generation
         {
             return Ok(cached.clone());
         }
@@ -318,7 +341,10 @@ impl OffersService {
         self.cache
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(organization_id.to_owned(), (Instant::now(), loaded.clone()));
+            .insert(
+                organization_id.to_owned(),
+                (Instant::now(), generation, loaded.clone()),
+            );
         Ok(loaded)
     }
 }

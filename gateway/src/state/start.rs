@@ -110,6 +110,13 @@ pub async fn state(
     );
     state.claim = claim;
     let state = Arc::new(state);
+    // PostgreSQL: changes by any replica or the CLI reach this one within
+    // a second (issue 15 item 4). Started before the first load below, so
+    // nothing committed after that load can be missed; the follower's first
+    // message (a resync) reloads once more.
+    if super::changes::spawn(&state).is_some() {
+        tracing::info!("following store changes (LISTEN/NOTIFY); polling stays as the fallback");
+    }
     // Build the inventory indexes before taking traffic, so the first
     // request is not the one that pays for loading every snapshot.
     let directory = state.directory.snapshot().await?;

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use chrono::{DateTime, SubsecRound as _, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::domain::grant::RooftopScope;
+pub use crate::domain::grant::RooftopScope;
 use crate::inventory::model::{InventoryImportSummary, VehicleRecord};
 
 // The records store shares with auth, tools and ingest live on the ground
@@ -157,6 +157,89 @@ pub struct SnapshotRecord {
     /// Against the previous snapshot of the rooftop
     /// ([`crate::inventory::model::diff_vehicles`]).
     pub summary: InventoryImportSummary,
+}
+
+/// A committed change that readers on every replica must see (issue 15
+/// item 4). PostgreSQL sends one per writing transaction with `NOTIFY`
+/// (delivered only if, and when, it commits); SQLite has no such channel,
+/// so its replicas poll.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreChange {
+    /// A dealers import: organizations, rooftops or their settings.
+    Dealers,
+    /// A new inventory snapshot of a rooftop of this organization.
+    Inventory { organization_id: String },
+    /// A programs import, replacement or withdrawal of this organization.
+    Programs { organization_id: String },
+    /// An API token was revoked.
+    TokenRevoked,
+    /// The listening connection was lost and re-established: notifications
+    /// sent meanwhile are gone, so anything may have changed.
+    Resync,
+}
+
+/// The PostgreSQL channel every change is sent on.
+pub const CHANGE_CHANNEL: &str = "dealer_gateway_changes";
+
+impl StoreChange {
+    /// The metric label (and the payload prefix) of this change.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Dealers => "dealers",
+            Self::Inventory { .. } => "inventory",
+            Self::Programs { .. } => "programs",
+            Self::TokenRevoked => "token",
+            Self::Resync => "resync",
+        }
+    }
+
+    /// The `NOTIFY` payload: `<kind>[:<organization_id>]` (organization ids
+    /// are identifiers, far below the 8000-byte payload limit). `Resync` is
+    /// never sent; it is what a listener reports itself.
+    pub fn payload(&self) -> String {
+        match self {
+            Self::Inventory { organization_id } | Self::Programs { organization_id } => {
+                format!("{}:{organization_id}", self.kind())
+            }
+            Self::Dealers | Self::TokenRevoked | Self::Resync => self.kind().to_owned(),
+        }
+    }
+
+    /// Read a payload written by [`Self::payload`]. An unknown payload (a
+    /// newer replica's kind) reads as `Resync`: reloading everything is
+    /// always correct, only slower.
+    pub fn parse(payload: &str) -> Self {
+        match payload.split_once(':') {
+            Some(("inventory", org)) if !org.is_empty() => Self::Inventory {
+                organization_id: org.to_owned(),
+            },
+            Some(("programs", org)) if !org.is_empty() => Self::Programs {
+                organization_id: org.to_owned(),
+            },
+            Some(_) => Self::Resync,
+            None => match payload {
+                "dealers" => Self::Dealers,
+                "token" => Self::TokenRevoked,
+                _ => Self::Resync,
+            },
+        }
+    }
+}
+
+/// One stored legacy (2025-11-25) MCP session (issue 15 item 4: any
+/// replica serves it). Keyed by the SHA-256 of the session id, so the
+/// table never holds a usable id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LegacySessionRecord {
+    /// Lowercase hex SHA-256 of the session id.
+    pub key: String,
+    pub protocol_version: String,
+    /// `notifications/initialized` was received.
+    pub initialized: bool,
+    pub created_at: DateTime<Utc>,
+    /// The last use written (refreshed at most every few seconds, not on
+    /// every request).
+    pub last_seen: DateTime<Utc>,
 }
 
 /// The persistence contract. Every method is all-or-nothing.
@@ -451,6 +534,48 @@ pub trait Store: Send + Sync + 'static {
         rooftop_id: &str,
         vehicle_id: &str,
     ) -> Result<Option<AvailabilityObservation>, StoreError>;
+
+    /// Follow the changes committed on this store by any process: the
+    /// writers above notify inside their transactions. PostgreSQL: a task
+    /// holding its own `LISTEN` connection (reconnected with backoff; each
+    /// reconnection is reported as [`StoreChange::Resync`]) feeds the
+    /// returned channel until the receiver is dropped. SQLite: `None`; its
+    /// readers poll.
+    fn subscribe_changes(&self) -> Option<tokio::sync::mpsc::Receiver<StoreChange>>;
+
+    /// Store a new legacy session in one transaction: sessions whose
+    /// `last_seen` is before `idle_before` are deleted first, then, while
+    /// `max_sessions` or more remain, the least recently seen ones, so the
+    /// table never holds more than `max_sessions` (concurrent creations are
+    /// serialised across replicas). Returns how many sessions are stored
+    /// afterwards.
+    async fn create_legacy_session(
+        &self,
+        session: &LegacySessionRecord,
+        max_sessions: u32,
+        idle_before: DateTime<Utc>,
+    ) -> Result<u64, StoreError>;
+
+    /// One legacy session by key.
+    async fn legacy_session(&self, key: &str) -> Result<Option<LegacySessionRecord>, StoreError>;
+
+    /// Move a session's `last_seen` forward to `at` (never back); false
+    /// when the session is gone.
+    async fn touch_legacy_session(&self, key: &str, at: DateTime<Utc>) -> Result<bool, StoreError>;
+
+    /// Record `notifications/initialized` (and a use at `at`); false when
+    /// the session is gone.
+    async fn initialize_legacy_session(
+        &self,
+        key: &str,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError>;
+
+    /// Delete a legacy session; false when it was not stored.
+    async fn delete_legacy_session(&self, key: &str) -> Result<bool, StoreError>;
+
+    /// How many legacy sessions are stored (live or not yet found idle).
+    async fn count_legacy_sessions(&self) -> Result<u64, StoreError>;
 }
 
 /// Open the store named by `database_url` (`sqlite:` path or `postgres://`),
@@ -480,6 +605,10 @@ const IMPORT_LOCK_KEY: i64 = 0x4441_5044_4541_4c52;
 /// Advisory-lock key serialising new audit counter keys and audit pruning
 /// across PostgreSQL replicas ("DAPAUDIT" in ASCII).
 const AUDIT_LOCK_KEY: i64 = 0x4441_5041_5544_4954;
+
+/// Advisory-lock key serialising legacy session creation (the capacity
+/// bound) across PostgreSQL replicas ("DAPSESSN" in ASCII).
+const SESSION_LOCK_KEY: i64 = 0x4441_5053_4553_534e;
 
 /// Rows deleted per statement and transaction by `prune_audit`.
 const AUDIT_PRUNE_BATCH: u64 = 10_000;

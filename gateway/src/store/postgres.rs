@@ -27,6 +27,7 @@ use super::{
     map_sqlx_error, plan_organization, rooftop_not_of_organization, rooftop_taken, summarize,
     validate_import,
 };
+use super::{CHANGE_CHANNEL, LegacySessionRecord, SESSION_LOCK_KEY, StoreChange};
 use super::{
     ProgramRecord, ProgramSetCheck, ProgramsChange, ProgramsImportSummary, StoredProgram,
     plan_programs_change, programs_audit_event, programs_organization_missing,
@@ -66,7 +67,27 @@ const AUDIT_COUNTER_COLUMNS: &str = "window_start, client_network, tool, outcome
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
     pub(super) pool: PgPool,
+    /// Where the change listener connects (its own connection, outside the
+    /// pool, so `LISTEN` never takes one of the pool's).
+    listen: ListenOptions,
 }
+
+/// The connection options of the change listener. Its `Debug` names no
+/// credentials.
+#[derive(Clone)]
+struct ListenOptions(PgConnectOptions);
+
+impl std::fmt::Debug for ListenOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ListenOptions(..)")
+    }
+}
+
+/// Notifications buffered for the follower before the listener waits.
+const CHANGE_BUFFER: usize = 256;
+/// The first and the longest wait before the listener reconnects.
+const LISTEN_BACKOFF_START: Duration = Duration::from_millis(100);
+const LISTEN_BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 impl PostgresStore {
     /// Connect to `database_url` (`postgres://user@host:port/db`) and apply
@@ -75,6 +96,7 @@ impl PostgresStore {
         let options = PgConnectOptions::from_str(database_url).map_err(|e| {
             StoreError::Unavailable(format!("invalid PostgreSQL database URL: {e}"))
         })?;
+        let listen = ListenOptions(options.clone());
         let pool = PgPoolOptions::new()
             .max_connections(MAX_CONNECTIONS)
             .acquire_timeout(ACQUIRE_TIMEOUT)
@@ -85,7 +107,100 @@ impl PostgresStore {
             .run(&pool)
             .await
             .map_err(|e| StoreError::Migration(e.to_string()))?;
-        Ok(Self { pool })
+        Ok(Self { pool, listen })
+    }
+}
+
+/// Send `change` to every listening replica when the current transaction
+/// of `executor` commits (`NOTIFY` is transactional: a rolled-back write
+/// notifies nobody; issue 15 item 4).
+async fn notify<'e, E>(executor: E, change: &StoreChange) -> Result<(), StoreError>
+where
+    E: sqlx::Executor<'e, Database = sqlx::Postgres>,
+{
+    sqlx::query("select pg_notify($1, $2)")
+        .bind(CHANGE_CHANNEL)
+        .bind(change.payload())
+        .execute(executor)
+        .await
+        .map_err(map_sqlx_error)?;
+    Ok(())
+}
+
+/// A `LISTEN` on [`CHANGE_CHANNEL`] over a connection of its own (a pool of
+/// one, as `PgListener::connect` makes, without naming the URL again).
+async fn change_listener(
+    options: &PgConnectOptions,
+) -> Result<sqlx::postgres::PgListener, sqlx::Error> {
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(ACQUIRE_TIMEOUT)
+        .max_lifetime(None)
+        .idle_timeout(None)
+        .connect_with(options.clone())
+        .await?;
+    let mut listener = sqlx::postgres::PgListener::connect_with(&pool).await?;
+    listener.ignore_pool_close_event(true);
+    listener.listen(CHANGE_CHANNEL).await?;
+    Ok(listener)
+}
+
+/// The change follower's loop: listen, forward each notification, and on
+/// any loss reconnect with backoff. Every (re)connection is followed by a
+/// [`StoreChange::Resync`]: what was committed while nobody listened
+/// (before the first `LISTEN`, or during an outage) is then reloaded, so a
+/// lost notification never leaves a replica stale past its next reload.
+/// Ends when the receiver is dropped.
+async fn follow_changes(options: PgConnectOptions, sender: tokio::sync::mpsc::Sender<StoreChange>) {
+    let mut backoff = LISTEN_BACKOFF_START;
+    loop {
+        let connected = tokio::select! {
+            () = sender.closed() => return,
+            listener = change_listener(&options) => listener,
+        };
+        match connected {
+            Ok(mut listener) => {
+                backoff = LISTEN_BACKOFF_START;
+                if sender.send(StoreChange::Resync).await.is_err() {
+                    return;
+                }
+                loop {
+                    let next = tokio::select! {
+                        () = sender.closed() => return,
+                        next = listener.try_recv() => next,
+                    };
+                    let change = match next {
+                        Ok(Some(notification)) => StoreChange::parse(notification.payload()),
+                        // Lost and already re-established (eager
+                        // reconnect re-listens): whatever was sent in
+                        // between is gone.
+                        Ok(None) => {
+                            tracing::warn!(
+                                "the change listener's connection was lost and re-established; reloading everything"
+                            );
+                            StoreChange::Resync
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "the change listener failed; reconnecting");
+                            break;
+                        }
+                    };
+                    if sender.send(change).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(
+                error = %e,
+                retry_in_ms = u64::try_from(backoff.as_millis()).unwrap_or(u64::MAX),
+                "cannot listen for store changes; polling only until it can"
+            ),
+        }
+        tokio::select! {
+            () = sender.closed() => return,
+            () = tokio::time::sleep(backoff) => {}
+        }
+        backoff = (backoff * 2).min(LISTEN_BACKOFF_MAX);
     }
 }
 
@@ -145,6 +260,7 @@ impl Store for PostgresStore {
         for plan in &plans {
             write_organization(&mut tx, plan, now).await?;
         }
+        notify(&mut *tx, &StoreChange::Dealers).await?;
         tx.commit().await.map_err(map_sqlx_error)?;
         Ok(summarize(&plans))
     }
@@ -250,6 +366,10 @@ impl Store for PostgresStore {
         let mut tx = PgSnapshotTx(tx);
         let written = write_snapshots(&mut tx, plan, feed).await?;
         if !plan.dry_run {
+            let change = StoreChange::Inventory {
+                organization_id: plan.organization_id.to_owned(),
+            };
+            notify(&mut *tx.0, &change).await?;
             tx.0.commit().await.map_err(map_sqlx_error)?;
         }
         Ok(written)
@@ -383,15 +503,20 @@ impl Store for PostgresStore {
         token_id: &str,
         at: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(map_sqlx_error)?;
         let matched = sqlx::query(
             "update api_tokens set revoked_at = coalesce(revoked_at, $1) where token_id = $2",
         )
         .bind(at)
         .bind(token_id)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
         .map_err(map_sqlx_error)?
         .rows_affected();
+        if matched > 0 {
+            notify(&mut *tx, &StoreChange::TokenRevoked).await?;
+        }
+        tx.commit().await.map_err(map_sqlx_error)?;
         Ok(matched > 0)
     }
 
@@ -787,6 +912,10 @@ impl Store for PostgresStore {
         if let Some(audit) = audit {
             insert_audit(&mut *tx, &programs_audit_event(audit, &plan)).await?;
         }
+        let change = StoreChange::Programs {
+            organization_id: organization_id.to_owned(),
+        };
+        notify(&mut *tx, &change).await?;
         tx.commit().await.map_err(map_sqlx_error)?;
         Ok(plan.summary)
     }
@@ -862,6 +991,137 @@ impl Store for PostgresStore {
             source: source.0,
             checked_at: row.try_get("checked_at").map_err(map_sqlx_error)?,
         }))
+    }
+
+    fn subscribe_changes(&self) -> Option<tokio::sync::mpsc::Receiver<StoreChange>> {
+        let (sender, receiver) = tokio::sync::mpsc::channel(CHANGE_BUFFER);
+        tokio::spawn(follow_changes(self.listen.0.clone(), sender));
+        Some(receiver)
+    }
+
+    async fn create_legacy_session(
+        &self,
+        session: &LegacySessionRecord,
+        max_sessions: u32,
+        idle_before: DateTime<Utc>,
+    ) -> Result<u64, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(map_sqlx_error)?;
+        // One creation at a time across replicas, so the bound counted
+        // below still holds at commit.
+        sqlx::query("select pg_advisory_xact_lock($1)")
+            .bind(SESSION_LOCK_KEY)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?;
+        sqlx::query("delete from legacy_sessions where last_seen < $1")
+            .bind(idle_before)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?;
+        let stored: i64 = sqlx::query_scalar("select count(*) from legacy_sessions")
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?;
+        let max = i64::from(max_sessions.max(1));
+        let excess = stored - max + 1;
+        if excess > 0 {
+            sqlx::query(
+                "delete from legacy_sessions where session_key in (
+                     select session_key from legacy_sessions
+                     order by last_seen, created_at, session_key limit $1)",
+            )
+            .bind(excess)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?;
+        }
+        sqlx::query(
+            "insert into legacy_sessions (session_key, protocol_version, initialized,
+                 created_at, last_seen)
+             values ($1, $2, $3, $4, $5)",
+        )
+        .bind(&session.key)
+        .bind(&session.protocol_version)
+        .bind(session.initialized)
+        .bind(session.created_at)
+        .bind(session.last_seen)
+        .execute(&mut *tx)
+        .await
+        .map_err(map_sqlx_error)?;
+        tx.commit().await.map_err(map_sqlx_error)?;
+        Ok(u64::try_from(stored.min(max - 1) + 1).unwrap_or(0))
+    }
+
+    async fn legacy_session(&self, key: &str) -> Result<Option<LegacySessionRecord>, StoreError> {
+        let row = sqlx::query(
+            "select session_key, protocol_version, initialized, created_at, last_seen
+             from legacy_sessions where session_key = $1",
+        )
+        .bind(key)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        Ok(Some(LegacySessionRecord {
+            key: row.try_get("session_key").map_err(map_sqlx_error)?,
+            protocol_version: row.try_get("protocol_version").map_err(map_sqlx_error)?,
+            initialized: row.try_get("initialized").map_err(map_sqlx_error)?,
+            created_at: row.try_get("created_at").map_err(map_sqlx_error)?,
+            last_seen: row.try_get("last_seen").map_err(map_sqlx_error)?,
+        }))
+    }
+
+    async fn touch_legacy_session(&self, key: &str, at: DateTime<Utc>) -> Result<bool, StoreError> {
+        let matched = sqlx::query(
+            "update legacy_sessions set last_seen = greatest(last_seen, $1)
+             where session_key = $2",
+        )
+        .bind(at)
+        .bind(key)
+        .execute(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?
+        .rows_affected();
+        Ok(matched > 0)
+    }
+
+    async fn initialize_legacy_session(
+        &self,
+        key: &str,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let matched = sqlx::query(
+            "update legacy_sessions set initialized = true,
+                 last_seen = greatest(last_seen, $1)
+             where session_key = $2",
+        )
+        .bind(at)
+        .bind(key)
+        .execute(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?
+        .rows_affected();
+        Ok(matched > 0)
+    }
+
+    async fn delete_legacy_session(&self, key: &str) -> Result<bool, StoreError> {
+        let deleted = sqlx::query("delete from legacy_sessions where session_key = $1")
+            .bind(key)
+            .execute(&self.pool)
+            .await
+            .map_err(map_sqlx_error)?
+            .rows_affected();
+        Ok(deleted > 0)
+    }
+
+    async fn count_legacy_sessions(&self) -> Result<u64, StoreError> {
+        let stored: i64 = sqlx::query_scalar("select count(*) from legacy_sessions")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(map_sqlx_error)?;
+        Ok(u64::try_from(stored).unwrap_or(0))
     }
 }
 

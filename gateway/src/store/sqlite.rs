@@ -26,6 +26,7 @@ use super::{
     StoreError, check_api_token, embedded_migrator, json_text, map_sqlx_error, plan_organization,
     rooftop_not_of_organization, rooftop_taken, summarize, validate_import,
 };
+use super::{LegacySessionRecord, StoreChange};
 use super::{
     ProgramRecord, ProgramSetCheck, ProgramsChange, ProgramsImportSummary, StoredProgram,
     plan_programs_change, programs_audit_event, programs_organization_missing,
@@ -884,6 +885,138 @@ impl Store for SqliteStore {
             source: source.0,
             checked_at: parse_timestamp(&checked_at)?,
         }))
+    }
+
+    /// SQLite has no notification channel: every reader polls (its
+    /// refresh intervals) — the fallback PostgreSQL replicas keep too.
+    fn subscribe_changes(&self) -> Option<tokio::sync::mpsc::Receiver<StoreChange>> {
+        None
+    }
+
+    async fn create_legacy_session(
+        &self,
+        session: &LegacySessionRecord,
+        max_sessions: u32,
+        idle_before: DateTime<Utc>,
+    ) -> Result<u64, StoreError> {
+        // The write lock up front: creations (from every process on this
+        // file) are serialised, so the bound counted below holds at commit.
+        let mut tx = self
+            .pool
+            .begin_with("begin immediate")
+            .await
+            .map_err(map_sqlx_error)?;
+        sqlx::query("delete from legacy_sessions where last_seen < ?")
+            .bind(timestamp(idle_before))
+            .execute(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?;
+        let stored: i64 = sqlx::query_scalar("select count(*) from legacy_sessions")
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?;
+        let max = i64::from(max_sessions.max(1));
+        let excess = stored - max + 1;
+        if excess > 0 {
+            sqlx::query(
+                "delete from legacy_sessions where session_key in (
+                     select session_key from legacy_sessions
+                     order by last_seen, created_at, session_key limit ?)",
+            )
+            .bind(excess)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?;
+        }
+        sqlx::query(
+            "insert into legacy_sessions (session_key, protocol_version, initialized,
+                 created_at, last_seen)
+             values (?, ?, ?, ?, ?)",
+        )
+        .bind(&session.key)
+        .bind(&session.protocol_version)
+        .bind(i64::from(session.initialized))
+        .bind(timestamp(session.created_at))
+        .bind(timestamp(session.last_seen))
+        .execute(&mut *tx)
+        .await
+        .map_err(map_sqlx_error)?;
+        tx.commit().await.map_err(map_sqlx_error)?;
+        Ok(u64::try_from(stored.min(max - 1) + 1).unwrap_or(0))
+    }
+
+    async fn legacy_session(&self, key: &str) -> Result<Option<LegacySessionRecord>, StoreError> {
+        let row = sqlx::query(
+            "select session_key, protocol_version, initialized, created_at, last_seen
+             from legacy_sessions where session_key = ?",
+        )
+        .bind(key)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let initialized: i64 = row.try_get("initialized").map_err(map_sqlx_error)?;
+        let created_at: String = row.try_get("created_at").map_err(map_sqlx_error)?;
+        let last_seen: String = row.try_get("last_seen").map_err(map_sqlx_error)?;
+        Ok(Some(LegacySessionRecord {
+            key: row.try_get("session_key").map_err(map_sqlx_error)?,
+            protocol_version: row.try_get("protocol_version").map_err(map_sqlx_error)?,
+            initialized: initialized != 0,
+            created_at: parse_timestamp(&created_at)?,
+            last_seen: parse_timestamp(&last_seen)?,
+        }))
+    }
+
+    async fn touch_legacy_session(&self, key: &str, at: DateTime<Utc>) -> Result<bool, StoreError> {
+        // Fixed-width RFC 3339 text compares as the times do.
+        let matched = sqlx::query(
+            "update legacy_sessions set last_seen = max(last_seen, ?) where session_key = ?",
+        )
+        .bind(timestamp(at))
+        .bind(key)
+        .execute(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?
+        .rows_affected();
+        Ok(matched > 0)
+    }
+
+    async fn initialize_legacy_session(
+        &self,
+        key: &str,
+        at: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let matched = sqlx::query(
+            "update legacy_sessions set initialized = 1, last_seen = max(last_seen, ?)
+             where session_key = ?",
+        )
+        .bind(timestamp(at))
+        .bind(key)
+        .execute(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?
+        .rows_affected();
+        Ok(matched > 0)
+    }
+
+    async fn delete_legacy_session(&self, key: &str) -> Result<bool, StoreError> {
+        let deleted = sqlx::query("delete from legacy_sessions where session_key = ?")
+            .bind(key)
+            .execute(&self.pool)
+            .await
+            .map_err(map_sqlx_error)?
+            .rows_affected();
+        Ok(deleted > 0)
+    }
+
+    async fn count_legacy_sessions(&self) -> Result<u64, StoreError> {
+        let stored: i64 = sqlx::query_scalar("select count(*) from legacy_sessions")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(map_sqlx_error)?;
+        Ok(u64::try_from(stored).unwrap_or(0))
     }
 }
 
