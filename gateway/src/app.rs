@@ -159,7 +159,7 @@ async fn access_log(req: Request, next: Next) -> Response {
     let path = req.uri().path().to_owned();
     let (response, facts) = crate::metrics::with_facts(next.run(req)).await;
     let status = response.status().as_u16();
-    let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let duration_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     let outcome = match (&facts.method, &facts.outcome) {
         (_, Some(outcome)) => outcome.clone(),
         // Answered by the transport without the dispatcher (the legacy
@@ -192,7 +192,7 @@ async fn access_log(req: Request, next: Next) -> Response {
                 http.method = %http_method,
                 http.path = %path,
                 http.status = status,
-                duration_ms = format_args!("{duration_ms:.3}"),
+                duration_us,
                 rpc.method = facts.method.as_deref().unwrap_or("-"),
                 tool.name = facts.tool.as_deref().unwrap_or("-"),
                 outcome = %outcome,

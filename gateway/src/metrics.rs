@@ -163,9 +163,9 @@ async fn observe_state(state: &AppState) -> bool {
             let sla = rooftop.settings.freshness_sla_seconds.inventory;
             metrics::gauge!(SNAPSHOT_SLA, &labels).set(f64::from(sla));
             if let Some(inventory) = view.rooftop(&rooftop.rooftop_id) {
-                // Millisecond precision is plenty for an age in seconds.
-                let age = (now - inventory.latest.created_at()).num_milliseconds();
-                metrics::gauge!(SNAPSHOT_AGE, &labels).set(age.max(0) as f64 / 1000.0);
+                // Whole seconds: SLAs are minutes to hours.
+                let age = (now - inventory.latest.created_at()).num_seconds();
+                metrics::gauge!(SNAPSHOT_AGE, &labels).set(age.max(0) as f64);
                 metrics::gauge!(SNAPSHOT_VEHICLES, &labels).set(inventory.latest.len() as f64);
             }
             if let Some(source) = crate::availability::http_source(rooftop) {
