@@ -36,6 +36,10 @@ const EMBEDDED: &[(&str, &str)] = &[
         "vehicle.schema.json",
         include_str!("../../schemas/vehicle.schema.json"),
     ),
+    (
+        "used-vehicle.schema.json",
+        include_str!("../../schemas/used-vehicle.schema.json"),
+    ),
 ];
 
 /// Which DAP object a tool output is.
@@ -47,17 +51,20 @@ pub enum Kind {
     Vehicle,
     Availability,
     Disclosure,
+    /// The optional used-vehicle profile's disclosure.
+    UsedVehicle,
     Error,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 8] = [
         Kind::Manifest,
         Kind::Dealer,
         Kind::Search,
         Kind::Vehicle,
         Kind::Availability,
         Kind::Disclosure,
+        Kind::UsedVehicle,
         Kind::Error,
     ];
 
@@ -79,6 +86,7 @@ impl Kind {
                 &["availabilityResult", "availabilityResponse"],
             ),
             Kind::Disclosure => ("pricing.schema.json", &["pricingDisclosure", "disclosure"]),
+            Kind::UsedVehicle => ("used-vehicle.schema.json", &["usedVehicleDetails"]),
             Kind::Error => ("error.schema.json", &["error", "errorObject"]),
         }
     }
@@ -92,6 +100,7 @@ impl Kind {
             "dealeragent.inventory.get_vehicle" => Some(Kind::Vehicle),
             "dealeragent.inventory.verify_availability" => Some(Kind::Availability),
             "dealeragent.pricing.get_disclosure" => Some(Kind::Disclosure),
+            "dealeragent.inventory.get_used_vehicle_details" => Some(Kind::UsedVehicle),
             _ => None,
         }
     }
@@ -104,6 +113,7 @@ impl Kind {
             Kind::Vehicle => "vehicle detail",
             Kind::Availability => "availability result",
             Kind::Disclosure => "pricing disclosure",
+            Kind::UsedVehicle => "used-vehicle disclosure",
             Kind::Error => "error object",
         }
     }
@@ -184,6 +194,11 @@ impl SchemaSet {
         let mut validators = Vec::new();
         for kind in Kind::ALL {
             let (file, names) = kind.location();
+            // The optional profile's file may be absent from a directory of
+            // core schemas: its checks then say there is no schema.
+            if kind == Kind::UsedVehicle && !ids.contains_key(file) {
+                continue;
+            }
             let (id, doc) = ids.get(file).ok_or_else(|| SchemaError::Missing {
                 file: file.to_owned(),
             })?;

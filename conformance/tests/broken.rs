@@ -14,6 +14,8 @@ use axum::response::{IntoResponse, Response};
 use conformance::run::run_suite;
 use serde_json::{Value, json};
 
+const USED_DETAILS: &str = "dealeragent.inventory.get_used_vehicle_details";
+
 /// The one requirement a proxy breaks.
 #[derive(Debug, Clone, Copy)]
 enum Fault {
@@ -32,6 +34,11 @@ enum Fault {
     /// A search page's aggregate freshness describes only its own
     /// vehicles (the defect issue 10 reported).
     PageOnlyFreshness,
+    /// Used-vehicle disclosures lose their discrepancies: conflicting
+    /// history collapsed to whatever the reports say.
+    CollapseConflict,
+    /// A history report that may not be shared gains a favorable summary.
+    UnauthorizedSummary,
 }
 
 struct Proxy {
@@ -94,7 +101,9 @@ async fn forward(State(p): State<Arc<Proxy>>, headers: HeaderMap, body: Bytes) -
         Fault::UpgradeStale
         | Fault::UnknownAsZero
         | Fault::EchoArguments
-        | Fault::PageOnlyFreshness => {}
+        | Fault::PageOnlyFreshness
+        | Fault::CollapseConflict
+        | Fault::UnauthorizedSummary => {}
     }
     let answer = match p
         .http
@@ -155,11 +164,35 @@ async fn forward(State(p): State<Arc<Proxy>>, headers: HeaderMap, body: Bytes) -
                 }
             });
         }
+        Fault::CollapseConflict if tool == USED_DETAILS => {
+            edit_tool_result(&mut reply, |sc| {
+                if sc["discrepancies"].is_array() {
+                    sc["discrepancies"] = json!([]);
+                }
+            });
+        }
+        Fault::UnauthorizedSummary if tool == USED_DETAILS => {
+            edit_tool_result(&mut reply, |sc| {
+                for r in sc["history_reports"].as_array_mut().into_iter().flatten() {
+                    if r["summary_sharing_authorized"] == false {
+                        r["summary"] = json!({
+                            "accident_status": "no_events_reported",
+                            "damage_status": "no_damage_reported",
+                            "title_brand_status": "no_brands_reported",
+                            "odometer_consistency": "consistent",
+                            "owner_count_status": "unknown"
+                        });
+                    }
+                }
+            });
+        }
         Fault::UpgradeStale
         | Fault::UnknownAsZero
         | Fault::LeakPartner
         | Fault::CursorAnyCaller
-        | Fault::PageOnlyFreshness => {}
+        | Fault::PageOnlyFreshness
+        | Fault::CollapseConflict
+        | Fault::UnauthorizedSummary => {}
     }
     (status, back, reply.to_string()).into_response()
 }
@@ -232,4 +265,20 @@ async fn a_cursor_accepted_under_another_caller_fails_cursor_scope() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_fresher_than_its_result_set_fails_freshness() {
     caught(Fault::PageOnlyFreshness, "DAPC-FRS", "DAPC-FRS-003").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collapsed_conflict_fails_the_used_vehicle_evidence_check() {
+    caught(Fault::CollapseConflict, "DAPC-UVP", "DAPC-UVP-002").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unauthorized_history_summary_fails_the_used_vehicle_checks() {
+    caught(Fault::UnauthorizedSummary, "DAPC-UVP", "DAPC-UVP-002").await;
+    caught(Fault::UnauthorizedSummary, "DAPC-UVP", "DAPC-UVP-001").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leaked_foreign_used_vehicle_fails_used_vehicle_isolation() {
+    caught(Fault::LeakPartner, "DAPC-UVP", "DAPC-UVP-003").await;
 }

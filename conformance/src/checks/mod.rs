@@ -18,6 +18,7 @@ pub mod mcp;
 pub mod pricing;
 pub mod redaction;
 pub mod schema;
+pub mod used_vehicle;
 
 /// A check's future: its outcome, or the transport failure that stopped it.
 pub type CheckFuture<'a> = Pin<Box<dyn Future<Output = Result<Outcome, ClientError>> + Send + 'a>>;
@@ -44,10 +45,16 @@ pub struct Check {
 impl Check {
     /// Run the check (or skip it for a missing role) and record it.
     pub async fn execute(&self, cx: &Ctx) -> CheckRecord {
+        // The checks of an optional profile bind only a gateway that
+        // advertises it: otherwise they are skipped and not required.
+        let unadvertised = optional_profile(self.group).filter(|p| !advertises(cx, p));
         let missing = self.roles.iter().find(|r| !cx.client.has_role(r));
-        let outcome = match missing {
-            Some(role) => Outcome::new().skip(format!("needs role {role}")),
-            None => match (self.run)(cx).await {
+        let outcome = match (unadvertised, missing) {
+            (Some(profile), _) => {
+                Outcome::new().skip(format!("the manifest does not advertise {profile}"))
+            }
+            (None, Some(role)) => Outcome::new().skip(format!("needs role {role}")),
+            (None, None) => match (self.run)(cx).await {
                 Ok(outcome) => outcome,
                 Err(e) => Outcome::new().fail(format!("the gateway stopped answering: {e}")),
             },
@@ -59,16 +66,32 @@ impl Check {
             section: self.section,
             keyword: self.keyword,
             text: self.text,
-            required: self.required,
+            required: self.required && unadvertised.is_none(),
             outcome,
         }
     }
 }
 
+/// The optional DAP profile a group of checks belongs to, if any.
+fn optional_profile(group: &str) -> Option<&'static str> {
+    (group == used_vehicle::CHECKS[0].group).then_some(used_vehicle::PROFILE)
+}
+
+/// Whether the anonymous manifest lists `profile` among its capabilities.
+fn advertises(cx: &Ctx, profile: &str) -> bool {
+    cx.manifest
+        .get("capabilities")
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|caps| {
+            caps.iter()
+                .any(|c| c.get("profile").and_then(serde_json::Value::as_str) == Some(profile))
+        })
+}
+
 /// Every check in run order. The schema group runs last: it validates
 /// every tool output the other groups obtained.
 pub fn all() -> Vec<&'static Check> {
-    let groups: [&'static [Check]; 9] = [
+    let groups: [&'static [Check]; 10] = [
         mcp::CHECKS,
         manifest::CHECKS,
         isolation::CHECKS,
@@ -77,6 +100,7 @@ pub fn all() -> Vec<&'static Check> {
         pricing::CHECKS,
         availability::CHECKS,
         redaction::CHECKS,
+        used_vehicle::CHECKS,
         schema::CHECKS,
     ];
     groups.iter().flat_map(|g| g.iter()).collect()

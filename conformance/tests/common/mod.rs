@@ -196,8 +196,39 @@ fn vehicle(
         availability_status: "available".into(),
         stocked_at: Some(now - Duration::days(10)),
         first_public_listing_at: None,
-        history_report_status: None,
-        history_reports: vec![],
+        // The first used unit of every rooftop has two history reports
+        // that disagree (the used-vehicle checks need conflicting
+        // evidence), the second one report whose summary may not be
+        // shared; the others have none (unknown).
+        history_report_status: match n {
+            0 => Some("conflicting".into()),
+            2 => Some("available".into()),
+            _ => None,
+        },
+        history_reports: if n == 0 {
+            let summary = |accidents: &str| {
+                serde_json::json!({"accident_status": accidents, "damage_status": "unknown",
+                    "title_brand_status": "unknown", "odometer_consistency": "unknown",
+                    "owner_count_status": "unknown"})
+            };
+            vec![
+                serde_json::json!({"provider_id": "com.carfax", "provider_name": "CARFAX",
+                    "status": "available", "access": "public_link",
+                    "summary_sharing_authorized": true, "summary": summary("no_events_reported")}),
+                serde_json::json!({"provider_id": "com.experian.autocheck",
+                    "provider_name": "AutoCheck", "status": "available", "access": "on_request",
+                    "summary_sharing_authorized": true, "summary": summary("events_reported")}),
+            ]
+        } else if n == 2 {
+            // A report whose summary may not be shared.
+            vec![
+                serde_json::json!({"provider_id": "com.carfax", "provider_name": "CARFAX",
+                "status": "available", "access": "dealer_presented",
+                "summary_sharing_authorized": false}),
+            ]
+        } else {
+            vec![]
+        },
         certification_type: None,
         used_evidence: Default::default(),
         source: VehicleSource {
