@@ -39,6 +39,9 @@ enum Fault {
     CollapseConflict,
     /// A history report that may not be shared gains a favorable summary.
     UnauthorizedSummary,
+    /// A real vehicle without a used-vehicle disclosure (a new one) answers
+    /// another error than an absent one: its existence shows.
+    RevealExisting,
 }
 
 struct Proxy {
@@ -103,7 +106,8 @@ async fn forward(State(p): State<Arc<Proxy>>, headers: HeaderMap, body: Bytes) -
         | Fault::EchoArguments
         | Fault::PageOnlyFreshness
         | Fault::CollapseConflict
-        | Fault::UnauthorizedSummary => {}
+        | Fault::UnauthorizedSummary
+        | Fault::RevealExisting => {}
     }
     let answer = match p
         .http
@@ -186,13 +190,22 @@ async fn forward(State(p): State<Arc<Proxy>>, headers: HeaderMap, body: Bytes) -
                 }
             });
         }
+        Fault::RevealExisting if tool == USED_DETAILS => {
+            let made_up = args.to_string().contains("dapc-absent");
+            edit_tool_result(&mut reply, |sc| {
+                if !made_up && sc["code"] == "dealeragent.resource.not_found" {
+                    sc["code"] = json!("dealeragent.vehicle.unavailable");
+                }
+            });
+        }
         Fault::UpgradeStale
         | Fault::UnknownAsZero
         | Fault::LeakPartner
         | Fault::CursorAnyCaller
         | Fault::PageOnlyFreshness
         | Fault::CollapseConflict
-        | Fault::UnauthorizedSummary => {}
+        | Fault::UnauthorizedSummary
+        | Fault::RevealExisting => {}
     }
     (status, back, reply.to_string()).into_response()
 }
@@ -281,4 +294,9 @@ async fn an_unauthorized_history_summary_fails_the_used_vehicle_checks() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leaked_foreign_used_vehicle_fails_used_vehicle_isolation() {
     caught(Fault::LeakPartner, "DAPC-UVP", "DAPC-UVP-003").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_vehicle_told_apart_from_an_absent_one_fails_the_used_vehicle_checks() {
+    caught(Fault::RevealExisting, "DAPC-UVP", "DAPC-UVP-004").await;
 }
