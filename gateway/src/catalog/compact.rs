@@ -119,8 +119,15 @@ pub(super) fn input(bundled: &Value) -> Result<Value, String> {
 
 /// How far below a root its definitions are published in full: the root's
 /// own members (depth 0), then each definition it references directly
-/// (depth 1, success only); anything deeper is written as its JSON type.
-pub(super) const SUCCESS_DEPTH: usize = 1;
+/// (depth 1), and so on; anything deeper is written as its JSON type.
+/// Depth 0: the success object's members, `required` and closedness, each
+/// member as its type. Depth 1 (the vehicle's, the evaluation's members
+/// too) fit seven tools in 47 KB; with the five tools of issue 16 (the
+/// used-vehicle profile and the AAP adapter) only depth 0 keeps
+/// `tools/list` within its 50 KB (docs/benchmarks.md, "tools/list size").
+/// The full schemas stay at `/schemas/`, and every result is still checked
+/// against its full success definition.
+pub(super) const SUCCESS_DEPTH: usize = 0;
 /// The DAP error object is the same for every tool and documented once
 /// (`/schemas/error.schema.json`): its members are published with their
 /// types, its nested definitions (`errorCode`, `details`) as types only.

@@ -107,15 +107,35 @@ fn dap_error() -> Value {
     })
 }
 
-/// The published `outputSchema` admits the DAP error object (issue 10), but
+/// An AAP error object, as `tools::aap_map::error_object` writes it (the
+/// error model of the AAP compatibility tools, issue 16 item 1).
+fn aap_error() -> Value {
+    serde_json::json!({
+        "@type": "https://autoagentprotocol.org/extensions/aap/error",
+        "type": "aap.error",
+        "error_id": "err.0194c1d2-0000-7000-8000-000000000001",
+        "code": "SCHEMA_VALIDATION_FAILED",
+        "message": "The arguments do not satisfy this tool's input schema.",
+        "retryable": false,
+        "details": {"dap_code": "dealeragent.validation.invalid"},
+        "created_at": "2026-07-28T12:00:00.000Z"
+    })
+}
+
+/// The published `outputSchema` admits the error object of the tool's own
+/// error model (the DAP error, issue 10; AAP's `aap.error` for the AAP
+/// compatibility tools, issue 16), but
 /// the gateway's own check of a successful result stays the success shape
 /// alone: a tool that returned an error-shaped object as a success would
 /// still be refused (dealeragent.internal), exactly as before.
 #[test]
 fn published_output_schemas_admit_the_dap_error_but_success_validation_stays_strict() {
     let catalog = Catalog::load().unwrap();
-    let error = dap_error();
     for tool in &catalog.tools {
+        let error = match tool.error_model {
+            gateway::catalog::ErrorModel::Dap => dap_error(),
+            gateway::catalog::ErrorModel::Aap => aap_error(),
+        };
         let published = jsonschema::draft202012::options()
             .should_validate_formats(true)
             .build(&tool.published_output_schema)
@@ -345,6 +365,38 @@ fn valid_arguments(tool: &str) -> Vec<Value> {
                 )
             })
             .collect(),
+        "dealeragent.inventory.get_used_vehicle_details" => selectors
+            .iter()
+            .map(|s| with(json!({"organization_id": org, "rooftop_id": rooftop}), s))
+            .collect(),
+        "aap_dealer_information" => vec![
+            json!({"type": "dealer.information.request"}),
+            json!({"type": "dealer.information.request", "dealer_id": org}),
+        ],
+        "aap_inventory_facets" => vec![json!({
+            "type": "inventory.facets.request", "dealer_id": org,
+            "filters": {"make": ["Ford"], "model": ["F-150"], "condition": ["used", "cpo"],
+                        "vehicle_type": ["car"], "status": ["available", "pending"],
+                        "rooftops": ["Example North"], "year_min": 2020, "year_max": 2026,
+                        "mileage_max": 50000, "vin": "1HGCM82633A004352", "stock": "S-1001",
+                        "query": "awd"}
+        })],
+        "aap_inventory_search" => vec![json!({
+            "type": "inventory.search.request", "dealer_id": org,
+            "filters": {"make": ["Ford"], "model": ["F-150"], "condition": ["new"],
+                        "vehicle_type": ["motorcycle"], "status": ["intransit"],
+                        "rooftops": ["Example North"], "year_min": 2020, "year_max": 2026,
+                        "mileage_max": 50000, "vin": "1HGCM82633A004352", "stock": "S-1001",
+                        "query": "awd"},
+            "pagination": {"skip": 20, "limit": 20},
+            "sort": {"field": "mileage", "order": "asc"},
+            "privacy": {"anonymous": true}
+        })],
+        "aap_inventory_vehicle" => vec![
+            json!({"type": "inventory.vehicle.request", "dealer_id": org, "vehicle_id": "veh.0001"}),
+            json!({"type": "inventory.vehicle.request", "vin": "1HGCM82633A004352"}),
+            json!({"type": "inventory.vehicle.request", "stock": "S-1001"}),
+        ],
         other => panic!("no sample arguments for tool {other}; add them to this test"),
     }
 }
