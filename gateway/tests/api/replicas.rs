@@ -27,6 +27,17 @@ const CHICAGO: &str = "roof.lakeshore-chicago";
 const SEARCH: &str = "dealeragent.inventory.search";
 /// Only in `lakeshore-changed.csv`: its arrival shows the new snapshot.
 const NEW_VIN: &str = "19XFL2H88RE000505";
+/// A program no demo program names (the set check accepts it alone).
+const BONUS_PROGRAM: &str = "programs:
+  - program_id: replica-bonus
+    revision: 1
+    name: Replica bonus
+    kind: cash
+    direction: discount
+    amount: {status: known, amount: {amount_minor: 10000, currency: USD}}
+    stacking: {group: replica, combinability: stackable}
+";
+
 /// The visibility bound of issue 15 item 4.
 const BOUND: Duration = Duration::from_secs(1);
 /// What the assertions allow beyond it (a 2-core machine under load).
@@ -739,7 +750,69 @@ async fn cli_changes_and_a_revocation_reach_every_replica_within_the_bound() {
         );
     }
 
-    // 3. A revoked token.
+    // 3. A programs import: a new program reaches every replica's offer
+    // evaluations.
+    let vehicle = client
+        .search(
+            &cluster.bases[0],
+            &cluster.token,
+            json!({"organization_id": ORG, "rooftop_ids": [CHICAGO], "filters": {"vin": NEW_VIN}}),
+        )
+        .await
+        .expect("search")["vehicles"][0]["vehicle_id"]
+        .as_str()
+        .expect("the imported vehicle")
+        .to_owned();
+    let evaluates_bonus = |base: String| {
+        let (client, token, vehicle) = (client.clone(), token.clone(), vehicle.clone());
+        async move {
+            client
+                .tool(
+                    &base,
+                    Some(&token),
+                    "dealergateway.offers.evaluate",
+                    json!({"organization_id": ORG, "rooftop_id": CHICAGO, "vehicle_id": vehicle,
+                           "profile": {"payment_mode": "cash", "jurisdiction": {"country": "US"}}}),
+                )
+                .await
+                .is_ok_and(|r| r["structuredContent"].to_string().contains("replica-bonus"))
+        }
+    };
+    for base in &cluster.bases {
+        assert!(
+            !evaluates_bonus(base.clone()).await,
+            "not offered before the import"
+        );
+    }
+    let programs = dir.join("programs.yaml");
+    std::fs::write(&programs, BONUS_PROGRAM).expect("write programs");
+    let out = run_cli(
+        &cluster.db,
+        &[
+            "import",
+            "programs",
+            &programs.display().to_string(),
+            "--organization",
+            ORG,
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let seen = time_on_each(&cluster.bases, BOUND + SLACK, evaluates_bonus).await;
+    eprintln!(
+        "programs import: evaluated by the replicas {} after the CLI exited",
+        seen.iter()
+            .map(|d| millis(*d))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    for (i, t) in seen.iter().enumerate() {
+        assert!(
+            t.is_some(),
+            "replica {i} did not evaluate the imported program within the bound"
+        );
+    }
+
+    // 4. A revoked token.
     let (token_id, _) = gateway::auth::api_token::parse(&cluster.token).expect("a token");
     let token_id = token_id.to_owned();
     let out = run_cli(&cluster.db, &["token", "revoke", &token_id]);
