@@ -150,6 +150,18 @@ impl Ctx {
         self.observed.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
+    /// Every tool output obtained so far from a tool under DAP's error
+    /// rules: all but the tools of the Auto Agent Protocol's MCP binding
+    /// (named `aap_<skill>`), which a gateway may serve beside its DAP
+    /// tools as a compatibility adapter and which answer with AAP's own
+    /// error object (`aap.error`), not DAP's.
+    pub fn observed_dap(&self) -> Vec<Observed> {
+        self.observed()
+            .into_iter()
+            .filter(|x| !is_aap_binding_tool(&x.tool))
+            .collect()
+    }
+
     /// A made-up id of `prefix` that no gateway has.
     pub fn absent(&self, prefix: &str) -> String {
         format!("{prefix}.dapc-absent-{}", self.nonce)
@@ -234,6 +246,12 @@ impl Ctx {
             Caller::Anonymous
         }
     }
+}
+
+/// A tool of the AAP MCP binding (`aap_<skill>`), outside DAP's error
+/// rules.
+pub fn is_aap_binding_tool(name: &str) -> bool {
+    name.starts_with("aap_")
 }
 
 /// A string array member of `v` as a set.
