@@ -276,8 +276,9 @@ pub struct ServeSettings {
     )]
     pub shutdown_grace_seconds: u64,
 
-    /// Most concurrent legacy (2025-11-25) MCP sessions kept in memory; the
-    /// least recently used is dropped beyond it.
+    /// Most concurrent legacy (2025-11-25) MCP sessions, kept in the store
+    /// for all replicas together; the least recently used is dropped beyond
+    /// it.
     #[arg(
         long,
         env = "DEALER_GATEWAY_MAX_LEGACY_SESSIONS",

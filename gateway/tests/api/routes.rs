@@ -207,11 +207,14 @@ async fn a_claim_that_does_not_describe_this_gateway_is_refused_at_start_up() {
         .as_array_mut()
         .unwrap()
         .retain(|t| t != "dealeragent.pricing.get_disclosure");
+    // A real DAP profile this read-only gateway never serves (the consented
+    // handoff writes leads); the used-vehicle profile played this part
+    // until issue 16 served it.
     let mut extra_profile = claim_for(&served, "2999-01-01T00:00:00Z");
     extra_profile["profiles"]
         .as_array_mut()
         .unwrap()
-        .push(json!("dealeragent.used-vehicle.read/0.1"));
+        .push(json!("dealeragent.handoff/0.1"));
     let mut unsigned = claim_for(&served, "2999-01-01T00:00:00Z");
     unsigned["signer"]
         .as_object_mut()
