@@ -28,7 +28,6 @@ use super::{ToolContext, ToolError};
 use crate::auth::Principal;
 use crate::catalog::FieldError;
 use crate::directory::DirectorySnapshot;
-use crate::store::OrganizationRecord;
 
 /// The catalog profile of the AAP tools.
 pub const PROFILE: &str = "dealergateway.aap-compat/0.1";
@@ -119,23 +118,16 @@ pub async fn dealer(
 }
 
 fn only_visible(directory: &DirectorySnapshot, principal: &Principal) -> Result<String, ToolError> {
-    let visible: Vec<&OrganizationRecord> = directory
-        .organizations
-        .iter()
-        .filter(|o| !principal.visible_rooftops(o).is_empty())
-        .collect();
-    match visible.as_slice() {
-        [one] => Ok(one.organization_id.clone()),
-        [] => Err(ToolError::NotFound),
-        _ => Err(ToolError::Invalid {
+    super::dealer_get::single_visible_organization(directory, principal)?.ok_or_else(|| {
+        ToolError::Invalid {
             message: "dealer_id is required: this gateway serves several dealers. Give one of the organization_ids of the manifest (dealeragent.discovery.get_manifest or /.well-known/dealer-agent.json).".into(),
             field_errors: vec![FieldError::new(
                 "/dealer_id",
                 "required",
                 "Required property 'dealer_id' is missing.",
             )],
-        }),
-    }
+        }
+    })
 }
 
 /// Rooftop id to name of every rooftop of `organization_id` (AAP names a

@@ -829,6 +829,19 @@ async fn every_published_output_schema_accepts_the_tools_success_and_dap_error_r
         json!({"organization_id": ORG, "rooftop_id": ROOFTOP, "vehicle_id": vehicle});
     let absent_args =
         json!({"organization_id": ORG, "rooftop_id": ROOFTOP, "vehicle_id": "veh.absent-0000"});
+    // A used unit of the same rooftop (the used-vehicle profile serves
+    // used, certified and demo vehicles only).
+    let used = app
+        .call_tool(
+            "dealeragent.inventory.search",
+            json!({"organization_id": ORG, "rooftop_ids": [ROOFTOP],
+                   "filters": {"condition": ["used", "certified"]}}),
+        )
+        .await;
+    let used_vehicle = used["structuredContent"]["vehicles"][0]["vehicle_id"]
+        .as_str()
+        .expect("a used demo vehicle")
+        .to_owned();
     let listed = app.modern("tools/list", json!({})).await;
     let tools = listed.result()["tools"].as_array().unwrap().clone();
     assert!(!tools.is_empty());
@@ -864,6 +877,34 @@ async fn every_published_output_schema_accepts_the_tools_success_and_dap_error_r
                 absent["profile"] = profile;
                 (ok, vec![absent])
             }
+            "dealeragent.inventory.get_used_vehicle_details" => (
+                json!({"organization_id": ORG, "rooftop_id": ROOFTOP, "vehicle_id": used_vehicle}),
+                vec![absent_args.clone()],
+            ),
+            // The AAP adapter (issue 16): its errors are AAP's aap.error,
+            // which its published outputSchema admits instead of DAP's.
+            "aap_dealer_information" => (
+                json!({"type": "dealer.information.request", "dealer_id": ORG}),
+                vec![
+                    json!({"type": "dealer.information.request", "dealer_id": "org.absent-group"}),
+                ],
+            ),
+            "aap_inventory_facets" => (
+                json!({"type": "inventory.facets.request", "dealer_id": ORG}),
+                vec![json!({"type": "inventory.facets.request", "dealer_id": "org.absent-group"})],
+            ),
+            "aap_inventory_search" => (
+                json!({"type": "inventory.search.request", "dealer_id": ORG,
+                       "pagination": {"skip": 0, "limit": 2}}),
+                vec![json!({"type": "inventory.search.request", "dealer_id": "org.absent-group"})],
+            ),
+            "aap_inventory_vehicle" => (
+                json!({"type": "inventory.vehicle.request", "dealer_id": ORG, "vehicle_id": vehicle}),
+                vec![
+                    json!({"type": "inventory.vehicle.request", "dealer_id": ORG,
+                            "vehicle_id": "veh.absent-0000"}),
+                ],
+            ),
             other => panic!("no sample arguments for tool {other}; add them to this test"),
         };
         // Every tool: an unexpected member is a validation error.
@@ -882,8 +923,16 @@ async fn every_published_output_schema_accepts_the_tools_success_and_dap_error_r
             let r = app.call_tool(name, args.clone()).await;
             assert_eq!(r["isError"], true, "{name} {args}: {r}");
             let sc = &r["structuredContent"];
+            // DAP's error object, or for the AAP adapter AAP's, which
+            // keeps the DAP code in details.
+            let dap_code = if name.starts_with("aap_") {
+                assert_eq!(sc["type"], "aap.error", "{sc}");
+                &sc["details"]["dap_code"]
+            } else {
+                &sc["code"]
+            };
             assert!(
-                sc["code"]
+                dap_code
                     .as_str()
                     .is_some_and(|c| c.starts_with("dealeragent.")),
                 "{sc}"
