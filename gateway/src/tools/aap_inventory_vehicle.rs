@@ -16,7 +16,7 @@ use super::args::AapVehicleArgs;
 use super::{Produced, ToolContext, ToolError, aap_map, get_vehicle, policy};
 use crate::catalog::FieldError;
 
-pub const NAME: &str = "aap_inventory_vehicle";
+pub const NAME: &str = super::aap_map::VEHICLE_TOOL;
 
 pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError> {
     let args: AapVehicleArgs = super::args::parse(args)?;

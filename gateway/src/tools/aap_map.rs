@@ -31,6 +31,11 @@ use crate::directory::DirectorySnapshot;
 
 /// The catalog profile of the AAP tools.
 pub const PROFILE: &str = "dealergateway.aap-compat/0.1";
+
+/// The name of `aap_inventory_vehicle`, whose refusals read differently;
+/// defined here (that module takes it from here) so the mapping below the
+/// tools imports none of them.
+pub const VEHICLE_TOOL: &str = "aap_inventory_vehicle";
 /// AAP's ProtoJSON type tag of `aap.error` (AAP error.schema.json `@type`).
 pub const AAP_ERROR_TYPE: &str = "https://autoagentprotocol.org/extensions/aap/error";
 /// AAP's tool name of a skill this read-only gateway does not serve.
@@ -118,7 +123,7 @@ pub async fn dealer(
 }
 
 fn only_visible(directory: &DirectorySnapshot, principal: &Principal) -> Result<String, ToolError> {
-    super::dealer_get::single_visible_organization(directory, principal)?.ok_or_else(|| {
+    super::policy::single_visible_organization(directory, principal)?.ok_or_else(|| {
         ToolError::Invalid {
             message: "dealer_id is required: this gateway serves several dealers. Give one of the organization_ids of the manifest (dealeragent.discovery.get_manifest or /.well-known/dealer-agent.json).".into(),
             field_errors: vec![FieldError::new(
@@ -603,7 +608,7 @@ pub fn error_object(
             details.insert("field_errors".into(), json!(field_errors));
             details.insert(
                 "correction".into(),
-                json!(if tool == super::aap_inventory_vehicle::NAME {
+                json!(if tool == VEHICLE_TOOL {
                     "Send type inventory.vehicle.request with at least one of vin, stock or vehicle_id, each valid as the inputSchema of tools/list says."
                 } else {
                     "Correct each member named in field_errors as the inputSchema of tools/list says. AAP filters this gateway applies: make, model, condition, vehicle_type, status, rooftops, year_min, year_max, mileage_max, vin, stock, query; sort fields: year, mileage, updated_at. Others (price, trim, fuel, colors, ...) are refused, never ignored."
@@ -622,7 +627,7 @@ pub fn error_object(
             (field_code(field_errors), message.clone())
         }
         ToolError::NotFound => {
-            if tool == super::aap_inventory_vehicle::NAME {
+            if tool == VEHICLE_TOOL {
                 (
                     "VEHICLE_NOT_FOUND",
                     "No in-stock vehicle of this dealer matches. Sold, withdrawn and unknown-status units are not listed to AAP clients.".to_owned(),
@@ -780,9 +785,7 @@ mod tests {
     #[test]
     fn every_tool_error_maps_to_a_valid_aap_code_and_keeps_the_dap_code() {
         let catalog = crate::catalog::Catalog::load().expect("catalog");
-        let tool = catalog
-            .tool(super::super::aap_inventory_vehicle::NAME)
-            .expect("AAP vehicle tool");
+        let tool = catalog.tool(super::VEHICLE_TOOL).expect("AAP vehicle tool");
         let errors = [
             ToolError::Validation {
                 field_errors: vec![FieldError::new("/vin", "pattern", "x")],

@@ -43,24 +43,6 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
     )
 }
 
-/// The one organization visible to `principal`: `Ok(None)` when several
-/// are (the caller must name one), not found when none is. Shared with
-/// the AAP adapter, whose requests name no dealer.
-pub fn single_visible_organization(
-    snapshot: &DirectorySnapshot,
-    principal: &Principal,
-) -> Result<Option<String>, ToolError> {
-    let mut visible = snapshot
-        .organizations
-        .iter()
-        .filter(|o| !principal.visible_rooftops(o).is_empty());
-    match (visible.next(), visible.next()) {
-        (Some(one), None) => Ok(Some(one.organization_id.clone())),
-        (None, _) => Err(ToolError::NotFound),
-        (Some(_), Some(_)) => Ok(None),
-    }
-}
-
 /// DAP's `dealerRequest` requires nothing, yet the manifest asserts
 /// `organization_id_required`. We resolve the gap: the id may be omitted
 /// only when exactly one organization is visible to the caller.
@@ -68,7 +50,7 @@ fn only_visible_organization(
     snapshot: &DirectorySnapshot,
     principal: &Principal,
 ) -> Result<String, ToolError> {
-    single_visible_organization(snapshot, principal)?.ok_or_else(|| ToolError::Invalid {
+    super::policy::single_visible_organization(snapshot, principal)?.ok_or_else(|| ToolError::Invalid {
         message: "organization_id is required: this gateway serves several organizations (see the manifest's organization_ids).".into(),
         // DAP 0.1: a `required` failure points at the missing member.
         field_errors: vec![FieldError::new(

@@ -57,3 +57,21 @@ pub fn authorize_rooftop<'a>(
         authorize_rooftops(directory, principal, organization_id, Some(&requested))?;
     rooftops.into_iter().next().ok_or(ToolError::NotFound)
 }
+
+/// The one organization visible to `principal`: `Ok(None)` when several
+/// are (the caller must name one), not found when none is. Shared with
+/// the AAP adapter, whose requests name no dealer.
+pub fn single_visible_organization(
+    snapshot: &DirectorySnapshot,
+    principal: &Principal,
+) -> Result<Option<String>, ToolError> {
+    let mut visible = snapshot
+        .organizations
+        .iter()
+        .filter(|o| !principal.visible_rooftops(o).is_empty());
+    match (visible.next(), visible.next()) {
+        (Some(one), None) => Ok(Some(one.organization_id.clone())),
+        (None, _) => Err(ToolError::NotFound),
+        (Some(_), Some(_)) => Ok(None),
+    }
+}
