@@ -169,7 +169,12 @@ pub fn next_feed_change(record: &VehicleRecord, now: DateTime<Utc>) -> Option<Da
         .as_deref()
         .unwrap_or_default()
         .iter()
-        .flat_map(|adj| [parse_time(adj, "valid_from"), parse_time(adj, "valid_until")])
+        .flat_map(|adj| {
+            [
+                parse_time(adj, "valid_from"),
+                parse_time(adj, "valid_until"),
+            ]
+        })
         .flatten()
         .filter(|t| *t >= now)
         .min()

@@ -204,7 +204,11 @@ async fn errors_are_dap(cx: &Ctx) -> Result<Outcome, ClientError> {
         o.saw(&ex);
     }
     let mut problems = Vec::new();
-    let errors: Vec<_> = cx.observed_dap().into_iter().filter(|x| x.is_error).collect();
+    let errors: Vec<_> = cx
+        .observed_dap()
+        .into_iter()
+        .filter(|x| x.is_error)
+        .collect();
     for e in &errors {
         let c = &e.content;
         let mut bad = Vec::new();

@@ -167,7 +167,11 @@ async fn provoke(cx: &Ctx) -> Result<(), ClientError> {
 async fn errors_valid(cx: &Ctx) -> Result<Outcome, ClientError> {
     let mut o = Outcome::new();
     provoke(cx).await?;
-    let errors: Vec<_> = cx.observed_dap().into_iter().filter(|x| x.is_error).collect();
+    let errors: Vec<_> = cx
+        .observed_dap()
+        .into_iter()
+        .filter(|x| x.is_error)
+        .collect();
     let mut problems = Vec::new();
     for x in &errors {
         let found = cx.schemas.errors(Kind::Error, &x.content);
