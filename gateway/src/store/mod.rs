@@ -1,13 +1,16 @@
 //! The store: the ONLY module that speaks SQL (ARCHITECTURE.md, STYLE.md §8).
 //!
-//! `Store` is expressed in domain types. Two implementations share one
-//! behaviour contract and one test suite: SQLite (the embedded default, WAL)
-//! and PostgreSQL (the shared store for several gateway replicas).
-//! Migrations live in `migrations/{sqlite,postgres}/` and run at open.
+//! `Store` is expressed in domain types. Two backends share one behaviour
+//! contract, one test suite and one implementation with one text per SQL
+//! statement (`sql.rs`, issue 13 item 6): SQLite (the embedded default,
+//! WAL) and PostgreSQL (the shared store for several gateway replicas),
+//! each a `Dialect` of it. Migrations live in `migrations/{sqlite,postgres}/`
+//! and run at open.
 
 pub mod audit;
 mod postgres;
 pub mod snapshot_write;
+mod sql;
 mod sqlite;
 #[cfg(test)]
 mod tests;
@@ -592,23 +595,11 @@ pub async fn open(database_url: &str) -> Result<Arc<dyn Store>, StoreError> {
 }
 
 // ---------------------------------------------------------------------------
-// Backend-neutral helpers shared by `sqlite.rs` and `postgres.rs`.
+// Backend-neutral helpers of the store implementation (`sql.rs`).
 // ---------------------------------------------------------------------------
 
 /// The unique index that makes a rooftop id name one rooftop gateway-wide.
 const ROOFTOP_ID_INDEX: &str = "rooftops_rooftop_id_unique";
-
-/// Advisory-lock key serialising dealer imports across PostgreSQL replicas
-/// ("DAPDEALR" in ASCII).
-const IMPORT_LOCK_KEY: i64 = 0x4441_5044_4541_4c52;
-
-/// Advisory-lock key serialising new audit counter keys and audit pruning
-/// across PostgreSQL replicas ("DAPAUDIT" in ASCII).
-const AUDIT_LOCK_KEY: i64 = 0x4441_5041_5544_4954;
-
-/// Advisory-lock key serialising legacy session creation (the capacity
-/// bound) across PostgreSQL replicas ("DAPSESSN" in ASCII).
-const SESSION_LOCK_KEY: i64 = 0x4441_5053_4553_534e;
 
 /// Rows deleted per statement and transaction by `prune_audit`.
 const AUDIT_PRUNE_BATCH: u64 = 10_000;
