@@ -349,68 +349,15 @@ impl Decorated {
 ///
 /// The text block of a tool result is the whole structured content again,
 /// escaped (MCP asks for both); for a search page of 20 that is 50 KB, and
-/// escaping it byte by byte was the largest single cost of a search
-/// (issue 13 item 4, docs/benchmarks.md). JSON this gateway wrote holds no
-/// raw control characters (serde_json escapes them inside strings and
-/// writes no whitespace), so only `"` and `\` need a backslash. Eight
-/// bytes are tested at a time (SWAR: a word-wide "is any byte `"`, `\` or
-/// below 0x20" test), runs between them are copied whole, and a text with
-/// a control character is handed to serde_json instead.
+/// escaping it was the largest single cost of a search (issue 13 item 4,
+/// docs/benchmarks.md). JSON holds a `"` every seven bytes or so, so what
+/// counts is the cost per escape, not the scan: `json_escape_simd` (the
+/// sonic-rs kernel) stores each 32-byte block whole and patches the escapes
+/// in place, about 3 instructions a byte against 7.5 for the word-at-a-time
+/// loop this replaced. Our crates forbid `unsafe`, which that kernel needs.
+/// The proptest below holds it to serde_json's output for any text.
 fn write_json_string(out: &mut Vec<u8>, text: &str) {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    /// Bit 7 of each byte of `word` that may be `"`, `\` or a control
-    /// character. Exact for the lowest flagged byte; a flag above a real
-    /// one can be false (borrow), so each flagged byte is re-read.
-    fn flagged(word: u64) -> u64 {
-        let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
-        zero(word ^ (ONES * u64::from(b'"')))
-            | zero(word ^ (ONES * u64::from(b'\\')))
-            | (word.wrapping_sub(ONES * 0x20) & !word & HIGH)
-    }
-    let bytes = text.as_bytes();
-    let begin = out.len();
-    out.reserve(bytes.len() + bytes.len() / 4 + 2);
-    out.push(b'"');
-    let mut run = 0;
-    let mut at = 0;
-    let escape = |out: &mut Vec<u8>, i: usize, run: &mut usize| -> bool {
-        match bytes[i] {
-            b'"' | b'\\' => {
-                out.extend_from_slice(&bytes[*run..i]);
-                out.push(b'\\');
-                // The quote or backslash itself starts the next run.
-                *run = i;
-                true
-            }
-            b if b < 0x20 => false,
-            _ => true,
-        }
-    };
-    while let Some(chunk) = bytes.get(at..at + 8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let mut mask = flagged(u64::from_le_bytes(word));
-        while mask != 0 {
-            let i = at + (mask.trailing_zeros() / 8) as usize;
-            if !escape(out, i, &mut run) {
-                out.truncate(begin);
-                let _ = serde_json::to_writer(&mut *out, text);
-                return;
-            }
-            mask &= mask - 1;
-        }
-        at += 8;
-    }
-    for i in at..bytes.len() {
-        if !escape(out, i, &mut run) {
-            out.truncate(begin);
-            let _ = serde_json::to_writer(&mut *out, text);
-            return;
-        }
-    }
-    out.extend_from_slice(&bytes[run..]);
-    out.push(b'"');
+    json_escape_simd::escape_into(text, out);
 }
 
 /// Shape a result for its era.
