@@ -61,8 +61,8 @@ use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
-use serde_json::{Map, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Number, Value};
 use sha2::{Digest, Sha256};
 
 use super::index::{
@@ -146,6 +146,143 @@ pub struct Filters {
     pub stock_number: Option<String>,
 }
 
+/// `dealeragent.inventory.search`: `searchRequest`, compiled by
+/// `inventory::search::SearchQuery::compile`, which applies the
+/// cross-field rules the schema cannot express.
+///
+/// `Serialize` gives back the members as given (absent stays absent), so
+/// the cursor's query fingerprint is computed from this type exactly as
+/// from the request (`search::query_fingerprint`, DAP-CORE-027).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchArgs {
+    pub organization_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rooftop_ids: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filters: Option<SearchFilters>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sort: Option<SearchSort>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page: Option<PageRequest>,
+}
+
+/// `searchFilters`. The enumerated list filters stay strings: their
+/// vocabularies are the code tables of `inventory::index`, which turn them
+/// into bit masks. Integers are JSON numbers: the schema's `integer`
+/// admits `2020.0` and `1e20`, which an `i64` cannot always hold, and
+/// `SearchQuery::compile` answers those with its precise, pointed error.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchFilters {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vehicle_type: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub make: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub condition: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub year_min: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub year_max: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub price_min: Option<MoneyBound>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub price_max: Option<MoneyBound>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub odometer_min: Option<DistanceBound>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub odometer_max: Option<DistanceBound>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inventory_age_min_days: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inventory_age_max_days: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history_report_status: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub certification_type: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub availability: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vin: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stock_number: Option<String>,
+}
+
+/// `nonNegativeMoney`, a price bound.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MoneyBound {
+    pub amount_minor: Number,
+    pub currency: String,
+}
+
+/// `distance`, an odometer bound.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DistanceBound {
+    pub value: Number,
+    pub unit: DistanceUnit,
+}
+
+/// `distanceUnit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DistanceUnit {
+    Mi,
+    Km,
+}
+
+/// `searchSort`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchSort {
+    pub field: SearchSortField,
+    pub order: SortOrder,
+}
+
+/// `searchSort.field`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchSortField {
+    AdvertisedPrice,
+    Year,
+    Odometer,
+    InventoryAgeDays,
+    ObservedAt,
+}
+
+/// `searchSort.order`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SortOrder {
+    Asc,
+    Desc,
+}
+
+/// `pageRequest`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageRequest {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<Number>,
+}
+
+impl SearchArgs {
+    /// [`query_fingerprint`] of the request these arguments were read
+    /// from: they serialize back to the same members (absent stays
+    /// absent), so the fingerprint is the request's.
+    pub fn fingerprint(&self) -> [u8; 32] {
+        query_fingerprint(&serde_json::to_value(self).unwrap_or(Value::Null))
+    }
+}
+
 /// A parsed, checked `searchRequest`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchQuery {
@@ -211,196 +348,164 @@ fn canonicalize(v: &Value) -> Value {
     }
 }
 
-fn str_list(v: Option<&Value>, pointer: &str) -> Result<Option<Vec<String>>, SearchError> {
-    let Some(v) = v else { return Ok(None) };
-    let items = v
-        .as_array()
-        .ok_or_else(|| err(pointer, "Must be an array of strings."))?;
-    let mut out = Vec::with_capacity(items.len());
-    for item in items {
-        out.push(
-            item.as_str()
-                .ok_or_else(|| err(pointer, "Must be an array of strings."))?
-                .to_owned(),
-        );
-    }
-    Ok(if out.is_empty() { None } else { Some(out) })
-}
-
-fn mask(v: Option<&Value>, pointer: &str, table: &[&str]) -> Result<Option<u16>, SearchError> {
-    let Some(values) = str_list(v, pointer)? else {
+fn mask(
+    values: Option<&[String]>,
+    pointer: &str,
+    table: &[&str],
+) -> Result<Option<u16>, SearchError> {
+    // An empty list is the same as an absent filter (module doc).
+    let Some(values) = values.filter(|v| !v.is_empty()) else {
         return Ok(None);
     };
     let mut m = 0u16;
     for value in values {
         let code = table
             .iter()
-            .position(|t| *t == value)
+            .position(|t| t == value)
             .ok_or_else(|| err(pointer, "Contains a value that is not allowed."))?;
         m |= 1 << code;
     }
     Ok(Some(m))
 }
 
-fn int(v: Option<&Value>, pointer: &str) -> Result<Option<i64>, SearchError> {
-    v.map(|v| {
-        v.as_i64()
+fn int(n: Option<&Number>, pointer: &str) -> Result<Option<i64>, SearchError> {
+    n.map(|n| {
+        n.as_i64()
             .ok_or_else(|| err(pointer, "Must be an integer."))
     })
     .transpose()
 }
 
-fn uint(v: Option<&Value>, pointer: &str) -> Result<Option<u64>, SearchError> {
-    v.map(|v| {
-        v.as_u64()
+fn uint(n: Option<&Number>, pointer: &str) -> Result<Option<u64>, SearchError> {
+    n.map(|n| {
+        n.as_u64()
             .ok_or_else(|| err(pointer, "Must be a non-negative integer."))
     })
     .transpose()
 }
 
-fn money(v: Option<&Value>, pointer: &str) -> Result<Option<(String, i64)>, SearchError> {
-    let Some(v) = v else { return Ok(None) };
-    let amount = v
-        .get("amount_minor")
-        .and_then(Value::as_i64)
-        .ok_or_else(|| {
-            err(
-                pointer,
-                "Must be a money object with an integer amount_minor.",
-            )
-        })?;
-    let currency = v
-        .get("currency")
-        .and_then(Value::as_str)
-        .ok_or_else(|| err(pointer, "Must be a money object with a currency."))?;
-    Ok(Some((currency.to_owned(), amount)))
+fn money(m: Option<&MoneyBound>, pointer: &str) -> Result<Option<(String, i64)>, SearchError> {
+    let Some(m) = m else { return Ok(None) };
+    let amount = m.amount_minor.as_i64().ok_or_else(|| {
+        err(
+            pointer,
+            "Must be a money object with an integer amount_minor.",
+        )
+    })?;
+    Ok(Some((m.currency.clone(), amount)))
 }
 
-fn distance_mm(v: Option<&Value>, pointer: &str) -> Result<Option<i128>, SearchError> {
-    let Some(v) = v else { return Ok(None) };
-    let value = v
-        .get("value")
-        .and_then(Value::as_i64)
+fn distance_mm(d: Option<&DistanceBound>, pointer: &str) -> Result<Option<i128>, SearchError> {
+    let Some(d) = d else { return Ok(None) };
+    let value = d
+        .value
+        .as_i64()
         .ok_or_else(|| err(pointer, "Must be a distance with an integer value."))?;
-    let unit: i128 = match v.get("unit").and_then(Value::as_str) {
-        Some("mi") => 1_609_344,
-        Some("km") => 1_000_000,
-        _ => return Err(err(pointer, "Must be a distance with unit mi or km.")),
+    // Exact conversion to millimetres (module doc: 1 mi = 1,609,344 mm).
+    let unit: i128 = match d.unit {
+        DistanceUnit::Mi => 1_609_344,
+        DistanceUnit::Km => 1_000_000,
     };
     Ok(Some(i128::from(value) * unit))
 }
 
+/// Lower-cased, sorted and deduplicated (makes and models match
+/// case-insensitively); an empty list is no constraint.
+fn lowered(values: Option<&[String]>) -> Option<Vec<String>> {
+    let values = values.filter(|v| !v.is_empty())?;
+    let mut out: Vec<String> = values.iter().map(|x| x.to_lowercase()).collect();
+    out.sort();
+    out.dedup();
+    Some(out)
+}
+
 impl SearchQuery {
-    /// Parses a schema-valid `searchRequest` and applies the cross-field
+    /// [`SearchQuery::compile`] of a request tree. A tree that is not a
+    /// `searchRequest` at all is refused at the root without repeating
+    /// serde's message (it can quote a value, DAP-ERR-002); the tool reads
+    /// its schema-checked arguments with `tools::args::parse` instead.
+    ///
+    /// # Errors
+    /// As [`SearchQuery::compile`], or the root pointer `""`.
+    pub fn parse(args: &Value) -> Result<SearchQuery, SearchError> {
+        let args = SearchArgs::deserialize(args)
+            .map_err(|_| err("", "The request is not a search request."))?;
+        SearchQuery::compile(&args)
+    }
+
+    /// Compiles a schema-valid `searchRequest` and applies the cross-field
     /// rules the schema cannot express.
     ///
     /// # Errors
     /// A [`SearchError`] naming the offending field; its message never
     /// contains a value from the request.
-    pub fn parse(args: &Value) -> Result<SearchQuery, SearchError> {
-        let obj = args
-            .as_object()
-            .ok_or_else(|| err("", "The request must be an object."))?;
-        let organization_id = obj
-            .get("organization_id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| err("/organization_id", "Is required."))?
-            .to_owned();
-        let rooftop_ids = str_list(obj.get("rooftop_ids"), "/rooftop_ids")?.map(|mut ids| {
-            ids.sort();
-            ids.dedup();
-            ids
-        });
-        let tokens = match obj.get("query") {
-            None => Vec::new(),
-            Some(q) => {
-                let q = q
-                    .as_str()
-                    .ok_or_else(|| err("/query", "Must be a string."))?
-                    .to_lowercase();
-                let mut tokens: Vec<String> = Vec::new();
-                for t in q.split_whitespace() {
-                    if !tokens.iter().any(|x| x == t) {
-                        tokens.push(t.to_owned());
-                    }
+    pub fn compile(args: &SearchArgs) -> Result<SearchQuery, SearchError> {
+        let organization_id = args.organization_id.clone();
+        let rooftop_ids = args
+            .rooftop_ids
+            .as_ref()
+            .filter(|ids| !ids.is_empty())
+            .map(|ids| {
+                let mut ids = ids.clone();
+                ids.sort();
+                ids.dedup();
+                ids
+            });
+        let mut tokens: Vec<String> = Vec::new();
+        if let Some(q) = &args.query {
+            for t in q.to_lowercase().split_whitespace() {
+                if !tokens.iter().any(|x| x == t) {
+                    tokens.push(t.to_owned());
                 }
-                tokens
             }
-        };
+        }
 
-        let empty = Map::new();
-        let f = match obj.get("filters") {
-            None => &empty,
-            Some(v) => v
-                .as_object()
-                .ok_or_else(|| err("/filters", "Must be an object."))?,
-        };
-        let lower = |v: Option<Vec<String>>| {
-            v.map(|xs| {
-                let mut out: Vec<String> = xs.iter().map(|x| x.to_lowercase()).collect();
-                out.sort();
-                out.dedup();
-                out
-            })
-        };
+        let none = SearchFilters::default();
+        let f = args.filters.as_ref().unwrap_or(&none);
         let mut filters = Filters {
             vehicle_type: mask(
-                f.get("vehicle_type"),
+                f.vehicle_type.as_deref(),
                 "/filters/vehicle_type",
                 &VEHICLE_TYPES[1..],
             )?
             .map(|m| m << 1),
-            make: lower(str_list(f.get("make"), "/filters/make")?),
-            model: lower(str_list(f.get("model"), "/filters/model")?),
-            condition: mask(f.get("condition"), "/filters/condition", &CONDITIONS)?,
-            year_min: int(f.get("year_min"), "/filters/year_min")?,
-            year_max: int(f.get("year_max"), "/filters/year_max")?,
+            make: lowered(f.make.as_deref()),
+            model: lowered(f.model.as_deref()),
+            condition: mask(f.condition.as_deref(), "/filters/condition", &CONDITIONS)?,
+            year_min: int(f.year_min.as_ref(), "/filters/year_min")?,
+            year_max: int(f.year_max.as_ref(), "/filters/year_max")?,
             price: None,
-            odometer_min_mm: distance_mm(f.get("odometer_min"), "/filters/odometer_min")?,
-            odometer_max_mm: distance_mm(f.get("odometer_max"), "/filters/odometer_max")?,
+            odometer_min_mm: distance_mm(f.odometer_min.as_ref(), "/filters/odometer_min")?,
+            odometer_max_mm: distance_mm(f.odometer_max.as_ref(), "/filters/odometer_max")?,
             inventory_age_min_days: uint(
-                f.get("inventory_age_min_days"),
+                f.inventory_age_min_days.as_ref(),
                 "/filters/inventory_age_min_days",
             )?,
             inventory_age_max_days: uint(
-                f.get("inventory_age_max_days"),
+                f.inventory_age_max_days.as_ref(),
                 "/filters/inventory_age_max_days",
             )?,
             history: mask(
-                f.get("history_report_status"),
+                f.history_report_status.as_deref(),
                 "/filters/history_report_status",
                 &HISTORY,
             )?,
             certification: mask(
-                f.get("certification_type"),
+                f.certification_type.as_deref(),
                 "/filters/certification_type",
                 &CERTIFICATION,
             )?,
             availability: mask(
-                f.get("availability"),
+                f.availability.as_deref(),
                 "/filters/availability",
                 &AVAILABILITY,
             )?,
-            vin: f
-                .get("vin")
-                .map(|v| {
-                    v.as_str()
-                        .map(str::to_owned)
-                        .ok_or_else(|| err("/filters/vin", "Must be a string."))
-                })
-                .transpose()?,
-            stock_number: f
-                .get("stock_number")
-                .map(|v| {
-                    v.as_str()
-                        .map(str::to_owned)
-                        .ok_or_else(|| err("/filters/stock_number", "Must be a string."))
-                })
-                .transpose()?,
+            vin: f.vin.clone(),
+            stock_number: f.stock_number.clone(),
         };
 
-        let price_min = money(f.get("price_min"), "/filters/price_min")?;
-        let price_max = money(f.get("price_max"), "/filters/price_max")?;
+        let price_min = money(f.price_min.as_ref(), "/filters/price_min")?;
+        let price_max = money(f.price_max.as_ref(), "/filters/price_max")?;
         filters.price = match (price_min, price_max) {
             (None, None) => None,
             (Some((c, a)), None) => Some(PriceRange {
@@ -460,47 +565,30 @@ impl SearchQuery {
             ));
         }
 
-        let sort = match obj.get("sort") {
-            None => None,
-            Some(s) => {
-                let field = match s.get("field").and_then(Value::as_str) {
-                    Some("advertised_price") => SortField::AdvertisedPrice,
-                    Some("year") => SortField::Year,
-                    Some("odometer") => SortField::Odometer,
-                    Some("inventory_age_days") => SortField::InventoryAgeDays,
-                    Some("observed_at") => SortField::ObservedAt,
-                    _ => return Err(err("/sort/field", "Is not a supported sort field.")),
-                };
-                let descending = match s.get("order").and_then(Value::as_str) {
-                    Some("asc") => false,
-                    Some("desc") => true,
-                    _ => return Err(err("/sort/order", "Must be asc or desc.")),
-                };
-                Some(Sort { field, descending })
-            }
-        };
+        let sort = args.sort.map(|s| Sort {
+            field: match s.field {
+                SearchSortField::AdvertisedPrice => SortField::AdvertisedPrice,
+                SearchSortField::Year => SortField::Year,
+                SearchSortField::Odometer => SortField::Odometer,
+                SearchSortField::InventoryAgeDays => SortField::InventoryAgeDays,
+                SearchSortField::ObservedAt => SortField::ObservedAt,
+            },
+            descending: match s.order {
+                SortOrder::Asc => false,
+                SortOrder::Desc => true,
+            },
+        });
 
-        let page = obj.get("page");
-        let limit = match page.and_then(|p| p.get("limit")) {
+        let page = args.page.as_ref();
+        let limit = match page.and_then(|p| p.limit.as_ref()) {
             None => DEFAULT_LIMIT,
-            Some(l) => {
-                let l = l
-                    .as_u64()
-                    .ok_or_else(|| err("/page/limit", "Must be an integer from 1 to 100."))?;
-                usize::try_from(l)
-                    .ok()
-                    .filter(|l| (1..=MAX_LIMIT).contains(l))
-                    .ok_or_else(|| err("/page/limit", "Must be an integer from 1 to 100."))?
-            }
+            Some(l) => l
+                .as_u64()
+                .and_then(|l| usize::try_from(l).ok())
+                .filter(|l| (1..=MAX_LIMIT).contains(l))
+                .ok_or_else(|| err("/page/limit", "Must be an integer from 1 to 100."))?,
         };
-        let cursor = match page.and_then(|p| p.get("cursor")) {
-            None => None,
-            Some(c) => Some(
-                c.as_str()
-                    .ok_or_else(|| err("/page/cursor", "Must be a string."))?
-                    .to_owned(),
-            ),
-        };
+        let cursor = page.and_then(|p| p.cursor.clone());
 
         Ok(SearchQuery {
             organization_id,
@@ -510,7 +598,7 @@ impl SearchQuery {
             sort,
             limit,
             cursor,
-            fingerprint: query_fingerprint(args),
+            fingerprint: args.fingerprint(),
         })
     }
 }
@@ -1182,3 +1270,93 @@ fn spelled_facet(entries: Vec<(&str, &str, u64)>) -> Vec<FacetValue> {
 }
 
 pub use super::pieces::inventory_age_days;
+
+#[cfg(test)]
+mod typed {
+    //! The typed request (issue 13 item 2) against the tree it is read from.
+
+    use serde_json::{Value, json};
+
+    use super::{SearchArgs, SearchQuery, query_fingerprint};
+
+    fn args(v: &Value) -> SearchArgs {
+        SearchArgs::deserialize(v).expect("a search request")
+    }
+
+    use serde::Deserialize as _;
+
+    /// The cursor binding is computed from the typed arguments; it must be
+    /// the request's own fingerprint, or a cursor issued before this type
+    /// existed, or computed by a client test from the tree, would not open.
+    #[test]
+    fn the_typed_fingerprint_is_the_request_fingerprint() {
+        let requests = [
+            json!({"organization_id": "org.a"}),
+            json!({"organization_id": "org.a", "rooftop_ids": ["r.b", "r.a"], "query": "Ford  f-150",
+                   "filters": {"make": ["Ford"], "model": [], "year_min": 2020, "year_max": 2020.0,
+                               "price_min": {"amount_minor": 100, "currency": "USD"},
+                               "odometer_max": {"value": 40000, "unit": "mi"},
+                               "inventory_age_max_days": 30, "availability": ["available"],
+                               "vin": "1FTFW1E5000000002", "stock_number": "S1"},
+                   "sort": {"field": "odometer", "order": "desc"},
+                   "page": {"limit": 10, "cursor": "abc"}}),
+            json!({"organization_id": "org.a", "filters": {}}),
+            json!({"organization_id": "org.a", "filters": {"make": []}, "page": {}}),
+            json!({"organization_id": "org.a", "filters": {"price_max": {"amount_minor": 1e20, "currency": "CAD"}}}),
+        ];
+        for request in &requests {
+            assert_eq!(
+                args(request).fingerprint(),
+                query_fingerprint(request),
+                "{request}"
+            );
+        }
+        // And it still tells queries apart.
+        assert_ne!(
+            args(&requests[0]).fingerprint(),
+            args(&requests[1]).fingerprint()
+        );
+    }
+
+    /// Numbers the schema's `integer` admits but the engine cannot hold keep
+    /// their precise, value-free error with its pointer.
+    #[test]
+    fn unrepresentable_integers_are_pointed_errors() {
+        let cases = [
+            (json!({"year_min": 2020.5}), "/filters/year_min"),
+            (json!({"year_max": 1e20}), "/filters/year_max"),
+            (
+                json!({"inventory_age_min_days": -1}),
+                "/filters/inventory_age_min_days",
+            ),
+            (
+                json!({"price_min": {"amount_minor": 1e20, "currency": "USD"}}),
+                "/filters/price_min",
+            ),
+            (
+                json!({"odometer_min": {"value": 1e20, "unit": "km"}}),
+                "/filters/odometer_min",
+            ),
+            (json!({"condition": ["scrapped"]}), "/filters/condition"),
+        ];
+        for (filters, pointer) in cases {
+            let e = SearchQuery::compile(&args(
+                &json!({"organization_id": "org.a", "filters": filters}),
+            ))
+            .expect_err("refused");
+            assert_eq!(e.pointer, pointer, "{filters}");
+            assert!(!e.message.contains("1e20") && !e.message.contains("scrapped"));
+        }
+        let e = SearchQuery::compile(&args(
+            &json!({"organization_id": "org.a", "page": {"limit": 101}}),
+        ))
+        .expect_err("refused");
+        assert_eq!(e.pointer, "/page/limit");
+        // Not a search request at all: refused at the root, without
+        // serde's message (which can quote the value).
+        let e = SearchQuery::parse(&json!({"organization_id": "org.a", "nickname": "secret"}))
+            .expect_err("refused");
+        assert_eq!(e.pointer, "");
+        assert!(!e.message.contains("secret") && !e.message.contains("nickname"));
+    }
+}

@@ -8,10 +8,11 @@
 //! schema requires is not an `Option`), and the unit test below diffs every
 //! type against its definition, so the two cannot drift apart silently.
 //!
-//! Not yet typed: `inventory.search`, whose arguments are checked and
-//! compiled by `inventory::search::SearchQuery::parse`, and the buyer
-//! profile of `offers.evaluate`, which `offers_evaluate::profile` reads
-//! into the pricing engine's own `Profile`.
+//! Nested objects are typed too (`searchRequest`'s filters, sort, page,
+//! money and distance bounds) and diffed against their own definitions.
+//! Not yet typed: the buyer profile of `offers.evaluate`, which
+//! `offers_evaluate::profile` reads into the pricing engine's own
+//! `Profile`.
 
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -142,6 +143,20 @@ pub struct OffersArgs {
 
 impl ToolArgs for OffersArgs {
     const INPUT: &'static str = "offers.schema.json#/$defs/offersEvaluateRequest";
+}
+
+/// `dealeragent.inventory.search`: `searchRequest` and its nested
+/// objects. They are declared beside their compiler,
+/// `inventory::search::SearchQuery::compile` (the inventory layer imports
+/// nothing of `tools`: no import circles), and typed here like every other
+/// tool's arguments.
+pub use crate::inventory::search::{
+    DistanceBound, DistanceUnit, MoneyBound, PageRequest, SearchArgs, SearchFilters, SearchSort,
+    SearchSortField, SortOrder,
+};
+
+impl ToolArgs for SearchArgs {
+    const INPUT: &'static str = "vehicle.schema.json#/$defs/searchRequest";
 }
 
 /// `aap_dealer_information` (issue 16 item 1): AAP's request plus this
@@ -338,7 +353,7 @@ mod drift {
         }
     }
 
-    fn names<T: ToolArgs>() -> BTreeSet<String> {
+    fn names<T: DeserializeOwned>() -> BTreeSet<String> {
         let mut n = Names(None);
         let _ = T::deserialize(&mut n);
         n.0.expect("a struct")
@@ -347,14 +362,23 @@ mod drift {
             .collect()
     }
 
-    /// The definition's members and required members.
-    fn definition(reference: &str) -> (BTreeSet<String>, BTreeSet<String>, Map<String, Value>) {
+    /// A definition's members, its required members, its properties and
+    /// the bundle's `$defs` (to resolve references).
+    struct Definition {
+        members: BTreeSet<String>,
+        required: BTreeSet<String>,
+        properties: Map<String, Value>,
+        defs: Map<String, Value>,
+    }
+
+    fn definition(reference: &str) -> Definition {
         let catalog = crate::catalog::Catalog::load().expect("catalog");
         let bundle =
             crate::catalog::bundle_reference(&catalog.schema_documents, reference).expect("bundle");
         // `{"$ref": "#/$defs/NAME", "$defs": {…}}`: the definition itself.
         let name = reference.rsplit('/').next().unwrap_or_default();
-        let schema = &bundle["$defs"][name];
+        let defs = bundle["$defs"].as_object().cloned().unwrap_or_default();
+        let schema = &defs[name];
         assert!(schema.is_object(), "{reference} not found in its bundle");
         let properties = schema["properties"]
             .as_object()
@@ -369,32 +393,65 @@ mod drift {
                     .collect()
             })
             .unwrap_or_default();
-        (properties.keys().cloned().collect(), required, properties)
+        Definition {
+            members: properties.keys().cloned().collect(),
+            required,
+            properties,
+            defs,
+        }
     }
 
-    /// A value of the member's JSON type (enough for serde to accept).
-    fn sample(property: &Value) -> Value {
+    /// A value the member's schema accepts, enough for serde: references
+    /// are followed, enumerations give their first value and objects their
+    /// required members.
+    fn sample(property: &Value, defs: &Map<String, Value>) -> Value {
+        if let Some(target) = property["$ref"].as_str() {
+            let name = target.rsplit('/').next().unwrap_or_default();
+            return sample(&defs[name], defs);
+        }
+        if let Some(first) = property["enum"].as_array().and_then(|e| e.first()) {
+            return first.clone();
+        }
         match property["type"].as_str() {
             Some("array") => json!([]),
-            Some("object") => json!({}),
             Some("integer" | "number") => json!(1),
             Some("boolean") => json!(true),
+            Some("object") => Value::Object(
+                property["required"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(|k| (k.to_owned(), sample(&property["properties"][k], defs)))
+                    .collect(),
+            ),
             _ if property.get("properties").is_some() => json!({}),
             _ => json!("x"),
         }
     }
 
     fn check<T: ToolArgs>() {
-        let (members, required, properties) = definition(T::INPUT);
-        assert_eq!(names::<T>(), members, "{}: members differ", T::INPUT);
+        check_definition::<T>(T::INPUT);
+    }
+
+    /// `T` against the definition `reference` (a tool's input or an object
+    /// nested in one).
+    fn check_definition<T: DeserializeOwned>(reference: &str) {
+        let Definition {
+            members,
+            required,
+            properties,
+            defs,
+        } = definition(reference);
+        assert_eq!(names::<T>(), members, "{reference}: members differ");
         // Only the required members: the type accepts it (nothing else is
         // required by the type)...
         let minimal: Map<String, Value> = required
             .iter()
-            .map(|k| (k.clone(), sample(&properties[k])))
+            .map(|k| (k.clone(), sample(&properties[k], &defs)))
             .collect();
         if let Err(e) = T::deserialize(&Value::Object(minimal.clone())) {
-            panic!("{}: the required members alone do not fit: {e}", T::INPUT);
+            panic!("{reference}: the required members alone do not fit: {e}");
         }
         // ...and without any one of them it refuses (each is required).
         for k in &required {
@@ -402,9 +459,17 @@ mod drift {
             less.remove(k);
             assert!(
                 T::deserialize(&Value::Object(less)).is_err(),
-                "{}: {k} is required by the schema but optional in the type",
-                T::INPUT
+                "{reference}: {k} is required by the schema but optional in the type"
             );
+        }
+        // Every member alone, with a value of its schema, fits its field
+        // (a nested type that cannot hold what the schema admits is caught).
+        for (k, property) in &properties {
+            let mut one = minimal.clone();
+            one.insert(k.clone(), sample(property, &defs));
+            if let Err(e) = T::deserialize(&Value::Object(one)) {
+                panic!("{reference}: a schema-valid {k} does not fit: {e}");
+            }
         }
     }
 
@@ -421,6 +486,38 @@ mod drift {
         check::<AapFacetsArgs>();
         check::<AapSearchArgs>();
         check::<AapVehicleArgs>();
+        check::<SearchArgs>();
+        // The objects nested in a search request, each against its own
+        // definition.
+        check_definition::<SearchFilters>("vehicle.schema.json#/$defs/searchFilters");
+        check_definition::<SearchSort>("vehicle.schema.json#/$defs/searchSort");
+        check_definition::<PageRequest>("common.schema.json#/$defs/pageRequest");
+        check_definition::<MoneyBound>("common.schema.json#/$defs/nonNegativeMoney");
+        check_definition::<DistanceBound>("common.schema.json#/$defs/distance");
+    }
+
+    /// Every schema-valid value of the search request's enumerations fits
+    /// the typed enums (the samples above try only the first).
+    #[test]
+    fn every_enumerated_search_value_fits() {
+        let Definition { defs, .. } = definition(SearchArgs::INPUT);
+        let values = |name: &str, member: Option<&str>| -> Vec<Value> {
+            let schema = match member {
+                Some(m) => &defs[name]["properties"][m],
+                None => &defs[name],
+            };
+            schema["enum"].as_array().cloned().expect("an enumeration")
+        };
+        for field in values("searchSort", Some("field")) {
+            for order in values("searchSort", Some("order")) {
+                let sort = json!({"field": field, "order": order});
+                assert!(SearchSort::deserialize(&sort).is_ok(), "{sort}");
+            }
+        }
+        for unit in values("distanceUnit", None) {
+            let d = json!({"value": 1, "unit": unit});
+            assert!(DistanceBound::deserialize(&d).is_ok(), "{d}");
+        }
     }
 
     /// The diff can fail: a struct with a member the schema lacks, or an

@@ -42,7 +42,10 @@ fn invalid_cursor() -> ToolError {
 }
 
 pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError> {
-    let query = SearchQuery::parse(args).map_err(|e| ToolError::Invalid {
+    // Typed once (issue 13 item 2), then compiled with the cross-field
+    // rules the schema cannot express.
+    let args: super::args::SearchArgs = super::args::parse(args)?;
+    let query = SearchQuery::compile(&args).map_err(|e| ToolError::Invalid {
         message: e.message.to_string(),
         // `FieldError::new` writes the parser's root pointer `""` as `/`
         // (DAP 0.1 requires a leading `/`).
