@@ -101,6 +101,19 @@ pub struct ServeSettings {
     #[arg(long, env = "DEALER_GATEWAY_CONFORMANCE_CLAIM")]
     pub conformance_claim: Option<std::path::PathBuf>,
 
+    /// The organization described by the DAP static publication at
+    /// /.well-known/dealer-agent.json (DAP describes ONE organization
+    /// there). Without it: the only organization with rooftops published to
+    /// anonymous callers, or 404 when there are several or none. A private
+    /// organization is never published: the document then answers 404 and
+    /// a warning is logged.
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_PUBLICATION_ORGANIZATION",
+        value_name = "ORGANIZATION_ID"
+    )]
+    pub publication_organization: Option<String>,
+
     /// How often each replica reloads the dealer directory from the store.
     #[arg(
         long,

@@ -48,6 +48,8 @@ pub mod directory;
 pub mod disclosure;
 /// The ground floor: records shared by every layer; imports nothing above.
 pub mod domain;
+/// The published DAP Inventory CSV feed of an organization (`/feeds/{organization_id}/inventory.csv`).
+pub mod feed_export;
 /// Inventory feeds (DAP CSV, Dealer.com CSV, JSON): parse, validate, convert.
 pub mod ingest;
 /// Vehicles: the domain model and its wire rendering.
@@ -76,7 +78,7 @@ pub mod store;
 pub mod telemetry;
 /// One module per tool.
 pub mod tools;
-/// `/.well-known/dealer-agent.json` and `/llms.txt`, generated from the catalog.
+/// DAP's static publication, the gateway discovery document and `/llms.txt`.
 pub mod wellknown;
 
 mod run;
