@@ -110,6 +110,13 @@ pub fn router(state: Arc<AppState>) -> Router {
     let cors = cors_layer(&state);
     Router::new()
         .route("/mcp", post(mcp::post).get(mcp::get).delete(mcp::delete))
+        // The AAP MCP binding, one endpoint per organization (issue 16).
+        .route(
+            mcp::aap::PATH_TEMPLATE,
+            post(mcp::aap::post)
+                .get(mcp::aap::get)
+                .delete(mcp::aap::delete),
+        )
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_public))
@@ -174,7 +181,7 @@ async fn access_log(req: Request, next: Next) -> Response {
             crate::metrics::count_method(method, None, &outcome, started);
             outcome
         }
-        (None, None) if status >= 400 && path == "/mcp" => {
+        (None, None) if status >= 400 && (path == "/mcp" || path.starts_with("/aap/")) => {
             // Refused before the body was read (host, origin, credential,
             // rate limit, size): no method ran.
             metrics::counter!(crate::metrics::HTTP_REFUSALS, "status" => status.to_string())

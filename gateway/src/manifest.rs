@@ -167,6 +167,10 @@ pub fn compatibility(catalog: &crate::catalog::Catalog) -> Value {
             json!({
                 "protocol": "auto-agent-protocol",
                 "binding": "mcp",
+                // Where the AAP tools are served: one MCP endpoint per
+                // organization (AAP requests name no dealer), relative to
+                // the gateway's base URL; /mcp serves the DAP tools only.
+                "endpoint": crate::mcp::aap::PATH_TEMPLATE,
                 "kind": "compatibility_adapter",
                 "native": false,
                 "profile": p.id,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::error::RpcError;
-use super::{Caller, Era};
+use super::{Caller, Endpoint, Era};
 use crate::resources;
 use crate::state::AppState;
 use crate::tools::{self, ToolContext};
@@ -46,21 +46,47 @@ pub fn capabilities() -> Value {
     json!({"tools": {}, "resources": {}})
 }
 
+/// What an endpoint offers: `/mcp` tools and resources; an AAP endpoint
+/// tools only (the AAP binding defines no resources).
+pub fn capabilities_of(endpoint: &Endpoint) -> Value {
+    match endpoint {
+        Endpoint::Dap => capabilities(),
+        Endpoint::Aap { .. } => json!({"tools": {}}),
+    }
+}
+
+/// The instructions of an endpoint (`server/discover`, `initialize`).
+pub fn instructions_of(endpoint: &Endpoint) -> &'static str {
+    match endpoint {
+        Endpoint::Dap => INSTRUCTIONS,
+        Endpoint::Aap { .. } => super::aap::INSTRUCTIONS,
+    }
+}
+
+/// One request to route: its era, the endpoint it reached and its
+/// envelope members.
+#[derive(Clone, Copy)]
+pub struct Call<'a> {
+    pub era: Era,
+    pub endpoint: &'a Endpoint,
+    pub method: &'a str,
+    pub params: &'a Value,
+    pub trace_id: &'a str,
+}
+
 /// Route one request. `principal` is already authenticated. Every answer
 /// is counted (issue 15 item 1) and its outcome noted for the access log
 /// (item 2): `ok`, the DAP error code of a refused or failed tool, or
 /// `jsonrpc.<code>` for a protocol error.
 pub async fn dispatch(
     state: &Arc<AppState>,
-    era: Era,
-    method: &str,
-    params: &Value,
+    call: &Call<'_>,
     caller: &Caller,
-    trace_id: &str,
 ) -> Result<MethodResult, RpcError> {
+    let method = call.method;
     let started = std::time::Instant::now();
     let mut tool = None;
-    let result = route(state, era, method, params, caller, trace_id, &mut tool).await;
+    let result = route(state, call, caller, &mut tool).await;
     let outcome = match &result {
         Ok(r) => r.code.map_or("ok", |c| c.as_str()).to_owned(),
         Err(e) => format!("jsonrpc.{}", e.code()),
@@ -80,20 +106,27 @@ pub async fn dispatch(
 
 async fn route(
     state: &Arc<AppState>,
-    era: Era,
-    method: &str,
-    params: &Value,
+    call: &Call<'_>,
     caller: &Caller,
-    trace_id: &str,
     tool: &mut Option<String>,
 ) -> Result<MethodResult, RpcError> {
+    let Call {
+        era,
+        endpoint,
+        method,
+        params,
+        trace_id,
+    } = *call;
     let principal = &caller.principal;
+    // The AAP binding is tools only: resource methods are not served on an
+    // AAP endpoint (its capabilities say so).
+    let resources = matches!(endpoint, Endpoint::Dap);
     match (era, method) {
         (Era::Modern, "server/discover") => Ok(MethodResult {
             body: obj(json!({
                 "supportedVersions": super::SUPPORTED_REVISIONS,
-                "capabilities": capabilities(),
-                "instructions": INSTRUCTIONS,
+                "capabilities": capabilities_of(endpoint),
+                "instructions": instructions_of(endpoint),
             })),
             cache: Some((3_600_000, "public")),
             structured: None,
@@ -107,15 +140,33 @@ async fn route(
         }),
         (_, "tools/list") => {
             reject_cursor(params)?;
+            let (tools, cache) = match endpoint {
+                Endpoint::Dap => (tool_list(state), (3_600_000, "public")),
+                // Private: the endpoint exists only for callers who may see
+                // its organization, and its currencies are those of the
+                // rooftops the caller may see (MCP caching: never shared
+                // between authorization contexts).
+                Endpoint::Aap { organization_id } => (
+                    super::aap::tool_list(state, principal, organization_id).await?,
+                    (state.directory_ttl_ms(), "private"),
+                ),
+            };
             Ok(MethodResult {
-                body: obj(json!({"tools": tool_list(state)})),
-                cache: Some((3_600_000, "public")),
+                body: obj(json!({"tools": tools})),
+                cache: Some(cache),
                 structured: None,
                 code: None,
             })
         }
-        (_, "tools/call") => tools_call(state, params, caller, trace_id, tool).await,
-        (_, "resources/list") => {
+        (_, "tools/call") => {
+            let request = ToolRequest {
+                params,
+                trace_id,
+                endpoint,
+            };
+            tools_call(state, &request, caller, tool).await
+        }
+        (_, "resources/list") if resources => {
             reject_cursor(params)?;
             let (list, scope) = resources::list(state, principal)
                 .await
@@ -127,7 +178,7 @@ async fn route(
                 code: None,
             })
         }
-        (_, "resources/templates/list") => {
+        (_, "resources/templates/list") if resources => {
             reject_cursor(params)?;
             Ok(MethodResult {
                 body: obj(json!({"resourceTemplates": resources::templates()})),
@@ -136,7 +187,7 @@ async fn route(
                 code: None,
             })
         }
-        (_, "resources/read") => {
+        (_, "resources/read") if resources => {
             let uri = params
                 .get("uri")
                 .and_then(Value::as_str)
@@ -225,51 +276,115 @@ fn obj(v: Value) -> Map<String, Value> {
     }
 }
 
-/// `tools/list` entries, from the catalog only. The catalog's DAP safety
-/// metadata goes into each tool's `_meta` (DAP-CORE-012).
+/// `tools/list` of `/mcp`: the catalog's tools but the AAP binding's,
+/// which are served on each organization's AAP endpoint (issue 16; see
+/// docs/mcp.md). The catalog's DAP safety metadata goes into each tool's
+/// `_meta` (DAP-CORE-012).
 pub fn tool_list(state: &AppState) -> Vec<Value> {
     state
         .catalog
         .tools
         .iter()
-        .map(|t| {
-            let mut annotations = serde_json::to_value(&t.annotations).unwrap_or_default();
-            annotations["title"] = json!(t.title);
-            json!({
-                "name": t.name,
-                "title": t.title,
-                "description": t.description,
-                "inputSchema": t.published_input_schema,
-                "outputSchema": t.published_output_schema,
-                "annotations": annotations,
-                "_meta": {
-                    "com.dealeragentprotocol/catalog": {
-                        "profile": t.profile,
-                        "scope": t.scope,
-                        "safety": t.safety,
-                    }
-                }
-            })
-        })
+        .filter(|t| !super::aap::is_aap_tool(t))
+        .map(tool_entry)
         .collect()
+}
+
+/// One `tools/list` entry, from the catalog only.
+pub fn tool_entry(t: &crate::catalog::Tool) -> Value {
+    let mut annotations = serde_json::to_value(&t.annotations).unwrap_or_default();
+    annotations["title"] = json!(t.title);
+    json!({
+        "name": t.name,
+        "title": t.title,
+        "description": t.description,
+        "inputSchema": t.published_input_schema,
+        "outputSchema": t.published_output_schema,
+        "annotations": annotations,
+        "_meta": {
+            "com.dealeragentprotocol/catalog": {
+                "profile": t.profile,
+                "scope": t.scope,
+                "safety": t.safety,
+            }
+        }
+    })
+}
+
+/// A `tools/call` to route.
+#[derive(Clone, Copy)]
+struct ToolRequest<'a> {
+    params: &'a Value,
+    trace_id: &'a str,
+    endpoint: &'a Endpoint,
+}
+
+/// Which tools an endpoint serves: a catalog tool served on the other
+/// endpoint is refused with a protocol error that says where it is (it is
+/// not listed here, so it is an unknown tool for this endpoint: -32602).
+fn served_here(
+    state: &AppState,
+    endpoint: &Endpoint,
+    tool: &crate::catalog::Tool,
+) -> Result<(), RpcError> {
+    let aap_tool = super::aap::is_aap_tool(tool);
+    match endpoint {
+        Endpoint::Dap if aap_tool => Err(RpcError::InvalidParams(format!(
+            "{} is served on the AAP endpoint of each dealer, {}{}, not on /mcp (organization_ids are in the manifest)",
+            tool.name,
+            state.public_base,
+            super::aap::PATH_TEMPLATE
+        ))),
+        Endpoint::Aap { .. } if !aap_tool => Err(RpcError::InvalidParams(format!(
+            "{} is not served on an AAP endpoint, which serves the AAP binding's tools only (tools/list); DAP tools are served at {}/mcp",
+            tool.name, state.public_base
+        ))),
+        Endpoint::Dap | Endpoint::Aap { .. } => Ok(()),
+    }
 }
 
 async fn tools_call(
     state: &Arc<AppState>,
-    params: &Value,
+    request: &ToolRequest<'_>,
     caller: &Caller,
-    trace_id: &str,
     tool: &mut Option<String>,
 ) -> Result<MethodResult, RpcError> {
+    let ToolRequest {
+        params,
+        trace_id,
+        endpoint,
+    } = *request;
     let name = params
         .get("name")
         .and_then(Value::as_str)
         .ok_or_else(|| RpcError::InvalidParams("params.name must be a string".into()))?;
-    let empty = Value::Object(Map::new());
-    let args = match params.get("arguments") {
-        None | Some(Value::Null) => &empty,
-        Some(a) => a,
+    let unknown = || {
+        RpcError::InvalidParams(
+            "unknown tool; call tools/list for the tools this endpoint serves".into(),
+        )
     };
+    let catalog_tool = state.catalog.tool(name).ok_or_else(unknown)?;
+    served_here(state, endpoint, catalog_tool)?;
+    let empty = Value::Object(Map::new());
+    let mut args = match params.get("arguments") {
+        None | Some(Value::Null) => empty,
+        Some(a) => a.clone(),
+    };
+    // On an AAP endpoint the dealer is the path's: an absent dealer_id is
+    // the endpoint's organization (so the audit record names it), and a
+    // given one must be it (aap_map::dealer, under the pin below).
+    let pinned = match endpoint {
+        Endpoint::Aap { organization_id } => {
+            if let Value::Object(members) = &mut args
+                && !members.contains_key("dealer_id")
+            {
+                members.insert("dealer_id".into(), json!(organization_id));
+            }
+            Some(organization_id.clone())
+        }
+        Endpoint::Dap => None,
+    };
+    let args = &args;
     let ctx = ToolContext {
         state: state.clone(),
         principal: caller.principal.clone(),
@@ -277,14 +392,17 @@ async fn tools_call(
         trace_id: trace_id.to_owned(),
     };
     // Only a catalog name becomes a label or a log field (no echo).
-    if state.catalog.tool(name).is_some() {
-        *tool = Some(name.to_owned());
+    *tool = Some(catalog_tool.name.clone());
+    let invoked = tools::invoke(&ctx, name, args);
+    let outcome = match pinned {
+        Some(organization_id) => {
+            crate::tools::aap_map::PINNED_ORGANIZATION
+                .scope(organization_id, invoked)
+                .await
+        }
+        None => invoked.await,
     }
-    let outcome = tools::invoke(&ctx, name, args).await.ok_or_else(|| {
-        RpcError::InvalidParams(
-            "unknown tool; call tools/list for the tools this gateway serves".into(),
-        )
-    })?;
+    .ok_or_else(unknown)?;
     let mut body = Map::with_capacity(3);
     body.insert("isError".into(), Value::Bool(outcome.is_error));
     if let Some(meta) = outcome.meta {

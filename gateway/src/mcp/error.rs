@@ -34,6 +34,14 @@ pub enum RpcError {
     SessionRequired,
     /// Legacy session id unknown or terminated: HTTP 404.
     SessionNotFound,
+    /// -32600 with HTTP 400: the organization id in an AAP endpoint path
+    /// (`/aap/{organization_id}/mcp`) is not an identifier. The path is not
+    /// echoed (it is caller input).
+    InvalidEndpoint,
+    /// -32600 with HTTP 404: no AAP endpoint is served at this path for
+    /// this caller. An unknown organization and one the caller may not see
+    /// get this same answer (DAP-CORE-031: no existence oracle).
+    EndpointNotFound,
     /// -32603: the gateway failed; the detail is logged under `error_id`.
     Internal { error_id: String, unavailable: bool },
     /// -32603 with HTTP 503 and `Retry-After`: the gateway cannot take the
@@ -46,7 +54,11 @@ impl RpcError {
     pub fn code(&self) -> i64 {
         match self {
             Self::Parse => -32700,
-            Self::InvalidRequest(_) | Self::SessionRequired | Self::SessionNotFound => -32600,
+            Self::InvalidRequest(_)
+            | Self::SessionRequired
+            | Self::SessionNotFound
+            | Self::InvalidEndpoint
+            | Self::EndpointNotFound => -32600,
             Self::InvalidMeta(_) | Self::InvalidParams(_) => -32602,
             Self::HeaderMismatch(_) => -32020,
             Self::UnsupportedVersion { .. } => -32022,
@@ -94,6 +106,16 @@ impl RpcError {
             Self::SessionNotFound => (
                 StatusCode::NOT_FOUND,
                 "Session not found: it ended or expired; send initialize again".into(),
+                None,
+            ),
+            Self::InvalidEndpoint => (
+                StatusCode::BAD_REQUEST,
+                "Invalid request: the organization_id in the path /aap/{organization_id}/mcp is not an identifier (1 to 128 characters: letters, digits and . _ : -, starting with a letter or digit); take one from the manifest's organization_ids".into(),
+                None,
+            ),
+            Self::EndpointNotFound => (
+                StatusCode::NOT_FOUND,
+                "Not found: no AAP endpoint is served at this path for this caller (the organization is unknown, or not visible with this credential); the manifest's organization_ids name the dealers served".into(),
                 None,
             ),
             Self::Unavailable(m) => {

@@ -15,6 +15,7 @@
 //!    version, as the conformance suite requires — then dispatch
 //!    (404/-32601 for unknown and removed methods).
 
+pub mod aap;
 pub mod connections;
 mod dispatch;
 pub mod error;
@@ -62,6 +63,26 @@ pub enum Era {
     Legacy,
 }
 
+/// Which MCP endpoint a request reached (issue 16): `/mcp`, which serves
+/// the DAP tools, or the AAP endpoint of one organization
+/// (`/aap/{organization_id}/mcp`, [`aap`]), which serves the AAP binding's
+/// tools for that organization only. Both speak the same transport.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    Dap,
+    /// `organization_id` is resolved and visible to the caller.
+    Aap {
+        organization_id: String,
+    },
+}
+
+/// The endpoint a POST asked for, before its organization is resolved.
+pub(crate) enum Requested<'a> {
+    Dap,
+    /// The raw organization segment of the path.
+    Aap(&'a str),
+}
+
 /// `POST /mcp`.
 pub async fn post(
     State(state): State<Arc<AppState>>,
@@ -70,7 +91,20 @@ pub async fn post(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    if let Err(response) = check_host_and_origin(&state, &headers) {
+    serve_post(&state, peer, &uri, &headers, body, Requested::Dap).await
+}
+
+/// One POST to an MCP endpoint, `/mcp` or an AAP endpoint: every
+/// transport check below applies to both, in the same order.
+pub(crate) async fn serve_post(
+    state: &Arc<AppState>,
+    peer: SocketAddr,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Body,
+    requested: Requested<'_>,
+) -> Response {
+    if let Err(response) = check_host_and_origin(state, headers) {
         return *response;
     }
     let header_bytes: usize = headers
@@ -91,9 +125,9 @@ pub async fn post(
     }
     // Credentials before anything executes: a bad credential is a 401,
     // never an anonymous request.
-    let principal = match verify::authenticate(&state, &headers, uri.query()).await {
+    let principal = match verify::authenticate(state, headers, uri.query()).await {
         Ok(p) => p,
-        Err(rejection) => return unauthorized(&state, &rejection),
+        Err(rejection) => return unauthorized(state, &rejection),
     };
     if let Principal::Authenticated(grant) = &principal
         && let Err(retry) = state.principal_limiter.check(&grant.subject)
@@ -101,6 +135,15 @@ pub async fn post(
         metrics::counter!(crate::metrics::RATE_LIMITED, "limit" => "principal").increment(1);
         return too_many_requests(retry);
     }
+    // The AAP endpoint's organization is authorized here, once the caller
+    // is known and before the body is read (DAP-CORE-029..031).
+    let endpoint = match requested {
+        Requested::Dap => Endpoint::Dap,
+        Requested::Aap(raw) => match aap::resolve(state, &principal, raw).await {
+            Ok(endpoint) => endpoint,
+            Err(error) => return aap::refusal(&error),
+        },
+    };
     if let Some(ct) = headers.get(header::CONTENT_TYPE) {
         let is_json = ct
             .to_str()
@@ -114,7 +157,7 @@ pub async fn post(
             );
         }
     }
-    if !accepts_json(&headers) {
+    if !accepts_json(headers) {
         return plain_error(
             StatusCode::NOT_ACCEPTABLE,
             RpcError::InvalidRequest(
@@ -138,7 +181,7 @@ pub async fn post(
         principal,
         client_ip: peer.ip(),
     };
-    handle_message(&state, &headers, &bytes, &caller).await
+    handle_message(state, headers, &bytes, &caller, &endpoint).await
 }
 
 /// Who sent a request, as established by the transport.
@@ -216,7 +259,7 @@ fn plain_error(status: StatusCode, error: RpcError) -> Response {
     json_response(status, &body, None)
 }
 
-fn json_response(status: StatusCode, body: &Value, session: Option<&str>) -> Response {
+pub(crate) fn json_response(status: StatusCode, body: &Value, session: Option<&str>) -> Response {
     bytes_response(
         status,
         serde_json::to_vec(body).unwrap_or_default(),
@@ -238,7 +281,7 @@ fn bytes_response(status: StatusCode, body: Vec<u8>, session: Option<&str>) -> R
     response
 }
 
-fn rpc_error(error: &RpcError, id: Option<&Value>) -> Response {
+pub(crate) fn rpc_error(error: &RpcError, id: Option<&Value>) -> Response {
     let (status, body) = error.to_response_body(id);
     json_response(status, &body, None)
 }
@@ -308,6 +351,7 @@ async fn handle_message(
     headers: &HeaderMap,
     bytes: &Bytes,
     caller: &Caller,
+    endpoint: &Endpoint,
 ) -> Response {
     let Ok(message) = serde_json::from_slice::<Value>(bytes) else {
         return rpc_error(&RpcError::Parse, None);
@@ -404,10 +448,16 @@ async fn handle_message(
     // `_meta` changes it.
 
     if is_modern {
-        return modern(state, headers, &id, &method, &params, caller, &trace_id).await;
+        let request = Request {
+            id: &id,
+            method: &method,
+            params: &params,
+            trace_id: &trace_id,
+        };
+        return modern(state, headers, &request, caller, endpoint).await;
     }
     if method == "initialize" {
-        return initialize(state, &id, &params).await;
+        return initialize(state, &id, &params, endpoint).await;
     }
     let session_header = match headers::text(headers, headers::SESSION_ID) {
         Ok(s) => s.map(str::to_owned),
@@ -429,7 +479,14 @@ async fn handle_message(
         );
         return rpc_error(&error, Some(&id));
     }
-    match dispatch::dispatch(state, Era::Legacy, &method, &params, caller, &trace_id).await {
+    let request = dispatch::Call {
+        era: Era::Legacy,
+        endpoint,
+        method: &method,
+        params: &params,
+        trace_id: &trace_id,
+    };
+    match dispatch::dispatch(state, &request, caller).await {
         Ok(result) => {
             let body = dispatch::decorate(Era::Legacy, result).into_envelope(&id);
             bytes_response(StatusCode::OK, body, None)
@@ -490,7 +547,7 @@ fn session_store_failed(error: &session::SessionError) -> RpcError {
 
 /// The 2025-11-25 handshake. An unknown requested version, or 2026-07-28
 /// (which has no handshake), is answered with the legacy revision we serve.
-async fn initialize(state: &AppState, id: &Value, params: &Value) -> Response {
+async fn initialize(state: &AppState, id: &Value, params: &Value, endpoint: &Endpoint) -> Response {
     let requested = params.get("protocolVersion").and_then(Value::as_str);
     let (Some(_), Some(Value::Object(_)), Some(Value::Object(_))) = (
         requested,
@@ -515,23 +572,36 @@ async fn initialize(state: &AppState, id: &Value, params: &Value) -> Response {
         "id": id,
         "result": {
             "protocolVersion": LEGACY_REVISION,
-            "capabilities": capabilities(),
+            "capabilities": dispatch::capabilities_of(endpoint),
             "serverInfo": server_info(),
-            "instructions": dispatch::INSTRUCTIONS,
+            "instructions": dispatch::instructions_of(endpoint),
         }
     });
     json_response(StatusCode::OK, &body, Some(&session_id))
 }
 
+/// A modern request's envelope members.
+#[derive(Clone, Copy)]
+struct Request<'a> {
+    id: &'a Value,
+    method: &'a str,
+    params: &'a Value,
+    trace_id: &'a str,
+}
+
 async fn modern(
     state: &Arc<AppState>,
     headers: &HeaderMap,
-    id: &Value,
-    method: &str,
-    params: &Value,
+    request: &Request<'_>,
     caller: &Caller,
-    trace_id: &str,
+    endpoint: &Endpoint,
 ) -> Response {
+    let Request {
+        id,
+        method,
+        params,
+        trace_id,
+    } = *request;
     let strict = state.settings.strict_mcp_headers;
     // 1. Required per-request _meta (-32602).
     let meta = params.get("_meta").and_then(Value::as_object);
@@ -599,7 +669,14 @@ async fn modern(
         );
     }
     // 4. Dispatch.
-    match dispatch::dispatch(state, Era::Modern, method, params, caller, trace_id).await {
+    let call = dispatch::Call {
+        era: Era::Modern,
+        endpoint,
+        method,
+        params,
+        trace_id,
+    };
+    match dispatch::dispatch(state, &call, caller).await {
         Ok(result) => {
             let body = dispatch::decorate(Era::Modern, result).into_envelope(id);
             bytes_response(StatusCode::OK, body, None)

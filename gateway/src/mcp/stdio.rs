@@ -424,17 +424,23 @@ async fn request(
     };
     let trace_id = format!("trace.{}", uuid::Uuid::new_v4());
     let limit = Duration::from_secs(state.settings.request_timeout_seconds.max(1));
-    let outcome = tokio::time::timeout(
-        limit,
-        dispatch::dispatch(state, era, method, params, &caller, &trace_id),
-    )
-    .await
-    .map_err(|_| {
-        RpcError::Unavailable(format!(
-            "the request did not complete within {} s; retry",
-            limit.as_secs()
-        ))
-    })??;
+    // The stdio transport is the operator's `/mcp`: the DAP tools (the AAP
+    // binding is served per organization over HTTP, `mcp::aap`).
+    let call = dispatch::Call {
+        era,
+        endpoint: &super::Endpoint::Dap,
+        method,
+        params,
+        trace_id: &trace_id,
+    };
+    let outcome = tokio::time::timeout(limit, dispatch::dispatch(state, &call, &caller))
+        .await
+        .map_err(|_| {
+            RpcError::Unavailable(format!(
+                "the request did not complete within {} s; retry",
+                limit.as_secs()
+            ))
+        })??;
     Ok(one_line(dispatch::decorate(era, outcome).into_envelope(id)))
 }
 

@@ -99,25 +99,44 @@ pub struct Privacy {
 // The dealer
 // ---------------------------------------------------------------------------
 
+tokio::task_local! {
+    /// The organization of the AAP endpoint a call came through
+    /// (`/aap/{organization_id}/mcp`, `mcp::aap`), set by the MCP layer
+    /// around the call. The tool pipeline's context is shared by every tool,
+    /// so the endpoint's tenant travels beside it rather than in the
+    /// caller's arguments, which can never widen it.
+    pub static PINNED_ORGANIZATION: String;
+}
+
 /// The dealer an AAP call is about, and the directory snapshot it was
-/// decided on. AAP's requests name no dealer (an AAP endpoint serves one);
-/// this gateway serves several, so `dealer_id` (a DAP organization_id) may
-/// be given and must be when the caller can see more than one. An absent
-/// or invisible dealer is `NotFound` (DAP-CORE-031), from the DAP tool's
+/// decided on. AAP's requests name no dealer: an AAP endpoint serves one.
+/// Through an AAP endpoint the dealer is that endpoint's organization, and
+/// a `dealer_id` naming any other is `NotFound`, exactly like an unknown
+/// dealer (DAP-CORE-031), so no call there reaches another organization.
+/// Without an endpoint (in-process callers) `dealer_id` (a DAP
+/// organization_id) names it, and must when the caller can see more than
+/// one. An absent or invisible dealer is `NotFound`, from the DAP tool's
 /// own policy check, which every caller of this runs next.
 pub async fn dealer(
     ctx: &ToolContext,
     dealer_id: Option<&str>,
 ) -> Result<(Arc<DirectorySnapshot>, String), ToolError> {
+    let pinned = PINNED_ORGANIZATION.try_with(Clone::clone).ok();
+    if let (Some(pinned), Some(given)) = (&pinned, dealer_id)
+        && pinned != given
+    {
+        return Err(ToolError::NotFound);
+    }
     let directory = ctx
         .state
         .directory
         .snapshot()
         .await
         .map_err(ToolError::internal)?;
-    let id = match dealer_id {
-        Some(id) => id.to_owned(),
-        None => only_visible(&directory, &ctx.principal)?,
+    let id = match (pinned, dealer_id) {
+        (Some(pinned), _) => pinned,
+        (None, Some(id)) => id.to_owned(),
+        (None, None) => only_visible(&directory, &ctx.principal)?,
     };
     Ok((directory, id))
 }
@@ -635,7 +654,7 @@ pub fn error_object(
             } else {
                 details.insert(
                     "correction".into(),
-                    json!("Use a dealer_id from the manifest's organization_ids and rooftop names from aap_dealer_information."),
+                    json!("Omit dealer_id or give this AAP endpoint's own organization_id (/aap/{organization_id}/mcp); take rooftop names from aap_dealer_information."),
                 );
                 (
                     "SCHEMA_VALIDATION_FAILED",

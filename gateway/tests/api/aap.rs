@@ -1,13 +1,19 @@
 //! Issue 16 items 1, 2 and 5: the Auto Agent Protocol (AAP) read tools, a
 //! compatibility adapter over the DAP tools, over real HTTP (both backends
-//! through `common::test_database_url`).
+//! through `common::test_database_url`), served on each organization's own
+//! AAP endpoint, `/aap/{organization_id}/mcp`.
 //!
-//! An AAP-style client makes every AAP read call against the demo; the AAP
-//! error model; `aap_lead_submit` is not served and the catalog says why;
-//! the field table of docs/compatibility.md is parsed and every row checked
-//! against real tool output; and every AAP tool is checked for every
-//! credential of the isolation matrix (`security::Who`, `security::Fixture`)
-//! with the exact outcome.
+//! An unmodified AAP client (no `dealer_id`: AAP requests name no dealer)
+//! makes every AAP read call against the demo on the dealer's endpoint, in
+//! both MCP revisions; that endpoint's `tools/list` is exactly the AAP tools
+//! with the binding's `_meta`; `/mcp` lists and serves DAP tools only; a
+//! `dealer_id` of another organization, an organization the caller may not
+//! see and an unknown one answer alike; the AAP error model;
+//! `aap_lead_submit` is not served and the catalog says why; the field
+//! table of docs/compatibility.md is parsed and every row checked against
+//! real tool output; and every AAP tool is checked on the AAP endpoint for
+//! every credential of the isolation matrix (`security::Who`,
+//! `security::Fixture`) with the exact outcome.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -49,8 +55,28 @@ fn structured(reply: &Reply) -> (bool, Value) {
     (result["isError"] == json!(true), sc)
 }
 
-async fn aap(app: &TestApp, tool: &str, args: Value) -> (bool, Value) {
-    let reply = app
+/// The AAP endpoint of `organization_id` on `app`'s gateway, as a client.
+fn endpoint(app: &TestApp, organization_id: &str) -> TestApp {
+    let mut client = TestApp::attach(&app.base());
+    client.url = format!("{}/aap/{organization_id}/mcp", app.base());
+    client
+}
+
+/// An AAP call as an unmodified AAP client makes it: on the AAP endpoint
+/// of the dealer the test names in `dealer_id`, which is taken out of the
+/// arguments (AAP requests name no dealer); Lakeshore's when none is named.
+async fn aap(app: &TestApp, tool: &str, mut args: Value) -> (bool, Value) {
+    let dealer = args
+        .as_object_mut()
+        .and_then(|m| m.remove("dealer_id"))
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| ORG.to_owned());
+    aap_at(app, &dealer, tool, args).await
+}
+
+/// An AAP call on the endpoint of `organization_id`, arguments as given.
+async fn aap_at(app: &TestApp, organization_id: &str, tool: &str, args: Value) -> (bool, Value) {
+    let reply = endpoint(app, organization_id)
         .modern("tools/call", json!({"name": tool, "arguments": args}))
         .await;
     structured(&reply)
@@ -82,9 +108,10 @@ fn aap_error_validator() -> jsonschema::Validator {
         .expect("compiles")
 }
 
-/// Each AAP tool's published `outputSchema`, compiled, by name.
+/// Each AAP tool's published `outputSchema` (from an AAP endpoint's
+/// `tools/list`), compiled, by name.
 async fn output_validators(app: &TestApp) -> BTreeMap<String, jsonschema::Validator> {
-    let list = app.modern("tools/list", json!({})).await;
+    let list = endpoint(app, ORG).modern("tools/list", json!({})).await;
     list.result()["tools"]
         .as_array()
         .unwrap()
@@ -116,11 +143,12 @@ fn vehicle_ids(search: &Value) -> Vec<String> {
 async fn an_aap_client_makes_every_read_call_against_the_demo() {
     let app = common::spawn().await;
 
-    // tools/list: the four read tools with AAP's standard hints, complete
-    // object schemas, and no lead submission.
-    let list = app.modern("tools/list", json!({})).await;
+    // tools/list of the dealer's AAP endpoint: the four read tools with
+    // AAP's standard hints, complete object schemas, and no lead submission.
+    let list = endpoint(&app, ORG).modern("tools/list", json!({})).await;
     let tools = list.result()["tools"].as_array().unwrap().clone();
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, ISOLATION_TOOLS, "exactly the AAP tools, in order");
     for tool in ISOLATION_TOOLS {
         let entry = tools.iter().find(|t| t["name"] == json!(tool)).unwrap();
         assert_eq!(entry["annotations"]["readOnlyHint"], json!(true));
@@ -255,11 +283,20 @@ async fn an_aap_client_makes_every_read_call_against_the_demo() {
 #[tokio::test]
 async fn a_legacy_client_gets_the_same_aap_answers() {
     let app = common::spawn().await;
-    // The 2025-11-25 handshake serves the same AAP tools and data.
-    let session = app.initialize_legacy().await;
-    let args =
-        json!({"type": "inventory.search.request", "dealer_id": ORG, "pagination": {"limit": 5}});
-    let legacy = app
+    // The 2025-11-25 handshake on the AAP endpoint serves the same AAP
+    // tools and data.
+    let aap_endpoint = endpoint(&app, ORG);
+    let session = aap_endpoint.initialize_legacy().await;
+    let listed = aap_endpoint.legacy(&session, "tools/list", json!({})).await;
+    let legacy_tools = listed.result()["tools"].as_array().unwrap().clone();
+    let modern_tools = aap_endpoint.modern("tools/list", json!({})).await.result()["tools"].clone();
+    assert_eq!(
+        json!(legacy_tools),
+        modern_tools,
+        "the same tools, schemas and _meta"
+    );
+    let args = json!({"type": "inventory.search.request", "pagination": {"limit": 5}});
+    let legacy = aap_endpoint
         .legacy(
             &session,
             "tools/call",
@@ -316,38 +353,49 @@ async fn failures_are_aap_errors_that_an_agent_can_act_on() {
     let validators = output_validators(&app).await;
     let refused = |tool: &'static str, args: Value, code: &'static str| (tool, args, code);
     let cases = [
-        // Several dealers: dealer_id is required.
+        // On Lakeshore's endpoint, another dealer's id (and an unknown one)
+        // is not found: the endpoint's dealer is the only one served there.
         refused(
             DEALER,
-            json!({"type": "dealer.information.request"}),
-            "MISSING_REQUIRED_FIELD",
+            json!({"type": "dealer.information.request", "dealer_id": MAPLECREST}),
+            "SCHEMA_VALIDATION_FAILED",
         ),
-        // An AAP filter this gateway does not apply is refused, not ignored.
         refused(
-            SEARCH,
-            json!({"type": "inventory.search.request", "dealer_id": ORG, "filters": {"price_max": 35000}}),
+            FACETS,
+            json!({"type": "inventory.facets.request", "dealer_id": MAPLECREST}),
             "SCHEMA_VALIDATION_FAILED",
         ),
         refused(
             SEARCH,
-            json!({"type": "inventory.search.request", "dealer_id": ORG, "sort": {"field": "price", "order": "asc"}}),
+            json!({"type": "inventory.search.request", "dealer_id": MAPLECREST}),
+            "SCHEMA_VALIDATION_FAILED",
+        ),
+        // An AAP filter this gateway does not apply is refused, not ignored.
+        refused(
+            SEARCH,
+            json!({"type": "inventory.search.request", "filters": {"price_max": 35000}}),
+            "SCHEMA_VALIDATION_FAILED",
+        ),
+        refused(
+            SEARCH,
+            json!({"type": "inventory.search.request", "sort": {"field": "price", "order": "asc"}}),
             "SCHEMA_VALIDATION_FAILED",
         ),
         // The tool name and the payload type must agree.
         refused(
             VEHICLE,
-            json!({"type": "inventory.search.request", "dealer_id": ORG, "vin": "1HGCV1F30NA123456"}),
+            json!({"type": "inventory.search.request", "vin": "1HGCV1F30NA123456"}),
             "SCHEMA_VALIDATION_FAILED",
         ),
         // No identifier.
         refused(
             VEHICLE,
-            json!({"type": "inventory.vehicle.request", "dealer_id": ORG}),
+            json!({"type": "inventory.vehicle.request"}),
             "SCHEMA_VALIDATION_FAILED",
         ),
         refused(
             VEHICLE,
-            json!({"type": "inventory.vehicle.request", "dealer_id": ORG, "vehicle_id": "veh.does-not-exist"}),
+            json!({"type": "inventory.vehicle.request", "vehicle_id": "veh.does-not-exist"}),
             "VEHICLE_NOT_FOUND",
         ),
         refused(
@@ -357,12 +405,12 @@ async fn failures_are_aap_errors_that_an_agent_can_act_on() {
         ),
         refused(
             SEARCH,
-            json!({"type": "inventory.search.request", "dealer_id": ORG, "filters": {"rooftops": ["No Such Rooftop"]}}),
+            json!({"type": "inventory.search.request", "filters": {"rooftops": ["No Such Rooftop"]}}),
             "SCHEMA_VALIDATION_FAILED",
         ),
     ];
     for (tool, args, code) in cases {
-        let reply = app
+        let reply = endpoint(&app, ORG)
             .modern(
                 "tools/call",
                 json!({"name": tool, "arguments": args.clone()}),
@@ -378,10 +426,10 @@ async fn failures_are_aap_errors_that_an_agent_can_act_on() {
         assert_eq!(sc["retryable"], json!(false));
     }
     // Paths, never values: an unexpected member's name is not repeated.
-    let reply = app
+    let reply = endpoint(&app, ORG)
         .modern(
             "tools/call",
-            json!({"name": SEARCH, "arguments": {"type": "inventory.search.request", "dealer_id": ORG,
+            json!({"name": SEARCH, "arguments": {"type": "inventory.search.request",
                    "filters": {"secret_member_s3kr1t": 1}}}),
         )
         .await;
@@ -397,14 +445,18 @@ async fn failures_are_aap_errors_that_an_agent_can_act_on() {
             .unwrap()
             .contains("mileage_max")
     );
-    // Missing dealer_id points at it.
-    let (_, sc) = aap(&app, DEALER, json!({"type": "dealer.information.request"})).await;
-    assert_eq!(
-        sc["details"]["field_errors"][0]["instance_location"],
-        json!("/dealer_id")
-    );
+    // No dealer_id: the endpoint's dealer (AAP requests name none).
+    let (is_error, sc) = aap_at(
+        &app,
+        ORG,
+        DEALER,
+        json!({"type": "dealer.information.request"}),
+    )
+    .await;
+    assert!(!is_error, "{sc}");
+    assert!(sc["message"].as_str().unwrap().contains(ORG), "{sc}");
     // An unknown tool is a protocol error, not a pretended skill.
-    let reply = app
+    let reply = endpoint(&app, ORG)
         .modern(
             "tools/call",
             json!({"name": "aap_lead_submit", "arguments": {"type": "lead.submit.request"}}),
@@ -423,6 +475,8 @@ async fn lead_submit_is_absent_and_the_manifest_names_aap_a_compatibility_adapte
     assert_eq!(adapter["native"], json!(false));
     assert_eq!(adapter["kind"], json!("compatibility_adapter"));
     assert_eq!(adapter["not_offered"][0]["tool"], json!("aap_lead_submit"));
+    // Where the AAP tools are served: one endpoint per organization.
+    assert_eq!(adapter["endpoint"], json!("/aap/{organization_id}/mcp"));
     assert!(
         adapter["not_offered"][0]["reason"]
             .as_str()
@@ -848,9 +902,10 @@ enum Case {
     VehicleFleet,
     VehicleChicago,
     VehicleFleetUnderOtherOrganization,
+    VehicleFleetThroughOtherEndpoint,
 }
 
-const CASES: [Case; 8] = [
+const CASES: [Case; 9] = [
     Case::DealerOrganization,
     Case::Facets,
     Case::SearchFleet,
@@ -859,6 +914,7 @@ const CASES: [Case; 8] = [
     Case::VehicleFleet,
     Case::VehicleChicago,
     Case::VehicleFleetUnderOtherOrganization,
+    Case::VehicleFleetThroughOtherEndpoint,
 ];
 
 /// The exact outcome of one AAP call.
@@ -894,7 +950,9 @@ fn expected(case: Case, who: Who) -> Outcome {
         Case::SearchFleet => gated(who.sees_fleet(), "SCHEMA_VALIDATION_FAILED"),
         Case::VehicleChicago => gated(true, ""),
         Case::VehicleFleet => gated(who.sees_fleet(), "VEHICLE_NOT_FOUND"),
-        Case::VehicleFleetUnderOtherOrganization => gated(false, "VEHICLE_NOT_FOUND"),
+        Case::VehicleFleetUnderOtherOrganization | Case::VehicleFleetThroughOtherEndpoint => {
+            gated(false, "VEHICLE_NOT_FOUND")
+        }
     }
 }
 
@@ -908,16 +966,51 @@ struct Targets {
     absent_vehicle: String,
 }
 
+/// One AAP tool call as `who` on the AAP endpoint of `organization_id`,
+/// with the standard modern headers and `who`'s credential where the
+/// matrix sends it (`security::Fixture::call`, on the AAP path).
+async fn aap_tool(
+    f: &Fixture,
+    who: Who,
+    organization_id: &str,
+    name: &str,
+    arguments: Value,
+) -> Reply {
+    let body = common::modern_body(
+        1,
+        "tools/call",
+        json!({"name": name, "arguments": arguments}),
+    );
+    let mut url = format!("{}/aap/{organization_id}/mcp", f.app.base());
+    if who == Who::TokenInQuery {
+        url = format!("{url}?access_token={}", f.token(Who::RooftopToken));
+    }
+    let mut req = f
+        .app
+        .http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", common::MODERN)
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", name);
+    if let Some(auth) = f.authorization(who) {
+        req = req.header("authorization", auth);
+    }
+    common::send(req.body(body.to_string())).await
+}
+
 /// The first in-stock vehicle (one AAP lists) of the rooftop named `name`.
 async fn first_in_stock(f: &Fixture, name: &str) -> String {
-    let r = f
-        .tool(
-            Who::GroupToken,
-            SEARCH,
-            json!({"type": "inventory.search.request", "dealer_id": ORG,
-                   "filters": {"rooftops": [name]}, "pagination": {"limit": 1}}),
-        )
-        .await;
+    let r = aap_tool(
+        f,
+        Who::GroupToken,
+        ORG,
+        SEARCH,
+        json!({"type": "inventory.search.request",
+               "filters": {"rooftops": [name]}, "pagination": {"limit": 1}}),
+    )
+    .await;
     r.result()["structuredContent"]["data"]["vehicles"][0]["vehicle_id"]
         .as_str()
         .unwrap_or_else(|| panic!("no in-stock vehicle at {name}: {}", r.raw))
@@ -945,22 +1038,23 @@ async fn targets(f: &Fixture) -> Targets {
         .collect();
     let fleet_vehicle = first_in_stock(f, &names[FLEET]).await;
     let chicago_vehicle = first_in_stock(f, &names[CHICAGO]).await;
-    let absent_rooftop = f
-        .tool(
-            Who::Anonymous,
-            SEARCH,
-            json!({"type": "inventory.search.request", "dealer_id": ORG,
-                   "filters": {"rooftops": ["Lakeshore Nowhere"]}}),
-        )
-        .await;
-    let absent_vehicle = f
-        .tool(
-            Who::Anonymous,
-            VEHICLE,
-            json!({"type": "inventory.vehicle.request", "dealer_id": ORG,
-                   "vehicle_id": "veh.does-not-exist"}),
-        )
-        .await;
+    let absent_rooftop = aap_tool(
+        f,
+        Who::Anonymous,
+        ORG,
+        SEARCH,
+        json!({"type": "inventory.search.request",
+               "filters": {"rooftops": ["Lakeshore Nowhere"]}}),
+    )
+    .await;
+    let absent_vehicle = aap_tool(
+        f,
+        Who::Anonymous,
+        ORG,
+        VEHICLE,
+        json!({"type": "inventory.vehicle.request", "vehicle_id": "veh.does-not-exist"}),
+    )
+    .await;
     Targets {
         names,
         fleet_vehicle,
@@ -970,33 +1064,35 @@ async fn targets(f: &Fixture) -> Targets {
     }
 }
 
+/// Every case on Lakeshore's AAP endpoint as an unmodified AAP client
+/// sends it (no dealer_id), but the two that try to leave it: a dealer_id
+/// of another organization there, and Lakeshore's vehicle asked on Maple
+/// Crest's endpoint.
 async fn run(f: &Fixture, t: &Targets, case: Case, who: Who) -> Reply {
     let search = |rooftops: Option<&str>| {
-        let mut args = json!({"type": "inventory.search.request", "dealer_id": ORG,
-                              "pagination": {"limit": 100}});
+        let mut args = json!({"type": "inventory.search.request", "pagination": {"limit": 100}});
         if let Some(id) = rooftops {
             args["filters"] = json!({"rooftops": [t.names[id]]});
         }
         args
     };
-    let vehicle = |dealer: &str, id: &str| json!({"type": "inventory.vehicle.request", "dealer_id": dealer, "vehicle_id": id});
-    let (tool, args) = match case {
-        Case::DealerOrganization => (
-            DEALER,
-            json!({"type": "dealer.information.request", "dealer_id": ORG}),
-        ),
-        Case::Facets => (
-            FACETS,
-            json!({"type": "inventory.facets.request", "dealer_id": ORG}),
-        ),
-        Case::SearchFleet => (SEARCH, search(Some(FLEET))),
-        Case::SearchChicago => (SEARCH, search(Some(CHICAGO))),
-        Case::SearchOrganization => (SEARCH, search(None)),
-        Case::VehicleFleet => (VEHICLE, vehicle(ORG, &t.fleet_vehicle)),
-        Case::VehicleChicago => (VEHICLE, vehicle(ORG, &t.chicago_vehicle)),
-        Case::VehicleFleetUnderOtherOrganization => (VEHICLE, vehicle(OTHER_ORG, &t.fleet_vehicle)),
+    let vehicle = |id: &str| json!({"type": "inventory.vehicle.request", "vehicle_id": id});
+    let (at, tool, args) = match case {
+        Case::DealerOrganization => (ORG, DEALER, json!({"type": "dealer.information.request"})),
+        Case::Facets => (ORG, FACETS, json!({"type": "inventory.facets.request"})),
+        Case::SearchFleet => (ORG, SEARCH, search(Some(FLEET))),
+        Case::SearchChicago => (ORG, SEARCH, search(Some(CHICAGO))),
+        Case::SearchOrganization => (ORG, SEARCH, search(None)),
+        Case::VehicleFleet => (ORG, VEHICLE, vehicle(&t.fleet_vehicle)),
+        Case::VehicleChicago => (ORG, VEHICLE, vehicle(&t.chicago_vehicle)),
+        Case::VehicleFleetUnderOtherOrganization => {
+            let mut args = vehicle(&t.fleet_vehicle);
+            args["dealer_id"] = json!(OTHER_ORG);
+            (ORG, VEHICLE, args)
+        }
+        Case::VehicleFleetThroughOtherEndpoint => (OTHER_ORG, VEHICLE, vehicle(&t.fleet_vehicle)),
     };
-    f.tool(who, tool, args).await
+    aap_tool(f, who, at, tool, args).await
 }
 
 fn check(f: &Fixture, t: &Targets, case: Case, who: Who, r: &Reply) -> Result<(), String> {
@@ -1168,13 +1264,15 @@ async fn every_credential_gets_the_exact_outcome_from_every_aap_tool() {
 #[tokio::test]
 async fn an_authenticated_aap_search_is_audited_with_its_dealer_and_vehicles() {
     let f = Fixture::new().await;
-    let r = f
-        .tool(
-            Who::GroupToken,
-            SEARCH,
-            json!({"type": "inventory.search.request", "dealer_id": ORG, "pagination": {"limit": 3}}),
-        )
-        .await;
+    // No dealer_id: the endpoint's organization is recorded all the same.
+    let r = aap_tool(
+        &f,
+        Who::GroupToken,
+        ORG,
+        SEARCH,
+        json!({"type": "inventory.search.request", "pagination": {"limit": 3}}),
+    )
+    .await;
     let ids = vehicle_ids(&r.result()["structuredContent"]);
     let events = f.audit().await;
     let event = events
@@ -1188,4 +1286,415 @@ async fn an_authenticated_aap_search_is_audited_with_its_dealer_and_vehicles() {
     assert_eq!(event.outcome, "ok");
     let serialized = format!("{event:?}");
     assert!(!serialized.contains(f.token(Who::GroupToken)));
+}
+
+// ---------------------------------------------------------------------------
+// The AAP endpoint itself
+// ---------------------------------------------------------------------------
+
+/// The request rows of docs/compatibility.md that are served (any class
+/// but unsupported): `/filters/<name>` members and `/sort/field:<name>`
+/// values.
+fn served_request_members() -> (BTreeSet<String>, BTreeSet<String>) {
+    let mut filters = BTreeSet::new();
+    let mut sorts = BTreeSet::new();
+    for row in table()
+        .into_iter()
+        .filter(|r| r.tool == "request" && r.class != "unsupported")
+    {
+        if let Some(field) = row.aap.strip_prefix("/sort/field:") {
+            sorts.insert(field.to_owned());
+        } else if let Some(member) = row.aap.strip_prefix("/filters/") {
+            filters.insert(member.to_owned());
+        }
+    }
+    (filters, sorts)
+}
+
+/// `node` with its local `$ref`s in `root` followed.
+fn resolved<'a>(root: &'a Value, node: &'a Value) -> &'a Value {
+    match node
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix('#'))
+    {
+        Some(pointer) => resolved(
+            root,
+            root.pointer(pointer)
+                .unwrap_or_else(|| panic!("dangling {pointer}")),
+        ),
+        None => node,
+    }
+}
+
+fn strings(v: &Value) -> BTreeSet<String> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|s| s.as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_aap_endpoint_lists_exactly_the_aap_tools_with_the_binding_metadata() {
+    let app = common::spawn().await;
+    let (served_filters, served_sorts) = served_request_members();
+    assert!(served_filters.contains("make") && served_sorts.contains("year"));
+    for (dealer, currency) in [(ORG, "USD"), (MAPLECREST, "CAD")] {
+        let reply = endpoint(&app, dealer).modern("tools/list", json!({})).await;
+        assert_eq!(reply.status, 200, "{}", reply.raw);
+        let result = reply.result();
+        // MCP caching: the endpoint exists per authorization context.
+        assert_eq!(result["cacheScope"], json!("private"));
+        assert!(result["ttlMs"].as_u64().is_some(), "{result}");
+        let tools = result["tools"].as_array().unwrap();
+        let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+        assert_eq!(names, ISOLATION_TOOLS, "{dealer}: exactly the AAP tools");
+        for tool in tools {
+            let name = tool["name"].as_str().unwrap();
+            let skill = gateway::manifest::aap_skill(name);
+            let meta = &tool["_meta"]["autoagentprotocol.org/aap"];
+            assert_eq!(meta["skill_id"], json!(skill), "{name}: {meta}");
+            assert_eq!(meta["request_type"], json!(format!("{skill}.request")));
+            assert_eq!(meta["response_type"], json!(format!("{skill}.response")));
+            assert_eq!(meta["release"], json!("3.0.0"));
+            assert_eq!(meta["release_status"], json!("draft"));
+            assert_eq!(meta["compatibility_adapter"]["native"], json!(false));
+            // The DAP safety metadata stays beside it.
+            assert_eq!(
+                tool["_meta"]["com.dealeragentprotocol/catalog"]["safety"]["effect"],
+                json!("read")
+            );
+            // Each schema URL is served and its fragment names a definition.
+            for member in ["request_schema", "response_schema"] {
+                let url = meta[member].as_str().unwrap();
+                let (file, fragment) = url.split_once('#').unwrap();
+                assert!(
+                    file.starts_with(&format!("{}/schemas/aap-", app.base())),
+                    "{url}"
+                );
+                let served = reqwest::get(file).await.unwrap();
+                assert_eq!(served.status(), 200, "{url}");
+                let document: Value = served.json().await.unwrap();
+                assert!(document.pointer(fragment).is_some(), "{url}");
+            }
+            if name == SEARCH {
+                let capabilities = &meta["capabilities"];
+                // What is advertised is exactly what the mapping serves and
+                // what the published input schema admits.
+                assert_eq!(strings(&capabilities["filters"]), served_filters);
+                assert_eq!(strings(&capabilities["sort_fields"]), served_sorts);
+                assert_eq!(
+                    strings(&capabilities["sort_orders"]),
+                    BTreeSet::from(["asc".to_owned(), "desc".to_owned()])
+                );
+                assert_eq!(
+                    strings(&capabilities["filter_values"]["status"]),
+                    IN_STOCK.iter().map(|s| (*s).to_owned()).collect()
+                );
+                assert_eq!(
+                    strings(&capabilities["filter_values"]["condition"]),
+                    BTreeSet::from(["new".to_owned(), "used".to_owned(), "cpo".to_owned()])
+                );
+                assert_eq!(capabilities["pagination"]["max_limit"], json!(100));
+                assert_eq!(capabilities["pagination"]["default_limit"], json!(20));
+                assert_eq!(capabilities["pagination"]["max_skip"], json!(10_000));
+                assert_eq!(capabilities["price"], json!(false));
+                assert_eq!(capabilities["facets_in_search"], json!(false));
+                assert_eq!(capabilities["mileage_unit"], json!("mi"));
+                assert_eq!(
+                    strings(&capabilities["currencies"]),
+                    BTreeSet::from([currency.to_owned()]),
+                    "{dealer}"
+                );
+            } else {
+                assert!(meta.get("capabilities").is_none(), "{name}: {meta}");
+            }
+        }
+        // Every advertised filter is applied: a search with each one set to
+        // a sample value is served (the table walk checks what they match).
+        let search = tools.iter().find(|t| t["name"] == json!(SEARCH)).unwrap();
+        let advertised =
+            strings(&search["_meta"]["autoagentprotocol.org/aap"]["capabilities"]["filters"]);
+        let schema = &search["inputSchema"];
+        let filters = resolved(schema, &resolved(schema, schema)["properties"]["filters"]);
+        let published: BTreeSet<String> = filters["properties"]
+            .as_object()
+            .unwrap_or_else(|| panic!("no filter properties in {schema}"))
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(advertised, published, "capabilities and inputSchema agree");
+    }
+
+    // server/discover: tools only, AAP instructions; no resources served.
+    let discover = endpoint(&app, ORG)
+        .modern("server/discover", json!({}))
+        .await;
+    let result = discover.result();
+    assert_eq!(result["capabilities"], json!({"tools": {}}));
+    assert!(result["instructions"].as_str().unwrap().contains("AAP"));
+    assert_eq!(result["resultType"], json!("complete"));
+    let resources = endpoint(&app, ORG)
+        .modern("resources/list", json!({}))
+        .await;
+    assert_eq!(resources.error_code(), -32601, "{}", resources.raw);
+}
+
+#[tokio::test]
+async fn mcp_serves_dap_tools_only_and_points_aap_calls_to_their_endpoint() {
+    let app = common::spawn().await;
+    let listed = app.modern("tools/list", json!({})).await;
+    let names: Vec<String> = listed.result()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(names.iter().all(|n| !n.starts_with("aap_")), "{names:?}");
+    assert_eq!(
+        names.len() + ISOLATION_TOOLS.len(),
+        gateway::tools::IMPLEMENTED.len()
+    );
+    let session = app.initialize_legacy().await;
+    let legacy = app.legacy(&session, "tools/list", json!({})).await;
+    assert_eq!(
+        legacy.result()["tools"].as_array().unwrap().len(),
+        names.len()
+    );
+    let template = format!("{}/aap/{{organization_id}}/mcp", app.base());
+    for tool in ISOLATION_TOOLS {
+        let reply = app
+            .modern(
+                "tools/call",
+                json!({"name": tool, "arguments": {"type": "dealer.information.request", "dealer_id": ORG}}),
+            )
+            .await;
+        assert_eq!(reply.error_code(), -32602, "{}", reply.raw);
+        let message = reply.body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(&template), "{message}");
+        // Nothing ran: no tool result, no audit-worthy skill.
+        assert!(reply.body.get("result").is_none());
+    }
+    // And a DAP tool on an AAP endpoint points back to /mcp.
+    let reply = endpoint(&app, ORG)
+        .modern(
+            "tools/call",
+            json!({"name": "dealeragent.dealer.get", "arguments": {"organization_id": ORG}}),
+        )
+        .await;
+    assert_eq!(reply.error_code(), -32602, "{}", reply.raw);
+    let message = reply.body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("{}/mcp", app.base())),
+        "{message}"
+    );
+}
+
+const PRIVATE_ORG: &str = "org.quiet-private-motors";
+
+/// A public organization and a private one (its only rooftop closed to
+/// anonymous readers), as a dealers file.
+const PRIVATE_DEALERS: &str = r#"
+organizations:
+  - organization_id: org.open-street-motors
+    name: Open Street Motors
+    rooftops:
+      - rooftop_id: roof.open-street
+        name: Open Street Motors
+        address: {lines: [1 Open St], locality: Chicago, region: IL, postal_code: "60601", country: US}
+        timezone: America/Chicago
+        departments: [sales]
+        gateway_settings:
+          currency: USD
+          odometer_unit: mi
+          publication: {anonymous_reads: true}
+  - organization_id: org.quiet-private-motors
+    name: Quiet Private Motors
+    rooftops:
+      - rooftop_id: roof.quiet-private
+        name: Quiet Private Motors
+        address: {lines: [2 Quiet Way], locality: Chicago, region: IL, postal_code: "60602", country: US}
+        timezone: America/Chicago
+        departments: [sales]
+        gateway_settings:
+          currency: USD
+          odometer_unit: mi
+          publication: {anonymous_reads: false}
+"#;
+
+/// One POST of `body` to `path` with the modern headers and, if given,
+/// a bearer credential.
+async fn post_at(app: &TestApp, path: &str, token: Option<&str>, body: &Value) -> Reply {
+    let mut req = app
+        .http
+        .post(format!("{}{path}", app.base()))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    if let Some(token) = token {
+        req = req.header("authorization", format!("Bearer {token}"));
+    }
+    common::send(req.body(body.to_string())).await
+}
+
+#[tokio::test]
+async fn a_private_organization_answers_like_an_unknown_one_and_a_bad_id_precisely() {
+    let (dir, url) = common::fresh_database().await;
+    let store = gateway::store::open(&url).await.expect("store opens");
+    let catalog = gateway::catalog::Catalog::load().expect("catalog");
+    let now = chrono::Utc::now();
+    let orgs = gateway::dealers::parse(
+        &catalog,
+        "private-dealers.yaml",
+        PRIVATE_DEALERS.as_bytes(),
+        "dealers-file:test",
+        now,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    store.upsert_organizations(&orgs).await.expect("imported");
+    let inventory = [gateway::auth::api_token::SCOPE_INVENTORY_READ];
+    let private_grant = security::create_token(
+        store.as_ref(),
+        "partner:quiet",
+        PRIVATE_ORG,
+        gateway::auth::RooftopScope::Group,
+        &inventory,
+    )
+    .await;
+    let other_grant = security::create_token(
+        store.as_ref(),
+        "partner:open",
+        "org.open-street-motors",
+        gateway::auth::RooftopScope::Group,
+        &inventory,
+    )
+    .await;
+    let app = common::spawn_on(dir, url, |s| s.no_demo = true).await;
+
+    let list = common::modern_body(1, "tools/list", json!({}));
+    let legacy_init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": common::LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
+    let private_path = format!("/aap/{PRIVATE_ORG}/mcp");
+    // The reference: an organization that does not exist.
+    let absent = post_at(&app, "/aap/org.never-was-motors/mcp", None, &list).await;
+    assert_eq!(absent.status, 404, "{}", absent.raw);
+    assert_eq!(absent.body["error"]["code"], json!(-32600));
+    assert!(!absent.raw.contains("never-was"), "{}", absent.raw);
+    // The private organization, anonymously, under another organization's
+    // grant, and in the legacy handshake: the very same answer.
+    for (token, body) in [
+        (None, &list),
+        (Some(other_grant.as_str()), &list),
+        (None, &legacy_init),
+    ] {
+        let r = post_at(&app, &private_path, token, body).await;
+        assert_eq!(r.status, absent.status, "{token:?}: {}", r.raw);
+        assert_eq!(r.raw, absent.raw, "{token:?}: an existence oracle");
+        assert!(r.headers.get("mcp-session-id").is_none());
+    }
+    // Its own grant sees it, and calls there are its dealer's.
+    let r = post_at(&app, &private_path, Some(&private_grant), &list).await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+    let names: Vec<&str> = r.result()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ISOLATION_TOOLS);
+    let call = common::modern_body(
+        2,
+        "tools/call",
+        json!({"name": DEALER, "arguments": {"type": "dealer.information.request"}}),
+    );
+    let r = post_at(&app, &private_path, Some(&private_grant), &call).await;
+    let (is_error, sc) = structured(&r);
+    assert!(!is_error, "{sc}");
+    assert_eq!(sc["data"]["name"], json!("Quiet Private Motors"));
+    // The public organization's endpoint serves anyone.
+    let r = post_at(&app, "/aap/org.open-street-motors/mcp", None, &list).await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+
+    // A segment that is no identifier: a precise 400 that does not repeat
+    // it, on every method of the endpoint.
+    for bad in [
+        "bad%20s3kr1t",
+        "-s3kr1t",
+        "s3kr1t%2Fx",
+        &"s3kr1t".repeat(30),
+    ] {
+        let path = format!("/aap/{bad}/mcp");
+        let r = post_at(&app, &path, None, &list).await;
+        assert_eq!(r.status, 400, "{bad}: {}", r.raw);
+        assert_eq!(r.body["error"]["code"], json!(-32600));
+        assert!(
+            r.body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("not an identifier")
+        );
+        assert!(!r.raw.contains("s3kr1t"), "{}", r.raw);
+        for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+            let r = common::send(
+                app.http
+                    .request(method.clone(), format!("{}{path}", app.base())),
+            )
+            .await;
+            assert_eq!(r.status, 400, "{method} {bad}: {}", r.raw);
+            assert!(!r.raw.contains("s3kr1t"));
+        }
+    }
+    // GET of a valid path is /mcp's answer (no server stream), whoever asks.
+    for path in [private_path.as_str(), "/aap/org.never-was-motors/mcp"] {
+        let r = common::send(app.http.get(format!("{}{path}", app.base()))).await;
+        assert_eq!(r.status, 405, "{path}");
+    }
+}
+
+#[tokio::test]
+async fn the_aap_endpoint_keeps_the_transport_rules_of_mcp() {
+    let app = common::spawn_with(|s| s.rate_limit_ip_per_minute = 5).await;
+    let path = format!("/aap/{ORG}/mcp");
+    let list = common::modern_body(1, "tools/list", json!({}));
+    // A foreign Origin is refused before anything runs.
+    let r = common::send(
+        app.http
+            .post(format!("{}{path}", app.base()))
+            .header("content-type", "application/json")
+            .header("origin", "https://evil.example")
+            .body(list.to_string()),
+    )
+    .await;
+    assert_eq!(r.status, 403, "{}", r.raw);
+    // A bad credential is a 401 with the Bearer challenge, never anonymous.
+    let r = post_at(&app, &path, Some("not-a-credential-0123456789"), &list).await;
+    assert_eq!(r.status, 401, "{}", r.raw);
+    assert!(
+        r.headers
+            .get("www-authenticate")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| c.starts_with("Bearer "))
+    );
+    // Header/body disagreement is -32020, as on /mcp.
+    let r = common::send(
+        app.http
+            .post(format!("{}{path}", app.base()))
+            .header("content-type", "application/json")
+            .header("mcp-method", "tools/call")
+            .body(list.to_string()),
+    )
+    .await;
+    assert_eq!(r.status, 400, "{}", r.raw);
+    assert_eq!(r.body["error"]["code"], json!(-32020));
+    // The per-address limit counts AAP requests too: 429 with Retry-After.
+    let mut limited = None;
+    for _ in 0..10 {
+        let r = post_at(&app, &path, None, &list).await;
+        if r.status == 429 {
+            limited = Some(r);
+            break;
+        }
+    }
+    let r = limited.expect("the address limit applies to the AAP endpoint");
+    assert!(r.headers.get("retry-after").is_some());
 }
