@@ -195,6 +195,83 @@ where
     bool: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
     Vec<u8>: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
 {
+    /// Run `delete` (of at most `$2` rows from before `$1`) until it
+    /// deletes fewer than [`AUDIT_PRUNE_BATCH`] rows, each statement its own
+    /// transaction, so writers wait at most one batch; returns how many.
+    async fn expire_audit(
+        &self,
+        delete: &'static str,
+        cutoff: &D::Time,
+    ) -> Result<u64, StoreError> {
+        let batch = i64::try_from(AUDIT_PRUNE_BATCH).unwrap_or(i64::MAX);
+        let mut expired = 0;
+        loop {
+            let n = sqlx::query(delete)
+                .bind(cutoff)
+                .bind(batch)
+                .execute(&self.pool)
+                .await
+                .map_err(map_sqlx_error)?
+                .rows_affected();
+            expired += n;
+            if n < AUDIT_PRUNE_BATCH {
+                return Ok(expired);
+            }
+        }
+    }
+
+    /// While `count` says more than `max` rows remain, delete the oldest:
+    /// `last` selects the key (a timestamp, then text columns) of the
+    /// `$1`-th oldest row, and `delete` every row up to that key, at most
+    /// [`AUDIT_PRUNE_BATCH`] per transaction. Returns how many rows were
+    /// deleted, and the time of the last key.
+    async fn bound_audit(
+        &self,
+        max: u64,
+        count: &'static str,
+        last: &'static str,
+        delete: &'static str,
+    ) -> Result<(u64, Option<DateTime<Utc>>), StoreError> {
+        let max = i64::try_from(max).unwrap_or(i64::MAX);
+        let batch = i64::try_from(AUDIT_PRUNE_BATCH).unwrap_or(i64::MAX);
+        let mut deleted = 0;
+        let mut through = None;
+        loop {
+            let mut tx = D::begin_write(&self.pool).await?;
+            // Two replicas pruning at once must not both delete the excess.
+            D::serialize(&mut tx, Writers::Audit).await?;
+            let total: i64 = sqlx::query_scalar(count)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?;
+            let excess = (total - max).min(batch);
+            if excess <= 0 {
+                tx.commit().await.map_err(map_sqlx_error)?;
+                return Ok((deleted, through));
+            }
+            // The newest of the `excess` oldest rows: delete up to it.
+            let key = sqlx::query(last)
+                .bind(excess - 1)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?;
+            let at: D::Time = key.try_get(0).map_err(map_sqlx_error)?;
+            let mut query = sqlx::query(delete).bind(&at);
+            for column in 1..key.len() {
+                let text: String = key.try_get(column).map_err(map_sqlx_error)?;
+                query = query.bind(text);
+            }
+            let n = query
+                .execute(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?
+                .rows_affected();
+            tx.commit().await.map_err(map_sqlx_error)?;
+            deleted += n;
+            through = Some(D::parse_time(at)?);
+        }
+    }
+
     /// A timestamp column.
     fn time(row: &Row<D>, column: &str) -> Result<DateTime<Utc>, StoreError> {
         D::parse_time(row.try_get(column).map_err(map_sqlx_error)?)
@@ -938,120 +1015,42 @@ where
         max_counters: u64,
     ) -> Result<AuditPruneSummary, StoreError> {
         let cutoff = D::time(older_than);
-        let batch = i64::try_from(AUDIT_PRUNE_BATCH).unwrap_or(i64::MAX);
         let mut summary = AuditPruneSummary::default();
-        loop {
-            let n = sqlx::query(
+        summary.events_expired = self
+            .expire_audit(
                 "delete from audit_events where event_id in
                      (select event_id from audit_events where occurred_at < $1
                       order by occurred_at, event_id limit $2)",
+                &cutoff,
             )
-            .bind(&cutoff)
-            .bind(batch)
-            .execute(&self.pool)
-            .await
-            .map_err(map_sqlx_error)?
-            .rows_affected();
-            summary.events_expired += n;
-            if n < AUDIT_PRUNE_BATCH {
-                break;
-            }
-        }
-        loop {
-            let n = sqlx::query(
+            .await?;
+        summary.counters_expired = self
+            .expire_audit(
                 "delete from audit_counters where (window_start, client_network, tool, outcome) in
                      (select window_start, client_network, tool, outcome from audit_counters
                       where window_start < $1 order by window_start limit $2)",
+                &cutoff,
             )
-            .bind(&cutoff)
-            .bind(batch)
-            .execute(&self.pool)
-            .await
-            .map_err(map_sqlx_error)?
-            .rows_affected();
-            summary.counters_expired += n;
-            if n < AUDIT_PRUNE_BATCH {
-                break;
-            }
-        }
-        let max_events = i64::try_from(max_events).unwrap_or(i64::MAX);
-        loop {
-            let mut tx = D::begin_write(&self.pool).await?;
-            // Two replicas pruning at once must not both delete the excess.
-            D::serialize(&mut tx, Writers::Audit).await?;
-            let total: i64 = sqlx::query_scalar("select count(*) from audit_events")
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(map_sqlx_error)?;
-            let excess = (total - max_events).min(batch);
-            if excess <= 0 {
-                tx.commit().await.map_err(map_sqlx_error)?;
-                break;
-            }
-            // The newest of the `excess` oldest events: delete up to it.
-            let last = sqlx::query(
+            .await?;
+        (summary.events_over_limit, summary.events_pruned_through) = self
+            .bound_audit(
+                max_events,
+                "select count(*) from audit_events",
                 "select occurred_at, event_id from audit_events
                  order by occurred_at, event_id limit 1 offset $1",
+                "delete from audit_events where (occurred_at, event_id) <= ($1, $2)",
             )
-            .bind(excess - 1)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(map_sqlx_error)?;
-            let at: D::Time = last.try_get("occurred_at").map_err(map_sqlx_error)?;
-            let id: String = last.try_get("event_id").map_err(map_sqlx_error)?;
-            let n =
-                sqlx::query("delete from audit_events where (occurred_at, event_id) <= ($1, $2)")
-                    .bind(&at)
-                    .bind(&id)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(map_sqlx_error)?
-                    .rows_affected();
-            tx.commit().await.map_err(map_sqlx_error)?;
-            summary.events_over_limit += n;
-            summary.events_pruned_through = Some(D::parse_time(at)?);
-        }
-        let max_counters = i64::try_from(max_counters).unwrap_or(i64::MAX);
-        loop {
-            let mut tx = D::begin_write(&self.pool).await?;
-            D::serialize(&mut tx, Writers::Audit).await?;
-            let total: i64 = sqlx::query_scalar("select count(*) from audit_counters")
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(map_sqlx_error)?;
-            let excess = (total - max_counters).min(batch);
-            if excess <= 0 {
-                tx.commit().await.map_err(map_sqlx_error)?;
-                break;
-            }
-            let last = sqlx::query(
+            .await?;
+        (summary.counters_over_limit, summary.counters_pruned_through) = self
+            .bound_audit(
+                max_counters,
+                "select count(*) from audit_counters",
                 "select window_start, client_network, tool, outcome from audit_counters
                  order by window_start, client_network, tool, outcome limit 1 offset $1",
-            )
-            .bind(excess - 1)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(map_sqlx_error)?;
-            let window: D::Time = last.try_get("window_start").map_err(map_sqlx_error)?;
-            let network: String = last.try_get("client_network").map_err(map_sqlx_error)?;
-            let tool: String = last.try_get("tool").map_err(map_sqlx_error)?;
-            let outcome: String = last.try_get("outcome").map_err(map_sqlx_error)?;
-            let n = sqlx::query(
                 "delete from audit_counters
                  where (window_start, client_network, tool, outcome) <= ($1, $2, $3, $4)",
             )
-            .bind(&window)
-            .bind(&network)
-            .bind(&tool)
-            .bind(&outcome)
-            .execute(&mut *tx)
-            .await
-            .map_err(map_sqlx_error)?
-            .rows_affected();
-            tx.commit().await.map_err(map_sqlx_error)?;
-            summary.counters_over_limit += n;
-            summary.counters_pruned_through = Some(D::parse_time(window)?);
-        }
+            .await?;
         Ok(summary)
     }
 
