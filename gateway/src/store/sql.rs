@@ -1015,8 +1015,7 @@ where
         max_counters: u64,
     ) -> Result<AuditPruneSummary, StoreError> {
         let cutoff = D::time(older_than);
-        let mut summary = AuditPruneSummary::default();
-        summary.events_expired = self
+        let events_expired = self
             .expire_audit(
                 "delete from audit_events where event_id in
                      (select event_id from audit_events where occurred_at < $1
@@ -1024,7 +1023,7 @@ where
                 &cutoff,
             )
             .await?;
-        summary.counters_expired = self
+        let counters_expired = self
             .expire_audit(
                 "delete from audit_counters where (window_start, client_network, tool, outcome) in
                      (select window_start, client_network, tool, outcome from audit_counters
@@ -1032,7 +1031,7 @@ where
                 &cutoff,
             )
             .await?;
-        (summary.events_over_limit, summary.events_pruned_through) = self
+        let (events_over_limit, events_pruned_through) = self
             .bound_audit(
                 max_events,
                 "select count(*) from audit_events",
@@ -1041,7 +1040,7 @@ where
                 "delete from audit_events where (occurred_at, event_id) <= ($1, $2)",
             )
             .await?;
-        (summary.counters_over_limit, summary.counters_pruned_through) = self
+        let (counters_over_limit, counters_pruned_through) = self
             .bound_audit(
                 max_counters,
                 "select count(*) from audit_counters",
@@ -1051,7 +1050,14 @@ where
                  where (window_start, client_network, tool, outcome) <= ($1, $2, $3, $4)",
             )
             .await?;
-        Ok(summary)
+        Ok(AuditPruneSummary {
+            events_expired,
+            counters_expired,
+            events_over_limit,
+            counters_over_limit,
+            events_pruned_through,
+            counters_pruned_through,
+        })
     }
 
     async fn audit_since(
