@@ -123,6 +123,10 @@ struct ExportRooftop {
     /// The rooftop's configured required dealer charges (DAP
     /// `dealerCharge` objects; empty when not configured).
     charges: Vec<Value>,
+    /// Their `required_dealer_charges_json` cell, for the (common)
+    /// vehicles without charges of their own: written once per export,
+    /// not once per row. `None` when the rooftop configures none.
+    charges_cell: Option<String>,
 }
 
 /// Everything one export reads, fixed when the request arrives: the
@@ -147,6 +151,9 @@ impl Export {
                 rooftop_id: r.rooftop_id.clone(),
                 index: view.rooftop(&r.rooftop_id).map(|i| i.latest.clone()),
                 charges: r.settings.pricing.required_dealer_charges.clone(),
+                charges_cell: Some(&r.settings.pricing.required_dealer_charges)
+                    .filter(|c| !c.is_empty())
+                    .map(json_cell),
             })
             .collect();
         let etag = etag(&organization.organization_id, &rooftops);
@@ -188,7 +195,7 @@ impl Export {
                 };
                 for row in 0..index.len() {
                     let record = index.record(row);
-                    match cells(&record, &rooftop.charges) {
+                    match cells(&record, rooftop) {
                         Ok(cells) => {
                             writer.write_record(&cells)?;
                             written += 1;
@@ -287,7 +294,7 @@ fn disclosed_charges(record: &VehicleRecord, rooftop_charges: &[Value]) -> Optio
 }
 
 /// One row in [`COLUMNS`] order, or why the vehicle cannot be one.
-fn cells(record: &VehicleRecord, rooftop_charges: &[Value]) -> Result<Vec<String>, Omission> {
+fn cells(record: &VehicleRecord, rooftop: &ExportRooftop) -> Result<Vec<String>, Omission> {
     let vin = record.vin.as_deref().ok_or(Omission::NoVin)?;
     let stock = record
         .stock_number
@@ -326,7 +333,10 @@ fn cells(record: &VehicleRecord, rooftop_charges: &[Value]) -> Result<Vec<String
             Column::ObservedAt => time(record.source.observed_at),
             Column::AdvertisedPriceMinor => record.advertised_price.amount_minor().to_string(),
             Column::Currency => record.advertised_price.currency().code().to_owned(),
-            Column::RequiredDealerChargesJson => disclosed_charges(record, rooftop_charges)
+            Column::RequiredDealerChargesJson if record.required_dealer_charges.is_none() => {
+                rooftop.charges_cell.clone().unwrap_or_default()
+            }
+            Column::RequiredDealerChargesJson => disclosed_charges(record, &rooftop.charges)
                 .map(|c| json_cell(&c))
                 .unwrap_or_default(),
             Column::ConditionalAdjustmentsJson => record
