@@ -843,10 +843,21 @@ async fn every_published_output_schema_accepts_the_tools_success_and_dap_error_r
         .expect("a used demo vehicle")
         .to_owned();
     let listed = app.modern("tools/list", json!({})).await;
-    let tools = listed.result()["tools"].as_array().unwrap().clone();
+    let mut tools = listed.result()["tools"].as_array().unwrap().clone();
     assert!(!tools.is_empty());
+    // The AAP binding's tools are listed and served on each organization's
+    // AAP endpoint (issue 16), not on /mcp: checked there.
+    let mut aap = TestApp::attach(&app.base());
+    aap.url = format!("{}/aap/{ORG}/mcp", app.base());
+    let aap_tools = aap.modern("tools/list", json!({})).await.result()["tools"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(!aap_tools.is_empty());
+    tools.extend(aap_tools);
     for tool in &tools {
         let name = tool["name"].as_str().unwrap();
+        let client = if name.starts_with("aap_") { &aap } else { &app };
         let schema = &tool["outputSchema"];
         assert_eq!(schema["type"], "object", "{name}: MCP root type object");
         let validator = jsonschema::draft202012::options()
@@ -910,7 +921,7 @@ async fn every_published_output_schema_accepts_the_tools_success_and_dap_error_r
         // Every tool: an unexpected member is a validation error.
         failures.push(json!({"unexpected_member": true}));
 
-        let r = app.call_tool(name, success.clone()).await;
+        let r = client.call_tool(name, success.clone()).await;
         assert_eq!(r["isError"], false, "{name} {success}: {r}");
         let sc = &r["structuredContent"];
         let problems: Vec<String> = validator.iter_errors(sc).map(|e| e.to_string()).collect();
@@ -920,7 +931,7 @@ async fn every_published_output_schema_accepts_the_tools_success_and_dap_error_r
         );
 
         for args in failures {
-            let r = app.call_tool(name, args.clone()).await;
+            let r = client.call_tool(name, args.clone()).await;
             assert_eq!(r["isError"], true, "{name} {args}: {r}");
             let sc = &r["structuredContent"];
             // DAP's error object, or for the AAP adapter AAP's, which
