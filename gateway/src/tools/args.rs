@@ -10,10 +10,12 @@
 //!
 //! Nested objects are typed too (`searchRequest`'s filters, sort, page,
 //! money and distance bounds) and diffed against their own definitions.
-//! Not yet typed: the buyer profile of `offers.evaluate`, which
-//! `offers_evaluate::profile` reads into the pricing engine's own
-//! `Profile`.
+//! `offers.evaluate`'s buyer profile is typed here and turned into the
+//! pricing engine's own `Profile` by `offers_evaluate::profile`.
 
+use std::collections::BTreeMap;
+
+use pricing::incentives::Criterion;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -137,12 +139,62 @@ pub struct OffersArgs {
     pub vehicle_id: Option<String>,
     pub vin: Option<String>,
     pub stock_number: Option<String>,
-    /// The buyer profile (see the module doc).
-    pub profile: Value,
+    pub profile: OffersProfile,
 }
 
 impl ToolArgs for OffersArgs {
     const INPUT: &'static str = "offers.schema.json#/$defs/offersEvaluateRequest";
+}
+
+/// `offersProfile`: a hypothetical, PII-free buyer (the schema closes every
+/// object, so nothing personal fits). `offers_evaluate::profile` turns it
+/// into the pricing engine's `Profile` with the rules the schema cannot
+/// express.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OffersProfile {
+    pub payment_mode: OffersPaymentMode,
+    pub jurisdiction: OffersJurisdiction,
+    /// Keyed by the engine's own criterion names (the schema's closed
+    /// `offersClaims` members; `claims_name_only_engine_criteria` checks
+    /// that each is one).
+    pub claims: Option<BTreeMap<Criterion, OffersClaim>>,
+    /// RFC 3339; parsed by the tool, which names the field on failure.
+    pub as_of: Option<String>,
+}
+
+/// `offersProfile.payment_mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OffersPaymentMode {
+    Cash,
+    Finance,
+    Lease,
+    Unknown,
+}
+
+/// `offersJurisdiction`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OffersJurisdiction {
+    pub country: String,
+    pub subdivision: Option<String>,
+    pub postal_code: Option<String>,
+}
+
+/// One claim: `true`, `false` or `"unknown"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum OffersClaim {
+    Known(bool),
+    Unknown(UnknownWord),
+}
+
+/// The word `"unknown"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnknownWord {
+    Unknown,
 }
 
 /// `dealeragent.inventory.search`: `searchRequest` and its nested
@@ -494,6 +546,29 @@ mod drift {
         check_definition::<PageRequest>("common.schema.json#/$defs/pageRequest");
         check_definition::<MoneyBound>("common.schema.json#/$defs/nonNegativeMoney");
         check_definition::<DistanceBound>("common.schema.json#/$defs/distance");
+        // The buyer profile of offers.evaluate.
+        check_definition::<OffersProfile>("offers.schema.json#/$defs/offersProfile");
+        check_definition::<OffersJurisdiction>("offers.schema.json#/$defs/offersJurisdiction");
+    }
+
+    /// `offersClaims` is read as a map keyed by the engine's criteria: each
+    /// member the schema defines must be one, with every value the schema
+    /// admits, and a criterion the schema leaves out (`payment_mode`,
+    /// decided by the branch) stays out.
+    #[test]
+    fn claims_name_only_engine_criteria() {
+        let Definition { members, .. } = definition("offers.schema.json#/$defs/offersClaims");
+        assert!(!members.is_empty());
+        for member in &members {
+            for value in [json!(true), json!(false), json!("unknown")] {
+                let claims = json!({ member.as_str(): value });
+                let read: Result<BTreeMap<Criterion, OffersClaim>, _> =
+                    serde_json::from_value(claims.clone());
+                assert!(read.is_ok(), "{claims}");
+            }
+        }
+        assert!(!members.contains("payment_mode"));
+        assert!(serde_json::from_value::<OffersClaim>(json!("maybe")).is_err());
     }
 
     /// Every schema-valid value of the search request's enumerations fits

@@ -5,19 +5,21 @@
 //! with what the caller may read before anything is returned, and an
 //! invisible organization or rooftop answers exactly like an absent one.
 
-use chrono::{Duration, SecondsFormat, Utc};
-use serde_json::{Value, json};
+use chrono::{DateTime, Duration, SecondsFormat, Utc};
+use serde_json::Value;
 
+use super::output::{DealerOrganization, Freshness, FreshnessState, Provenance, Source};
 use super::{ToolContext, ToolError};
 use crate::auth::Principal;
 use crate::catalog::FieldError;
 use crate::directory::DirectorySnapshot;
+use crate::domain::dealer::OrganizationRecord;
 
 pub const NAME: &str = "dealeragent.dealer.get";
 
 /// Dealer directory data older than this is reported `stale`: a dealer
 /// group is expected to re-publish its directory at least monthly.
-pub const DEALER_DATA_MAX_AGE_SECONDS: i64 = 2_592_000;
+pub const DEALER_DATA_MAX_AGE_SECONDS: u32 = 2_592_000;
 
 pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
     let snapshot = ctx
@@ -62,14 +64,29 @@ fn only_visible_organization(
 }
 
 /// The DAP `dealerOrganization` for `organization_id` as `principal` may
-/// see it, optionally narrowed to `rooftop_ids`. Shared by the tool and the
-/// organization/rooftop resources.
+/// see it, optionally narrowed to `rooftop_ids`, as the tree the pipeline
+/// checks. Shared by the tool and the organization/rooftop resources.
 pub fn organization_view(
     snapshot: &DirectorySnapshot,
     principal: &Principal,
     organization_id: &str,
     rooftop_ids: Option<&[&str]>,
 ) -> Result<Value, ToolError> {
+    super::output::tree(&organization(
+        snapshot,
+        principal,
+        organization_id,
+        rooftop_ids,
+    )?)
+}
+
+/// [`organization_view`], typed.
+pub fn organization(
+    snapshot: &DirectorySnapshot,
+    principal: &Principal,
+    organization_id: &str,
+    rooftop_ids: Option<&[&str]>,
+) -> Result<DealerOrganization, ToolError> {
     let org = snapshot
         .organization(organization_id)
         .ok_or(ToolError::NotFound)?;
@@ -98,44 +115,107 @@ pub fn organization_view(
             out
         }
     };
+    Ok(record(org, rooftops, Utc::now()))
+}
+
+/// The organization record around its published rooftops, judged at `now`.
+fn record(
+    org: &OrganizationRecord,
+    rooftops: Vec<Value>,
+    now: DateTime<Utc>,
+) -> DealerOrganization {
     let observed_at = org.source.observed_at;
-    let valid_until = observed_at + Duration::seconds(DEALER_DATA_MAX_AGE_SECONDS);
-    let state = if Utc::now() > valid_until {
-        "stale"
+    let valid_until = observed_at + Duration::seconds(i64::from(DEALER_DATA_MAX_AGE_SECONDS));
+    // DAP 6.4: past its validity the record is stale, never current.
+    let state = if now > valid_until {
+        FreshnessState::Stale
     } else {
-        "current"
+        FreshnessState::Current
     };
     let observed = observed_at.to_rfc3339_opts(SecondsFormat::Secs, true);
-    let mut source = json!({
-        "source_name": org.source.source_name,
-        "authority": org.source.authority,
-        "observed_at": observed,
-        "source_record_id": org.organization_id,
-    });
-    if org.source.content_digest.starts_with("sha256:") {
-        source["content_digest"] = json!(org.source.content_digest);
-    }
-    let mut out = json!({
-        "organization_id": org.organization_id,
-        "name": org.name,
-        "rooftops": rooftops,
-        "provenance": {
-            "sources": [source],
-            "authority_status": "asserted",
-            "transformations": ["dealers file imported and validated against dealers-file.schema.json"]
+    let source = Source {
+        source_name: org.source.source_name.clone(),
+        authority: org.source.authority.clone(),
+        observed_at: observed.clone(),
+        source_record_id: Some(org.organization_id.clone()),
+        // Only a real digest is published (the schema's `sha256Digest`).
+        content_digest: org
+            .source
+            .content_digest
+            .starts_with("sha256:")
+            .then(|| org.source.content_digest.clone()),
+        source_uri: None,
+    };
+    DealerOrganization {
+        organization_id: org.organization_id.clone(),
+        name: org.name.clone(),
+        rooftops,
+        provenance: Provenance {
+            sources: vec![source],
+            authority_status: "asserted".to_owned(),
+            transformed_at: None,
+            transformations: vec![
+                "dealers file imported and validated against dealers-file.schema.json".to_owned(),
+            ],
         },
-        "freshness": {
-            "observed_at": observed,
-            "state": state,
-            "valid_until": valid_until.to_rfc3339_opts(SecondsFormat::Secs, true),
-            "max_age_seconds": DEALER_DATA_MAX_AGE_SECONDS
+        freshness: Freshness {
+            observed_at: observed,
+            state,
+            valid_until: Some(valid_until.to_rfc3339_opts(SecondsFormat::Secs, true)),
+            max_age_seconds: Some(DEALER_DATA_MAX_AGE_SECONDS),
+        },
+        legal_name: org.legal_name.clone(),
+        extensions: org.extensions.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{Duration, TimeZone, Utc};
+
+    use super::record;
+    use crate::tools::output::{DealerOrganization, drift};
+
+    /// `DealerOrganization` against `dealerOrganization`, for every
+    /// organization of the demo dealers file with all its published
+    /// rooftops, current and stale, with and without the optional members.
+    #[test]
+    fn dealer_organizations_match_their_definition() {
+        let catalog = crate::catalog::Catalog::load().expect("catalog");
+        let observed = Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap();
+        let orgs = crate::dealers::parse(
+            &catalog,
+            "dealers.yaml",
+            crate::demo::DEMO_DEALERS.as_bytes(),
+            "demo dealers file",
+            observed,
+        )
+        .expect("the demo dealers file parses");
+        let mut instances: Vec<DealerOrganization> = Vec::new();
+        for org in &orgs {
+            let rooftops: Vec<_> = org
+                .rooftops
+                .iter()
+                .map(|r| crate::dealers::published_rooftop(&r.dap))
+                .collect();
+            for now in [observed, observed + Duration::days(400)] {
+                let mut bare = org.clone();
+                bare.legal_name = None;
+                bare.extensions = None;
+                bare.source.content_digest = "none".into();
+                let mut full = org.clone();
+                full.legal_name = Some("Demo Motors LLC".into());
+                full.extensions = Some(serde_json::json!({"dealergateway.example": {"a": 1}}));
+                full.source.content_digest = format!("sha256:{}", "a".repeat(64));
+                instances.push(record(&bare, rooftops.clone(), now));
+                instances.push(record(&full, rooftops.clone(), now));
+            }
         }
-    });
-    if let Some(legal) = &org.legal_name {
-        out["legal_name"] = json!(legal);
+        assert!(
+            instances
+                .iter()
+                .any(|o| o.freshness.state == crate::tools::output::FreshnessState::Stale)
+        );
+        drift::check_output(&instances);
     }
-    if let Some(ext) = &org.extensions {
-        out["extensions"] = ext.clone();
-    }
-    Ok(out)
 }

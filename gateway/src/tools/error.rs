@@ -4,8 +4,9 @@
 //! JSON-RPC errors (DAP spec section 11).
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use super::output::{DapError, ErrorDetails};
 use crate::catalog::FieldError;
 
 /// Every DAP error code, closed (error.schema.json `code`).
@@ -149,8 +150,16 @@ impl ToolError {
         }
     }
 
-    /// The DAP error object (error.schema.json).
+    /// The DAP error object (error.schema.json), as the tree the pipeline
+    /// sends. The type holds only strings, numbers and booleans, which
+    /// always serialize; the `null` fallback is unreachable in practice.
     pub fn to_dap(&self, error_id: &str, trace_id: &str, now: DateTime<Utc>) -> Value {
+        serde_json::to_value(self.dap_error(error_id, trace_id, now)).unwrap_or(Value::Null)
+    }
+
+    /// The DAP error object, typed ([`DapError`], checked against its
+    /// definition by `output::drift`).
+    pub fn dap_error(&self, error_id: &str, trace_id: &str, now: DateTime<Utc>) -> DapError {
         let code = self.code();
         let (message, field_errors): (String, Option<&Vec<FieldError>>) = match self {
             Self::Validation { field_errors } => (
@@ -185,23 +194,33 @@ impl ToolError {
                 None,
             ),
         };
-        let mut object = json!({
-            "error_id": error_id,
-            "code": code.as_str(),
-            "message": truncate(&message, 500),
-            "retryable": code.retryable(),
-            "trace_id": trace_id,
-            "created_at": now.to_rfc3339_opts(SecondsFormat::Millis, true),
-        });
-        if let Self::RateLimited { retry_after_ms } | Self::UpstreamUnavailable { retry_after_ms } =
-            self
-        {
-            object["retry_after_ms"] = json!((*retry_after_ms).min(86_400_000));
+        let retry_after_ms = match self {
+            // The schema's bound: at most a day.
+            Self::RateLimited { retry_after_ms } | Self::UpstreamUnavailable { retry_after_ms } => {
+                Some((*retry_after_ms).min(86_400_000))
+            }
+            Self::Validation { .. }
+            | Self::Invalid { .. }
+            | Self::AuthRequired { .. }
+            | Self::ScopeInsufficient { .. }
+            | Self::NotFound
+            | Self::Internal { .. } => None,
+        };
+        DapError {
+            error_id: error_id.to_owned(),
+            code,
+            message: truncate(&message, 500),
+            retryable: code.retryable(),
+            trace_id: trace_id.to_owned(),
+            created_at: now.to_rfc3339_opts(SecondsFormat::Millis, true),
+            retry_after_ms,
+            details: field_errors
+                .filter(|e| !e.is_empty())
+                .map(|errors| ErrorDetails {
+                    field_errors: errors.clone(),
+                    current_freshness: None,
+                }),
         }
-        if let Some(errors) = field_errors.filter(|e| !e.is_empty()) {
-            object["details"] = json!({ "field_errors": errors });
-        }
-        object
     }
 }
 

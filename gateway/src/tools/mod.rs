@@ -24,6 +24,7 @@ pub mod get_used_vehicle_details;
 pub mod get_vehicle;
 pub mod inventory_search;
 pub mod offers_evaluate;
+pub mod output;
 pub mod policy;
 pub mod target;
 pub mod verify_availability;

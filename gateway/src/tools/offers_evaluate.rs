@@ -21,7 +21,8 @@ use pricing::incentives::Criterion;
 use pricing::stacking::{ClaimValue, Profile, ProfileJurisdiction, ProfilePaymentMode};
 use serde_json::{Value, json};
 
-use super::args::OffersArgs;
+use super::args::{OffersArgs, OffersClaim, OffersPaymentMode, OffersProfile, UnknownWord};
+use super::output::{self, Freshness, FreshnessState};
 use super::target;
 use super::{ToolContext, ToolError};
 use crate::catalog::FieldError;
@@ -69,12 +70,13 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
         .map(|t| t.with_timezone(&Utc))
         .map_or(inventory_until, |t| t.min(inventory_until));
     let now = Utc::now();
+    // DAP 6.4: a withdrawn or expired record is never current.
     let freshness_state = if found.withdrawn {
-        "withdrawn"
+        FreshnessState::Withdrawn
     } else if now <= valid_until {
-        "current"
+        FreshnessState::Current
     } else {
-        "stale"
+        FreshnessState::Stale
     };
 
     let mut out = serde_json::to_value(&evaluation).map_err(ToolError::internal)?;
@@ -88,29 +90,30 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
     map.insert("rooftop_id".into(), json!(record.rooftop_id));
     map.insert(
         "freshness".into(),
-        json!({
-            "observed_at": timestamp(observed),
-            "state": freshness_state,
-            "valid_until": timestamp(valid_until),
-            "max_age_seconds": sla.min(MAX_AGE_LIMIT),
-        }),
+        output::tree(&Freshness {
+            observed_at: timestamp(observed),
+            state: freshness_state,
+            valid_until: Some(timestamp(valid_until)),
+            max_age_seconds: Some(sla.min(MAX_AGE_LIMIT)),
+        })?,
     );
     map.insert("trace_id".into(), json!(ctx.trace_id));
     Ok(out)
 }
 
-/// The engine's profile from a schema-valid `profile` object.
-fn profile(value: &Value) -> Result<Profile, ToolError> {
-    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-    let payment_mode = match value["payment_mode"].as_str() {
-        Some("cash") => ProfilePaymentMode::Cash,
-        Some("finance") => ProfilePaymentMode::Finance,
-        Some("lease") => ProfilePaymentMode::Lease,
-        _ => ProfilePaymentMode::Unknown,
+/// The engine's profile from the typed `profile`, with the rule the schema
+/// cannot express (a subdivision of the given country) and the RFC 3339
+/// check of `as_of`; errors name the field, never its value (DAP-ERR-002).
+fn profile(profile: &OffersProfile) -> Result<Profile, ToolError> {
+    let payment_mode = match profile.payment_mode {
+        OffersPaymentMode::Cash => ProfilePaymentMode::Cash,
+        OffersPaymentMode::Finance => ProfilePaymentMode::Finance,
+        OffersPaymentMode::Lease => ProfilePaymentMode::Lease,
+        OffersPaymentMode::Unknown => ProfilePaymentMode::Unknown,
     };
-    let jurisdiction = &value["jurisdiction"];
-    let country = text(jurisdiction, "country").unwrap_or_default();
-    let subdivision = text(jurisdiction, "subdivision");
+    let jurisdiction = &profile.jurisdiction;
+    let country = jurisdiction.country.clone();
+    let subdivision = jurisdiction.subdivision.clone();
     if let Some(sub) = &subdivision
         && !sub.starts_with(&format!("{country}-"))
     {
@@ -119,26 +122,20 @@ fn profile(value: &Value) -> Result<Profile, ToolError> {
             "The subdivision must be a subdivision of the given country.",
         ));
     }
-    let mut claims = BTreeMap::new();
-    if let Some(map) = value.get("claims").and_then(Value::as_object) {
-        for (key, claim) in map {
-            // `key` passed the closed offersClaims schema, so it is a
-            // schema-defined name, not free caller input (docs/security.md).
-            let criterion: Criterion = serde_json::from_value(json!(key)).map_err(|_| {
-                invalid(
-                    &format!("/profile/claims/{key}"),
-                    "Not a supported criterion.",
-                )
-            })?;
-            let claim = match claim {
-                Value::Bool(true) => ClaimValue::True,
-                Value::Bool(false) => ClaimValue::False,
-                _ => ClaimValue::Unknown,
+    let claims: BTreeMap<Criterion, ClaimValue> = profile
+        .claims
+        .iter()
+        .flatten()
+        .map(|(criterion, claim)| {
+            let value = match claim {
+                OffersClaim::Known(true) => ClaimValue::True,
+                OffersClaim::Known(false) => ClaimValue::False,
+                OffersClaim::Unknown(UnknownWord::Unknown) => ClaimValue::Unknown,
             };
-            claims.insert(criterion, claim);
-        }
-    }
-    let as_of = match value.get("as_of").and_then(Value::as_str) {
+            (*criterion, value)
+        })
+        .collect();
+    let as_of = match &profile.as_of {
         Some(t) => DateTime::parse_from_rfc3339(t)
             .map_err(|_| invalid("/profile/as_of", "Not an RFC 3339 date-time."))?,
         None => Utc::now().trunc_subsecs(0).fixed_offset(),
@@ -148,7 +145,7 @@ fn profile(value: &Value) -> Result<Profile, ToolError> {
         jurisdiction: ProfileJurisdiction {
             country,
             subdivision,
-            postal_code: text(jurisdiction, "postal_code"),
+            postal_code: jurisdiction.postal_code.clone(),
         },
         claims,
         as_of,

@@ -19,9 +19,12 @@
 //! `purpose` is accepted and does not change the answer.
 
 use chrono::Utc;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::args::AvailabilityArgs;
+use super::output::{
+    self, AvailabilityBand, AvailabilityMeta, AvailabilityResult, Provenance, Source,
+};
 use super::target;
 use super::{ToolContext, ToolError};
 use crate::availability::{self, Band, band, source};
@@ -46,7 +49,7 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<(Value, Value), Too
     if found.withdrawn {
         let now = Utc::now();
         let observed = timestamp(record.source.observed_at);
-        return Ok(result(
+        return result(
             &record.vehicle_id,
             &record.organization_id,
             &record.rooftop_id,
@@ -69,7 +72,7 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<(Value, Value), Too
             false,
             source_kind,
             &ctx.trace_id,
-        ));
+        );
     }
 
     let (observation, checked_live, what, source_name) = match http {
@@ -145,7 +148,7 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<(Value, Value), Too
         .as_str()
         .unwrap_or("unknown")
         .to_owned();
-    Ok(result(
+    result(
         &record.vehicle_id,
         &record.organization_id,
         &record.rooftop_id,
@@ -165,7 +168,7 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<(Value, Value), Too
         checked_live,
         source_kind,
         &ctx.trace_id,
-    ))
+    )
 }
 
 fn provenance(
@@ -174,51 +177,169 @@ fn provenance(
     observed_at: chrono::DateTime<Utc>,
     authority_status: &str,
     now: chrono::DateTime<Utc>,
-) -> Value {
-    let mut source = Map::new();
-    source.insert(
-        "source_name".into(),
-        source_name.chars().take(128).collect::<String>().into(),
-    );
-    source.insert("authority".into(), authority.into());
-    source.insert("observed_at".into(), timestamp(observed_at).into());
-    json!({
-        "sources": [Value::Object(source)],
-        "authority_status": authority_status,
-        "transformed_at": timestamp(now),
-        "transformations": ["availability band computed by the gateway from the observation's authority and age"],
-    })
+) -> Provenance {
+    Provenance {
+        sources: vec![Source {
+            // The schema's `source_name` bound.
+            source_name: source_name.chars().take(128).collect(),
+            authority: authority.to_owned(),
+            observed_at: timestamp(observed_at),
+            source_record_id: None,
+            content_digest: None,
+            source_uri: None,
+        }],
+        authority_status: authority_status.to_owned(),
+        transformed_at: Some(timestamp(now)),
+        transformations: vec![
+            "availability band computed by the gateway from the observation's authority and age"
+                .to_owned(),
+        ],
+    }
 }
 
+/// The result as the trees the pipeline sends: `structuredContent` and the
+/// result `_meta`.
 #[allow(clippy::too_many_arguments, reason = "one flat result object")]
 fn result(
     vehicle_id: &str,
     organization_id: &str,
     rooftop_id: &str,
     availability: Value,
-    provenance: Value,
+    provenance: Provenance,
     freshness: Value,
     band: Band,
     checked_live: bool,
-    source_kind: &str,
+    source_kind: &'static str,
     trace_id: &str,
-) -> (Value, Value) {
+) -> Result<(Value, Value), ToolError> {
+    let (result, meta) = typed_result(
+        vehicle_id,
+        organization_id,
+        rooftop_id,
+        availability,
+        provenance,
+        freshness,
+        band,
+        checked_live,
+        source_kind,
+        trace_id,
+    );
+    Ok((output::tree(&result)?, output::tree(&meta)?))
+}
+
+#[allow(clippy::too_many_arguments, reason = "one flat result object")]
+fn typed_result(
+    vehicle_id: &str,
+    organization_id: &str,
+    rooftop_id: &str,
+    availability: Value,
+    provenance: Provenance,
+    freshness: Value,
+    band: Band,
+    checked_live: bool,
+    source_kind: &'static str,
+    trace_id: &str,
+) -> (AvailabilityResult, AvailabilityMeta) {
     (
-        json!({
-            "vehicle_id": vehicle_id,
-            "organization_id": organization_id,
-            "rooftop_id": rooftop_id,
-            "availability": availability,
-            "provenance": provenance,
-            "freshness": freshness,
-            "trace_id": trace_id,
-        }),
-        json!({
-            "dealergateway.availability": {
-                "band": band.as_str(),
-                "checked_live": checked_live,
-                "source": source_kind,
-            }
-        }),
+        AvailabilityResult {
+            vehicle_id: vehicle_id.to_owned(),
+            organization_id: organization_id.to_owned(),
+            rooftop_id: rooftop_id.to_owned(),
+            availability,
+            provenance,
+            freshness,
+            trace_id: trace_id.to_owned(),
+        },
+        AvailabilityMeta {
+            availability: AvailabilityBand {
+                band: band.as_str(),
+                checked_live,
+                source: source_kind,
+            },
+        },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{Duration, TimeZone, Utc};
+    use serde_json::json;
+
+    use super::{WITHDRAWN_REASON, provenance, typed_result};
+    use crate::availability::{Band, band};
+    use crate::tools::output::{AvailabilityResult, drift};
+
+    /// `AvailabilityResult` against `availabilityResult`: the withdrawn
+    /// answer, and the band's report of every kind of observation (none,
+    /// authoritative fresh and old, asserted, each status) as the tool
+    /// builds them.
+    #[test]
+    fn availability_results_match_their_definition() {
+        let now = Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap();
+        let trace = "0123456789abcdef0123456789abcdef";
+        let mut instances: Vec<AvailabilityResult> = Vec::new();
+        let observed = now - Duration::minutes(3);
+        let stamp = crate::inventory::render::timestamp(observed);
+        instances.push(
+            typed_result(
+                "veh.1",
+                "org.a",
+                "roof.a",
+                json!({"status": "unknown", "authority_status": "asserted", "observed_at": stamp,
+                       "human_verification_required": true, "reason": WITHDRAWN_REASON}),
+                provenance("feed.csv", "dealer_asserted", observed, "asserted", now),
+                json!({"observed_at": stamp, "state": "withdrawn"}),
+                Band::Unknown,
+                false,
+                "feed",
+                trace,
+            )
+            .0,
+        );
+        let mut reports = vec![band::report(None, crate::availability::LIVE_SOURCE, now)];
+        for status in ["available", "on_hold", "sold", "unknown"] {
+            for authority in ["authoritative_dealer_system", "dealer_asserted"] {
+                for age in [Duration::seconds(5), Duration::days(3)] {
+                    let o = band::Observed {
+                        status,
+                        authority,
+                        observed_at: now - age,
+                    };
+                    reports.push(band::report(
+                        Some(&o),
+                        crate::availability::FEED_SOURCE,
+                        now,
+                    ));
+                }
+            }
+        }
+        for reported in reports {
+            let authority_status = reported.availability["authority_status"]
+                .as_str()
+                .unwrap_or("unknown")
+                .to_owned();
+            instances.push(
+                typed_result(
+                    "veh.1",
+                    "org.a",
+                    "roof.a",
+                    reported.availability,
+                    provenance(
+                        &"x".repeat(300),
+                        "authoritative_dealer_system",
+                        observed,
+                        &authority_status,
+                        now,
+                    ),
+                    reported.freshness,
+                    reported.band,
+                    true,
+                    "http",
+                    trace,
+                )
+                .0,
+            );
+        }
+        drift::check_output(&instances);
+    }
 }
