@@ -156,7 +156,7 @@ pub async fn tool_list(
     principal: &Principal,
     organization_id: &str,
 ) -> Result<Vec<Value>, RpcError> {
-    let currencies = currencies(state, principal, organization_id).await?;
+    let capabilities = search_capabilities_of(state, principal, organization_id).await?;
     Ok(state
         .catalog
         .tools
@@ -164,13 +164,29 @@ pub async fn tool_list(
         .filter(|t| is_aap_tool(t))
         .map(|t| {
             let mut entry = super::dispatch::tool_entry(t);
-            let aap = metadata(state, t, &currencies);
+            let aap = metadata(state, t, &capabilities);
             if let Some(meta) = entry.get_mut("_meta").and_then(Value::as_object_mut) {
                 meta.insert(META_KEY.to_owned(), aap);
             }
             entry
         })
         .collect())
+}
+
+/// The search capabilities of `organization_id`'s AAP endpoint as
+/// `principal` sees them: the object `tools/list` publishes on
+/// `aap_inventory_search`, for discovery documents that must state the
+/// same (AAP: the tool's capabilities match the linked Agent Card).
+pub async fn search_capabilities_of(
+    state: &AppState,
+    principal: &Principal,
+    organization_id: &str,
+) -> Result<Value, RpcError> {
+    let currencies = currencies(state, principal, organization_id).await?;
+    Ok(state
+        .catalog
+        .tool(crate::tools::aap_inventory_search::NAME)
+        .map_or(Value::Null, |tool| search_capabilities(tool, &currencies)))
 }
 
 /// The currencies the rooftops of `organization_id` that the caller may
@@ -210,7 +226,7 @@ async fn currencies(
 /// hints": release version, skill id, request/response types and schema
 /// URLs). The schema URLs are this gateway's own AAP schemas, the ones the
 /// tool validates against (written from AAP's; docs/compatibility.md).
-fn metadata(state: &AppState, tool: &Tool, currencies: &[String]) -> Value {
+fn metadata(state: &AppState, tool: &Tool, capabilities: &Value) -> Value {
     let skill = crate::manifest::aap_skill(&tool.name);
     let schemas = format!("{}/schemas/", state.public_base);
     let mut meta = json!({
@@ -226,7 +242,7 @@ fn metadata(state: &AppState, tool: &Tool, currencies: &[String]) -> Value {
         "compatibility_adapter": {"native": false, "profile": tool.profile},
     });
     if tool.name == crate::tools::aap_inventory_search::NAME {
-        meta["capabilities"] = search_capabilities(tool, currencies);
+        meta["capabilities"] = capabilities.clone();
     }
     meta
 }
