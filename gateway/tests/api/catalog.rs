@@ -743,6 +743,7 @@ async fn assembled_results_satisfy_their_output_schemas_and_match_their_text() {
                             .call_tool("dealeragent.pricing.get_disclosure", args.clone())
                             .await;
                         check("dealeragent.pricing.get_disclosure", &first);
+                        let args_again = args.clone();
                         let second = app
                             .call_tool("dealeragent.pricing.get_disclosure", args)
                             .await;
@@ -754,7 +755,28 @@ async fn assembled_results_satisfy_their_output_schemas_and_match_their_text() {
                             // The evaluation itself, never the placeholder;
                             // the second answer reuses it (same as_of).
                             assert!(evaluation.contains_key("best_stack"), "{evaluation:?}");
-                            assert_eq!(offers(&first), offers(&second));
+                            if offers(&first) != offers(&second) {
+                                // An evaluation is reused for at most 60 s, and
+                                // this test runs for minutes under load: the first
+                                // answer may have been the last use of an
+                                // evaluation made on an earlier page. Then the
+                                // second is a fresh one, later, and a third answer
+                                // must reuse it.
+                                let as_of =
+                                    |r: &Value| offers(r)["as_of"].as_str().map(str::to_owned);
+                                assert!(
+                                    as_of(&first) < as_of(&second),
+                                    "two evaluations in a row: {first} then {second}"
+                                );
+                                let third = app
+                                    .call_tool(
+                                        "dealeragent.pricing.get_disclosure",
+                                        args_again.clone(),
+                                    )
+                                    .await;
+                                check("dealeragent.pricing.get_disclosure", &third);
+                                assert_eq!(offers(&second), offers(&third));
+                            }
                             evaluated += 1;
                         }
                     }
