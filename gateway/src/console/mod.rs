@@ -164,12 +164,12 @@ impl Signed {
     }
 
     pub fn context(&self, state: &Arc<AppState>) -> crate::tools::ToolContext {
-        crate::tools::ToolContext {
-            state: state.clone(),
-            principal: self.principal(),
-            client_ip: self.client_ip,
-            trace_id: format!("trace.{}", uuid::Uuid::new_v4()),
-        }
+        crate::tools::ToolContext::new(
+            state,
+            self.principal(),
+            self.client_ip,
+            format!("trace.{}", uuid::Uuid::new_v4()),
+        )
     }
 
     /// One audit event for a console page that reads more than one tool

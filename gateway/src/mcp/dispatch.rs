@@ -385,12 +385,12 @@ async fn tools_call(
         Endpoint::Dap => None,
     };
     let args = &args;
-    let ctx = ToolContext {
-        state: state.clone(),
-        principal: caller.principal.clone(),
-        client_ip: caller.client_ip,
-        trace_id: trace_id.to_owned(),
-    };
+    let ctx = ToolContext::new(
+        state,
+        caller.principal.clone(),
+        caller.client_ip,
+        trace_id.to_owned(),
+    );
     // Only a catalog name becomes a label or a log field (no echo).
     *tool = Some(catalog_tool.name.clone());
     let invoked = tools::invoke(&ctx, name, args);

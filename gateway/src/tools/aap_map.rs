@@ -128,8 +128,7 @@ pub async fn dealer(
         return Err(ToolError::NotFound);
     }
     let directory = ctx
-        .state
-        .directory
+        .directory()
         .snapshot()
         .await
         .map_err(ToolError::internal)?;

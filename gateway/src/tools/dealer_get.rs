@@ -23,8 +23,7 @@ pub const DEALER_DATA_MAX_AGE_SECONDS: u32 = 2_592_000;
 
 pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
     let snapshot = ctx
-        .state
-        .directory
+        .directory()
         .snapshot()
         .await
         .map_err(ToolError::internal)?;

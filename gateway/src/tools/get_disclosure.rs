@@ -60,18 +60,16 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
     let overlay = if found.withdrawn {
         None
     } else {
-        ctx.state
-            .availability
-            .overlay_or_store(ctx.state.store.as_ref(), rooftop, &record.vehicle_id)
+        ctx.availability()
+            .overlay_or_store(ctx.store(), rooftop, &record.vehicle_id)
             .await
     };
     let band = stored_band(record, found.withdrawn, overlay.as_ref(), now);
     let jurisdiction = args.jurisdiction.as_ref();
     let payment_mode = args.payment_mode.as_deref();
     let org_programs = ctx
-        .state
-        .offers
-        .programs(ctx.state.store.as_ref(), &org.organization_id)
+        .offers()
+        .programs(ctx.store(), &org.organization_id)
         .await
         .map_err(ToolError::internal)?;
     let evaluation_key = EvaluationKey {
@@ -91,10 +89,9 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
     // The whole document is reused while it would be built the same
     // (disclosure::cache; issue 13 item 4): validated when it was built,
     // only `transformed_at` is this request's.
-    if let Some(document) =
-        ctx.state
-            .evaluations
-            .document(&document_key, &org_programs, directory, now)
+    if let Some(document) = ctx
+        .evaluations()
+        .document(&document_key, &org_programs, directory, now)
     {
         return Ok(Produced::Assembled {
             json: super::JsonText::trusted(document.with_stamp(&stamp)),
@@ -112,8 +109,7 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
                 ..document_key.evaluation.clone()
             };
             Some(
-                ctx.state
-                    .evaluations
+                ctx.evaluations()
                     .get_or_evaluate(key, &org_programs, now, |as_of| {
                         disclosure::programs_input(
                             record,
@@ -181,7 +177,7 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
     }
     .map_err(ToolError::internal)?;
     if let Some(split) = Document::split(&json, &stamp) {
-        ctx.state.evaluations.keep_document(
+        ctx.evaluations().keep_document(
             document_key,
             &org_programs,
             directory,

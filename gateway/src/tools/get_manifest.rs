@@ -17,21 +17,25 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
     let args: super::args::ManifestArgs = super::args::parse(args)?;
     let organization_id = args.organization_id.as_deref();
     let snapshot = ctx
-        .state
-        .directory
+        .directory()
         .snapshot()
         .await
         .map_err(ToolError::internal)?;
     let key = manifest::view_key(&snapshot, &ctx.principal, organization_id);
-    let json = match ctx.state.manifests.get(&snapshot, &key) {
+    let json = match ctx.manifests().get(&snapshot, &key) {
         Some(json) => json,
         None => {
-            let doc = manifest::build(&ctx.state, &snapshot, &ctx.principal, organization_id)?;
+            let doc = manifest::build(
+                ctx.manifest_state(),
+                &snapshot,
+                &ctx.principal,
+                organization_id,
+            )?;
             super::check_part(ctx, NAME, "manifest", &doc)?;
             let json: std::sync::Arc<str> = serde_json::to_string(&doc)
                 .map_err(ToolError::internal)?
                 .into();
-            ctx.state.manifests.put(&snapshot, key, json.clone());
+            ctx.manifests().put(&snapshot, key, json.clone());
             json
         }
     };

@@ -52,9 +52,8 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
     // A newer availability check overrides the feed's assertion
     // (docs/availability.md, "Overlay").
     let observation = ctx
-        .state
-        .availability
-        .overlay_or_store(ctx.state.store.as_ref(), tenant.rooftop(), &vehicle_id)
+        .availability()
+        .overlay_or_store(ctx.store(), tenant.rooftop(), &vehicle_id)
         .await;
     let feed_observed_at =
         chrono::DateTime::from_timestamp_micros(found.index.rows[found.row].observed_us)

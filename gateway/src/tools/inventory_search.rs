@@ -55,9 +55,8 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
             e.message.to_string(),
         )],
     })?;
-    let state = &ctx.state;
-    let directory = state
-        .directory
+    let directory = ctx
+        .directory()
         .snapshot()
         .await
         .map_err(ToolError::internal)?;
@@ -69,8 +68,8 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
         requested,
     )?;
     let rooftop_ids: Vec<String> = rooftops.iter().map(|r| r.rooftop_id.clone()).collect();
-    let view = state
-        .inventory
+    let view = ctx
+        .inventory()
         .view(&directory)
         .await
         .map_err(ToolError::internal)?;
@@ -104,7 +103,7 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
             (indexes, versions, None, issued)
         }
         Some(token) => {
-            let payload = cursor::open(&state.cursor_key, token, &binding, now).map_err(|e| {
+            let payload = cursor::open(ctx.cursor_key(), token, &binding, now).map_err(|e| {
                 tracing::info!(trace.id = %ctx.trace_id, cursor.error = ?e, "cursor refused");
                 invalid_cursor()
             })?;
@@ -125,8 +124,8 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
             };
             let mut indexes = Vec::with_capacity(versions.len());
             for (rooftop_id, version) in &versions {
-                let index = state
-                    .inventory
+                let index = ctx
+                    .inventory()
                     .index_at(
                         &view,
                         &directory,
@@ -148,7 +147,7 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
     // so a pagination sees one consistent result set.
     // Newer availability checks made by this replica override the feed's
     // assertion, in the filter and facets as on the page (docs/availability.md).
-    let overlay = state.availability.search_overlay(&rooftop_ids, now);
+    let overlay = ctx.availability().search_overlay(&rooftop_ids, now);
     let page = search::search_with_overlay(
         &indexes,
         &query,
@@ -181,7 +180,7 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
             withdrawn: false,
         });
         let vehicle_id = index.vehicle_id(*row);
-        let observation = state.availability.overlay(index.rooftop_id(), vehicle_id);
+        let observation = ctx.availability().overlay(index.rooftop_id(), vehicle_id);
         let overlaid = observation
             .as_ref()
             .is_some_and(|o| o.observed_at > feed_observed_at);
@@ -249,7 +248,7 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError
             ),
             None => CursorPayload::new(&binding, &versions, key, now),
         };
-        page_info["next_cursor"] = json!(cursor::seal(&state.cursor_key, &payload));
+        page_info["next_cursor"] = json!(cursor::seal(ctx.cursor_key(), &payload));
     }
     // The envelope is small and built per request: it is validated here,
     // against the tool's output schema with an empty vehicle list (each

@@ -39,14 +39,104 @@ use crate::state::AppState;
 
 pub use error::{ErrorCode, ToolError};
 
-/// Everything a tool may use for one call.
+/// Everything a tool may use for one call (issue 13 item 2: a narrow
+/// context, not the whole `AppState`).
+///
+/// A tool reaches the shared state only through the accessors below: the
+/// read models it answers from (directory, inventory, availability, offers),
+/// the caches it fills (evaluations, manifests), the store (audit,
+/// availability observations, programs) and the catalog. What belongs to
+/// the transport (legacy sessions, the edge rate limits, host and origin
+/// policy, credential verification) is not reachable from a tool, so a
+/// tool cannot bypass or depend on it.
 pub struct ToolContext {
-    pub state: Arc<AppState>,
+    state: Arc<AppState>,
     pub principal: Principal,
     /// The client's address (per-tool quotas for anonymous callers).
     pub client_ip: std::net::IpAddr,
     /// Correlates logs and error objects for this request.
     pub trace_id: String,
+}
+
+impl ToolContext {
+    /// The context of one call by `principal` from `client_ip`.
+    pub fn new(
+        state: &Arc<AppState>,
+        principal: Principal,
+        client_ip: std::net::IpAddr,
+        trace_id: String,
+    ) -> Self {
+        ToolContext {
+            state: Arc::clone(state),
+            principal,
+            client_ip,
+            trace_id,
+        }
+    }
+
+    /// The tool catalog and its compiled schemas.
+    pub fn catalog(&self) -> &crate::catalog::Catalog {
+        &self.state.catalog
+    }
+
+    /// The store (audit writes, availability observations, programs).
+    pub fn store(&self) -> &dyn crate::store::Store {
+        self.state.store.as_ref()
+    }
+
+    /// The dealer directory.
+    pub fn directory(&self) -> &crate::directory::Directory {
+        &self.state.directory
+    }
+
+    /// The inventory indexes this replica serves.
+    pub fn inventory(&self) -> &crate::inventory::live::LiveInventory {
+        &self.state.inventory
+    }
+
+    /// Availability checks and this replica's overlay.
+    pub fn availability(&self) -> &crate::availability::AvailabilityService {
+        &self.state.availability
+    }
+
+    /// Incentive programs per organization.
+    pub fn offers(&self) -> &crate::offers::OffersService {
+        &self.state.offers
+    }
+
+    /// Reused offer evaluations and disclosure documents.
+    pub fn evaluations(&self) -> &crate::disclosure::cache::EvaluationCache {
+        &self.state.evaluations
+    }
+
+    /// Serialized manifests per directory snapshot and caller view.
+    pub fn manifests(&self) -> &crate::directory::ViewCache {
+        &self.state.manifests
+    }
+
+    /// The key sealing pagination cursors.
+    pub fn cursor_key(&self) -> &[u8] {
+        &self.state.cursor_key
+    }
+
+    /// Public base URL without a trailing slash.
+    pub fn public_base(&self) -> &str {
+        &self.state.public_base
+    }
+
+    /// The anonymous per-tool quota (decided in [`invoke`] before the tool).
+    fn anonymous_tool_limiter(
+        &self,
+    ) -> &crate::ratelimit::KeyedLimiter<(String, std::net::IpAddr)> {
+        &self.state.anonymous_tool_limiter
+    }
+
+    /// The whole state, for the manifest only: it describes the gateway
+    /// itself (settings, the published claim, the token issuer), which no
+    /// other tool reads.
+    pub(crate) fn manifest_state(&self) -> &AppState {
+        &self.state
+    }
 }
 
 /// The names of every tool implemented in code. A test checks this equals
@@ -228,8 +318,7 @@ async fn audit(
                 decision,
                 outcome,
             );
-            ctx.state
-                .store
+            ctx.store()
                 .count_audit(&count, MAX_COUNTER_KEYS_PER_WINDOW)
                 .await
         }
@@ -260,7 +349,7 @@ async fn audit(
             }
             event.policy_decision = decision.to_owned();
             event.outcome = outcome.to_owned();
-            ctx.state.store.append_audit(&event).await
+            ctx.store().append_audit(&event).await
         }
     };
     crate::store::audit::count_write(kind, &written);
@@ -282,14 +371,13 @@ fn authorize_tool(ctx: &ToolContext, tool: &crate::catalog::Tool) -> Result<(), 
             PublicAccess::Authenticated => Err(ToolError::AuthRequired {
                 how: format!(
                     "Send an Authorization: Bearer header with a gateway API token or an OAuth 2.1 access token for this gateway (see {}/.well-known/oauth-protected-resource).",
-                    ctx.state.public_base
+                    ctx.public_base()
                 ),
             }),
             // Anonymous callers of an authoritative check are held to a
             // per-address quota (issue 5 item 5: 30 per minute by default).
             PublicAccess::RateLimitedOrAuthenticated => ctx
-                .state
-                .anonymous_tool_limiter
+                .anonymous_tool_limiter()
                 .check(&(tool.name.clone(), ctx.client_ip))
                 .map_err(|retry| ToolError::RateLimited {
                     retry_after_ms: retry.millis,
@@ -340,7 +428,7 @@ async fn dispatch(
 /// Run tool `name`. `None` when no such tool exists (a protocol error for
 /// the caller: MCP -32602).
 pub async fn invoke(ctx: &ToolContext, name: &str, args: &Value) -> Option<ToolOutcome> {
-    let tool = ctx.state.catalog.tool(name)?;
+    let tool = ctx.catalog().tool(name)?;
     let result = match authorize_tool(ctx, tool).and_then(|()| {
         tool.validate_input(args)
             .map_err(|field_errors| ToolError::Validation { field_errors })
@@ -412,8 +500,7 @@ pub fn check_part(
     what: &str,
     part: &Value,
 ) -> Result<(), ToolError> {
-    ctx.state
-        .catalog
+    ctx.catalog()
         .tool(tool)
         .ok_or_else(|| ToolError::internal(format!("the catalog has no tool {tool}")))?
         .validate_output(part)

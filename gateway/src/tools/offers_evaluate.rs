@@ -42,14 +42,10 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
     let authorized = target::authorize(ctx, args.target()).await?;
     let profile = profile(&args.profile)?;
     let target = authorized.locate(ctx).await?;
-    let state = &ctx.state;
     let (found, record) = (&target.found, &target.record);
-    let programs = state
-        .offers
-        .programs(
-            state.store.as_ref(),
-            &target.tenant.organization().organization_id,
-        )
+    let programs = ctx
+        .offers()
+        .programs(ctx.store(), &target.tenant.organization().organization_id)
         .await
         .map_err(ToolError::internal)?;
     let vehicle = vehicle_for_pricing(record);

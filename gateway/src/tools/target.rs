@@ -127,8 +127,7 @@ pub async fn authorize<'a>(
     let target = target.ok_or(ToolError::NotFound)?;
     let selector = target.selector;
     let directory = ctx
-        .state
-        .directory
+        .directory()
         .snapshot()
         .await
         .map_err(ToolError::internal)?;
@@ -181,8 +180,7 @@ impl Authorized<'_> {
     pub async fn find(self, ctx: &ToolContext) -> Result<(Tenant, Found), ToolError> {
         let Authorized { tenant, selector } = self;
         let view = ctx
-            .state
-            .inventory
+            .inventory()
             .view(&tenant.directory)
             .await
             .map_err(ToolError::internal)?;

@@ -40,7 +40,6 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<(Value, Value), Too
     // Tenancy before the lookup (DAP-CORE-031), shared with get_vehicle.
     let args: AvailabilityArgs = super::args::parse(args)?;
     let target = target::resolve_vehicle(ctx, args.target()).await?;
-    let state = &ctx.state;
     let rooftop = target.tenant.rooftop();
     let (found, record) = (&target.found, &target.record);
     let http = availability::http_source(rooftop);
@@ -92,15 +91,9 @@ pub async fn call(ctx: &ToolContext, args: &Value) -> Result<(Value, Value), Too
                 vin: record.vin.as_deref(),
                 stock_number: record.stock_number.as_deref(),
             };
-            let check = state
-                .availability
-                .check_http(
-                    state.store.as_ref(),
-                    rooftop,
-                    http,
-                    &record.organization_id,
-                    &target,
-                )
+            let check = ctx
+                .availability()
+                .check_http(ctx.store(), rooftop, http, &record.organization_id, &target)
                 .await
                 .map_err(|u| ToolError::UpstreamUnavailable {
                     retry_after_ms: u.retry_after_ms,
