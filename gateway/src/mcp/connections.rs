@@ -217,6 +217,33 @@ impl Drop for Busy {
     }
 }
 
+/// A response body that keeps its connection [`Busy`] until it is sent
+/// (or dropped, when the client leaves).
+struct Sending {
+    body: axum::body::Body,
+    _busy: Busy,
+}
+
+impl http_body::Body for Sending {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
 /// The address a per-address cap counts: IPv4 as is (an IPv4-mapped IPv6
 /// address too), IPv6 by its /64, the block one subscriber gets.
 fn address_key(ip: IpAddr) -> IpAddr {
@@ -435,9 +462,14 @@ async fn serve_connection(
             if let Some(why) = shared.refusal_at(index) {
                 return Ok::<_, Infallible>(why.response());
             }
-            let _busy = Busy::new(&shared);
+            let busy = Busy::new(&shared);
             request.extensions_mut().insert(ConnectInfo(peer));
-            router.oneshot(request.map(axum::body::Body::new)).await
+            let response = router.oneshot(request.map(axum::body::Body::new)).await?;
+            // The request is in progress until its body's last byte is
+            // sent, not when its head is: a streamed body (the published
+            // feed) or a slow reader must not meet the idle timeout halfway
+            // and be cut into a 200 with half a file.
+            Ok(response.map(|body| axum::body::Body::new(Sending { body, _busy: busy })))
         }
     });
     let conn = http.serve_connection(io, service);
@@ -796,6 +828,70 @@ impl hyper::rt::Write for HeadGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A body still being sent keeps its connection busy: the idle timeout
+    /// (1 s here) must not close a keep-alive connection between two chunks
+    /// of one response (the published feed streams; a slow reader stalls
+    /// any large answer), which once cut a 200 short of its end.
+    #[tokio::test]
+    async fn a_body_still_being_sent_outlives_the_idle_timeout() {
+        use axum::body::Bytes;
+        use tokio::io::AsyncReadExt as _;
+        struct Slow(tokio::sync::mpsc::Receiver<Bytes>);
+        impl http_body::Body for Slow {
+            type Data = Bytes;
+            type Error = Infallible;
+            fn poll_frame(
+                mut self: Pin<&mut Self>,
+                cx: &mut Context<'_>,
+            ) -> Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+                self.0
+                    .poll_recv(cx)
+                    .map(|chunk| chunk.map(|b| Ok(http_body::Frame::data(b))))
+            }
+        }
+        let router = Router::new().route(
+            "/slow",
+            axum::routing::get(|| async {
+                let (tx, rx) = tokio::sync::mpsc::channel(1);
+                tokio::spawn(async move {
+                    let _ = tx.send(Bytes::from_static(b"first;")).await;
+                    tokio::time::sleep(Duration::from_millis(2500)).await;
+                    let _ = tx.send(Bytes::from_static(b"last")).await;
+                });
+                axum::body::Body::new(Slow(rx))
+            }),
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let limits = Limits {
+            header_read: Duration::from_secs(5),
+            idle: Duration::from_secs(1),
+            max_connections: 8,
+            max_per_address: 8,
+            shutdown_grace: Duration::from_secs(1),
+        };
+        tokio::spawn(serve(listener, router, limits, std::future::pending()));
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        client
+            .write_all(b"GET /slow HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            .await
+            .unwrap();
+        let mut raw = Vec::new();
+        let mut chunk = [0_u8; 1024];
+        while !raw.ends_with(b"\r\n0\r\n\r\n") {
+            match tokio::time::timeout(Duration::from_secs(10), client.read(&mut chunk)).await {
+                Ok(Ok(n)) if n > 0 => raw.extend_from_slice(&chunk[..n]),
+                _ => break,
+            }
+        }
+        let text = String::from_utf8_lossy(&raw);
+        assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+        assert!(
+            text.contains("last") && text.ends_with("\r\n0\r\n\r\n"),
+            "the response was cut: {text}"
+        );
+    }
 
     fn framing(head: &str) -> Result<Reading, HeadRefusal> {
         inspect_head(head.as_bytes())
