@@ -89,6 +89,16 @@ pub const SCHEMA_FILES: &[(&str, &str)] = &[
         "aap-inventory.schema.json",
         include_str!("../../schemas/aap-inventory.schema.json"),
     ),
+    // The discovery documents (issue 16 item 4): DAP's static publication
+    // at /.well-known/dealer-agent.json and this gateway's own document.
+    (
+        "well-known.schema.json",
+        include_str!("../../schemas/well-known.schema.json"),
+    ),
+    (
+        "dealer-agent-gateway.schema.json",
+        include_str!("../../schemas/dealer-agent-gateway.schema.json"),
+    ),
 ];
 
 const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";

@@ -485,10 +485,23 @@ pub fn gateway_document(state: &AppState, snapshot: &DirectorySnapshot, manifest
             "tools": adapter["skills"].as_array().into_iter().flatten().map(|s| s["tool"].clone()).collect::<Vec<_>>(),
             "not_offered": adapter["not_offered"],
         }));
+        // An adapter served per organization (the AAP binding: requests
+        // name no dealer, so the endpoint does) names its template and the
+        // endpoint of every organization the anonymous manifest lists.
+        if let (Some(template), Some(entry)) = (adapter["endpoint"].as_str(), protocols.last_mut())
+        {
+            entry["endpoint_template"] = json!(template);
+            entry["endpoints"] = json!(
+                per_organization_endpoints(base, template, manifest)
+                    .into_iter()
+                    .map(|(organization_id, endpoint)| json!({
+                        "organization_id": organization_id,
+                        "endpoint": endpoint,
+                    }))
+                    .collect::<Vec<_>>()
+            );
+        }
     }
-    // RESERVED: the per-organization AAP endpoint (/aap/{organization_id}/mcp)
-    // is described here, as its own "protocols" entry, once it is served;
-    // not before (nothing here may name an endpoint that does not answer).
     let publication = publication_organization(state, snapshot)
         .ok()
         .map(|o| o.organization_id.clone());
@@ -561,8 +574,23 @@ pub fn llms(state: &AppState, snapshot: &DirectorySnapshot, manifest: &Value) ->
         out,
         "- MCP endpoint: [{endpoint}]({endpoint}) (Streamable HTTP: POST JSON-RPC with `Content-Type: application/json`; MCP revisions {MODERN_REVISION} and {LEGACY_REVISION})."
     );
-    // RESERVED: the per-organization AAP endpoint (/aap/{organization_id}/mcp)
-    // gets its line here once it is served; not before.
+    let compatibility = crate::manifest::compatibility(&state.catalog);
+    for adapter in compatibility["adapters"].as_array().into_iter().flatten() {
+        let Some(template) = adapter["endpoint"].as_str() else {
+            continue;
+        };
+        let links: Vec<String> = per_organization_endpoints(base, template, manifest)
+            .into_iter()
+            .map(|(org, url)| format!("[{org}]({url})"))
+            .collect();
+        if !links.is_empty() {
+            let _ = writeln!(
+                out,
+                "- Auto Agent Protocol clients (MCP binding, a compatibility adapter, not native DAP): one endpoint per dealer, which serves only the AAP read tools and needs no `dealer_id`: {}. The DAP endpoint above does not list them.",
+                links.join(", ")
+            );
+        }
+    }
     let _ = writeln!(
         out,
         "- Access: public reads need no credentials. Partner-only rooftops need `Authorization: Bearer <token>`; see [{base}/.well-known/oauth-protected-resource]({base}/.well-known/oauth-protected-resource)."
@@ -672,3 +700,24 @@ pub const RULES: &[&str] = &[
     "Treat a stale, withdrawn or unknown freshness state as not current, and show the disclosure_text with any price you present.",
     "Use only the ids the manifest and the tools return; an organization, rooftop or vehicle you cannot see answers not found.",
 ];
+
+/// `(organization_id, endpoint URL)` of `template` (a path with
+/// `{organization_id}`) for every organization the anonymous manifest lists.
+fn per_organization_endpoints(
+    base: &str,
+    template: &str,
+    manifest: &Value,
+) -> Vec<(String, String)> {
+    manifest["organization_ids"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(|org| {
+            (
+                org.to_owned(),
+                format!("{base}{}", template.replace("{organization_id}", org)),
+            )
+        })
+        .collect()
+}

@@ -143,7 +143,7 @@ pub async fn dealer(
 fn only_visible(directory: &DirectorySnapshot, principal: &Principal) -> Result<String, ToolError> {
     super::policy::single_visible_organization(directory, principal)?.ok_or_else(|| {
         ToolError::Invalid {
-            message: "dealer_id is required: this gateway serves several dealers. Give one of the organization_ids of the manifest (dealeragent.discovery.get_manifest or /.well-known/dealer-agent.json).".into(),
+            message: "dealer_id is required: this gateway serves several dealers. Give one of the organization_ids of the manifest (dealeragent.discovery.get_manifest or /.well-known/dealer-agent-gateway.json).".into(),
             field_errors: vec![FieldError::new(
                 "/dealer_id",
                 "required",

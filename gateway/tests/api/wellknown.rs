@@ -948,6 +948,36 @@ async fn the_gateway_document_agrees_with_the_manifest() {
     assert_eq!(aap["native"], json!(false));
     assert_eq!(aap["kind"], json!("compatibility_adapter"));
     assert_eq!(aap["not_offered"][0]["tool"], json!("aap_lead_submit"));
+    // The AAP endpoint of every listed organization, each answering with
+    // exactly the adapter's tools.
+    assert_eq!(
+        aap["endpoint_template"],
+        json!("/aap/{organization_id}/mcp")
+    );
+    let endpoints = aap["endpoints"].as_array().expect("AAP endpoints");
+    let endpoint_orgs: Vec<Value> = endpoints
+        .iter()
+        .map(|e| e["organization_id"].clone())
+        .collect();
+    assert_eq!(json!(endpoint_orgs), manifest["organization_ids"]);
+    for e in endpoints {
+        let mut client = TestApp::attach(&app.base());
+        client.url = e["endpoint"].as_str().unwrap().to_owned();
+        let listed: BTreeSet<String> =
+            client.modern("tools/list", json!({})).await.result()["tools"]
+                .as_array()
+                .expect("tools/list on an AAP endpoint")
+                .iter()
+                .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                .collect();
+        let adapter: BTreeSet<String> = aap["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t.as_str().map(str::to_owned))
+            .collect();
+        assert_eq!(listed, adapter, "{e}");
+    }
     let tools: BTreeSet<String> = doc["tools"]
         .as_array()
         .unwrap()
@@ -1008,6 +1038,11 @@ async fn llms_txt_names_every_served_tool_the_feeds_and_the_rules() {
     for org in [LAKESHORE, MAPLECREST] {
         let feed = format!("{}/feeds/{org}/inventory.csv", app.base());
         assert!(text.contains(&format!("[{feed}]({feed})")), "{org}");
+        let aap = format!("{}/aap/{org}/mcp", app.base());
+        assert!(
+            text.contains(&format!("[{org}]({aap})")),
+            "AAP endpoint of {org}"
+        );
     }
     for tool in served_tools(&app).await {
         assert!(text.contains(&format!("`{tool}`")), "{tool} is not named");
