@@ -568,6 +568,28 @@ impl Catalog {
 }
 
 impl Tool {
+    /// Its MCP `tools/list` entry, from the catalog only (both endpoints
+    /// list their tools with it).
+    pub fn list_entry(&self) -> Value {
+        let mut annotations = serde_json::to_value(&self.annotations).unwrap_or_default();
+        annotations["title"] = serde_json::json!(self.title);
+        serde_json::json!({
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "inputSchema": self.published_input_schema,
+            "outputSchema": self.published_output_schema,
+            "annotations": annotations,
+            "_meta": {
+                "com.dealeragentprotocol/catalog": {
+                    "profile": self.profile,
+                    "scope": self.scope,
+                    "safety": self.safety,
+                }
+            }
+        })
+    }
+
     /// Check tool arguments against the input schema (DAP-ERR-002: the
     /// returned errors never carry input values).
     pub fn validate_input(&self, args: &Value) -> Result<(), Vec<FieldError>> {

@@ -15,8 +15,11 @@
 //!    [`availability`], [`offers`], [`disclosure`], [`claim`], [`auth`]'s
 //!    credential verifiers.
 //! 4. [`state`]: `AppState`, what every request shares.
-//! 5. What answers a request: [`tools`], [`resources`], [`manifest`],
-//!    `auth::verify` (bearer extraction), then [`mcp`], the transport.
+//! 5. What answers a request: [`tools`] (each with a narrow
+//!    `ToolContext`, never the whole `AppState`), [`resources`],
+//!    [`manifest`], `auth::verify` (bearer extraction), the public
+//!    documents ([`wellknown`], [`feed_export`]), [`metrics`], then [`mcp`],
+//!    the transport (`/mcp` and the AAP endpoint per organization).
 //! 6. [`console`] (the manager's pages, which call the tools with the
 //!    signed-in grant), [`app`] (routes, start-up, shutdown), [`preview`],
 //!    and the command line ([`cli`], `run`) on top.

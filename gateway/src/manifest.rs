@@ -21,6 +21,11 @@ const DAP_PROFILE_PREFIX: &str = "dealeragent.";
 /// How long a manifest stays valid after its directory snapshot was read.
 const MANIFEST_VALIDITY: Duration = Duration::hours(1);
 
+/// Where the AAP adapter is served: an endpoint per organization (AAP
+/// requests name no dealer). The manifest names it and `mcp::aap` serves it;
+/// defined here, below the transport, so the manifest need not import it.
+pub const AAP_ENDPOINT_TEMPLATE: &str = "/aap/{organization_id}/mcp";
+
 /// Build the manifest for `principal`, optionally narrowed to one
 /// organization. `NotFound` when nothing is visible: a manifest must list at
 /// least one organization and rooftop, and an invisible organization looks
@@ -170,7 +175,7 @@ pub fn compatibility(catalog: &crate::catalog::Catalog) -> Value {
                 // Where the AAP tools are served: one MCP endpoint per
                 // organization (AAP requests name no dealer), relative to
                 // the gateway's base URL; /mcp serves the DAP tools only.
-                "endpoint": crate::mcp::aap::PATH_TEMPLATE,
+                "endpoint": AAP_ENDPOINT_TEMPLATE,
                 "kind": "compatibility_adapter",
                 "native": false,
                 "profile": p.id,

@@ -37,7 +37,7 @@ use crate::state::AppState;
 use crate::tools::aap_map;
 
 /// The route, and the endpoint template the manifest publishes.
-pub const PATH_TEMPLATE: &str = "/aap/{organization_id}/mcp";
+pub const PATH_TEMPLATE: &str = crate::manifest::AAP_ENDPOINT_TEMPLATE;
 
 /// The `_meta` key AAP's MCP binding gives its tool metadata.
 pub const META_KEY: &str = "autoagentprotocol.org/aap";
@@ -163,7 +163,7 @@ pub async fn tool_list(
         .iter()
         .filter(|t| is_aap_tool(t))
         .map(|t| {
-            let mut entry = super::dispatch::tool_entry(t);
+            let mut entry = t.list_entry();
             let aap = metadata(state, t, &capabilities);
             if let Some(meta) = entry.get_mut("_meta").and_then(Value::as_object_mut) {
                 meta.insert(META_KEY.to_owned(), aap);

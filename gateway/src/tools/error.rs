@@ -4,9 +4,10 @@
 //! JSON-RPC errors (DAP spec section 11).
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Serialize, Serializer};
 use serde_json::Value;
 
-use super::output::{DapError, ErrorDetails};
+use super::output::{Freshness, ToolOutput};
 use crate::catalog::FieldError;
 
 /// Every DAP error code, closed (error.schema.json `code`).
@@ -226,4 +227,40 @@ impl ToolError {
 
 fn truncate(s: &str, max_chars: usize) -> String {
     s.chars().take(max_chars).collect()
+}
+
+/// The DAP error object (error.schema.json `error`; DAP errors.md): the
+/// `structuredContent` of every failed DAP tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DapError {
+    pub error_id: String,
+    #[serde(serialize_with = "code_text")]
+    pub code: ErrorCode,
+    pub message: String,
+    /// Derived from `code` alone (DAP-ERR-001).
+    pub retryable: bool,
+    pub trace_id: String,
+    pub created_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<ErrorDetails>,
+}
+
+impl ToolOutput for DapError {
+    const OUTPUT: &'static str = "error.schema.json#/$defs/error";
+}
+
+/// DAP `errorDetails`: field errors (values never echoed, DAP-ERR-002) or
+/// the current freshness of a stale record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ErrorDetails {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub field_errors: Vec<FieldError>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current_freshness: Option<Freshness>,
+}
+
+fn code_text<S: Serializer>(code: &ErrorCode, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(code.as_str())
 }

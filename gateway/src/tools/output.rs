@@ -17,11 +17,8 @@
 //! Member order is the order of the trees these types replaced, so the
 //! serialized bytes are unchanged.
 
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 use serde_json::Value;
-
-use super::error::ErrorCode;
-use crate::catalog::FieldError;
 
 /// A tool's result type, and the definition it mirrors.
 pub trait ToolOutput: Serialize {
@@ -73,42 +70,6 @@ pub struct Freshness {
     pub valid_until: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_age_seconds: Option<u32>,
-}
-
-/// The DAP error object (error.schema.json `error`; DAP errors.md): the
-/// `structuredContent` of every failed DAP tool call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct DapError {
-    pub error_id: String,
-    #[serde(serialize_with = "code_text")]
-    pub code: ErrorCode,
-    pub message: String,
-    /// Derived from `code` alone (DAP-ERR-001).
-    pub retryable: bool,
-    pub trace_id: String,
-    pub created_at: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub retry_after_ms: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub details: Option<ErrorDetails>,
-}
-
-impl ToolOutput for DapError {
-    const OUTPUT: &'static str = "error.schema.json#/$defs/error";
-}
-
-/// DAP `errorDetails`: field errors (values never echoed, DAP-ERR-002) or
-/// the current freshness of a stale record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ErrorDetails {
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub field_errors: Vec<FieldError>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub current_freshness: Option<Freshness>,
-}
-
-fn code_text<S: Serializer>(code: &ErrorCode, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(code.as_str())
 }
 
 /// `dealeragent.dealer.get` and the organization resource:
@@ -189,6 +150,8 @@ pub(crate) mod drift {
     use serde_json::Value;
 
     use super::*;
+    use crate::catalog::FieldError;
+    use crate::tools::error::{DapError, ErrorDetails};
 
     #[derive(Debug)]
     pub struct Stop;
