@@ -265,20 +265,29 @@ fn document_response(request: &HeaderMap, bytes: Vec<u8>, content_type: &'static
     })
 }
 
+/// A JSON discovery document, or the problem that kept it from being built.
+fn json_answer(
+    state: &AppState,
+    request: &HeaderMap,
+    built: Result<Value, Unavailable>,
+) -> Response {
+    match built {
+        Ok(doc) => document_response(
+            request,
+            serde_json::to_vec(&doc).unwrap_or_default(),
+            "application/json",
+        ),
+        Err(e) => e.response(&state.public_base),
+    }
+}
+
 async fn static_publication(State(state): State<Arc<AppState>>, request: HeaderMap) -> Response {
     let built = async {
         let snapshot = directory(&state).await?;
         let org = publication_organization(&state, &snapshot)?;
         Ok::<Value, Unavailable>(publication(&state, org))
     };
-    match built.await {
-        Ok(doc) => document_response(
-            &request,
-            serde_json::to_vec(&doc).unwrap_or_default(),
-            "application/json",
-        ),
-        Err(e) => e.response(&state.public_base),
-    }
+    json_answer(&state, &request, built.await)
 }
 
 async fn gateway_json(State(state): State<Arc<AppState>>, request: HeaderMap) -> Response {
@@ -287,14 +296,7 @@ async fn gateway_json(State(state): State<Arc<AppState>>, request: HeaderMap) ->
         let manifest = anonymous_manifest(&state, &snapshot)?;
         Ok::<Value, Unavailable>(gateway_document(&state, &snapshot, &manifest))
     };
-    match built.await {
-        Ok(doc) => document_response(
-            &request,
-            serde_json::to_vec(&doc).unwrap_or_default(),
-            "application/json",
-        ),
-        Err(e) => e.response(&state.public_base),
-    }
+    json_answer(&state, &request, built.await)
 }
 
 async fn llms_txt(State(state): State<Arc<AppState>>, request: HeaderMap) -> Response {
