@@ -26,6 +26,7 @@ import asyncio
 import json
 import sys
 import traceback
+import urllib.parse
 from typing import Any
 
 import httpx2
@@ -126,6 +127,7 @@ async def run_mode(url: str, mode: str, wire: bool, report: Report, bearer: str 
 
             # --- the manifest tool
             manifest: dict[str, Any] | None = None
+            adapters: list[dict[str, Any]] = []
             r = await client.call_tool(MANIFEST_TOOL, {})
             if report.check(f"{p} {MANIFEST_TOOL} {{}} is not an error", not r.is_error, brief(r.model_dump(by_alias=True, exclude_none=True))):
                 sc = r.structured_content
@@ -156,12 +158,23 @@ async def run_mode(url: str, mode: str, wire: bool, report: Report, bearer: str 
                     # profile pattern), so they are published under
                     # extensions["dealergateway.extensions"].profiles.
                     extension_profiles = ((sc.get("extensions") or {}).get("dealergateway.extensions") or {}).get("profiles") or []
+                    # A compatibility adapter that names its own `endpoint` (the AAP
+                    # binding: one MCP endpoint per organization) is served there, not here.
+                    adapters = [
+                        a
+                        for a in ((sc.get("extensions") or {}).get("dealergateway.compatibility") or {}).get("adapters") or []
+                        if a.get("endpoint")
+                    ]
+                    elsewhere = {s.get("tool") for a in adapters for s in a.get("skills") or []}
                     advertised = sorted(
-                        {t for cap in sc.get("capabilities") or [] for t in cap.get("tools") or []}
-                        | {t for prof in extension_profiles for t in prof.get("tools") or []}
+                        (
+                            {t for cap in sc.get("capabilities") or [] for t in cap.get("tools") or []}
+                            | {t for prof in extension_profiles for t in prof.get("tools") or []}
+                        )
+                        - elsewhere
                     )
                     report.check(
-                        f"{p} tools/list equals the tools the manifest advertises (capabilities and extension profiles)",
+                        f"{p} tools/list equals the tools the manifest advertises here (capabilities and extension profiles, less adapters served at their own endpoint)",
                         sorted(names) == advertised,
                         f"tools/list={sorted(names)} manifest={advertised}",
                     )
@@ -169,6 +182,8 @@ async def run_mode(url: str, mode: str, wire: bool, report: Report, bearer: str 
             # --- dealeragent.dealer.get for the first organization of the manifest
             org_ids = (manifest or {}).get("organization_ids") or []
             if report.check(f"{p} manifest lists an organization", bool(org_ids), brief(manifest)):
+                for adapter in adapters:
+                    await check_adapter_endpoint(url, http, mode, adapter, org_ids[0], p, report)
                 args = {"organization_id": org_ids[0]}
                 r = await client.call_tool(DEALER_TOOL, args)
                 if report.check(f"{p} {DEALER_TOOL} {brief(args)} is not an error", not r.is_error, brief(r.model_dump(by_alias=True, exclude_none=True))):
@@ -227,6 +242,38 @@ async def run_mode(url: str, mode: str, wire: bool, report: Report, bearer: str 
                 streamable_http_client(url, http_client=anonymous_http), mode=mode, read_timeout_seconds=20, cache=None
             ) as anonymous:
                 await check_protected_search(anonymous, f"[{mode} anonymous]", report, expect_visible=False)
+
+
+async def check_adapter_endpoint(
+    url: str, http: httpx2.AsyncClient, mode: str, adapter: dict, org: str, p: str, report: Report
+) -> None:
+    """The adapter's own endpoint for `org` lists exactly the adapter's tools, and its
+    dealer-information skill (when it has one) answers without an error."""
+    endpoint = str(adapter.get("endpoint")).replace("{organization_id}", org)
+    parts = urllib.parse.urlsplit(url)
+    target = urllib.parse.urlunsplit((parts.scheme, parts.netloc, endpoint, "", ""))
+    tools_expected = sorted(s.get("tool") for s in adapter.get("skills") or [])
+    name = adapter.get("profile")
+    async with Client(
+        streamable_http_client(target, http_client=http), mode=mode, read_timeout_seconds=20, cache=None
+    ) as client:
+        listed = await client.list_tools()
+        got = sorted(t.name for t in listed.tools)
+        report.check(
+            f"{p} {endpoint} tools/list equals the tools of adapter {name}",
+            got == tools_expected,
+            f"tools/list={got} manifest={tools_expected}",
+        )
+        if "aap_dealer_information" in got:
+            r = await client.call_tool("aap_dealer_information", {"type": "dealer.information.request", "dealer_id": org})
+            sc = r.structured_content if isinstance(r.structured_content, dict) else {}
+            report.check(
+                f"{p} {endpoint} aap_dealer_information answers with the dealer's rooftops",
+                not r.is_error
+                and sc.get("type") == "dealer.information.response"
+                and bool(((sc.get("data") or {}).get("rooftops"))),
+                brief(r.model_dump(by_alias=True, exclude_none=True)),
+            )
 
 
 async def check_protected_search(client: Client, p: str, report: Report, expect_visible: bool) -> None:

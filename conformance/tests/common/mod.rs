@@ -83,6 +83,38 @@ pub fn temp_dir() -> PathBuf {
     dir
 }
 
+/// Drops the `itest_<pid>_…` databases whose test process no longer runs.
+/// Best effort: another test may be dropping the same database at the same
+/// moment, and a failure here only leaves a database for the next sweep.
+async fn drop_databases_of_ended_tests(conn: &mut sqlx::PgConnection) {
+    // Liveness is read from /proc; where there is none, sweep nothing.
+    if !std::path::Path::new("/proc/self").exists() {
+        return;
+    }
+    let names: Vec<String> =
+        sqlx::query_scalar("select datname from pg_database where datname like 'itest\\_%'")
+            .fetch_all(&mut *conn)
+            .await
+            .unwrap_or_default();
+    for name in names {
+        let Some(pid) = name
+            .strip_prefix("itest_")
+            .and_then(|rest| rest.split_once('_'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() || std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "drop database if exists {name} with (force)"
+        )))
+        .execute(&mut *conn)
+        .await;
+    }
+}
+
 /// The store for one test: a fresh PostgreSQL database when
 /// `DEALER_GATEWAY_TEST_POSTGRES_URL` is set (the second run of
 /// `./scripts/test`), else SQLite in the test's own directory.
@@ -90,10 +122,18 @@ pub async fn test_database_url(dir: &std::path::Path) -> String {
     match std::env::var("DEALER_GATEWAY_TEST_POSTGRES_URL") {
         Ok(admin) if !admin.is_empty() => {
             use sqlx::Connection as _;
-            let name = format!("itest_{}", uuid::Uuid::new_v4().simple());
+            // The test process's id is in the name, so a later test can drop
+            // the databases of processes that have ended (nextest runs each
+            // test in its own process). Without that sweep a full run left
+            // one ~8 MB database per test behind and filled the cluster's
+            // disk part way through (CI at stop 21: connection refused from
+            // the 598th test on).
+            let pid = std::process::id();
+            let name = format!("itest_{pid}_{}", uuid::Uuid::new_v4().simple());
             let mut conn = sqlx::PgConnection::connect(&admin)
                 .await
                 .expect("connect to PostgreSQL");
+            drop_databases_of_ended_tests(&mut conn).await;
             sqlx::query(sqlx::AssertSqlSafe(format!("create database {name}")))
                 .execute(&mut conn)
                 .await
