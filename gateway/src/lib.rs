@@ -15,8 +15,9 @@
 //!    [`availability`], [`offers`], [`disclosure`], [`claim`], [`auth`]'s
 //!    credential verifiers.
 //! 4. [`state`]: `AppState`, what every request shares.
-//! 5. What answers a request: [`tools`] (each with a narrow
-//!    `ToolContext`, never the whole `AppState`), [`resources`],
+//! 5. What answers a request: [`tools`] (each a [`tools::Tool`] with typed
+//!    arguments and output, called with a narrow `ToolContext`, never the
+//!    whole `AppState`), [`resources`],
 //!    [`manifest`], `auth::verify` (bearer extraction), the public
 //!    documents ([`wellknown`], [`feed_export`]), [`metrics`], then [`mcp`],
 //!    the transport (`/mcp` and the AAP endpoint per organization).

@@ -2,7 +2,7 @@
 //! chart and fixes and the programs' reach.
 //!
 //! Each vehicle's disclosure is built by the disclosure tool's own function
-//! (`tools::get_disclosure::call`: the same tenancy prologue, inputs and
+//! (`tools::get_disclosure::GetDisclosure`: the same tenancy prologue, inputs and
 //! builder an agent's call runs), so the scores here are exactly the
 //! scores agents see. Going round `tools::invoke` skips only its per-call
 //! audit event (one page view would write one per vehicle); the tool's
@@ -183,12 +183,14 @@ impl ScoreCache {
             let index = &inventory.latest;
             for row in 0..index.len() {
                 let record = index.record(row);
-                let args = json!({
-                    "organization_id": rooftop.organization().organization_id,
-                    "rooftop_id": rooftop.id(),
-                    "vehicle_id": record.vehicle_id,
-                });
-                match get_disclosure::call(&ctx, &args)
+                let args = crate::tools::args::DisclosureArgs {
+                    organization_id: rooftop.organization().organization_id.clone(),
+                    rooftop_id: rooftop.id().to_owned(),
+                    vehicle_id: record.vehicle_id.clone(),
+                    jurisdiction: None,
+                    payment_mode: None,
+                };
+                match <get_disclosure::GetDisclosure as crate::tools::Tool>::call(&ctx, args)
                     .await
                     .map(crate::tools::Produced::into_value)
                 {

@@ -16,11 +16,20 @@ use super::{ToolContext, ToolError, aap_map, dealer_get};
 
 pub const NAME: &str = "aap_dealer_information";
 
-pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
-    let args: AapDealerInformationArgs = super::args::parse(args)?;
-    let (directory, organization_id) = aap_map::dealer(ctx, args.dealer_id.as_deref()).await?;
-    let dap = dealer_get::organization_view(&directory, &ctx.principal, &organization_id, None)?;
-    Ok(response(&dap))
+/// The tool (see [`super::Tool`]).
+pub struct AapDealerInformation;
+
+impl super::Tool for AapDealerInformation {
+    const NAME: &'static str = NAME;
+    type Args = AapDealerInformationArgs;
+    type Output = Value;
+
+    async fn call(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
+        let (directory, organization_id) = aap_map::dealer(ctx, args.dealer_id.as_deref()).await?;
+        let dap =
+            dealer_get::organization_view(&directory, &ctx.principal, &organization_id, None)?;
+        Ok(response(&dap))
+    }
 }
 
 /// The AAP `dealer.information.response` of a DAP `dealerOrganization`.

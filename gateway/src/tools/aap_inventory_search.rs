@@ -22,71 +22,82 @@ pub const NAME: &str = "aap_inventory_search";
 /// DAP's largest page (`pageRequest.limit` maximum).
 const DAP_PAGE: usize = 100;
 
-pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError> {
-    let args: AapSearchArgs = super::args::parse(args)?;
-    let (directory, organization_id) = aap_map::dealer(ctx, args.dealer_id.as_deref()).await?;
-    let filters = args.filters.unwrap_or_default();
-    let mut dap_args =
-        aap_map::search_args(&directory, &ctx.principal, &organization_id, &filters)?;
-    if let Some(sort) = &args.sort {
-        dap_args["sort"] = aap_map::sort(sort);
-    }
-    let pagination = args.pagination.unwrap_or_default();
-    let skip = pagination.skip.unwrap_or(0);
-    let limit = pagination
-        .limit
-        .unwrap_or(aap_map::DEFAULT_LIMIT)
-        .min(aap_map::MAX_LIMIT);
-    let wanted = skip + limit;
-    let names = aap_map::rooftop_names(&directory, &organization_id);
+/// The tool (see [`super::Tool`]).
+pub struct AapInventorySearch;
 
-    let mut collected: Vec<Value> = Vec::with_capacity(limit);
-    let mut seen = 0usize;
-    let mut total = None;
-    let mut cursor: Option<String> = None;
-    loop {
-        let mut page_args = dap_args.clone();
-        page_args["page"] = match &cursor {
-            None => json!({"limit": wanted.clamp(1, DAP_PAGE)}),
-            Some(c) => json!({"limit": (wanted - seen).clamp(1, DAP_PAGE), "cursor": c}),
-        };
-        let page = inventory_search::call(ctx, &page_args).await?.into_value();
-        if total.is_none() {
-            total = Some(aap_map::total(&page));
+impl super::Tool for AapInventorySearch {
+    const NAME: &'static str = NAME;
+    type Args = AapSearchArgs;
+    type Output = Produced;
+
+    async fn call(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
+        let (directory, organization_id) = aap_map::dealer(ctx, args.dealer_id.as_deref()).await?;
+        let filters = args.filters.unwrap_or_default();
+        let mut dap_args =
+            aap_map::search_args(&directory, &ctx.principal, &organization_id, &filters)?;
+        if let Some(sort) = &args.sort {
+            dap_args["sort"] = aap_map::sort(sort);
         }
-        for dap in page["vehicles"].as_array().into_iter().flatten() {
-            seen += 1;
-            if seen <= skip {
-                continue;
+        let pagination = args.pagination.unwrap_or_default();
+        let skip = pagination.skip.unwrap_or(0);
+        let limit = pagination
+            .limit
+            .unwrap_or(aap_map::DEFAULT_LIMIT)
+            .min(aap_map::MAX_LIMIT);
+        let wanted = skip + limit;
+        let names = aap_map::rooftop_names(&directory, &organization_id);
+
+        let mut collected: Vec<Value> = Vec::with_capacity(limit);
+        let mut seen = 0usize;
+        let mut total = None;
+        let mut cursor: Option<String> = None;
+        loop {
+            let mut page_args = dap_args.clone();
+            page_args["page"] = match &cursor {
+                None => json!({"limit": wanted.clamp(1, DAP_PAGE)}),
+                Some(c) => json!({"limit": (wanted - seen).clamp(1, DAP_PAGE), "cursor": c}),
+            };
+            let page =
+                inventory_search::InventorySearch::call(ctx, super::args::parse(&page_args)?)
+                    .await?
+                    .into_value();
+            if total.is_none() {
+                total = Some(aap_map::total(&page));
             }
-            if let Some(vehicle) = aap_map::vehicle(dap, &names) {
-                collected.push(vehicle);
+            for dap in page["vehicles"].as_array().into_iter().flatten() {
+                seen += 1;
+                if seen <= skip {
+                    continue;
+                }
+                if let Some(vehicle) = aap_map::vehicle(dap, &names) {
+                    collected.push(vehicle);
+                }
+            }
+            cursor = page["page"]["next_cursor"].as_str().map(str::to_owned);
+            if seen >= wanted || cursor.is_none() {
+                break;
             }
         }
-        cursor = page["page"]["next_cursor"].as_str().map(str::to_owned);
-        if seen >= wanted || cursor.is_none() {
-            break;
-        }
+        let resource_ids: Vec<String> = collected
+            .iter()
+            .filter_map(|v| v["vehicle_id"].as_str().map(str::to_owned))
+            .collect();
+        let response = json!({
+            "type": "inventory.search.response",
+            "data": {
+                "total": total.unwrap_or(0),
+                "skip": skip,
+                "limit": limit,
+                "vehicles": collected,
+            },
+            "message": "Compatibility view of dealeragent.inventory.search, not native DAP. Statuses are the dealer's listing, not verified: call dealeragent.inventory.verify_availability before presenting a unit as available. No vehicle carries an AAP price; dealergateway.advertised_price is the advertised price and dealeragent.pricing.get_disclosure its full disclosure.",
+        });
+        // Checked here, against the AAP response schema, because the result is
+        // returned with its resource ids for the audit record.
+        super::check_part(ctx, NAME, "AAP search response", &response)?;
+        Ok(Produced::Assembled {
+            json: super::JsonText::of(&response),
+            resource_ids,
+        })
     }
-    let resource_ids: Vec<String> = collected
-        .iter()
-        .filter_map(|v| v["vehicle_id"].as_str().map(str::to_owned))
-        .collect();
-    let response = json!({
-        "type": "inventory.search.response",
-        "data": {
-            "total": total.unwrap_or(0),
-            "skip": skip,
-            "limit": limit,
-            "vehicles": collected,
-        },
-        "message": "Compatibility view of dealeragent.inventory.search, not native DAP. Statuses are the dealer's listing, not verified: call dealeragent.inventory.verify_availability before presenting a unit as available. No vehicle carries an AAP price; dealergateway.advertised_price is the advertised price and dealeragent.pricing.get_disclosure its full disclosure.",
-    });
-    // Checked here, against the AAP response schema, because the result is
-    // returned with its resource ids for the audit record.
-    super::check_part(ctx, NAME, "AAP search response", &response)?;
-    Ok(Produced::Assembled {
-        json: super::JsonText::of(&response),
-        resource_ids,
-    })
 }

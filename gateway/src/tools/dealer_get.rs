@@ -21,27 +21,35 @@ pub const NAME: &str = "dealeragent.dealer.get";
 /// group is expected to re-publish its directory at least monthly.
 pub const DEALER_DATA_MAX_AGE_SECONDS: u32 = 2_592_000;
 
-pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
-    let snapshot = ctx
-        .directory()
-        .snapshot()
-        .await
-        .map_err(ToolError::internal)?;
-    let args: super::args::DealerArgs = super::args::parse(args)?;
-    let organization_id = match args.organization_id {
-        Some(id) => id,
-        None => only_visible_organization(&snapshot, &ctx.principal)?,
-    };
-    let requested: Option<Vec<&str>> = args
-        .rooftop_ids
-        .as_ref()
-        .map(|ids| ids.iter().map(String::as_str).collect());
-    organization_view(
-        &snapshot,
-        &ctx.principal,
-        &organization_id,
-        requested.as_deref(),
-    )
+/// The tool (see [`super::Tool`]).
+pub struct DealerGet;
+
+impl super::Tool for DealerGet {
+    const NAME: &'static str = NAME;
+    type Args = super::args::DealerArgs;
+    type Output = DealerOrganization;
+
+    async fn call(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
+        let snapshot = ctx
+            .directory()
+            .snapshot()
+            .await
+            .map_err(ToolError::internal)?;
+        let organization_id = match args.organization_id {
+            Some(id) => id,
+            None => only_visible_organization(&snapshot, &ctx.principal)?,
+        };
+        let requested: Option<Vec<&str>> = args
+            .rooftop_ids
+            .as_ref()
+            .map(|ids| ids.iter().map(String::as_str).collect());
+        organization(
+            &snapshot,
+            &ctx.principal,
+            &organization_id,
+            requested.as_deref(),
+        )
+    }
 }
 
 /// DAP's `dealerRequest` requires nothing, yet the manifest asserts

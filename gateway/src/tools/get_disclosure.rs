@@ -49,147 +49,155 @@ pub fn stored_band(
     }
 }
 
-pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError> {
-    // Tenancy before the lookup (DAP-CORE-031); `vehicle_id` is the only
-    // selector the input schema allows here.
-    let args: DisclosureArgs = super::args::parse(args)?;
-    let target = target::resolve_vehicle(ctx, Some(args.target())).await?;
-    let (org, rooftop) = (target.tenant.organization(), target.tenant.rooftop());
-    let (found, record) = (&target.found, &target.record);
-    let now = Utc::now();
-    let overlay = if found.withdrawn {
-        None
-    } else {
-        ctx.availability()
-            .overlay_or_store(ctx.store(), rooftop, &record.vehicle_id)
+/// The tool (see [`super::Tool`]).
+pub struct GetDisclosure;
+
+impl super::Tool for GetDisclosure {
+    const NAME: &'static str = NAME;
+    type Args = DisclosureArgs;
+    type Output = Produced;
+
+    async fn call(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
+        // Tenancy before the lookup (DAP-CORE-031); `vehicle_id` is the only
+        // selector the input schema allows here.
+        let target = target::resolve_vehicle(ctx, Some(args.target())).await?;
+        let (org, rooftop) = (target.tenant.organization(), target.tenant.rooftop());
+        let (found, record) = (&target.found, &target.record);
+        let now = Utc::now();
+        let overlay = if found.withdrawn {
+            None
+        } else {
+            ctx.availability()
+                .overlay_or_store(ctx.store(), rooftop, &record.vehicle_id)
+                .await
+        };
+        let band = stored_band(record, found.withdrawn, overlay.as_ref(), now);
+        let jurisdiction = args.jurisdiction.as_ref();
+        let payment_mode = args.payment_mode.as_deref();
+        let org_programs = ctx
+            .offers()
+            .programs(ctx.store(), &org.organization_id)
             .await
-    };
-    let band = stored_band(record, found.withdrawn, overlay.as_ref(), now);
-    let jurisdiction = args.jurisdiction.as_ref();
-    let payment_mode = args.payment_mode.as_deref();
-    let org_programs = ctx
-        .offers()
-        .programs(ctx.store(), &org.organization_id)
-        .await
-        .map_err(ToolError::internal)?;
-    let evaluation_key = EvaluationKey {
-        organization_id: org.organization_id.clone(),
-        vehicle_id: record.vehicle_id.clone(),
-        snapshot_version: found.index.version(),
-        jurisdiction: serde_json::to_string(&jurisdiction).map_err(ToolError::internal)?,
-        payment_mode: payment_mode.map(str::to_owned),
-    };
-    let document_key = DocumentKey {
-        evaluation: evaluation_key,
-        band: band.as_str(),
-        withdrawn: found.withdrawn,
-    };
-    let stamp = render::json_string(&render::timestamp(now));
-    let directory = target.tenant.directory();
-    // The whole document is reused while it would be built the same
-    // (disclosure::cache; issue 13 item 4): validated when it was built,
-    // only `transformed_at` is this request's.
-    if let Some(document) = ctx
-        .evaluations()
-        .document(&document_key, &org_programs, directory, now)
-    {
-        return Ok(Produced::Assembled {
-            json: super::JsonText::trusted(document.with_stamp(&stamp)),
-            resource_ids: vec![record.vehicle_id.clone()],
-        });
-    }
-    // The offer evaluation is reused per vehicle, program set and profile
-    // for a short window (disclosure::cache); everything else below is
-    // computed for this request.
-    let evaluated = match disclosure::profile_jurisdiction(jurisdiction, &rooftop.dap) {
-        None => None,
-        Some(j) => {
-            let key = EvaluationKey {
-                jurisdiction: serde_json::to_string(&j).map_err(ToolError::internal)?,
-                ..document_key.evaluation.clone()
-            };
-            Some(
-                ctx.evaluations()
-                    .get_or_evaluate(key, &org_programs, now, |as_of| {
-                        disclosure::programs_input(
-                            record,
-                            &org_programs.at(as_of.fixed_offset()),
-                            org_programs.loaded_at,
-                            j,
-                            payment_mode,
-                            as_of,
-                        )
-                    }),
-            )
+            .map_err(ToolError::internal)?;
+        let evaluation_key = EvaluationKey {
+            organization_id: org.organization_id.clone(),
+            vehicle_id: record.vehicle_id.clone(),
+            snapshot_version: found.index.version(),
+            jurisdiction: serde_json::to_string(&jurisdiction).map_err(ToolError::internal)?,
+            payment_mode: payment_mode.map(str::to_owned),
+        };
+        let document_key = DocumentKey {
+            evaluation: evaluation_key,
+            band: band.as_str(),
+            withdrawn: found.withdrawn,
+        };
+        let stamp = render::json_string(&render::timestamp(now));
+        let directory = target.tenant.directory();
+        // The whole document is reused while it would be built the same
+        // (disclosure::cache; issue 13 item 4): validated when it was built,
+        // only `transformed_at` is this request's.
+        if let Some(document) =
+            ctx.evaluations()
+                .document(&document_key, &org_programs, directory, now)
+        {
+            return Ok(Produced::Assembled {
+                json: super::JsonText::trusted(document.with_stamp(&stamp)),
+                resource_ids: vec![record.vehicle_id.clone()],
+            });
         }
-    };
-    let programs = evaluated.as_ref().and_then(|e| e.input.as_deref()).cloned();
-    // Until when this document stays the same (besides `transformed_at`):
-    // the evaluation's own reuse and validity, the feed's adjustment
-    // windows, and the freshness state's flip at `valid_until`.
-    let mut unchanged_until = evaluated
-        .as_ref()
-        .map_or(now + disclosure::cache::REUSE, |e| {
-            e.as_of + disclosure::cache::REUSE
-        });
-    if let Some(t) = programs.as_ref().and_then(|p| p.evaluation_valid_until) {
-        unchanged_until = unchanged_until.min(t);
-    }
-    if let Some(t) = disclosure::next_feed_change(record, now) {
-        unchanged_until = unchanged_until.min(t);
-    }
-    let inputs = Inputs {
-        record,
-        pricing: &rooftop.settings.pricing,
-        config_source: Some(&org.source),
-        inventory_sla_seconds: found.index.inventory_sla_seconds(),
-        withdrawn: found.withdrawn,
-        snapshot_version: found.index.version(),
-        band,
-        jurisdiction,
-        payment_mode,
-        programs,
-        now,
-    };
-    let document = disclosure::build(&inputs).document;
-    if let Some(valid_until) = document
-        .pointer("/freshness/valid_until")
-        .and_then(Value::as_str)
-        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-        .map(|t| t.with_timezone(&Utc))
-        .filter(|t| *t >= now)
-    {
-        // `now <= valid_until` is current; the instant after it, stale.
-        unchanged_until = unchanged_until.min(valid_until);
-    }
-    // Validated here as built, for the tree and the assembled form alike:
-    // the document carries an empty placeholder under the offers
-    // extension (the extension bag admits any object under a well-formed
-    // key), then is written with the evaluation's bytes in its place.
-    super::check_part(ctx, NAME, "disclosure", &document)?;
-    let evaluation = evaluated.and_then(|e| e.evaluation);
-    let json = match &evaluation {
-        Some(evaluation) => serde_json::to_string(&WithEvaluation {
-            document: &document,
-            evaluation,
-        }),
-        None => serde_json::to_string(&document),
-    }
-    .map_err(ToolError::internal)?;
-    if let Some(split) = Document::split(&json, &stamp) {
-        ctx.evaluations().keep_document(
-            document_key,
-            &org_programs,
-            directory,
+        // The offer evaluation is reused per vehicle, program set and profile
+        // for a short window (disclosure::cache); everything else below is
+        // computed for this request.
+        let evaluated = match disclosure::profile_jurisdiction(jurisdiction, &rooftop.dap) {
+            None => None,
+            Some(j) => {
+                let key = EvaluationKey {
+                    jurisdiction: serde_json::to_string(&j).map_err(ToolError::internal)?,
+                    ..document_key.evaluation.clone()
+                };
+                Some(
+                    ctx.evaluations()
+                        .get_or_evaluate(key, &org_programs, now, |as_of| {
+                            disclosure::programs_input(
+                                record,
+                                &org_programs.at(as_of.fixed_offset()),
+                                org_programs.loaded_at,
+                                j,
+                                payment_mode,
+                                as_of,
+                            )
+                        }),
+                )
+            }
+        };
+        let programs = evaluated.as_ref().and_then(|e| e.input.as_deref()).cloned();
+        // Until when this document stays the same (besides `transformed_at`):
+        // the evaluation's own reuse and validity, the feed's adjustment
+        // windows, and the freshness state's flip at `valid_until`.
+        let mut unchanged_until = evaluated
+            .as_ref()
+            .map_or(now + disclosure::cache::REUSE, |e| {
+                e.as_of + disclosure::cache::REUSE
+            });
+        if let Some(t) = programs.as_ref().and_then(|p| p.evaluation_valid_until) {
+            unchanged_until = unchanged_until.min(t);
+        }
+        if let Some(t) = disclosure::next_feed_change(record, now) {
+            unchanged_until = unchanged_until.min(t);
+        }
+        let inputs = Inputs {
+            record,
+            pricing: &rooftop.settings.pricing,
+            config_source: Some(&org.source),
+            inventory_sla_seconds: found.index.inventory_sla_seconds(),
+            withdrawn: found.withdrawn,
+            snapshot_version: found.index.version(),
+            band,
+            jurisdiction,
+            payment_mode,
+            programs,
             now,
-            unchanged_until,
-            Arc::new(split),
-        );
+        };
+        let document = disclosure::build(&inputs).document;
+        if let Some(valid_until) = document
+            .pointer("/freshness/valid_until")
+            .and_then(Value::as_str)
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.with_timezone(&Utc))
+            .filter(|t| *t >= now)
+        {
+            // `now <= valid_until` is current; the instant after it, stale.
+            unchanged_until = unchanged_until.min(valid_until);
+        }
+        // Validated here as built, for the tree and the assembled form alike:
+        // the document carries an empty placeholder under the offers
+        // extension (the extension bag admits any object under a well-formed
+        // key), then is written with the evaluation's bytes in its place.
+        super::check_part(ctx, NAME, "disclosure", &document)?;
+        let evaluation = evaluated.and_then(|e| e.evaluation);
+        let json = match &evaluation {
+            Some(evaluation) => serde_json::to_string(&WithEvaluation {
+                document: &document,
+                evaluation,
+            }),
+            None => serde_json::to_string(&document),
+        }
+        .map_err(ToolError::internal)?;
+        if let Some(split) = Document::split(&json, &stamp) {
+            ctx.evaluations().keep_document(
+                document_key,
+                &org_programs,
+                directory,
+                now,
+                unchanged_until,
+                Arc::new(split),
+            );
+        }
+        Ok(Produced::Assembled {
+            json: super::JsonText::trusted(json),
+            resource_ids: vec![record.vehicle_id.clone()],
+        })
     }
-    Ok(Produced::Assembled {
-        json: super::JsonText::trusted(json),
-        resource_ids: vec![record.vehicle_id.clone()],
-    })
 }
 
 /// The member of `extensions` that holds the offer evaluation.

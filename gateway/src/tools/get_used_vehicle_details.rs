@@ -21,14 +21,22 @@ use crate::inventory::render::{self, RenderContext};
 
 pub const NAME: &str = "dealeragent.inventory.get_used_vehicle_details";
 
-pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
-    let args: UsedVehicleArgs = super::args::parse(args)?;
-    let found = target::resolve_vehicle(ctx, args.target()).await?;
-    let render_ctx = RenderContext {
-        now: Utc::now(),
-        inventory_sla_seconds: found.found.index.inventory_sla_seconds(),
-        withdrawn: found.found.withdrawn,
-    };
-    render::used_vehicle_details(&found.record, &render_ctx, &ctx.trace_id)
-        .ok_or(ToolError::NotFound)
+/// The tool (see [`super::Tool`]).
+pub struct GetUsedVehicleDetails;
+
+impl super::Tool for GetUsedVehicleDetails {
+    const NAME: &'static str = NAME;
+    type Args = UsedVehicleArgs;
+    type Output = Value;
+
+    async fn call(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
+        let found = target::resolve_vehicle(ctx, args.target()).await?;
+        let render_ctx = RenderContext {
+            now: Utc::now(),
+            inventory_sla_seconds: found.found.index.inventory_sla_seconds(),
+            withdrawn: found.found.withdrawn,
+        };
+        render::used_vehicle_details(&found.record, &render_ctx, &ctx.trace_id)
+            .ok_or(ToolError::NotFound)
+    }
 }

@@ -38,49 +38,57 @@ pub fn render_found(found: &Found) -> Value {
 /// validated when its snapshot was indexed (issue 13 item 3). A withdrawn
 /// vehicle, one with a newer availability check, and one whose pieces
 /// failed the schema are built as trees and validated by the pipeline.
-pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError> {
-    let args: VehicleArgs = super::args::parse(args)?;
-    let (tenant, found) = target::authorize(ctx, args.target())
-        .await?
-        .find(ctx)
-        .await?;
-    let now = Utc::now();
-    let vehicle_id = found.index.vehicle_id(found.row).to_owned();
-    if found.withdrawn {
-        return Ok(Produced::Tree(render_found(&found)));
+/// The tool (see [`super::Tool`]).
+pub struct GetVehicle;
+
+impl super::Tool for GetVehicle {
+    const NAME: &'static str = NAME;
+    type Args = VehicleArgs;
+    type Output = Produced;
+
+    async fn call(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
+        let (tenant, found) = target::authorize(ctx, args.target())
+            .await?
+            .find(ctx)
+            .await?;
+        let now = Utc::now();
+        let vehicle_id = found.index.vehicle_id(found.row).to_owned();
+        if found.withdrawn {
+            return Ok(Produced::Tree(render_found(&found)));
+        }
+        // A newer availability check overrides the feed's assertion
+        // (docs/availability.md, "Overlay").
+        let observation = ctx
+            .availability()
+            .overlay_or_store(ctx.store(), tenant.rooftop(), &vehicle_id)
+            .await;
+        let feed_observed_at =
+            chrono::DateTime::from_timestamp_micros(found.index.rows[found.row].observed_us)
+                .unwrap_or_default();
+        let overlaid = observation
+            .as_ref()
+            .is_some_and(|o| o.observed_at > feed_observed_at);
+        let pieces = if overlaid || !found.index.piece_checked(found.row) {
+            None
+        } else {
+            found.index.pieces(found.row)
+        };
+        let Some(pieces) = pieces else {
+            let mut vehicle = render_found(&found);
+            crate::availability::apply_overlay(
+                &mut vehicle,
+                observation.as_ref(),
+                feed_observed_at,
+                now,
+            );
+            return Ok(Produced::Tree(vehicle));
+        };
+        let now_text = render::json_string(&render::timestamp(now));
+        let mut json = String::with_capacity(4096);
+        pieces.get().write(&mut json, now, &now_text, Mode::Live);
+        Ok(Produced::Assembled {
+            json: super::JsonText::trusted(json),
+            resource_ids: vec![vehicle_id],
+        })
     }
-    // A newer availability check overrides the feed's assertion
-    // (docs/availability.md, "Overlay").
-    let observation = ctx
-        .availability()
-        .overlay_or_store(ctx.store(), tenant.rooftop(), &vehicle_id)
-        .await;
-    let feed_observed_at =
-        chrono::DateTime::from_timestamp_micros(found.index.rows[found.row].observed_us)
-            .unwrap_or_default();
-    let overlaid = observation
-        .as_ref()
-        .is_some_and(|o| o.observed_at > feed_observed_at);
-    let pieces = if overlaid || !found.index.piece_checked(found.row) {
-        None
-    } else {
-        found.index.pieces(found.row)
-    };
-    let Some(pieces) = pieces else {
-        let mut vehicle = render_found(&found);
-        crate::availability::apply_overlay(
-            &mut vehicle,
-            observation.as_ref(),
-            feed_observed_at,
-            now,
-        );
-        return Ok(Produced::Tree(vehicle));
-    };
-    let now_text = render::json_string(&render::timestamp(now));
-    let mut json = String::with_capacity(4096);
-    pieces.get().write(&mut json, now, &now_text, Mode::Live);
-    Ok(Produced::Assembled {
-        json: super::JsonText::trusted(json),
-        resource_ids: vec![vehicle_id],
-    })
 }

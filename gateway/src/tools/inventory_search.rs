@@ -41,251 +41,261 @@ fn invalid_cursor() -> ToolError {
     }
 }
 
-pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Produced, ToolError> {
-    // Typed once (issue 13 item 2), then compiled with the cross-field
-    // rules the schema cannot express.
-    let args: super::args::SearchArgs = super::args::parse(args)?;
-    let query = SearchQuery::compile(&args).map_err(|e| ToolError::Invalid {
-        message: e.message.to_string(),
-        // `FieldError::new` writes the parser's root pointer `""` as `/`
-        // (DAP 0.1 requires a leading `/`).
-        field_errors: vec![FieldError::new(
-            e.pointer.clone(),
-            "semantic",
-            e.message.to_string(),
-        )],
-    })?;
-    let directory = ctx
-        .directory()
-        .snapshot()
-        .await
-        .map_err(ToolError::internal)?;
-    let requested = query.rooftop_ids.as_deref();
-    let (org, rooftops) = policy::authorize_rooftops(
-        &directory,
-        &ctx.principal,
-        &query.organization_id,
-        requested,
-    )?;
-    let rooftop_ids: Vec<String> = rooftops.iter().map(|r| r.rooftop_id.clone()).collect();
-    let view = ctx
-        .inventory()
-        .view(&directory)
-        .await
-        .map_err(ToolError::internal)?;
-    let binding = CursorBinding::new(
-        &query.fingerprint,
-        &ctx.principal.grant_fingerprint(),
-        &rooftop_ids,
-    );
-    let now = Utc::now();
+/// The tool (see [`super::Tool`]).
+pub struct InventorySearch;
 
-    // Which snapshots to read, and where to start.
-    let (indexes, versions, after, issued_at): (
-        Vec<Arc<SnapshotIndex>>,
-        BTreeMap<String, i64>,
-        _,
-        _,
-    ) = match query.cursor.as_deref() {
-        None => {
-            let indexes: Vec<Arc<SnapshotIndex>> = rooftop_ids
-                .iter()
-                .filter_map(|id| view.rooftop(id).map(|r| r.latest.clone()))
-                .collect();
-            let versions = indexes
-                .iter()
-                .map(|i| (i.rooftop_id().to_owned(), i.version()))
-                .collect();
-            // The cursor stores its issue time in whole seconds; the first
-            // page is searched at that same instant so every page of a
-            // pagination judges inventory ages identically.
-            let issued = chrono::DateTime::from_timestamp(now.timestamp(), 0).unwrap_or(now);
-            (indexes, versions, None, issued)
-        }
-        Some(token) => {
-            let payload = cursor::open(ctx.cursor_key(), token, &binding, now).map_err(|e| {
-                tracing::info!(trace.id = %ctx.trace_id, cursor.error = ?e, "cursor refused");
-                invalid_cursor()
-            })?;
-            let versions = match payload.snapshot_versions(&binding) {
-                Some(v) => v,
-                None => {
-                    // Too many rooftops to list versions: the cursor holds a
-                    // digest, so it continues only on unchanged snapshots.
-                    let current: BTreeMap<String, i64> = rooftop_ids
-                        .iter()
-                        .filter_map(|id| view.rooftop(id).map(|r| (id.clone(), r.latest.version())))
-                        .collect();
-                    if !payload.snapshots_unchanged(&binding, &current) {
-                        return Err(invalid_cursor());
-                    }
-                    current
-                }
-            };
-            let mut indexes = Vec::with_capacity(versions.len());
-            for (rooftop_id, version) in &versions {
-                let index = ctx
-                    .inventory()
-                    .index_at(
-                        &view,
-                        &directory,
-                        &org.organization_id,
-                        rooftop_id,
-                        *version,
-                    )
-                    .await
-                    .map_err(ToolError::internal)?
-                    .ok_or_else(invalid_cursor)?;
-                indexes.push(index);
+impl super::Tool for InventorySearch {
+    const NAME: &'static str = NAME;
+    type Args = super::args::SearchArgs;
+    type Output = Produced;
+
+    async fn call(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
+        // Typed once (issue 13 item 2), then compiled with the cross-field
+        // rules the schema cannot express.
+        let query = SearchQuery::compile(&args).map_err(|e| ToolError::Invalid {
+            message: e.message.to_string(),
+            // `FieldError::new` writes the parser's root pointer `""` as `/`
+            // (DAP 0.1 requires a leading `/`).
+            field_errors: vec![FieldError::new(
+                e.pointer.clone(),
+                "semantic",
+                e.message.to_string(),
+            )],
+        })?;
+        let directory = ctx
+            .directory()
+            .snapshot()
+            .await
+            .map_err(ToolError::internal)?;
+        let requested = query.rooftop_ids.as_deref();
+        let (org, rooftops) = policy::authorize_rooftops(
+            &directory,
+            &ctx.principal,
+            &query.organization_id,
+            requested,
+        )?;
+        let rooftop_ids: Vec<String> = rooftops.iter().map(|r| r.rooftop_id.clone()).collect();
+        let view = ctx
+            .inventory()
+            .view(&directory)
+            .await
+            .map_err(ToolError::internal)?;
+        let binding = CursorBinding::new(
+            &query.fingerprint,
+            &ctx.principal.grant_fingerprint(),
+            &rooftop_ids,
+        );
+        let now = Utc::now();
+
+        // Which snapshots to read, and where to start.
+        let (indexes, versions, after, issued_at): (
+            Vec<Arc<SnapshotIndex>>,
+            BTreeMap<String, i64>,
+            _,
+            _,
+        ) = match query.cursor.as_deref() {
+            None => {
+                let indexes: Vec<Arc<SnapshotIndex>> = rooftop_ids
+                    .iter()
+                    .filter_map(|id| view.rooftop(id).map(|r| r.latest.clone()))
+                    .collect();
+                let versions = indexes
+                    .iter()
+                    .map(|i| (i.rooftop_id().to_owned(), i.version()))
+                    .collect();
+                // The cursor stores its issue time in whole seconds; the first
+                // page is searched at that same instant so every page of a
+                // pagination judges inventory ages identically.
+                let issued = chrono::DateTime::from_timestamp(now.timestamp(), 0).unwrap_or(now);
+                (indexes, versions, None, issued)
             }
-            let issued_at = payload.issued_at();
-            (indexes, versions, Some(payload), issued_at)
-        }
-    };
-
-    // Age filters are evaluated at the first page's instant on every page,
-    // so a pagination sees one consistent result set.
-    // Newer availability checks made by this replica override the feed's
-    // assertion, in the filter and facets as on the page (docs/availability.md).
-    let overlay = ctx.availability().search_overlay(&rooftop_ids, now);
-    let page = search::search_with_overlay(
-        &indexes,
-        &query,
-        after.as_ref().map(|p: &CursorPayload| &p.key),
-        issued_at,
-        &overlay,
-    );
-
-    // Render once, serve many (issue 13 item 3): each vehicle's JSON was
-    // rendered and validated against the vehicle schema when its snapshot
-    // was indexed; the response appends those bytes plus the few members
-    // that depend on the clock. A vehicle with a newer availability check
-    // of this replica, or whose pieces failed the schema, is built as a
-    // tree and validated against the vehicle schema here.
-    let now_text = render::json_string(&render::timestamp(now));
-    let mut json = String::with_capacity(1024 + page.vehicles.len() * 3072);
-    json.push_str("{\"vehicles\":[");
-    let mut resource_ids = Vec::with_capacity(page.vehicles.len());
-    let mut bases = Vec::with_capacity(page.vehicles.len());
-    for (i, (index, row)) in page.vehicles.iter().enumerate() {
-        if i > 0 {
-            json.push(',');
-        }
-        let feed_observed_at =
-            chrono::DateTime::from_timestamp_micros(index.rows[*row].observed_us)
-                .unwrap_or_default();
-        bases.push(FreshnessBasis {
-            observed_at: feed_observed_at,
-            sla_seconds: index.inventory_sla_seconds(),
-            withdrawn: false,
-        });
-        let vehicle_id = index.vehicle_id(*row);
-        let observation = ctx.availability().overlay(index.rooftop_id(), vehicle_id);
-        let overlaid = observation
-            .as_ref()
-            .is_some_and(|o| o.observed_at > feed_observed_at);
-        let pieces = if overlaid || !index.piece_checked(*row) {
-            None
-        } else {
-            index.pieces(*row)
+            Some(token) => {
+                let payload = cursor::open(ctx.cursor_key(), token, &binding, now).map_err(|e| {
+                    tracing::info!(trace.id = %ctx.trace_id, cursor.error = ?e, "cursor refused");
+                    invalid_cursor()
+                })?;
+                let versions = match payload.snapshot_versions(&binding) {
+                    Some(v) => v,
+                    None => {
+                        // Too many rooftops to list versions: the cursor holds a
+                        // digest, so it continues only on unchanged snapshots.
+                        let current: BTreeMap<String, i64> = rooftop_ids
+                            .iter()
+                            .filter_map(|id| {
+                                view.rooftop(id).map(|r| (id.clone(), r.latest.version()))
+                            })
+                            .collect();
+                        if !payload.snapshots_unchanged(&binding, &current) {
+                            return Err(invalid_cursor());
+                        }
+                        current
+                    }
+                };
+                let mut indexes = Vec::with_capacity(versions.len());
+                for (rooftop_id, version) in &versions {
+                    let index = ctx
+                        .inventory()
+                        .index_at(
+                            &view,
+                            &directory,
+                            &org.organization_id,
+                            rooftop_id,
+                            *version,
+                        )
+                        .await
+                        .map_err(ToolError::internal)?
+                        .ok_or_else(invalid_cursor)?;
+                    indexes.push(index);
+                }
+                let issued_at = payload.issued_at();
+                (indexes, versions, Some(payload), issued_at)
+            }
         };
-        if let Some(pieces) = pieces {
-            pieces.get().write(&mut json, now, &now_text, Mode::Live);
-        } else {
-            let rctx = RenderContext {
-                now,
-                inventory_sla_seconds: index.inventory_sla_seconds(),
-                withdrawn: false,
-            };
-            let mut vehicle = render::vehicle(&index.record(*row), &rctx);
-            crate::availability::apply_overlay(
-                &mut vehicle,
-                observation.as_ref(),
-                feed_observed_at,
-                now,
-            );
-            super::check_part(
-                ctx,
-                super::get_vehicle::NAME,
-                "a vehicle of a search page",
-                &vehicle,
-            )?;
-            json.push_str(&serde_json::to_string(&vehicle).map_err(ToolError::internal)?);
-        }
-        resource_ids.push(vehicle_id.to_owned());
-    }
-    json.push(']');
-    let searched: Vec<FreshnessBasis> = indexes
-        .iter()
-        .map(|i| FreshnessBasis::of_snapshot(i))
-        .collect();
-    // The response's freshness covers the whole result set, not just this
-    // page (DAP 6.4: never better than what the cursor pages through): the
-    // oldest match of every snapshot joins the page's own vehicles.
-    for (position, oldest_us) in &page.oldest_match_us {
-        if let (Some(index), Some(observed_at)) = (
-            indexes.get(*position),
-            chrono::DateTime::from_timestamp_micros(*oldest_us),
-        ) {
+
+        // Age filters are evaluated at the first page's instant on every page,
+        // so a pagination sees one consistent result set.
+        // Newer availability checks made by this replica override the feed's
+        // assertion, in the filter and facets as on the page (docs/availability.md).
+        let overlay = ctx.availability().search_overlay(&rooftop_ids, now);
+        let page = search::search_with_overlay(
+            &indexes,
+            &query,
+            after.as_ref().map(|p: &CursorPayload| &p.key),
+            issued_at,
+            &overlay,
+        );
+
+        // Render once, serve many (issue 13 item 3): each vehicle's JSON was
+        // rendered and validated against the vehicle schema when its snapshot
+        // was indexed; the response appends those bytes plus the few members
+        // that depend on the clock. A vehicle with a newer availability check
+        // of this replica, or whose pieces failed the schema, is built as a
+        // tree and validated against the vehicle schema here.
+        let now_text = render::json_string(&render::timestamp(now));
+        let mut json = String::with_capacity(1024 + page.vehicles.len() * 3072);
+        json.push_str("{\"vehicles\":[");
+        let mut resource_ids = Vec::with_capacity(page.vehicles.len());
+        let mut bases = Vec::with_capacity(page.vehicles.len());
+        for (i, (index, row)) in page.vehicles.iter().enumerate() {
+            if i > 0 {
+                json.push(',');
+            }
+            let feed_observed_at =
+                chrono::DateTime::from_timestamp_micros(index.rows[*row].observed_us)
+                    .unwrap_or_default();
             bases.push(FreshnessBasis {
-                observed_at,
+                observed_at: feed_observed_at,
                 sla_seconds: index.inventory_sla_seconds(),
                 withdrawn: false,
             });
+            let vehicle_id = index.vehicle_id(*row);
+            let observation = ctx.availability().overlay(index.rooftop_id(), vehicle_id);
+            let overlaid = observation
+                .as_ref()
+                .is_some_and(|o| o.observed_at > feed_observed_at);
+            let pieces = if overlaid || !index.piece_checked(*row) {
+                None
+            } else {
+                index.pieces(*row)
+            };
+            if let Some(pieces) = pieces {
+                pieces.get().write(&mut json, now, &now_text, Mode::Live);
+            } else {
+                let rctx = RenderContext {
+                    now,
+                    inventory_sla_seconds: index.inventory_sla_seconds(),
+                    withdrawn: false,
+                };
+                let mut vehicle = render::vehicle(&index.record(*row), &rctx);
+                crate::availability::apply_overlay(
+                    &mut vehicle,
+                    observation.as_ref(),
+                    feed_observed_at,
+                    now,
+                );
+                super::check_part(
+                    ctx,
+                    super::get_vehicle::NAME,
+                    "a vehicle of a search page",
+                    &vehicle,
+                )?;
+                json.push_str(&serde_json::to_string(&vehicle).map_err(ToolError::internal)?);
+            }
+            resource_ids.push(vehicle_id.to_owned());
         }
-    }
+        json.push(']');
+        let searched: Vec<FreshnessBasis> = indexes
+            .iter()
+            .map(|i| FreshnessBasis::of_snapshot(i))
+            .collect();
+        // The response's freshness covers the whole result set, not just this
+        // page (DAP 6.4: never better than what the cursor pages through): the
+        // oldest match of every snapshot joins the page's own vehicles.
+        for (position, oldest_us) in &page.oldest_match_us {
+            if let (Some(index), Some(observed_at)) = (
+                indexes.get(*position),
+                chrono::DateTime::from_timestamp_micros(*oldest_us),
+            ) {
+                bases.push(FreshnessBasis {
+                    observed_at,
+                    sla_seconds: index.inventory_sla_seconds(),
+                    withdrawn: false,
+                });
+            }
+        }
 
-    let mut page_info = json!({"has_more": page.next.is_some()});
-    if let Some(key) = page.next {
-        let payload = match &after {
-            // Continuations keep the first page's issue time and expiry.
-            Some(first) => CursorPayload::with_lifetime(
-                &binding,
-                &versions,
-                key,
-                first.issued_at(),
-                first.expires_at - first.issued_at,
-            ),
-            None => CursorPayload::new(&binding, &versions, key, now),
-        };
-        page_info["next_cursor"] = json!(cursor::seal(ctx.cursor_key(), &payload));
+        let mut page_info = json!({"has_more": page.next.is_some()});
+        if let Some(key) = page.next {
+            let payload = match &after {
+                // Continuations keep the first page's issue time and expiry.
+                Some(first) => CursorPayload::with_lifetime(
+                    &binding,
+                    &versions,
+                    key,
+                    first.issued_at(),
+                    first.expires_at - first.issued_at,
+                ),
+                None => CursorPayload::new(&binding, &versions, key, now),
+            };
+            page_info["next_cursor"] = json!(cursor::seal(ctx.cursor_key(), &payload));
+        }
+        // The envelope is small and built per request: it is validated here,
+        // against the tool's output schema with an empty vehicle list (each
+        // vehicle was validated where it was produced, above or at indexing).
+        // The facets are not part of that tree (issue 13 item 4: as a `Value`
+        // they were about a third of a search): they are serialized straight
+        // from their type, whose shape is the schema's `facetValue` by
+        // construction (an integer or string value, an unsigned count; the
+        // values are makes and models of vehicles validated at indexing), as
+        // `facets_follow_the_schema_by_type` checks.
+        let mut out = serde_json::Map::with_capacity(5);
+        out.insert("vehicles".into(), Value::Array(Vec::new()));
+        out.insert("page".into(), page_info);
+        out.insert(
+            "provenance".into(),
+            render::search_provenance(&indexes, now),
+        );
+        out.insert(
+            "freshness".into(),
+            render::aggregate_freshness(&bases, &searched, now),
+        );
+        out.insert("trace_id".into(), Value::String(ctx.trace_id.clone()));
+        let mut envelope = Value::Object(out);
+        super::check_part(ctx, NAME, "search envelope", &envelope)?;
+        if let Value::Object(members) = &mut envelope {
+            members.shift_remove("vehicles");
+        }
+        let rest = serde_json::to_string(&envelope).map_err(ToolError::internal)?;
+        // `"facets":{…},"page":…` continues the object after the vehicle list.
+        json.push_str(",\"facets\":");
+        json.push_str(&serde_json::to_string(&page.facets).map_err(ToolError::internal)?);
+        json.push(',');
+        json.push_str(rest.strip_prefix('{').unwrap_or(&rest));
+        Ok(Produced::Assembled {
+            json: super::JsonText::trusted(json),
+            resource_ids,
+        })
     }
-    // The envelope is small and built per request: it is validated here,
-    // against the tool's output schema with an empty vehicle list (each
-    // vehicle was validated where it was produced, above or at indexing).
-    // The facets are not part of that tree (issue 13 item 4: as a `Value`
-    // they were about a third of a search): they are serialized straight
-    // from their type, whose shape is the schema's `facetValue` by
-    // construction (an integer or string value, an unsigned count; the
-    // values are makes and models of vehicles validated at indexing), as
-    // `facets_follow_the_schema_by_type` checks.
-    let mut out = serde_json::Map::with_capacity(5);
-    out.insert("vehicles".into(), Value::Array(Vec::new()));
-    out.insert("page".into(), page_info);
-    out.insert(
-        "provenance".into(),
-        render::search_provenance(&indexes, now),
-    );
-    out.insert(
-        "freshness".into(),
-        render::aggregate_freshness(&bases, &searched, now),
-    );
-    out.insert("trace_id".into(), Value::String(ctx.trace_id.clone()));
-    let mut envelope = Value::Object(out);
-    super::check_part(ctx, NAME, "search envelope", &envelope)?;
-    if let Value::Object(members) = &mut envelope {
-        members.shift_remove("vehicles");
-    }
-    let rest = serde_json::to_string(&envelope).map_err(ToolError::internal)?;
-    // `"facets":{…},"page":…` continues the object after the vehicle list.
-    json.push_str(",\"facets\":");
-    json.push_str(&serde_json::to_string(&page.facets).map_err(ToolError::internal)?);
-    json.push(',');
-    json.push_str(rest.strip_prefix('{').unwrap_or(&rest));
-    Ok(Produced::Assembled {
-        json: super::JsonText::trusted(json),
-        resource_ids,
-    })
 }
 
 #[cfg(test)]

@@ -396,31 +396,107 @@ fn authorize_tool(ctx: &ToolContext, tool: &crate::catalog::Tool) -> Result<(), 
 /// A tool's structured output and, for some tools, its result `_meta`.
 type Output = (Produced, Option<Value>);
 
+/// One MCP tool (issue 13 item 2; the shape of rmcp's tools): its wire
+/// name, the type its arguments are read into once the input schema
+/// check has passed, and the type it answers with. The pipeline
+/// ([`invoke`]) owns everything around the call (tool policy, the input
+/// check, reading [`Tool::Args`], the output check of trees, audit), so a
+/// tool's `call` holds only what is its own.
+pub trait Tool {
+    /// The tool's name in `tools/list` and the catalog.
+    const NAME: &'static str;
+    /// Arguments, mirrored from the published input definition
+    /// ([`args::ToolArgs`] diffs the two).
+    type Args: args::ToolArgs;
+    /// What a successful call answers.
+    type Output: IntoOutput;
+    /// The call itself, with arguments that passed the input schema.
+    fn call(
+        ctx: &ToolContext,
+        args: Self::Args,
+    ) -> impl std::future::Future<Output = Result<Self::Output, ToolError>> + Send;
+}
+
+/// How a tool's answer reaches the pipeline: a tree (checked against the
+/// output schema by [`invoke`]), JSON assembled from checked parts, or a
+/// typed output ([`output::ToolOutput`]) with its `_meta`.
+pub trait IntoOutput {
+    fn into_output(self) -> Result<Output, ToolError>;
+}
+
+impl IntoOutput for Value {
+    fn into_output(self) -> Result<Output, ToolError> {
+        Ok((Produced::Tree(self), None))
+    }
+}
+
+impl IntoOutput for Produced {
+    fn into_output(self) -> Result<Output, ToolError> {
+        Ok((self, None))
+    }
+}
+
+/// A typed output is sent as a tree, so [`invoke`] checks it against the
+/// output schema like any other.
+impl<T: output::ToolOutput> IntoOutput for T {
+    fn into_output(self) -> Result<Output, ToolError> {
+        Ok((Produced::Tree(output::tree(&self)?), None))
+    }
+}
+
+/// The availability result and what goes in the MCP result's `_meta`.
+impl IntoOutput for (output::AvailabilityResult, output::AvailabilityMeta) {
+    fn into_output(self) -> Result<Output, ToolError> {
+        let (result, meta) = self;
+        Ok((
+            Produced::Tree(output::tree(&result)?),
+            Some(output::tree(&meta)?),
+        ))
+    }
+}
+
+/// Read `args` into `T::Args` and call `T`.
+async fn run<T: Tool>(ctx: &ToolContext, args: &Value) -> Result<Output, ToolError> {
+    let args = args::parse::<T::Args>(args)?;
+    T::call(ctx, args).await?.into_output()
+}
+
 async fn dispatch(
     name: &str,
     ctx: &ToolContext,
     args: &Value,
 ) -> Option<Result<Output, ToolError>> {
-    let plain = |r: Result<Value, ToolError>| r.map(|v| (Produced::Tree(v), None));
     Some(match name {
-        get_manifest::NAME => get_manifest::call(ctx, args).await.map(|p| (p, None)),
-        dealer_get::NAME => plain(dealer_get::call(ctx, args).await),
-        inventory_search::NAME => inventory_search::call(ctx, args).await.map(|p| (p, None)),
-        get_vehicle::NAME => get_vehicle::call(ctx, args).await.map(|p| (p, None)),
-        get_used_vehicle_details::NAME => plain(get_used_vehicle_details::call(ctx, args).await),
-        verify_availability::NAME => verify_availability::call(ctx, args)
-            .await
-            .map(|(v, meta)| (Produced::Tree(v), Some(meta))),
-        offers_evaluate::NAME => plain(offers_evaluate::call(ctx, args).await),
-        get_disclosure::NAME => get_disclosure::call(ctx, args).await.map(|p| (p, None)),
-        aap_dealer_information::NAME => plain(aap_dealer_information::call(ctx, args).await),
-        aap_inventory_facets::NAME => plain(aap_inventory_facets::call(ctx, args).await),
-        aap_inventory_search::NAME => aap_inventory_search::call(ctx, args)
-            .await
-            .map(|p| (p, None)),
-        aap_inventory_vehicle::NAME => aap_inventory_vehicle::call(ctx, args)
-            .await
-            .map(|p| (p, None)),
+        get_manifest::GetManifest::NAME => run::<get_manifest::GetManifest>(ctx, args).await,
+        dealer_get::DealerGet::NAME => run::<dealer_get::DealerGet>(ctx, args).await,
+        inventory_search::InventorySearch::NAME => {
+            run::<inventory_search::InventorySearch>(ctx, args).await
+        }
+        get_vehicle::GetVehicle::NAME => run::<get_vehicle::GetVehicle>(ctx, args).await,
+        get_used_vehicle_details::GetUsedVehicleDetails::NAME => {
+            run::<get_used_vehicle_details::GetUsedVehicleDetails>(ctx, args).await
+        }
+        verify_availability::VerifyAvailability::NAME => {
+            run::<verify_availability::VerifyAvailability>(ctx, args).await
+        }
+        offers_evaluate::OffersEvaluate::NAME => {
+            run::<offers_evaluate::OffersEvaluate>(ctx, args).await
+        }
+        get_disclosure::GetDisclosure::NAME => {
+            run::<get_disclosure::GetDisclosure>(ctx, args).await
+        }
+        aap_dealer_information::AapDealerInformation::NAME => {
+            run::<aap_dealer_information::AapDealerInformation>(ctx, args).await
+        }
+        aap_inventory_facets::AapInventoryFacets::NAME => {
+            run::<aap_inventory_facets::AapInventoryFacets>(ctx, args).await
+        }
+        aap_inventory_search::AapInventorySearch::NAME => {
+            run::<aap_inventory_search::AapInventorySearch>(ctx, args).await
+        }
+        aap_inventory_vehicle::AapInventoryVehicle::NAME => {
+            run::<aap_inventory_vehicle::AapInventoryVehicle>(ctx, args).await
+        }
         _ => return None,
     })
 }
@@ -538,5 +614,65 @@ impl JsonText {
 
     pub fn get(&self) -> &str {
         &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::args::ToolArgs;
+    use super::*;
+
+    /// The catalog entry of `T`, whose declared input definition must be
+    /// the one `T::Args` mirrors (and which `args`'s drift test diffs).
+    fn declared<T: Tool>(catalog: &crate::catalog::Catalog) -> Result<(), String> {
+        let tool = catalog
+            .tool(T::NAME)
+            .ok_or_else(|| format!("{} is not in the catalog", T::NAME))?;
+        if tool.input_reference == <T::Args as ToolArgs>::INPUT {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} reads its arguments as {} but the catalog declares {}",
+                T::NAME,
+                <T::Args as ToolArgs>::INPUT,
+                tool.input_reference
+            ))
+        }
+    }
+
+    /// Each tool's `Args` is the type of the input its catalog entry
+    /// publishes, and the dispatch table names every implemented tool.
+    #[test]
+    fn every_tool_reads_the_arguments_its_catalog_entry_declares() {
+        let catalog = crate::catalog::Catalog::load().expect("catalog");
+        let results = [
+            declared::<get_manifest::GetManifest>(&catalog),
+            declared::<dealer_get::DealerGet>(&catalog),
+            declared::<inventory_search::InventorySearch>(&catalog),
+            declared::<get_vehicle::GetVehicle>(&catalog),
+            declared::<get_used_vehicle_details::GetUsedVehicleDetails>(&catalog),
+            declared::<verify_availability::VerifyAvailability>(&catalog),
+            declared::<offers_evaluate::OffersEvaluate>(&catalog),
+            declared::<get_disclosure::GetDisclosure>(&catalog),
+            declared::<aap_dealer_information::AapDealerInformation>(&catalog),
+            declared::<aap_inventory_facets::AapInventoryFacets>(&catalog),
+            declared::<aap_inventory_search::AapInventorySearch>(&catalog),
+            declared::<aap_inventory_vehicle::AapInventoryVehicle>(&catalog),
+        ];
+        let wrong: Vec<String> = results.into_iter().filter_map(Result::err).collect();
+        assert!(wrong.is_empty(), "{wrong:#?}");
+        assert_eq!(IMPLEMENTED.len(), 12);
+
+        // The check can fail: a tool reading another tool's arguments.
+        struct Misdeclared;
+        impl Tool for Misdeclared {
+            const NAME: &'static str = get_vehicle::NAME;
+            type Args = args::ManifestArgs;
+            type Output = Value;
+            async fn call(_: &ToolContext, _: Self::Args) -> Result<Value, ToolError> {
+                Ok(Value::Null)
+            }
+        }
+        assert!(declared::<Misdeclared>(&catalog).is_err());
     }
 }

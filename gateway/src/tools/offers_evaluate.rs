@@ -19,10 +19,9 @@ use chrono::{DateTime, Duration, SubsecRound as _, Utc};
 use pricing::SearchBudget;
 use pricing::incentives::Criterion;
 use pricing::stacking::{ClaimValue, Profile, ProfileJurisdiction, ProfilePaymentMode};
-use serde_json::{Value, json};
 
 use super::args::{OffersArgs, OffersClaim, OffersPaymentMode, OffersProfile, UnknownWord};
-use super::output::{self, Freshness, FreshnessState};
+use super::output::{Freshness, FreshnessState, OffersEvaluation};
 use super::target;
 use super::{ToolContext, ToolError};
 use crate::catalog::FieldError;
@@ -34,67 +33,69 @@ pub const NAME: &str = "dealergateway.offers.evaluate";
 /// DAP `freshness.max_age_seconds` limit.
 const MAX_AGE_LIMIT: u32 = 2_592_000;
 
-pub async fn call(ctx: &ToolContext, args: &Value) -> Result<Value, ToolError> {
-    // Tenancy first (DAP-CORE-031), then the profile, then the lookup: a
-    // caller who may not read the rooftop learns nothing from its profile
-    // being checked.
-    let args: OffersArgs = super::args::parse(args)?;
-    let authorized = target::authorize(ctx, args.target()).await?;
-    let profile = profile(&args.profile)?;
-    let target = authorized.locate(ctx).await?;
-    let (found, record) = (&target.found, &target.record);
-    let programs = ctx
-        .offers()
-        .programs(ctx.store(), &target.tenant.organization().organization_id)
-        .await
-        .map_err(ToolError::internal)?;
-    let vehicle = vehicle_for_pricing(record);
-    // The revision of each program live at the profile's `as_of` (issue 12
-    // item 1); the evaluation is valid at most until another one takes over.
-    let selected = programs.at(profile.as_of);
-    let evaluation = selected
-        .evaluate(&vehicle, &profile, SearchBudget::default())
-        .map_err(|e| evaluation_error(&e))?;
+/// The tool (see [`super::Tool`]).
+pub struct OffersEvaluate;
 
-    let sla = found.index.inventory_sla_seconds();
-    let observed = record.source.observed_at;
-    let inventory_until = observed
-        .checked_add_signed(Duration::seconds(i64::from(sla)))
-        .unwrap_or(observed);
-    let valid_until = evaluation
-        .valid_until
-        .map(|t| t.with_timezone(&Utc))
-        .map_or(inventory_until, |t| t.min(inventory_until));
-    let now = Utc::now();
-    // DAP 6.4: a withdrawn or expired record is never current.
-    let freshness_state = if found.withdrawn {
-        FreshnessState::Withdrawn
-    } else if now <= valid_until {
-        FreshnessState::Current
-    } else {
-        FreshnessState::Stale
-    };
+impl super::Tool for OffersEvaluate {
+    const NAME: &'static str = NAME;
+    type Args = OffersArgs;
+    type Output = OffersEvaluation;
 
-    let mut out = serde_json::to_value(&evaluation).map_err(ToolError::internal)?;
-    // Which revision was used and why the others were not; programs that
-    // cannot be evaluated (issue 12 items 1-2).
-    selected.annotate(&mut out);
-    let map = out
-        .as_object_mut()
-        .ok_or_else(|| ToolError::internal("evaluation is not an object"))?;
-    map.insert("organization_id".into(), json!(record.organization_id));
-    map.insert("rooftop_id".into(), json!(record.rooftop_id));
-    map.insert(
-        "freshness".into(),
-        output::tree(&Freshness {
-            observed_at: timestamp(observed),
-            state: freshness_state,
-            valid_until: Some(timestamp(valid_until)),
-            max_age_seconds: Some(sla.min(MAX_AGE_LIMIT)),
-        })?,
-    );
-    map.insert("trace_id".into(), json!(ctx.trace_id));
-    Ok(out)
+    async fn call(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
+        // Tenancy first (DAP-CORE-031), then the profile, then the lookup: a
+        // caller who may not read the rooftop learns nothing from its profile
+        // being checked.
+        let authorized = target::authorize(ctx, args.target()).await?;
+        let profile = profile(&args.profile)?;
+        let target = authorized.locate(ctx).await?;
+        let (found, record) = (&target.found, &target.record);
+        let programs = ctx
+            .offers()
+            .programs(ctx.store(), &target.tenant.organization().organization_id)
+            .await
+            .map_err(ToolError::internal)?;
+        let vehicle = vehicle_for_pricing(record);
+        // The revision of each program live at the profile's `as_of` (issue 12
+        // item 1); the evaluation is valid at most until another one takes over.
+        let selected = programs.at(profile.as_of);
+        let evaluation = selected
+            .evaluate(&vehicle, &profile, SearchBudget::default())
+            .map_err(|e| evaluation_error(&e))?;
+
+        let sla = found.index.inventory_sla_seconds();
+        let observed = record.source.observed_at;
+        let inventory_until = observed
+            .checked_add_signed(Duration::seconds(i64::from(sla)))
+            .unwrap_or(observed);
+        let valid_until = evaluation
+            .valid_until
+            .map(|t| t.with_timezone(&Utc))
+            .map_or(inventory_until, |t| t.min(inventory_until));
+        let now = Utc::now();
+        // DAP 6.4: a withdrawn or expired record is never current.
+        let freshness_state = if found.withdrawn {
+            FreshnessState::Withdrawn
+        } else if now <= valid_until {
+            FreshnessState::Current
+        } else {
+            FreshnessState::Stale
+        };
+
+        Ok(OffersEvaluation {
+            evaluation,
+            revisions: selected.selection.revisions.clone(),
+            unusable_programs: selected.selection.unusable.clone(),
+            organization_id: record.organization_id.clone(),
+            rooftop_id: record.rooftop_id.clone(),
+            freshness: Freshness {
+                observed_at: timestamp(observed),
+                state: freshness_state,
+                valid_until: Some(timestamp(valid_until)),
+                max_age_seconds: Some(sla.min(MAX_AGE_LIMIT)),
+            },
+            trace_id: ctx.trace_id.clone(),
+        })
+    }
 }
 
 /// The engine's profile from the typed `profile`, with the rule the schema

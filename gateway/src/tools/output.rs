@@ -129,6 +129,30 @@ pub struct AvailabilityBand {
     pub source: &'static str,
 }
 
+/// `dealergateway.offers.evaluate`: `offersEvaluation`. The engine's
+/// evaluation as the pricing crate serializes it, then what the gateway
+/// adds: which revision of each program was used and which could not be
+/// evaluated (issue 12 items 1-2), the tenancy, and freshness bounded by
+/// both the programs and the inventory record. `flatten` keeps the
+/// engine's members in place, so this has no member list of its own for
+/// the drift test; the pipeline checks every result against the
+/// definition (it is sent as a tree).
+#[derive(Debug, Clone, Serialize)]
+pub struct OffersEvaluation {
+    #[serde(flatten)]
+    pub evaluation: pricing::Evaluation,
+    pub revisions: Vec<crate::offers::RevisionChoice>,
+    pub unusable_programs: Vec<crate::offers::UnusableProgram>,
+    pub organization_id: String,
+    pub rooftop_id: String,
+    pub freshness: Freshness,
+    pub trace_id: String,
+}
+
+impl ToolOutput for OffersEvaluation {
+    const OUTPUT: &'static str = "offers.schema.json#/$defs/offersEvaluation";
+}
+
 /// A typed output as the tree the pipeline checks (`Produced::Tree`). Our
 /// types hold strings, numbers, booleans and `Value`s, whose serialization
 /// cannot fail; a failure would be a defect, answered

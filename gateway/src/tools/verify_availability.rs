@@ -22,9 +22,7 @@ use chrono::Utc;
 use serde_json::{Value, json};
 
 use super::args::AvailabilityArgs;
-use super::output::{
-    self, AvailabilityBand, AvailabilityMeta, AvailabilityResult, Provenance, Source,
-};
+use super::output::{AvailabilityBand, AvailabilityMeta, AvailabilityResult, Provenance, Source};
 use super::target;
 use super::{ToolContext, ToolError};
 use crate::availability::{self, Band, band, source};
@@ -36,132 +34,140 @@ const WITHDRAWN_REASON: &str = "The vehicle was withdrawn from the dealer's late
 its availability is unknown and it must not be presented as available.";
 
 /// The availability result and the members of its MCP result `_meta`.
-pub async fn call(ctx: &ToolContext, args: &Value) -> Result<(Value, Value), ToolError> {
-    // Tenancy before the lookup (DAP-CORE-031), shared with get_vehicle.
-    let args: AvailabilityArgs = super::args::parse(args)?;
-    let target = target::resolve_vehicle(ctx, args.target()).await?;
-    let rooftop = target.tenant.rooftop();
-    let (found, record) = (&target.found, &target.record);
-    let http = availability::http_source(rooftop);
-    let source_kind = if http.is_some() { "http" } else { "feed" };
+/// The tool (see [`super::Tool`]).
+pub struct VerifyAvailability;
 
-    if found.withdrawn {
+impl super::Tool for VerifyAvailability {
+    const NAME: &'static str = NAME;
+    type Args = AvailabilityArgs;
+    type Output = (AvailabilityResult, AvailabilityMeta);
+
+    async fn call(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
+        // Tenancy before the lookup (DAP-CORE-031), shared with get_vehicle.
+        let target = target::resolve_vehicle(ctx, args.target()).await?;
+        let rooftop = target.tenant.rooftop();
+        let (found, record) = (&target.found, &target.record);
+        let http = availability::http_source(rooftop);
+        let source_kind = if http.is_some() { "http" } else { "feed" };
+
+        if found.withdrawn {
+            let now = Utc::now();
+            let observed = timestamp(record.source.observed_at);
+            return Ok(typed_result(
+                &record.vehicle_id,
+                &record.organization_id,
+                &record.rooftop_id,
+                json!({
+                    "status": "unknown",
+                    "authority_status": "asserted",
+                    "observed_at": observed,
+                    "human_verification_required": true,
+                    "reason": WITHDRAWN_REASON,
+                }),
+                provenance(
+                    &record.source.source_name,
+                    &record.source.authority,
+                    record.source.observed_at,
+                    "asserted",
+                    now,
+                ),
+                json!({"observed_at": observed, "state": "withdrawn"}),
+                Band::Unknown,
+                false,
+                source_kind,
+                &ctx.trace_id,
+            ));
+        }
+
+        let (observation, checked_live, what, source_name) = match http {
+            None => (
+                Some(availability::AvailabilityObservationView {
+                    status: record.availability_status.clone(),
+                    authority: record.source.authority.clone(),
+                    observed_at: record.source.observed_at,
+                }),
+                false,
+                availability::FEED_SOURCE,
+                record.source.source_name.clone(),
+            ),
+            Some(http) => {
+                let target = source::Target {
+                    vehicle_id: &record.vehicle_id,
+                    vin: record.vin.as_deref(),
+                    stock_number: record.stock_number.as_deref(),
+                };
+                let check = ctx
+                    .availability()
+                    .check_http(ctx.store(), rooftop, http, &record.organization_id, &target)
+                    .await
+                    .map_err(|u| ToolError::UpstreamUnavailable {
+                        retry_after_ms: u.retry_after_ms,
+                    })?;
+                (
+                    check
+                        .observation
+                        .map(|o| availability::AvailabilityObservationView {
+                            status: o.status,
+                            authority: o.authority,
+                            observed_at: o.observed_at,
+                        }),
+                    check.checked_live,
+                    availability::LIVE_SOURCE,
+                    source::source_name(http),
+                )
+            }
+        };
         let now = Utc::now();
-        let observed = timestamp(record.source.observed_at);
-        return result(
+        let observed = observation.as_ref().map(|o| band::Observed {
+            status: &o.status,
+            authority: &o.authority,
+            observed_at: o.observed_at,
+        });
+        let mut reported = band::report(observed.as_ref(), what, now);
+        if let Some(o) = observation.as_ref() {
+            // A feed answer IS the imported record: it can be no fresher than
+            // that record is in search and get_vehicle.
+            let record_limit = http.is_none().then(|| {
+                o.observed_at
+                    .checked_add_signed(chrono::Duration::seconds(i64::from(
+                        found.index.inventory_sla_seconds(),
+                    )))
+                    .unwrap_or(o.observed_at)
+            });
+            band::bound_freshness(
+                &mut reported,
+                o.observed_at,
+                rooftop.settings.freshness_sla_seconds.availability,
+                record_limit,
+                now,
+            );
+        }
+        let authority_status = reported.availability["authority_status"]
+            .as_str()
+            .unwrap_or("unknown")
+            .to_owned();
+        Ok(typed_result(
             &record.vehicle_id,
             &record.organization_id,
             &record.rooftop_id,
-            json!({
-                "status": "unknown",
-                "authority_status": "asserted",
-                "observed_at": observed,
-                "human_verification_required": true,
-                "reason": WITHDRAWN_REASON,
-            }),
+            reported.availability,
             provenance(
-                &record.source.source_name,
-                &record.source.authority,
-                record.source.observed_at,
-                "asserted",
+                &source_name,
+                observation.as_ref().map_or_else(
+                    || http.map_or("unknown", |h| h.authority.as_str()),
+                    |o| o.authority.as_str(),
+                ),
+                observation.as_ref().map_or(now, |o| o.observed_at),
+                &authority_status,
                 now,
             ),
-            json!({"observed_at": observed, "state": "withdrawn"}),
-            Band::Unknown,
-            false,
+            reported.freshness,
+            reported.band,
+            checked_live,
             source_kind,
             &ctx.trace_id,
-        );
+        ))
     }
-
-    let (observation, checked_live, what, source_name) = match http {
-        None => (
-            Some(availability::AvailabilityObservationView {
-                status: record.availability_status.clone(),
-                authority: record.source.authority.clone(),
-                observed_at: record.source.observed_at,
-            }),
-            false,
-            availability::FEED_SOURCE,
-            record.source.source_name.clone(),
-        ),
-        Some(http) => {
-            let target = source::Target {
-                vehicle_id: &record.vehicle_id,
-                vin: record.vin.as_deref(),
-                stock_number: record.stock_number.as_deref(),
-            };
-            let check = ctx
-                .availability()
-                .check_http(ctx.store(), rooftop, http, &record.organization_id, &target)
-                .await
-                .map_err(|u| ToolError::UpstreamUnavailable {
-                    retry_after_ms: u.retry_after_ms,
-                })?;
-            (
-                check
-                    .observation
-                    .map(|o| availability::AvailabilityObservationView {
-                        status: o.status,
-                        authority: o.authority,
-                        observed_at: o.observed_at,
-                    }),
-                check.checked_live,
-                availability::LIVE_SOURCE,
-                source::source_name(http),
-            )
-        }
-    };
-    let now = Utc::now();
-    let observed = observation.as_ref().map(|o| band::Observed {
-        status: &o.status,
-        authority: &o.authority,
-        observed_at: o.observed_at,
-    });
-    let mut reported = band::report(observed.as_ref(), what, now);
-    if let Some(o) = observation.as_ref() {
-        // A feed answer IS the imported record: it can be no fresher than
-        // that record is in search and get_vehicle.
-        let record_limit = http.is_none().then(|| {
-            o.observed_at
-                .checked_add_signed(chrono::Duration::seconds(i64::from(
-                    found.index.inventory_sla_seconds(),
-                )))
-                .unwrap_or(o.observed_at)
-        });
-        band::bound_freshness(
-            &mut reported,
-            o.observed_at,
-            rooftop.settings.freshness_sla_seconds.availability,
-            record_limit,
-            now,
-        );
-    }
-    let authority_status = reported.availability["authority_status"]
-        .as_str()
-        .unwrap_or("unknown")
-        .to_owned();
-    result(
-        &record.vehicle_id,
-        &record.organization_id,
-        &record.rooftop_id,
-        reported.availability,
-        provenance(
-            &source_name,
-            observation.as_ref().map_or_else(
-                || http.map_or("unknown", |h| h.authority.as_str()),
-                |o| o.authority.as_str(),
-            ),
-            observation.as_ref().map_or(now, |o| o.observed_at),
-            &authority_status,
-            now,
-        ),
-        reported.freshness,
-        reported.band,
-        checked_live,
-        source_kind,
-        &ctx.trace_id,
-    )
 }
 
 fn provenance(
@@ -188,36 +194,6 @@ fn provenance(
                 .to_owned(),
         ],
     }
-}
-
-/// The result as the trees the pipeline sends: `structuredContent` and the
-/// result `_meta`.
-#[allow(clippy::too_many_arguments, reason = "one flat result object")]
-fn result(
-    vehicle_id: &str,
-    organization_id: &str,
-    rooftop_id: &str,
-    availability: Value,
-    provenance: Provenance,
-    freshness: Value,
-    band: Band,
-    checked_live: bool,
-    source_kind: &'static str,
-    trace_id: &str,
-) -> Result<(Value, Value), ToolError> {
-    let (result, meta) = typed_result(
-        vehicle_id,
-        organization_id,
-        rooftop_id,
-        availability,
-        provenance,
-        freshness,
-        band,
-        checked_live,
-        source_kind,
-        trace_id,
-    );
-    Ok((output::tree(&result)?, output::tree(&meta)?))
 }
 
 #[allow(clippy::too_many_arguments, reason = "one flat result object")]
