@@ -131,6 +131,12 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/.well-known/oauth-protected-resource/mcp",
             get(protected_resource),
         )
+        // Each AAP endpoint is a protected resource of its own (RFC 9728
+        // section 3.1: the well-known prefix before the resource's path).
+        .route(
+            "/.well-known/oauth-protected-resource/aap/{organization_id}/mcp",
+            get(aap_protected_resource),
+        )
         // The rooftop manager's console (issue 14), under /console/.
         .merge(crate::console::router())
         // Discovery documents for agents (issue 16 item 4).
@@ -414,6 +420,25 @@ async fn policy(State(state): State<Arc<AppState>>) -> Response {
 /// RFC 9728 protected-resource metadata: where to get a token for this
 /// gateway and which scopes exist.
 async fn protected_resource(State(state): State<Arc<AppState>>) -> Response {
+    protected_resource_metadata(&state, &state.resource_url)
+}
+
+/// The metadata of the AAP endpoint of one organization. Nothing is looked
+/// up (the document is the same for any identifier, so it reveals no
+/// organization); a segment that is not an identifier is 404, not echoed.
+async fn aap_protected_resource(
+    State(state): State<Arc<AppState>>,
+    Path(organization_id): Path<String>,
+) -> Response {
+    if !crate::store::audit::is_identifier(&organization_id) {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    protected_resource_metadata(&state, &crate::mcp::aap::resource(&state, &organization_id))
+}
+
+/// RFC 9728 metadata of `resource`: the authorization servers and the
+/// scopes of every profile.
+fn protected_resource_metadata(state: &AppState, resource: &str) -> Response {
     let mut servers = state.settings.authorization_servers.clone();
     if servers.is_empty()
         && let Some(issuer) = &state.settings.jwt_issuer
@@ -430,9 +455,7 @@ async fn protected_resource(State(state): State<Arc<AppState>>) -> Response {
         set.into_iter().cloned().collect()
     };
     json_ok(&crate::auth::jwt::well_known_metadata(
-        &state.resource_url,
-        &servers,
-        &scopes,
+        resource, &servers, &scopes,
     ))
 }
 

@@ -507,6 +507,22 @@ impl JwtConfig {
     /// Verifies a JWT access token and builds its [`Grant`]. The checks run
     /// in the order of `docs/jwt.md`; the first failure is returned.
     pub fn verify(&self, token: &str, now: DateTime<Utc>) -> Result<Grant, JwtRejection> {
+        self.verify_at(token, now, None)
+    }
+
+    /// [`JwtConfig::verify`] for a token presented at an endpoint that is a
+    /// protected resource of its own (an AAP endpoint,
+    /// docs/compatibility.md "OAuth"): `aud` must name this gateway's
+    /// resource or exactly `endpoint_resource`, the identifier of the
+    /// endpoint the token was sent to (RFC 8707: a client asks for a token
+    /// for the resource it calls). A token for one AAP endpoint is thus
+    /// refused at another and at `/mcp`.
+    pub fn verify_at(
+        &self,
+        token: &str,
+        now: DateTime<Utc>,
+        endpoint_resource: Option<&str>,
+    ) -> Result<Grant, JwtRejection> {
         if token.is_empty() || token.len() > MAX_TOKEN_BYTES {
             return Err(JwtRejection::Malformed);
         }
@@ -569,13 +585,14 @@ impl JwtConfig {
             .map_err(|error| rejection(error.kind()))?;
 
         // 3. Claims.
-        self.check_claims(&verified.claims.0, now)
+        self.check_claims(&verified.claims.0, now, endpoint_resource)
     }
 
     fn check_claims(
         &self,
         claims: &Map<String, Value>,
         now: DateTime<Utc>,
+        endpoint_resource: Option<&str>,
     ) -> Result<Grant, JwtRejection> {
         match claims.get("iss") {
             None => return Err(JwtRejection::MissingClaim("iss")),
@@ -584,21 +601,31 @@ impl JwtConfig {
             Some(_) => return Err(JwtRejection::InvalidClaim("iss")),
         }
 
-        let audience_matches = match claims.get("aud") {
+        // Exact comparison (SEC-001..005): the gateway's resource first,
+        // then the endpoint's own; the grant names the one that matched.
+        let names = |wanted: &str| match claims.get("aud") {
+            Some(Value::String(aud)) => aud == wanted,
+            Some(Value::Array(auds)) => auds.iter().any(|a| a.as_str() == Some(wanted)),
+            _ => false,
+        };
+        match claims.get("aud") {
             None => return Err(JwtRejection::MissingClaim("aud")),
-            Some(Value::String(aud)) => *aud == self.audience,
+            Some(Value::String(_)) => {}
             Some(Value::Array(auds)) => {
                 if auds.is_empty() || !auds.iter().all(Value::is_string) {
                     return Err(JwtRejection::InvalidClaim("aud"));
                 }
-                auds.iter()
-                    .any(|a| a.as_str() == Some(self.audience.as_str()))
             }
             Some(_) => return Err(JwtRejection::InvalidClaim("aud")),
-        };
-        if !audience_matches {
-            return Err(JwtRejection::WrongAudience);
         }
+        let audience = if names(&self.audience) {
+            self.audience.clone()
+        } else {
+            match endpoint_resource {
+                Some(endpoint) if names(endpoint) => endpoint.to_owned(),
+                _ => return Err(JwtRejection::WrongAudience),
+            }
+        };
 
         let now = now.timestamp();
         let leeway = i64::try_from(self.leeway_seconds).unwrap_or(i64::MAX);
@@ -696,7 +723,7 @@ impl JwtConfig {
 
         Ok(Grant {
             subject,
-            audience: self.audience.clone(),
+            audience,
             organization_id,
             rooftops,
             scopes,
@@ -1600,6 +1627,46 @@ mod tests {
         );
         assert_eq!(
             reject(&es256(&with(claims(), "aud", json!([AUDIENCE, 3])))),
+            JwtRejection::InvalidClaim("aud")
+        );
+    }
+
+    /// At an endpoint that is its own protected resource (an AAP
+    /// endpoint), a token for that endpoint is accepted and its grant names
+    /// it; the same token is refused everywhere else, and the endpoint's
+    /// identifier is compared as exactly as the gateway's.
+    #[test]
+    fn an_endpoint_resource_is_accepted_only_where_the_token_is_presented() {
+        const ENDPOINT: &str = "https://gw.example/aap/org.lakeshore-auto-group/mcp";
+        let token = es256(&with(claims(), "aud", json!(ENDPOINT)));
+        let grant = config()
+            .verify_at(&token, now(), Some(ENDPOINT))
+            .expect("a token for the endpoint it is presented at");
+        assert_eq!(grant.audience, ENDPOINT);
+        assert_eq!(reject(&token), JwtRejection::WrongAudience);
+        let other = "https://gw.example/aap/org.maplecrest-motor-group/mcp";
+        assert_eq!(
+            config().verify_at(&token, now(), Some(other)).unwrap_err(),
+            JwtRejection::WrongAudience
+        );
+        for near in [format!("{ENDPOINT}/"), ENDPOINT.to_uppercase()] {
+            let token = es256(&with(claims(), "aud", json!(near)));
+            assert_eq!(
+                config()
+                    .verify_at(&token, now(), Some(ENDPOINT))
+                    .unwrap_err(),
+                JwtRejection::WrongAudience
+            );
+        }
+        // The gateway's own resource stays good at the endpoint too.
+        let gateway = config()
+            .verify_at(&es256(&claims()), now(), Some(ENDPOINT))
+            .expect("a token for the gateway");
+        assert_eq!(gateway.audience, AUDIENCE);
+        // An invalid `aud` is invalid whatever the endpoint.
+        let bad = es256(&with(claims(), "aud", json!([ENDPOINT, 3])));
+        assert_eq!(
+            config().verify_at(&bad, now(), Some(ENDPOINT)).unwrap_err(),
             JwtRejection::InvalidClaim("aud")
         );
     }

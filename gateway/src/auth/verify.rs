@@ -38,6 +38,20 @@ pub async fn authenticate(
     headers: &HeaderMap,
     query: Option<&str>,
 ) -> Result<Principal, AuthRejection> {
+    authenticate_at(state, headers, query, None).await
+}
+
+/// [`authenticate`] at an endpoint that is a protected resource of its own
+/// (an AAP endpoint: `endpoint_resource` is its identifier): a JWT may name
+/// either the gateway's resource or exactly that one
+/// ([`crate::auth::jwt::JwtConfig::verify_at`]). Gateway API tokens are
+/// issued for the gateway's resource and are good at every endpoint.
+pub async fn authenticate_at(
+    state: &AppState,
+    headers: &HeaderMap,
+    query: Option<&str>,
+    endpoint_resource: Option<&str>,
+) -> Result<Principal, AuthRejection> {
     if let Some(q) = query {
         let carries_token = q.split('&').any(|pair| {
             let name = pair.split('=').next().unwrap_or("");
@@ -86,37 +100,36 @@ pub async fn authenticate(
     }
     let token = token.trim();
     let now = Utc::now();
-    let grant: Grant =
-        if api_token::parse(token).is_some() {
-            api_token::verify(state.store.as_ref(), token, &state.resource_url, now)
-                .await
-                .map_err(|e| match e {
-                    api_token::VerifyError::Rejected(rejection) => {
-                        tracing::info!(auth.rejection = ?rejection, "gateway API token refused");
-                        AuthRejection {
-                            unavailable: false,
-                            error: "invalid_token",
-                            description: "the access token is invalid, expired or revoked",
-                        }
+    let grant: Grant = if api_token::parse(token).is_some() {
+        api_token::verify(state.store.as_ref(), token, &state.resource_url, now)
+            .await
+            .map_err(|e| match e {
+                api_token::VerifyError::Rejected(rejection) => {
+                    tracing::info!(auth.rejection = ?rejection, "gateway API token refused");
+                    AuthRejection {
+                        unavailable: false,
+                        error: "invalid_token",
+                        description: "the access token is invalid, expired or revoked",
                     }
-                    api_token::VerifyError::Store(store) => {
-                        tracing::error!(error = %store, "token store unavailable");
-                        AuthRejection {
-                            unavailable: true,
-                            error: "temporarily_unavailable",
-                            description: "credentials cannot be checked right now; retry shortly",
-                        }
+                }
+                api_token::VerifyError::Store(store) => {
+                    tracing::error!(error = %store, "token store unavailable");
+                    AuthRejection {
+                        unavailable: true,
+                        error: "temporarily_unavailable",
+                        description: "credentials cannot be checked right now; retry shortly",
                     }
-                })?
-        } else {
-            let Some(jwt) = state.jwt.as_ref() else {
-                return Err(AuthRejection {
-                    unavailable: false,
-                    error: "invalid_token",
-                    description: "the access token is not a credential this gateway accepts",
-                });
-            };
-            jwt.verify(token, now).map_err(|rejection| {
+                }
+            })?
+    } else {
+        let Some(jwt) = state.jwt.as_ref() else {
+            return Err(AuthRejection {
+                unavailable: false,
+                error: "invalid_token",
+                description: "the access token is not a credential this gateway accepts",
+            });
+        };
+        jwt.verify_at(token, now, endpoint_resource).map_err(|rejection| {
             tracing::info!(auth.rejection = rejection.code(), "JWT access token refused");
             AuthRejection {
                 unavailable: false,
@@ -124,6 +137,6 @@ pub async fn authenticate(
                 description: "the access token is invalid, expired, or not issued for this gateway",
             }
         })?
-        };
+    };
     Ok(Principal::Authenticated(Arc::new(grant)))
 }

@@ -62,6 +62,34 @@ pub fn path(organization_id: &str) -> String {
     PATH_TEMPLATE.replace("{organization_id}", organization_id)
 }
 
+/// The OAuth resource identifier of the AAP endpoint of `organization_id`
+/// (docs/compatibility.md "OAuth"). An MCP client asks its authorization
+/// server for a token for the endpoint it calls (RFC 8707), and checks
+/// that the protected-resource metadata names that endpoint (RFC 9728
+/// section 3.3), so each AAP endpoint is a protected resource of its own:
+/// the gateway's resource with its `/mcp` replaced by the endpoint's path
+/// (or the public URL's, when `--resource-url` does not end in `/mcp`).
+pub fn resource(state: &AppState, organization_id: &str) -> String {
+    let base = state
+        .resource_url
+        .strip_suffix("/mcp")
+        .unwrap_or(&state.public_base);
+    format!("{base}{}", path(organization_id))
+}
+
+/// Where the RFC 9728 metadata of that resource is served: the well-known
+/// prefix inserted before the endpoint's path (section 3.1).
+pub fn metadata_url(state: &AppState, organization_id: &str) -> String {
+    format!(
+        "{}{METADATA_PREFIX}{}",
+        state.public_base,
+        path(organization_id)
+    )
+}
+
+/// The well-known path of protected-resource metadata (RFC 9728).
+pub const METADATA_PREFIX: &str = "/.well-known/oauth-protected-resource";
+
 /// The raw (undecoded) organization segment of an AAP endpoint path. Never
 /// decoded: a percent sign is no identifier character, so an encoded
 /// segment is refused rather than interpreted.

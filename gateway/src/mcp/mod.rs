@@ -125,10 +125,27 @@ pub(crate) async fn serve_post(
     }
     // Credentials before anything executes: a bad credential is a 401,
     // never an anonymous request.
-    let principal = match verify::authenticate(state, headers, uri.query()).await {
-        Ok(p) => p,
-        Err(rejection) => return unauthorized(state, &rejection),
+    // An AAP endpoint is a protected resource of its own (its tokens may
+    // name it, and its challenge names its metadata); the segment is
+    // checked before it is put into either.
+    let aap_organization = match requested {
+        Requested::Aap(raw) if crate::store::audit::is_identifier(raw) => Some(raw),
+        _ => None,
     };
+    let endpoint_resource = aap_organization.map(|org| aap::resource(state, org));
+    let principal =
+        match verify::authenticate_at(state, headers, uri.query(), endpoint_resource.as_deref())
+            .await
+        {
+            Ok(p) => p,
+            Err(rejection) => {
+                let metadata = aap_organization.map_or_else(
+                    || format!("{}{}", state.public_base, aap::METADATA_PREFIX),
+                    |org| aap::metadata_url(state, org),
+                );
+                return unauthorized(&rejection, &metadata);
+            }
+        };
     if let Principal::Authenticated(grant) = &principal
         && let Err(retry) = state.principal_limiter.check(&grant.subject)
     {
@@ -192,7 +209,7 @@ pub struct Caller {
 
 /// 401 with an RFC 6750/9728 challenge naming the protected-resource
 /// metadata. The body is the OAuth error object; it never echoes the token.
-fn unauthorized(state: &AppState, rejection: &verify::AuthRejection) -> Response {
+fn unauthorized(rejection: &verify::AuthRejection, metadata: &str) -> Response {
     if rejection.unavailable {
         let error = RpcError::Internal {
             error_id: format!("err.{}", uuid::Uuid::new_v4()),
@@ -204,9 +221,8 @@ fn unauthorized(state: &AppState, rejection: &verify::AuthRejection) -> Response
             .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         return r;
     }
-    let metadata = format!("{}/.well-known/oauth-protected-resource", state.public_base);
     let challenge = crate::auth::jwt::www_authenticate(
-        &metadata,
+        metadata,
         Some((rejection.error, rejection.description)),
     );
     let body = json!({"error": rejection.error, "error_description": rejection.description});

@@ -1723,3 +1723,126 @@ async fn the_aap_endpoint_keeps_the_transport_rules_of_mcp() {
     let r = limited.expect("the address limit applies to the AAP endpoint");
     assert!(r.headers.get("retry-after").is_some());
 }
+
+/// A tools/call on `path` with `Authorization: Bearer token`.
+async fn call_with_token(app: &TestApp, path: &str, token: &str, name: &str, args: Value) -> Reply {
+    let body = common::modern_body(1, "tools/call", json!({"name": name, "arguments": args}));
+    common::send(
+        app.http
+            .post(format!("{}{path}", app.base()))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", common::MODERN)
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", name)
+            .header("authorization", format!("Bearer {token}"))
+            .body(body.to_string()),
+    )
+    .await
+}
+
+/// Each AAP endpoint is an OAuth protected resource of its own
+/// (docs/compatibility.md "OAuth"): an MCP client asks for a token for the
+/// endpoint it calls (RFC 8707) and checks that the metadata names that
+/// endpoint (RFC 9728 section 3.3). Its metadata is served under the
+/// well-known prefix before its path, its 401 challenge points there, and a
+/// JWT for it works there only: not at `/mcp`, not at another
+/// organization's endpoint.
+#[tokio::test]
+async fn each_aap_endpoint_is_a_protected_resource_with_its_own_audience() {
+    let f = Fixture::new().await;
+    let app = &f.app;
+    let path = format!("/aap/{ORG}/mcp");
+    let resource = format!(
+        "{}{path}",
+        security::RESOURCE
+            .strip_suffix("/mcp")
+            .expect("the fixture's resource ends in /mcp")
+    );
+
+    // The metadata: this endpoint as the resource, the gateway's servers
+    // and scopes.
+    let get =
+        |p: String| async move { common::send(app.http.get(format!("{}{p}", app.base()))).await };
+    let root = get("/.well-known/oauth-protected-resource".into()).await;
+    assert_eq!(root.status, 200, "{}", root.raw);
+    let own = get(format!("/.well-known/oauth-protected-resource{path}")).await;
+    assert_eq!(own.status, 200, "{}", own.raw);
+    let doc = own.body.clone();
+    assert_eq!(doc["resource"], json!(resource));
+    let root = root.body.clone();
+    assert_eq!(root["resource"], json!(security::RESOURCE));
+    for member in [
+        "authorization_servers",
+        "scopes_supported",
+        "bearer_methods_supported",
+    ] {
+        assert_eq!(doc[member], root[member], "{member}");
+    }
+    // No lookup, no echo: a segment that is no identifier is a bare 404.
+    let bad = get("/.well-known/oauth-protected-resource/aap/Not%20An%20Id/mcp".into()).await;
+    assert_eq!(bad.status, 404, "{}", bad.raw);
+    assert!(!bad.raw.contains("Not"), "{}", bad.raw);
+
+    // A refused credential at the endpoint: the challenge names its metadata.
+    let list = common::modern_body(1, "tools/list", json!({}));
+    let refused = post_at(app, &path, Some("not-a-credential-0123456789"), &list).await;
+    assert_eq!(refused.status, 401, "{}", refused.raw);
+    let challenge = refused.headers["www-authenticate"].to_str().unwrap();
+    assert!(
+        challenge.contains(&format!(
+            "resource_metadata=\"{}/.well-known/oauth-protected-resource{path}\"",
+            app.base()
+        )),
+        "{challenge}"
+    );
+    // /mcp's challenge still names the gateway's metadata.
+    let refused = post_at(app, "/mcp", Some("not-a-credential-0123456789"), &list).await;
+    let challenge = refused.headers["www-authenticate"].to_str().unwrap();
+    assert!(
+        challenge.contains(&format!(
+            "resource_metadata=\"{}/.well-known/oauth-protected-resource\"",
+            app.base()
+        )),
+        "{challenge}"
+    );
+
+    // A JWT for this endpoint: a group grant of Lakeshore.
+    let mut claims = security::jwt_claims(chrono::Utc::now());
+    claims["aud"] = json!(resource);
+    let token = security::mint_jwt(&claims);
+    let search = json!({"type": "inventory.search.request", "pagination": {"limit": 5}});
+    let here = call_with_token(app, &path, &token, SEARCH, search.clone()).await;
+    let (is_error, sc) = structured(&here);
+    assert!(!is_error, "{sc}");
+    // The grant is the token's: the partner-only fleet rooftop, which the
+    // anonymous view never lists, is among the dealer's rooftops.
+    let info = json!({"type": "dealer.information.request"});
+    let (is_error, sc) = structured(&call_with_token(app, &path, &token, DEALER, info).await);
+    assert!(!is_error, "{sc}");
+    assert!(sc.to_string().contains("Fleet"), "{sc}");
+    // Anywhere else it is another resource's token: 401, never anonymous.
+    let at_mcp = call_with_token(
+        app,
+        "/mcp",
+        &token,
+        "dealeragent.inventory.search",
+        json!({"organization_id": ORG}),
+    )
+    .await;
+    assert_eq!(at_mcp.status, 401, "{}", at_mcp.raw);
+    let elsewhere = call_with_token(
+        app,
+        &format!("/aap/{OTHER_ORG}/mcp"),
+        &token,
+        SEARCH,
+        search.clone(),
+    )
+    .await;
+    assert_eq!(elsewhere.status, 401, "{}", elsewhere.raw);
+    // And a token for the gateway's resource stays good at the endpoint.
+    let gateway_token = security::mint_jwt(&security::jwt_claims(chrono::Utc::now()));
+    let (is_error, sc) =
+        structured(&call_with_token(app, &path, &gateway_token, SEARCH, search).await);
+    assert!(!is_error, "{sc}");
+}
