@@ -497,6 +497,10 @@ pub fn gateway_document(state: &AppState, snapshot: &DirectorySnapshot, manifest
                 per_organization_endpoints(base, template, manifest)
                     .into_iter()
                     .map(|(organization_id, endpoint)| json!({
+                        // Each AAP endpoint is a protected resource of its
+                        // own (docs/jwt.md "MCP authorization").
+                        "protected_resource_metadata":
+                            crate::mcp::aap::metadata_url(state, &organization_id),
                         "organization_id": organization_id,
                         "endpoint": endpoint,
                     }))

@@ -977,6 +977,17 @@ async fn the_gateway_document_agrees_with_the_manifest() {
             .filter_map(|t| t.as_str().map(str::to_owned))
             .collect();
         assert_eq!(listed, adapter, "{e}");
+        // Its metadata names it as the resource.
+        let metadata = common::send(
+            app.http.get(
+                e["protected_resource_metadata"]
+                    .as_str()
+                    .expect("metadata URL"),
+            ),
+        )
+        .await;
+        assert_eq!(metadata.status, 200, "{}", metadata.raw);
+        assert_eq!(metadata.body["resource"], e["endpoint"], "{e}");
     }
     let tools: BTreeSet<String> = doc["tools"]
         .as_array()
