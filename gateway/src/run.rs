@@ -224,7 +224,11 @@ async fn serve(settings: crate::config::ServeSettings, database_url: &str) -> Re
         "Try: curl -s http://{addr}/mcp -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: server/discover' -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\",\"params\":{{\"_meta\":{{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{{}}}}}}}}'"
     );
     tracing::info!(listen = %addr, store = %store_kind(database_url), "serving");
+    let store = state.store.clone();
     app::serve(listener, state, app::shutdown_signal()).await?;
+    // SQLite checkpoints and removes its write-ahead log as the last
+    // connection closes (`Store::close`).
+    store.close().await;
     tracing::info!("stopped");
     Ok(())
 }
@@ -719,6 +723,7 @@ async fn import_inventory(
     )?;
     let results = stream_write(store.as_ref(), file, &check, &ctx, dry_run, now, &track).await?;
     track.progress.finish();
+    store.close().await;
     for line in report_lines(&name, &check, &results, dry_run) {
         println!("{line}");
     }
@@ -1052,6 +1057,7 @@ async fn import_bundle(
         lines.extend(report_lines(&name, &check, &results, dry_run));
     }
     progress.finish();
+    store.close().await;
     for line in &lines {
         println!("{line}");
     }

@@ -251,6 +251,13 @@ pub trait Store: Send + Sync + 'static {
     /// Cheap reachability check for `/readyz`.
     async fn ping(&self) -> Result<(), StoreError>;
 
+    /// Close every connection, waiting for them to finish. A command that
+    /// wrote much and then exits calls this: SQLite checkpoints its
+    /// write-ahead log into the database and removes it when the last
+    /// connection closes, where an exit without closing left the log (about
+    /// 3 GB after a 1,000,000-vehicle import) for the next process.
+    async fn close(&self);
+
     /// True when no organization is stored (the demo loads only then).
     async fn is_empty(&self) -> Result<bool, StoreError>;
 

@@ -575,6 +575,10 @@ where
         Ok(())
     }
 
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+
     async fn is_empty(&self) -> Result<bool, StoreError> {
         let any: bool = sqlx::query_scalar("select exists (select 1 from organizations)")
             .fetch_one(&self.pool)

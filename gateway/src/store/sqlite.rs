@@ -38,6 +38,9 @@ const VEHICLE_INSERT_BATCH: usize = 500;
 /// The SQLite store.
 pub type SqliteStore = SqlStore<SqliteDialect>;
 
+/// Bytes of write-ahead log kept after a checkpoint (64 MiB).
+const JOURNAL_SIZE_LIMIT: u64 = 64 * 1024 * 1024;
+
 /// What SQLite does differently (see `sql.rs`).
 #[derive(Debug, Clone, Copy)]
 pub struct SqliteDialect;
@@ -55,6 +58,10 @@ impl SqliteStore {
             .journal_mode(SqliteJournalMode::Wal)
             // The usual pairing with WAL: durable at checkpoints, no fsync per commit.
             .synchronous(SqliteSynchronous::Normal)
+            // After a checkpoint the log is cut back to this size instead of
+            // keeping the size of the largest transaction it ever held (a
+            // whole snapshot import).
+            .pragma("journal_size_limit", JOURNAL_SIZE_LIMIT.to_string())
             .foreign_keys(true)
             .busy_timeout(BUSY_TIMEOUT);
         let pool_options = SqlitePoolOptions::new().acquire_timeout(ACQUIRE_TIMEOUT);

@@ -735,3 +735,60 @@ async fn log_format_json_or_text_from_a_flag_or_the_config_file() {
         "the filter applies: {logs}"
     );
 }
+
+/// An import leaves no write-ahead log behind on SQLite: the command closes
+/// its store, so SQLite checkpoints the log into the database and removes
+/// it (`Store::close`). Before, a 1,000,000-vehicle import left about 3 GB
+/// of log for the next process. On PostgreSQL there is no file to check.
+#[tokio::test]
+async fn an_import_leaves_no_write_ahead_log_on_sqlite() {
+    let dir = temp_dir();
+    let db = test_database_url(&dir).await;
+    if !db.starts_with("sqlite:") {
+        return;
+    }
+    let bundle = dir.join("bundle");
+    let generated = run_cli(
+        &db,
+        &[
+            "demo",
+            "generate",
+            "--vehicles",
+            "300",
+            "--rooftops",
+            "2",
+            "--out",
+            &bundle.display().to_string(),
+        ],
+    );
+    assert!(generated.status.success(), "{}", text(&generated));
+    let wal = dir.join("gateway.sqlite-wal");
+    let imported = run_cli(&db, &["import", "bundle", &bundle.display().to_string()]);
+    assert!(imported.status.success(), "{}", text(&imported));
+    assert!(
+        !wal.exists(),
+        "{} bytes of write-ahead log left after import bundle",
+        std::fs::metadata(&wal).map_or(0, |m| m.len())
+    );
+    let feed = std::fs::read_dir(bundle.join("inventory"))
+        .expect("feeds")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .next()
+        .expect("a feed");
+    let row = first_row(&feed, &["organization_id", "rooftop_id"]);
+    let imported = run_cli(
+        &db,
+        &[
+            "import",
+            "inventory",
+            &feed.display().to_string(),
+            "--organization",
+            &row[0],
+            "--rooftop",
+            &row[1],
+        ],
+    );
+    assert!(imported.status.success(), "{}", text(&imported));
+    assert!(!wal.exists(), "write-ahead log left after import inventory");
+}
