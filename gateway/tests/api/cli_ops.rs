@@ -391,14 +391,25 @@ log_format = "xml"
 
 /// `demo generate` into `out`; its output.
 fn generate(db: &str, out: &Path, extra: &[&str]) -> std::process::Output {
+    generate_sized(db, out, "4000", "4", extra)
+}
+
+/// `demo generate` of `vehicles` on `rooftops` (seed 7) into `out`; its output.
+fn generate_sized(
+    db: &str,
+    out: &Path,
+    vehicles: &str,
+    rooftops: &str,
+    extra: &[&str],
+) -> std::process::Output {
     let out = out.display().to_string();
     let mut args = vec![
         "demo",
         "generate",
         "--vehicles",
-        "4000",
+        vehicles,
         "--rooftops",
-        "4",
+        rooftops,
         "--seed",
         "7",
         "--out",
@@ -592,19 +603,7 @@ async fn preview_prints_the_summary_and_the_json_only_with_json() {
     let dir = temp_dir();
     let db = test_database_url(&dir).await;
     let bundle = dir.join("bundle");
-    let generated = run_cli(
-        &db,
-        &[
-            "demo",
-            "generate",
-            "--vehicles",
-            "20",
-            "--rooftops",
-            "1",
-            "--out",
-            &bundle.display().to_string(),
-        ],
-    );
+    let generated = generate_sized(&db, &bundle, "20", "1", &[]);
     assert!(generated.status.success(), "{}", text(&generated));
     let imported = run_cli(&db, &["import", "bundle", &bundle.display().to_string()]);
     assert!(imported.status.success(), "{}", text(&imported));
@@ -748,19 +747,7 @@ async fn an_import_leaves_no_write_ahead_log_on_sqlite() {
         return;
     }
     let bundle = dir.join("bundle");
-    let generated = run_cli(
-        &db,
-        &[
-            "demo",
-            "generate",
-            "--vehicles",
-            "300",
-            "--rooftops",
-            "2",
-            "--out",
-            &bundle.display().to_string(),
-        ],
-    );
+    let generated = generate_sized(&db, &bundle, "300", "2", &[]);
     assert!(generated.status.success(), "{}", text(&generated));
     let wal = dir.join("gateway.sqlite-wal");
     let imported = run_cli(&db, &["import", "bundle", &bundle.display().to_string()]);
