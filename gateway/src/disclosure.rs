@@ -14,6 +14,9 @@
 //!   [`WEIGHT_COMPONENT`] and [`band_points`].
 
 pub mod cache;
+mod text;
+
+pub use text::{CLOSING as TEXT_CLOSING, MAX_TEXT, TEXT_DISCOUNT_LIMIT};
 
 use chrono::{DateTime, Duration, Utc};
 use pricing::Money;
@@ -26,22 +29,12 @@ use crate::store::{RooftopPricing, SourceRecord};
 
 /// Points of each boolean completeness component.
 pub const WEIGHT_COMPONENT: u32 = 20;
-/// Longest `disclosure_text` DAP allows.
-pub const MAX_TEXT: usize = 4000;
 const MAX_AGE_LIMIT: u32 = 2_592_000;
 /// DAP `provenance.transformations` `maxItems`.
 const MAX_TRANSFORMATIONS: usize = 32;
 /// Extension member holding the full transformation list when DAP's cap
 /// abbreviates `provenance.transformations`.
 pub const PROVENANCE_EXTENSION: &str = "dealergateway.provenance";
-/// How many conditional discounts `disclosure_text` names; the rest are
-/// summarised with an exact count ("and 3 more conditional offers").
-/// Surcharges and required charges are never summarised (issue 12 item 5).
-pub const TEXT_DISCOUNT_LIMIT: usize = 10;
-/// Longest name (characters) the text quotes for a charge or adjustment,
-/// so that a long name cannot push a surcharge out of the 4,000 characters.
-const TEXT_NAME_CHARS: usize = 80;
-
 /// Points of the availability band component (at most [`WEIGHT_COMPONENT`]).
 pub fn band_points(band: Band) -> u32 {
     match band {
@@ -280,6 +273,36 @@ fn matching_estimate<'p>(
         .or_else(|| pricing.government_charge_estimates.iter().find(matches))
 }
 
+/// The places the rooftop publishes government-charge estimates for
+/// (`US-IL, US-IN and US`), at most [`PLACES_NAMED`] then a count; `None`
+/// when it publishes none.
+fn estimate_places(pricing: &RooftopPricing) -> Option<String> {
+    let mut places: Vec<&str> = Vec::new();
+    for e in &pricing.government_charge_estimates {
+        let place = str_of(&e.jurisdiction, "subdivision")
+            .or_else(|| str_of(&e.jurisdiction, "country"))
+            .filter(|p| p.len() <= 6 && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
+        if let Some(p) = place
+            && !places.contains(&p)
+        {
+            places.push(p);
+        }
+    }
+    let (named, rest) = places.split_at(places.len().min(PLACES_NAMED));
+    match (named, rest.len()) {
+        ([], _) => None,
+        ([one], 0) => Some((*one).to_owned()),
+        (_, 0) => {
+            let (last, init) = named.split_last()?;
+            Some(format!("{} and {last}", init.join(", ")))
+        }
+        (_, n) => Some(format!("{} and {n} more", named.join(", "))),
+    }
+}
+
+/// How many estimate places an unknown-government reason names.
+const PLACES_NAMED: usize = 5;
+
 /// Government charges and, for the text, the estimate's total.
 struct Government {
     value: Value,
@@ -348,16 +371,26 @@ fn government(inputs: &Inputs<'_>) -> Government {
             }
         }
         _ => {
-            let reason = if inputs.jurisdiction.is_none() {
-                "Government charges (taxes, title, registration) are unknown: no buyer jurisdiction was given and the dealer publishes no amounts."
-            } else {
-                "Government charges (taxes, title, registration) are unknown for the requested jurisdiction: the dealer publishes no estimate for it."
+            // Never "publishes no amounts" when it does publish estimates
+            // for other places: say which, so an agent can ask again with
+            // the buyer's jurisdiction and a manager is not sent to
+            // configure what is configured.
+            let covered = estimate_places(inputs.pricing);
+            let reason = match (inputs.jurisdiction.is_none(), covered) {
+                (true, None) => "Government charges (taxes, title, registration) are unknown: no buyer jurisdiction was given and the dealer publishes no amounts.".to_owned(),
+                (true, Some(places)) => format!(
+                    "Government charges (taxes, title, registration) are unknown until the buyer's jurisdiction is given: the dealer publishes estimates for {places}."
+                ),
+                (false, None) => "Government charges (taxes, title, registration) are unknown for the requested jurisdiction: the dealer publishes no estimate for it.".to_owned(),
+                (false, Some(places)) => format!(
+                    "Government charges (taxes, title, registration) are unknown for the requested jurisdiction: the dealer publishes estimates only for {places}."
+                ),
             };
             Government {
                 value: json!({"status": "unknown"}),
                 status: "unknown",
                 total: None,
-                reason: reason.to_owned(),
+                reason,
                 assumptions: Vec::new(),
             }
         }
@@ -412,19 +445,6 @@ pub fn disclosure_id(vehicle_id: &str, snapshot_version: i64) -> String {
     use sha2::Digest as _;
     let digest = sha2::Sha256::digest(id.as_bytes());
     format!("pricing.{}", &hex::encode(digest)[..40])
-}
-
-fn charge_name(c: &Value) -> String {
-    str_of(c, "name")
-        .or_else(|| str_of(c, "charge_id"))
-        .unwrap_or("charge")
-        .to_owned()
-}
-
-fn amount_text(v: &Value) -> String {
-    v.get("amount")
-        .and_then(money_of)
-        .map_or_else(|| "an unknown amount".to_owned(), |m| m.to_string())
 }
 
 /// Build the disclosure.
@@ -736,13 +756,15 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
         "max_age_seconds": inputs.inventory_sla_seconds.min(MAX_AGE_LIMIT),
     });
 
-    let text = disclosure_text(&TextInputs {
+    let text = text::disclosure_text(&text::TextInputs {
         price,
         includes_all,
         charges_known,
         charges: &charges_value,
         adjustments: &adjustments,
-        gov: &gov,
+        gov_status: gov.status,
+        gov_total: gov.total,
+        gov_assumptions: &gov.assumptions,
         evaluation_error,
     });
 
@@ -800,180 +822,6 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
         score,
         gaps,
     }
-}
-
-/// What [`disclosure_text`] is written from.
-struct TextInputs<'a> {
-    price: Money,
-    includes_all: bool,
-    charges_known: bool,
-    charges: &'a [Value],
-    adjustments: &'a [Value],
-    gov: &'a Government,
-    evaluation_error: Option<&'a str>,
-}
-
-/// `name (verb, amount)` of one adjustment, the name cut to
-/// [`TEXT_NAME_CHARS`].
-fn adjustment_phrase(a: &Value) -> String {
-    let verb = if str_of(a, "direction") == Some("surcharge") {
-        "surcharge"
-    } else {
-        "discount"
-    };
-    let amount = if str_of(a, "amount_status") == Some("known") {
-        amount_text(a)
-    } else {
-        "amount unknown".to_owned()
-    };
-    format!(
-        "{} ({verb}, {amount})",
-        truncate(str_of(a, "name").unwrap_or("offer"), TEXT_NAME_CHARS)
-    )
-}
-
-fn charge_phrase(c: &Value) -> String {
-    format!(
-        "{} ({})",
-        truncate(&charge_name(c), TEXT_NAME_CHARS),
-        amount_text(c)
-    )
-}
-
-/// The plain-language text (docs/pricing.md section 5, "Text"). Every
-/// required charge and every surcharge is always named; conditional
-/// discounts are named up to [`TEXT_DISCOUNT_LIMIT`] (fewer if the
-/// 4,000-character bound needs the room) and the rest are counted exactly,
-/// so the text never silently shows less than the structured fields
-/// (issue 12 item 5).
-fn disclosure_text(t: &TextInputs<'_>) -> String {
-    let price = t.price;
-    let charges = t.charges;
-    let gov = t.gov;
-    let mut parts: Vec<String> = Vec::new();
-    parts.push(format!(
-        "Advertised price: {price}, available to every buyer."
-    ));
-    if t.includes_all && !charges.is_empty() {
-        parts.push("The advertised price includes every required dealer charge.".to_owned());
-    }
-    let not_included: Vec<&Value> = charges
-        .iter()
-        .filter(|c| c.get("included_in_advertised_price") != Some(&Value::Bool(true)))
-        .collect();
-    let included: Vec<&Value> = charges
-        .iter()
-        .filter(|c| c.get("included_in_advertised_price") == Some(&Value::Bool(true)))
-        .collect();
-    if !t.charges_known {
-        parts.push(
-            "Required dealer charges are unknown: the dealer has not listed them, so the price may not include every required charge."
-                .to_owned(),
-        );
-    } else if charges.is_empty() {
-        parts.push("The dealer lists no required dealer charges.".to_owned());
-    } else {
-        if !included.is_empty() {
-            let list: Vec<String> = included.iter().map(|c| charge_phrase(c)).collect();
-            parts.push(format!(
-                "Included in the advertised price: {}.",
-                list.join(", ")
-            ));
-        }
-        if !not_included.is_empty() {
-            let list: Vec<String> = not_included.iter().map(|c| charge_phrase(c)).collect();
-            parts.push(format!(
-                "NOT included in the advertised price and required on every sale: {}.",
-                list.join(", ")
-            ));
-            let sum = not_included
-                .iter()
-                .map(|c| c.get("amount").and_then(money_of))
-                .collect::<Option<Vec<Money>>>()
-                .and_then(|m| {
-                    Money::checked_sum(price.currency(), m.into_iter().chain([price])).ok()
-                });
-            if let Some(sum) = sum {
-                parts.push(format!(
-                    "Advertised price plus required dealer charges: {sum}, before government charges."
-                ));
-            }
-        }
-    }
-    match gov.status {
-        "estimated" => {
-            let total = gov
-                .total
-                .map_or_else(|| "an estimated amount".to_owned(), |t| t.to_string());
-            let basis = gov.assumptions.join(" ");
-            parts.push(format!(
-                "Government charges (taxes, title, registration) are estimated at {total}, not included; basis: {basis}"
-            ));
-        }
-        "calculated" => parts.push(
-            "Government charges are calculated by the dealer for this sale; the amounts are not published here, ask the dealer."
-                .to_owned(),
-        ),
-        "not_applicable" => {
-            parts.push("The dealer reports that no government charges apply.".to_owned());
-        }
-        _ => parts.push(
-            "Government charges (taxes, title, registration) are unknown and not included; they are not zero and depend on the buyer's jurisdiction."
-                .to_owned(),
-        ),
-    }
-    if let Some(e) = t.evaluation_error {
-        parts.push(format!(
-            "Offers from the dealer's incentive programs are not listed because they could not be computed: {e}"
-        ));
-    }
-    let (surcharges, discounts): (Vec<&Value>, Vec<&Value>) = t
-        .adjustments
-        .iter()
-        .partition(|a| str_of(a, "direction") == Some("surcharge"));
-    if !surcharges.is_empty() {
-        let list: Vec<String> = surcharges.iter().map(|a| adjustment_phrase(a)).collect();
-        parts.push(format!(
-            "Surcharges, added to the price where their conditions apply and not part of the advertised price: {}.",
-            list.join("; ")
-        ));
-    }
-    let closing = "This is a price disclosure, not a personalized or out-the-door quote.";
-    let fixed: usize =
-        parts.iter().map(|p| p.chars().count() + 1).sum::<usize>() + closing.chars().count();
-    if !discounts.is_empty() {
-        let sentence = |named: usize| {
-            let mut list: Vec<String> = discounts
-                .iter()
-                .take(named)
-                .map(|a| adjustment_phrase(a))
-                .collect();
-            let rest = discounts.len() - named;
-            if rest > 0 {
-                let offers = if rest == 1 { "offer" } else { "offers" };
-                let lead = if named == 0 { "" } else { "and " };
-                list.push(format!(
-                    "{lead}{rest} more conditional {offers} (every one is listed in conditional_adjustments)"
-                ));
-            }
-            format!(
-                "Conditional offers, only for buyers who meet their eligibility requirements (eligibility is required and may need proof); they are not part of the advertised price: {}.",
-                list.join("; ")
-            )
-        };
-        // Name as many as the limit and the length bound allow; the count
-        // covers every one left out.
-        let mut named = discounts.len().min(TEXT_DISCOUNT_LIMIT);
-        let mut text = sentence(named);
-        while named > 0 && fixed + 1 + text.chars().count() > MAX_TEXT {
-            named -= 1;
-            text = sentence(named);
-        }
-        parts.push(text);
-    }
-    parts.push(closing.to_owned());
-    let text = parts.join(" ");
-    truncate(&text, MAX_TEXT).to_owned()
 }
 
 /// A DAP jurisdiction object from a program's `"US"` / `"US-IL"` code.

@@ -426,6 +426,14 @@ async fn jurisdiction_selects_the_estimate_and_narrows_adjustments() {
     a["jurisdiction"] = json!({"country": "CA", "subdivision": "CA-ON"});
     let d = disclose(&fx.app, a).await;
     assert_eq!(d["government_charges"], json!({"status": "unknown"}));
+    // The reason names where the dealer does publish estimates, never "no
+    // amounts" (docs/pricing.md section 5).
+    let reasons = d["uncertainty"].to_string();
+    assert!(
+        reasons.contains("the dealer publishes estimates only for US and US-IL"),
+        "{reasons}"
+    );
+    assert!(!reasons.contains("publishes no"), "{reasons}");
     let ids: Vec<&str> = d["conditional_adjustments"]
         .as_array()
         .unwrap()
@@ -1239,4 +1247,99 @@ async fn a_reused_disclosure_is_the_document_a_fresh_build_gives() {
             );
         }
     }
+}
+
+/// docs/pricing.md section 5 "Text": when required charges and surcharges
+/// together need more than DAP's 4,000 characters, the text is composed,
+/// not cut. Before, it was cut at exactly 4,000 characters: it ended in the
+/// middle of an item, a surcharge was never named and the closing "not an
+/// out-the-door quote" sentence was gone.
+#[tokio::test]
+async fn a_text_too_long_for_every_name_still_accounts_for_every_charge() {
+    let long = |tag: &str, i: usize| format!("{tag} {i:02} {}", "y".repeat(120));
+    let mut yaml = String::from("programs:\n");
+    for i in 0..25 {
+        yaml.push_str(&format!(
+            "  - program_id: fee-{i:02}\n    revision: 1\n    name: {}\n    kind: surcharge\n    direction: surcharge\n    amount: {{status: known, amount: {{amount_minor: {}, currency: USD}}}}\n    stacking: {{group: addons, combinability: stackable}}\n",
+            long("Surcharge", i),
+            1_000 + i
+        ));
+    }
+    let (fx, v) = setup_custom(Some(yaml.into_bytes()), |b| {
+        b.required_dealer_charges = Some(
+            (0..25)
+                .map(|i| {
+                    json!({
+                        "charge_id": format!("fee-{i}"),
+                        "name": long("Required charge", i),
+                        "amount": {"amount_minor": 10_000 + i, "currency": "USD"},
+                        "included_in_advertised_price": false,
+                        "taxable_status": "unknown",
+                        "payee": "dealer",
+                        "required": true,
+                    })
+                })
+                .collect(),
+        );
+    })
+    .await;
+    let d = disclose(&fx.app, args(&v[1])).await;
+    let text = d["disclosure_text"].as_str().unwrap();
+    assert!(text.chars().count() <= 4000, "{}", text.chars().count());
+    assert!(
+        text.ends_with("not a personalized or out-the-door quote."),
+        "the closing sentence was lost: {text}"
+    );
+    // Every charge not included is named whole or counted, never cut.
+    let not_included = d["required_dealer_charges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["included_in_advertised_price"] == json!(false))
+        .count();
+    assert_eq!(
+        not_included, 26,
+        "the vehicle's 25 and the rooftop's documentation fee"
+    );
+    let charges_named = usize::from(text.contains("Documentation fee (399.00 USD)"));
+    let charges_named = charges_named
+        + (0..25)
+            .filter(|i| text.contains(&format!("Required charge {i:02} ")))
+            .count();
+    for i in 0..25 {
+        let tag = format!("Required charge {i:02} ");
+        if let Some(at) = text.find(&tag) {
+            let rest = &text[at..];
+            let close = rest.find(" (").expect("a named charge has its amount");
+            assert!(
+                rest[close..].starts_with(&format!(" (100.{i:02} USD)")),
+                "charge {i} is cut: {rest}"
+            );
+        }
+    }
+    let charges_left = not_included - charges_named;
+    if charges_left > 0 {
+        assert!(
+            text.contains(&format!("{charges_left} more required charge")),
+            "{charges_named} of {not_included} charges named and the rest not counted: {text}"
+        );
+    }
+    let surcharges_named = (0..25)
+        .filter(|i| text.contains(&format!("Surcharge {i:02} ")))
+        .count();
+    assert!(surcharges_named > 0, "{text}");
+    let left = 25 - surcharges_named;
+    assert!(left > 0, "the case must not fit: {text}");
+    assert!(
+        text.contains(&format!(
+            "and {left} more surcharge{} (every one is listed in conditional_adjustments)",
+            if left == 1 { "" } else { "s" }
+        )),
+        "{surcharges_named} of 25 surcharges named and the rest not counted: {text}"
+    );
+    // The sum covers every charge, named or counted.
+    assert!(
+        text.contains("Advertised price plus required dealer charges:"),
+        "{text}"
+    );
 }
