@@ -260,7 +260,7 @@ pub struct ServeSettings {
     /// running: past it its searches stop and it answers with the best
     /// stacks found so far, marked `optimality: bounded` (the disclosure
     /// says so in its text and uncertainty). On top of the counted budget
-    /// of 100,000 search nodes and 1,000,000 rhai operations
+    /// of 50,000 search nodes and 500,000 rhai operations
     /// (docs/pricing.md section 4).
     #[arg(
         long,

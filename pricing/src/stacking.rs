@@ -127,9 +127,9 @@ pub struct SearchBudget {
 }
 
 /// [`SearchBudget::max_nodes`] by default.
-pub const DEFAULT_MAX_NODES: u64 = 100_000;
+pub const DEFAULT_MAX_NODES: u64 = 50_000;
 /// [`SearchBudget::max_rule_operations`] by default.
-pub const DEFAULT_MAX_RULE_OPERATIONS: u64 = 1_000_000;
+pub const DEFAULT_MAX_RULE_OPERATIONS: u64 = 500_000;
 
 impl Default for SearchBudget {
     fn default() -> Self {
