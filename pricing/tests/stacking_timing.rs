@@ -242,7 +242,8 @@ fn oem_sheet(n: usize, rule: DealerRule) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// The issue-23 worst case: every program carries the rule
+/// The worst case of docs/benchmarks.md ("Offers: rules proven, the
+/// evaluation budget and rhai speed"): every program carries the rule
 /// `stack.len() <= 1`, not declared monotone, so no rejection prunes and
 /// every stack that beats the best single program is judged. Before the
 /// whole-evaluation budget, 20 programs cost about 4 s per call; now the
