@@ -4,9 +4,11 @@
 //! and a hypothetical buyer [`Profile`], and reports per program its
 //! applicability, tri-state eligibility and amount, then the best stack per
 //! payment-mode branch found by an exhaustive branch and bound search
-//! (`optimality: proven`, or `bounded` when the node budget is hit: never
-//! silently greedy). Pure and deterministic: the output does not depend on
-//! the order of the programs.
+//! (`optimality: proven`, or `bounded` when the evaluation's budget of
+//! search nodes and rhai operations, or its caller's interrupt, stopped it:
+//! never silently greedy; [`SearchBudget`], [`evaluate_with`]). Pure and
+//! deterministic: the output does not depend on the order of the programs,
+//! and no clock is read (a deadline is the caller's [`Interrupt`]).
 //!
 //! Semantics (docs/pricing.md "Stacking"):
 //! - surcharges that apply (and are not ineligible) are always included;
@@ -318,9 +320,10 @@ pub struct ProgramReport {
 pub enum Optimality {
     /// Exhaustive: no better valid stack exists.
     Proven,
-    /// The node budget was hit: the best stack found so far.
+    /// The evaluation's budget (nodes or rhai operations) or its caller's
+    /// interrupt stopped the search: the best stack found so far.
     Bounded {
-        /// Nodes explored.
+        /// Nodes this search explored.
         nodes_explored: u64,
     },
 }
