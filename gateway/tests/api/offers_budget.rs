@@ -286,6 +286,64 @@ async fn a_stored_rule_that_fails_is_reported_unusable_with_the_reason_never_eli
     );
 }
 
+#[tokio::test]
+async fn preview_names_a_stored_rule_that_fails_and_why() {
+    let app = spawn_with(|_| {}).await;
+    let result = app
+        .call_tool(
+            "dealeragent.inventory.search",
+            json!({"organization_id": ORG, "rooftop_ids": [CHICAGO],
+                   "filters": {"condition": ["new"]}}),
+        )
+        .await;
+    let vin = result["structuredContent"]["vehicles"][0]["vin"]
+        .as_str()
+        .expect("a new demo vehicle with a VIN")
+        .to_owned();
+    store_unchecked(
+        &app.database_url,
+        &[
+            ruled("zz-plus-one", 900_000, "stack.len() + 1"),
+            ruled(
+                "zz-three",
+                800_000,
+                "if stack.len() == 3 { 3 } else { true }",
+            ),
+        ],
+    )
+    .await;
+    let out = run_cli(
+        &app.database_url,
+        &[
+            "preview",
+            "--organization",
+            ORG,
+            "--rooftop",
+            CHICAGO,
+            "--vin",
+            &vin,
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let said = text(&out);
+    for (id, why) in [
+        (
+            "zz-plus-one",
+            "returned an integer, not a boolean, for the stack [zz-plus-one]",
+        ),
+        (
+            "zz-three",
+            "returned an integer, not a boolean, for the stack [",
+        ),
+    ] {
+        let line = said
+            .lines()
+            .find(|l| l.contains(id) && l.contains("cannot be evaluated"))
+            .unwrap_or_else(|| panic!("{id} not named: {said}"));
+        assert!(line.contains(why), "{line}");
+    }
+}
+
 /// 40 programs whose rules cost about 7,500 rhai operations on every stack
 /// of 3 to 30 programs (cheap alone, in pairs and on the whole set, so the
 /// proof passes them), not declared monotone, with amounts so close that
