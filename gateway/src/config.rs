@@ -231,6 +231,45 @@ pub struct ServeSettings {
     )]
     pub request_timeout_seconds: u64,
 
+    /// Offer evaluations (`dealergateway.offers.evaluate`, the offers part
+    /// of `dealeragent.pricing.get_disclosure`, the console's what-if and
+    /// scores) that may run at once, each on a thread of its own beside
+    /// the async workers, which they never occupy. 0: one less than the
+    /// machine's cores, at least 1 (docs/pricing.md section 4).
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_EVALUATION_THREADS",
+        default_value_t = 0,
+        value_parser = clap::value_parser!(u32).range(0..=1024)
+    )]
+    pub evaluation_threads: u32,
+
+    /// Offer evaluations that may wait for a free evaluation thread. A call
+    /// beyond it, or one that waited --evaluation-deadline-ms without a
+    /// thread, is answered with the retryable
+    /// `dealeragent.upstream.unavailable` and `retry_after_ms`.
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_EVALUATION_QUEUE",
+        default_value_t = crate::offers::pool::DEFAULT_QUEUE as u32,
+        value_parser = clap::value_parser!(u32).range(0..=100_000)
+    )]
+    pub evaluation_queue: u32,
+
+    /// The wall-clock budget of one offer evaluation, from when it starts
+    /// running: past it its searches stop and it answers with the best
+    /// stacks found so far, marked `optimality: bounded` (the disclosure
+    /// says so in its text and uncertainty). On top of the counted budget
+    /// of 50,000 search nodes and 500,000 rhai operations
+    /// (docs/pricing.md section 4).
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_EVALUATION_DEADLINE_MS",
+        default_value_t = crate::offers::pool::DEFAULT_DEADLINE.as_millis() as u64,
+        value_parser = clap::value_parser!(u64).range(1..=60_000)
+    )]
+    pub evaluation_deadline_ms: u64,
+
     /// Longest time from the first byte of a request head to its end
     /// (request line and headers); a slower client gets 408 and the
     /// connection is closed (docs/security.md, "Slow clients").

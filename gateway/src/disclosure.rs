@@ -83,6 +83,23 @@ pub struct ProgramsInput {
     /// One sentence per stored program that cannot be evaluated, for
     /// `uncertainty` (issue 12 item 2: never dropped in silence).
     pub unusable: Vec<String>,
+    /// Set when the evaluation's budget or deadline stopped its search
+    /// (`optimality: bounded`, docs/pricing.md section 4): a sentence for
+    /// the text and `uncertainty`.
+    pub evaluation_bounded: Option<String>,
+}
+
+/// The sentence a disclosure carries when its offer evaluation was
+/// bounded by its budget (docs/pricing.md section 4).
+pub fn bounded_sentence(stop: pricing::stacking::BudgetStop) -> String {
+    use pricing::stacking::BudgetStop;
+    let why = match stop {
+        BudgetStop::Nodes | BudgetStop::RuleOperations => "its operation budget",
+        BudgetStop::Interrupted => "its time budget",
+    };
+    format!(
+        "The best combination of the dealer's incentive offers was not proven: the evaluation stopped at {why}, so its best stack is the best found, not necessarily the best (optimality bounded); every applicable offer is still listed."
+    )
 }
 
 /// A value-free, caller-facing sentence for an evaluation that cannot
@@ -629,6 +646,11 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
     if let Some(e) = evaluation_error {
         reasons.push(e.to_owned());
     }
+    let evaluation_bounded = inputs
+        .programs
+        .as_ref()
+        .and_then(|p| p.evaluation_bounded.as_deref());
+    reasons.extend(evaluation_bounded.map(str::to_owned));
     if !charges_known {
         reasons.push("Required dealer charges are unknown.".to_owned());
     }
@@ -646,6 +668,7 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
     // A program that cannot be evaluated may hold an offer we do not list.
     let status = if !charges_known
         || evaluation_error.is_some()
+        || evaluation_bounded.is_some()
         || !unusable_programs.is_empty()
         || gov.status == "unknown"
         || gov.status == "calculated" && gov.total.is_none()
@@ -766,6 +789,7 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
         gov_total: gov.total,
         gov_assumptions: &gov.assumptions,
         evaluation_error,
+        evaluation_bounded,
     });
 
     let mut doc = Map::new();
@@ -1057,6 +1081,11 @@ pub fn programs_input(
             "observed_at": timestamp(loaded_at),
         }));
     }
+    let evaluation_bounded = evaluation
+        .as_ref()
+        .ok()
+        .and_then(|e| e.cost.stopped)
+        .map(bounded_sentence);
     Some(ProgramsInput {
         adjustments,
         sources,
@@ -1068,6 +1097,7 @@ pub fn programs_input(
             .and_then(|e| e.valid_until)
             .map(|t| t.with_timezone(&Utc)),
         unusable: programs.unusable_sentences(),
+        evaluation_bounded,
     })
 }
 

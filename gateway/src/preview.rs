@@ -478,6 +478,10 @@ fn write_evaluation(out: &mut String, e: &Evaluation, profile: &Profile) {
         "Guaranteed floor (no claims needed): net price {}",
         e.guaranteed_floor.net_price
     );
+    // A search its budget stopped (docs/pricing.md section 4) says so.
+    for line in e.trace.iter().filter(|t| t.starts_with("budget:")) {
+        let _ = writeln!(out, "Not proven best: {line}");
+    }
     for x in &e.potential_extra {
         let _ = writeln!(out, "Potential extra: {}", x.summary);
     }
@@ -533,7 +537,7 @@ fn write_revisions_and_rules(
             }
         }
     }
-    for u in &selected.selection.unusable {
+    for u in &selected.unusable() {
         let _ = writeln!(
             out,
             "  {:<24} rev {:<4} cannot be evaluated: {}",

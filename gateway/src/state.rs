@@ -165,9 +165,16 @@ impl AppState {
         );
         // `--programs-refresh-seconds` (issue 12 item 3): how soon an
         // import, replacement or withdrawal reaches this replica.
-        let offers = crate::offers::OffersService::with_refresh(Duration::from_secs(
-            settings.programs_refresh_seconds.max(1),
-        ));
+        let offers = crate::offers::OffersService::with_pool(
+            Duration::from_secs(settings.programs_refresh_seconds.max(1)),
+            // `--evaluation-threads`, `--evaluation-queue`,
+            // `--evaluation-deadline-ms` (docs/pricing.md section 4).
+            crate::offers::pool::EvaluationPool::new(
+                crate::offers::pool::EvaluationPool::threads_for(settings.evaluation_threads),
+                usize::try_from(settings.evaluation_queue).unwrap_or(usize::MAX),
+                Duration::from_millis(settings.evaluation_deadline_ms.max(1)),
+            ),
+        );
         Self {
             settings,
             catalog,

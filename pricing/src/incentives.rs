@@ -417,6 +417,21 @@ impl ProgramSet {
                 combination_hash,
             });
         }
+        // Rules proven at import (docs/pricing.md section 3): each compiled
+        // rule must return a boolean within its operation budget on the
+        // synthetic stacks of `rules::prove`, built from this set.
+        for (i, vp) in validated.iter().enumerate() {
+            if let Some(why) = rules::prove(&engine, &validated, i) {
+                problems.push(ProgramProblem {
+                    program_index: i,
+                    program_id: Some(vp.program.program_id.clone()),
+                    pointer: format!("/programs/{i}/stacking/rule"),
+                    rule: why,
+                });
+            }
+        }
+        // In program order, as documented (the proof runs after the loop).
+        problems.sort_by_key(|p| p.program_index);
         if problems.is_empty() {
             Ok(ValidatedPrograms {
                 programs: validated,

@@ -4,9 +4,11 @@
 //! and a hypothetical buyer [`Profile`], and reports per program its
 //! applicability, tri-state eligibility and amount, then the best stack per
 //! payment-mode branch found by an exhaustive branch and bound search
-//! (`optimality: proven`, or `bounded` when the node budget is hit: never
-//! silently greedy). Pure and deterministic: the output does not depend on
-//! the order of the programs.
+//! (`optimality: proven`, or `bounded` when the evaluation's budget of
+//! search nodes and rhai operations, or its caller's interrupt, stopped it:
+//! never silently greedy; [`SearchBudget`], [`evaluate_with`]). Pure and
+//! deterministic: the output does not depend on the order of the programs,
+//! and no clock is read (a deadline is the caller's [`Interrupt`]).
 //!
 //! Semantics (docs/pricing.md "Stacking"):
 //! - surcharges that apply (and are not ineligible) are always included;
@@ -106,17 +108,93 @@ pub struct Profile {
     pub as_of: Timestamp,
 }
 
-/// Search limits.
+/// The budget of one evaluation (docs/pricing.md section 2 "Search" and
+/// section 4): every search of it (the best stack and the guaranteed floor
+/// of every payment-mode branch) and every rule call together. Counted, not
+/// timed, so the same inputs always stop at the same point; a caller's
+/// wall-clock deadline comes on top ([`evaluate_with`]). The budget is
+/// shared out between the payment-mode branches as they run: a branch may
+/// use its equal part of what is left, so a costly first branch cannot
+/// starve the others.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize)]
 pub struct SearchBudget {
-    /// Maximum search nodes per search (each candidate stack visited is a node).
+    /// Search nodes over the whole evaluation (each candidate stack
+    /// visited is a node).
     pub max_nodes: u64,
+    /// rhai operations over the whole evaluation: every operation of every
+    /// rule call (closures included), plus one per program of the stack
+    /// handed to each call (building it). One call is also held to
+    /// [`rules::RULE_CALL_OPERATIONS`].
+    pub max_rule_operations: u64,
 }
+
+/// [`SearchBudget::max_nodes`] by default.
+pub const DEFAULT_MAX_NODES: u64 = 50_000;
+/// [`SearchBudget::max_rule_operations`] by default.
+pub const DEFAULT_MAX_RULE_OPERATIONS: u64 = 500_000;
 
 impl Default for SearchBudget {
     fn default() -> Self {
-        SearchBudget { max_nodes: 200_000 }
+        SearchBudget {
+            max_nodes: DEFAULT_MAX_NODES,
+            max_rule_operations: DEFAULT_MAX_RULE_OPERATIONS,
+        }
     }
+}
+
+/// A caller's way to end an evaluation early, e.g. at a wall-clock
+/// deadline (the engine reads no clock itself). Asked before every rule
+/// call and every 64 search nodes; once it answers `true` every search
+/// stops with the best stack found so far (`optimality: bounded`).
+pub trait Interrupt {
+    /// Whether to stop now.
+    fn interrupted(&self) -> bool;
+}
+
+impl<F: Fn() -> bool> Interrupt for F {
+    fn interrupted(&self) -> bool {
+        self()
+    }
+}
+
+/// What ended an evaluation's searches before they were exhaustive.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetStop {
+    /// [`SearchBudget::max_nodes`] (a branch's part of it).
+    Nodes,
+    /// [`SearchBudget::max_rule_operations`] (a branch's part of it).
+    RuleOperations,
+    /// The caller's [`Interrupt`] (its deadline).
+    Interrupted,
+}
+
+/// What one evaluation used (not serialized: the trace says it in words).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct EvaluationCost {
+    /// Search nodes visited.
+    pub nodes: u64,
+    /// rhai rule calls run (verdicts reused from the memo are not calls).
+    pub rule_calls: u64,
+    /// rhai operations charged ([`SearchBudget::max_rule_operations`]).
+    pub rule_operations: u64,
+    /// The first limit that cut a search short, if any: then at least one
+    /// stack is `bounded`.
+    pub stopped: Option<BudgetStop>,
+}
+
+/// A program whose rule failed at evaluation time (an error, a non-boolean
+/// result or more than [`rules::RULE_CALL_OPERATIONS`] on a real stack):
+/// it is left out of every stack and reported not applicable with this
+/// reason (docs/pricing.md section 3).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct UnusableRule {
+    /// Program id.
+    pub program_id: String,
+    /// Revision.
+    pub revision: u32,
+    /// What the rule did, on which stack.
+    pub reason: String,
 }
 
 /// `(program_id, revision)`.
@@ -242,9 +320,10 @@ pub struct ProgramReport {
 pub enum Optimality {
     /// Exhaustive: no better valid stack exists.
     Proven,
-    /// The node budget was hit: the best stack found so far.
+    /// The evaluation's budget (nodes or rhai operations) or its caller's
+    /// interrupt stopped the search: the best stack found so far.
     Bounded {
-        /// Nodes explored.
+        /// Nodes this search explored.
         nodes_explored: u64,
     },
 }
@@ -355,6 +434,15 @@ pub struct Evaluation {
     /// Earliest of: applicable programs' `valid_until`, not-yet-valid
     /// programs' `valid_from`, the price's `valid_until`.
     pub valid_until: Option<Timestamp>,
+    /// What the evaluation used of its budget. Not serialized (the trace
+    /// states it when a limit was hit).
+    #[serde(skip)]
+    pub cost: EvaluationCost,
+    /// Programs left out because their rule failed on a real stack. Not
+    /// serialized here: each is `not_applicable` in `programs` with the
+    /// reason, and the gateway lists them under `unusable_programs`.
+    #[serde(skip)]
+    pub unusable_rules: Vec<UnusableRule>,
 }
 
 /// Evaluation errors (inputs the evaluator refuses).
@@ -370,7 +458,7 @@ pub enum EvaluationError {
 
 const MODES: [PaymentMode; 3] = [PaymentMode::Cash, PaymentMode::Finance, PaymentMode::Lease];
 
-/// Evaluates the programs for a vehicle and profile.
+/// Evaluates the programs for a vehicle and profile within `budget`.
 ///
 /// # Errors
 /// [`EvaluationError`] on a negative price or money overflow.
@@ -379,6 +467,29 @@ pub fn evaluate(
     programs: &ValidatedPrograms,
     profile: &Profile,
     budget: SearchBudget,
+) -> Result<Evaluation, EvaluationError> {
+    evaluate_with(vehicle, programs, profile, budget, &|| false)
+}
+
+/// [`evaluate`], also ended early when `interrupt` says so (a caller's
+/// deadline): the searches then stop with the best stacks found so far,
+/// reported `bounded`, and the trace says why.
+///
+/// A program whose rule fails on a real stack (an error, a non-boolean
+/// result, more than [`rules::RULE_CALL_OPERATIONS`] operations) is left
+/// out of every stack: the evaluation starts again without it (the verdict
+/// memo and the budget carry over) and reports it not applicable with the
+/// reason, in [`Evaluation::unusable_rules`] and in the trace. It is never
+/// silently eligible (docs/pricing.md section 3).
+///
+/// # Errors
+/// [`EvaluationError`] on a negative price or money overflow.
+pub fn evaluate_with(
+    vehicle: &Vehicle,
+    programs: &ValidatedPrograms,
+    profile: &Profile,
+    budget: SearchBudget,
+    interrupt: &dyn Interrupt,
 ) -> Result<Evaluation, EvaluationError> {
     if vehicle.advertised_price.is_negative() {
         return Err(EvaluationError::NegativePrice(vehicle.advertised_price));
@@ -391,26 +502,57 @@ pub fn evaluate(
         ProfilePaymentMode::Lease => vec![PaymentMode::Lease],
         ProfilePaymentMode::Unknown => MODES.to_vec(),
     };
-    let mut trace = Vec::new();
-    let mut branches = Vec::new();
     let mut memo = RuleMemo::default();
-    for mode in modes {
-        branches.push(evaluate_branch(
-            vehicle,
-            programs.engine(),
-            &sorted,
-            profile,
-            mode,
-            budget,
-            &mut memo,
-            &mut trace,
-        )?);
-    }
+    let mut effort = Effort::new(budget, interrupt);
+    // Programs left out because their rule failed: sorted index -> reason.
+    let mut excluded: BTreeMap<usize, UnusableRule> = BTreeMap::new();
+    let (mut trace, branches) = loop {
+        let mut trace = Vec::new();
+        let mut branches = Vec::new();
+        effort.restart = false;
+        for (i, mode) in modes.iter().enumerate() {
+            effort.begin_branch(modes.len() - i);
+            branches.push(evaluate_branch(
+                vehicle,
+                programs.engine(),
+                &sorted,
+                profile,
+                *mode,
+                &excluded,
+                &mut memo,
+                &mut effort,
+                &mut trace,
+            )?);
+            if effort.restart {
+                break;
+            }
+        }
+        if !effort.restart {
+            break (trace, branches);
+        }
+        for failure in effort.failures.drain(..) {
+            excluded.entry(failure.0).or_insert(failure.1);
+        }
+    };
+    let mut head: Vec<String> = excluded
+        .values()
+        .map(|u| {
+            format!(
+                "rules: rule of {} cannot be evaluated, so {}@{} is left out of every stack: {}",
+                u.program_id, u.program_id, u.revision, u.reason
+            )
+        })
+        .collect();
+    head.append(&mut trace);
+    trace = head;
     if memo.evaluations + memo.reused > 0 {
         trace.push(format!(
-            "rules: {} rhai evaluations, {} verdicts reused for stacks already judged",
-            memo.evaluations, memo.reused
+            "rules: {} rhai evaluations ({} operations), {} verdicts reused for stacks already judged",
+            memo.evaluations, effort.ops, memo.reused
         ));
+    }
+    if let Some(stop) = effort.stopped {
+        trace.push(effort.stop_sentence(stop));
     }
     // Winner: lowest net price; ties keep the earlier mode (cash, finance, lease).
     let mut win = 0;
@@ -453,7 +595,114 @@ pub fn evaluate(
                 .collect(),
         },
         valid_until,
+        cost: EvaluationCost {
+            nodes: effort.nodes,
+            rule_calls: effort.calls,
+            rule_operations: effort.ops,
+            stopped: effort.stopped,
+        },
+        unusable_rules: excluded.into_values().collect(),
     })
+}
+
+/// The budget of one evaluation as it is spent ([`SearchBudget`]).
+struct Effort<'i> {
+    budget: SearchBudget,
+    interrupt: &'i dyn Interrupt,
+    /// Spent so far (every attempt, every branch).
+    nodes: u64,
+    ops: u64,
+    calls: u64,
+    /// The current branch may spend up to these totals.
+    node_cap: u64,
+    op_cap: u64,
+    /// The first limit that cut a search.
+    stopped: Option<BudgetStop>,
+    /// The interrupt answered `true` (asked no more).
+    interrupted: bool,
+    /// A rule failed on a real stack: end this attempt and start again
+    /// without its program.
+    restart: bool,
+    /// (sorted program index, what happened) of the failures to exclude.
+    failures: Vec<(usize, UnusableRule)>,
+}
+
+/// Nodes between two questions to the interrupt.
+const INTERRUPT_EVERY: u64 = 64;
+
+impl<'i> Effort<'i> {
+    fn new(budget: SearchBudget, interrupt: &'i dyn Interrupt) -> Self {
+        Effort {
+            budget,
+            interrupt,
+            nodes: 0,
+            ops: 0,
+            calls: 0,
+            node_cap: 0,
+            op_cap: 0,
+            stopped: None,
+            interrupted: false,
+            restart: false,
+            failures: Vec::new(),
+        }
+    }
+
+    /// Gives the next branch its equal part of what is left (`left`
+    /// branches remain, this one included).
+    fn begin_branch(&mut self, left: usize) {
+        let left = u64::try_from(left.max(1)).unwrap_or(u64::MAX);
+        let nodes_left = self.budget.max_nodes.saturating_sub(self.nodes);
+        let ops_left = self.budget.max_rule_operations.saturating_sub(self.ops);
+        self.node_cap = self.nodes + nodes_left / left;
+        self.op_cap = self.ops + ops_left / left;
+    }
+
+    fn stop(&mut self, why: BudgetStop) {
+        self.stopped.get_or_insert(why);
+    }
+
+    /// Whether the interrupt asks to stop (remembered once it does).
+    fn check_interrupt(&mut self) -> bool {
+        if !self.interrupted && self.interrupt.interrupted() {
+            self.interrupted = true;
+            self.stop(BudgetStop::Interrupted);
+        }
+        self.interrupted
+    }
+
+    /// Counts one node; `false` when the search must stop first.
+    fn take_node(&mut self) -> bool {
+        if self.interrupted || self.restart {
+            return false;
+        }
+        if self.nodes >= self.node_cap {
+            self.stop(BudgetStop::Nodes);
+            return false;
+        }
+        if self.nodes.is_multiple_of(INTERRUPT_EVERY) && self.check_interrupt() {
+            return false;
+        }
+        self.nodes += 1;
+        true
+    }
+
+    fn stop_sentence(&self, stop: BudgetStop) -> String {
+        let what = match stop {
+            BudgetStop::Nodes => format!(
+                "the evaluation's budget of {} search nodes",
+                self.budget.max_nodes
+            ),
+            BudgetStop::RuleOperations => format!(
+                "the evaluation's budget of {} rhai operations",
+                self.budget.max_rule_operations
+            ),
+            BudgetStop::Interrupted => "the caller's deadline".to_owned(),
+        };
+        format!(
+            "budget: searches stopped at {what} (used {} search nodes, {} rhai operations in {} rule calls); the stacks are the best found so far (optimality bounded)",
+            self.nodes, self.ops, self.calls
+        )
+    }
 }
 
 fn key(p: &ValidatedProgram) -> (&str, u32) {
@@ -901,15 +1150,16 @@ pub(crate) struct RuleMemo {
     pub(crate) reused: u64,
 }
 
-struct Search<'a, 'e, 'm> {
+struct Search<'a, 'e, 'm, 'f, 'i> {
     cands: Vec<Cand<'a>>,
-    /// Each candidate's rule-visible map, built once per search.
+    /// Each candidate's rule-visible value, built once per search.
     maps: Vec<rhai::Dynamic>,
     compat: Vec<Vec<bool>>,
     runner: rules::RuleRunner<'e>,
     memo: &'m mut RuleMemo,
+    effort: &'f mut Effort<'i>,
     mode: PaymentMode,
-    max_nodes: u64,
+    /// Nodes this search visited.
     nodes: u64,
     exhausted: bool,
     best: Vec<usize>,
@@ -926,10 +1176,21 @@ struct Search<'a, 'e, 'm> {
     limit_refusals: u64,
 }
 
+/// What the rules say of one stack.
+enum Judgement {
+    /// Every rule accepts it.
+    Accepted,
+    /// A rule rejects it; `true` when that rule is declared monotone.
+    Rejected(bool),
+    /// No verdict: the budget ran out, the caller interrupted, or a rule
+    /// failed (the evaluation starts again without its program).
+    Stop,
+}
+
 /// Rejected stacks traced per search; the rest are counted.
 const TRACED_REJECTIONS: usize = 20;
 
-impl Search<'_, '_, '_> {
+impl Search<'_, '_, '_, '_, '_> {
     fn ids(&self, set: &[usize]) -> Vec<(&str, u32)> {
         let mut v: Vec<(&str, u32)> = set.iter().map(|&i| key(self.cands[i].vp)).collect();
         v.sort_unstable();
@@ -988,9 +1249,9 @@ impl Search<'_, '_, '_> {
         }
     }
 
-    /// `Ok(())` when every rule accepts `set`; `Err(monotone)` when a rule
-    /// rejects it (`monotone`: that rule declared `rule_monotone`).
-    fn rules_accept(&mut self, set: &[usize]) -> Result<(), bool> {
+    /// What the rules of `set`'s members say of it (memoized per rule and
+    /// stack; see [`RuleMemo`]).
+    fn rules_accept(&mut self, set: &[usize]) -> Judgement {
         let mut order: Vec<usize> = set.to_vec();
         order.sort_by(|&a, &b| key(self.cands[a].vp).cmp(&key(self.cands[b].vp)));
         let stack_key: Vec<usize> = order.iter().map(|&k| self.cands[k].gidx).collect();
@@ -1004,14 +1265,51 @@ impl Search<'_, '_, '_> {
                 self.memo.reused += 1;
                 v.clone()
             } else {
+                if self.effort.check_interrupt() {
+                    return Judgement::Stop;
+                }
+                // Building the stack costs one operation per member.
+                let charge = 1 + u64::try_from(order.len()).unwrap_or(u64::MAX);
+                let left = self.effort.op_cap.saturating_sub(self.effort.ops);
+                if left <= charge {
+                    self.effort.stop(BudgetStop::RuleOperations);
+                    return Judgement::Stop;
+                }
                 let a = array
                     .get_or_insert_with(|| order.iter().map(|&k| self.maps[k].clone()).collect())
                     .clone();
+                let run = self.runner.run_within(&rule.ast, a, left - charge);
                 self.memo.evaluations += 1;
-                let v = match self.runner.run(&rule.ast, a) {
-                    Ok(true) => Ok(()),
-                    Ok(false) => Err("returned false".to_owned()),
-                    Err(e) => Err(e.to_string()),
+                self.effort.calls += 1;
+                self.effort.ops += run.operations + charge;
+                let v = match run.verdict {
+                    None => {
+                        self.effort.stop(BudgetStop::RuleOperations);
+                        return Judgement::Stop;
+                    }
+                    Some(Ok(true)) => Ok(()),
+                    Some(Ok(false)) => Err("returned false".to_owned()),
+                    Some(Err(failure)) => {
+                        // Never a verdict: the program is left out and the
+                        // evaluation starts again without it.
+                        let members: Vec<&ValidatedProgram> =
+                            order.iter().map(|&k| self.cands[k].vp).collect();
+                        self.effort.failures.push((
+                            self.cands[i].gidx,
+                            UnusableRule {
+                                program_id: p.program.program_id.clone(),
+                                revision: p.program.revision,
+                                reason: format!(
+                                    "the rule {}, for the stack {} (payment mode {})",
+                                    rules::failure_words(&failure),
+                                    rules::stack_words(&members),
+                                    self.mode.name()
+                                ),
+                            },
+                        ));
+                        self.effort.restart = true;
+                        return Judgement::Stop;
+                    }
                 };
                 self.memo.verdicts.insert(memo_key, v.clone());
                 v
@@ -1028,30 +1326,34 @@ impl Search<'_, '_, '_> {
                         format!("rule of {} {why}", p.program.program_id),
                     ));
                 }
-                return Err(p.program.stacking.rule_monotone);
+                return Judgement::Rejected(p.program.stacking.rule_monotone);
             }
         }
-        Ok(())
+        Judgement::Accepted
     }
 
     /// Visits `set` and its extensions by members of `avail` (candidates
     /// after the last member, compatible with every member and allowed by
     /// every declarative limit).
     fn dfs(&mut self, set: &mut Vec<usize>, total: i128, avail: &[usize]) {
-        if self.nodes >= self.max_nodes {
+        if !self.effort.take_node() {
             self.exhausted = true;
             return;
         }
         self.nodes += 1;
         if self.better(total, set) {
             match self.rules_accept(set) {
-                Ok(()) => {
+                Judgement::Accepted => {
                     self.best = set.clone();
                     self.best_total = total;
                 }
                 // A monotone rule rejects every extension too: prune.
-                Err(true) => return,
-                Err(false) => {}
+                Judgement::Rejected(true) => return,
+                Judgement::Rejected(false) => {}
+                Judgement::Stop => {
+                    self.exhausted = true;
+                    return;
+                }
             }
         }
         self.extend(set, total, avail);
@@ -1104,7 +1406,7 @@ fn search<'a>(
     ctx: &RuleContext,
     mode: PaymentMode,
     memo: &mut RuleMemo,
-    budget: SearchBudget,
+    effort: &mut Effort<'_>,
 ) -> SearchOutcome<'a> {
     let mut cands = cands;
     cands.sort_by(|a, b| {
@@ -1155,8 +1457,8 @@ fn search<'a>(
         compat,
         runner: rules::RuleRunner::new(engine, ctx),
         memo,
+        effort,
         mode,
-        max_nodes: budget.max_nodes.max(1),
         nodes: 0,
         exhausted: false,
         best: Vec::new(),
@@ -1309,8 +1611,9 @@ fn evaluate_branch(
     programs: &[&ValidatedProgram],
     profile: &Profile,
     mode: PaymentMode,
-    budget: SearchBudget,
+    excluded: &BTreeMap<usize, UnusableRule>,
     memo: &mut RuleMemo,
+    effort: &mut Effort<'_>,
     trace: &mut Vec<String>,
 ) -> Result<Branch, MoneyError> {
     let m = mode.name();
@@ -1359,7 +1662,13 @@ fn evaluate_branch(
         let p = &vp.program;
         let id = format!("{}@{}", p.program_id, p.revision);
         let amount = resolve_amount(vp, vehicle)?;
-        let (applicability, elig) = match applicability(vp, vehicle, profile, mode) {
+        // A program whose rule failed on a real stack is out of every stack
+        // and of every offer (docs/pricing.md section 3).
+        let applies = match excluded.get(&gidx) {
+            Some(u) => Err(format!("stacking rule cannot be evaluated: {}", u.reason)),
+            None => applicability(vp, vehicle, profile, mode),
+        };
+        let (applicability, elig) = match applies {
             Err(reason) => {
                 trace.push(format!("{m}: {id} not applicable: {reason}"));
                 (
@@ -1460,7 +1769,7 @@ fn evaluate_branch(
         .filter(|(_, _, _, no_claim)| *no_claim)
         .map(cand)
         .collect();
-    let best = search(all, engine, &ctx, mode, memo, budget);
+    let best = search(all, engine, &ctx, mode, memo, effort);
     let best_stack = stack_report(
         "best",
         mode,
@@ -1478,7 +1787,7 @@ fn evaluate_branch(
             discounts.iter().map(|(vp, _, _, _)| *vp).collect(),
         )
     } else {
-        search(floor, engine, &ctx, mode, memo, budget)
+        search(floor, engine, &ctx, mode, memo, effort)
     };
     let guaranteed_floor = stack_report(
         "floor",

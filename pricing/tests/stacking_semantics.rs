@@ -614,7 +614,10 @@ fn bounded_search_reports_nodes() {
         &vehicle(3_000_000, Currency::USD),
         &programs(ps),
         &profile(ProfilePaymentMode::Cash),
-        pricing::SearchBudget { max_nodes: 5 },
+        pricing::SearchBudget {
+            max_nodes: 5,
+            ..pricing::SearchBudget::default()
+        },
     )
     .unwrap();
     assert_eq!(
@@ -625,24 +628,56 @@ fn bounded_search_reports_nodes() {
 
 #[test]
 fn failing_rule_invalidates_the_stack_and_never_panics() {
-    let bad = set(
+    let ruled = |src: &str| {
         set(
-            prog("bad", 500_000),
-            "/stacking/combinability",
-            json!("rule_defined"),
-        ),
-        "/stacking/rule",
-        json!("loop {}"),
+            set(
+                prog("bad", 500_000),
+                "/stacking/combinability",
+                json!("rule_defined"),
+            ),
+            "/stacking/rule",
+            json!(src),
+        )
+    };
+    // A rule that fails on every stack cannot be imported any more: the
+    // proof at import (docs/pricing.md section 3) runs it on [bad] first.
+    let parsed: Vec<pricing::Program> = [ruled("loop {}"), prog("ok", 10_000)]
+        .into_iter()
+        .map(|v| serde_json::from_value(v).unwrap())
+        .collect();
+    let problems = pricing::ProgramSet::validate(parsed).unwrap_err();
+    assert_eq!(problems[0].pointer, "/programs/0/stacking/rule");
+    assert!(
+        problems[0].rule.contains("ran out of its budget"),
+        "{problems:?}"
     );
-    let e = eval(vec![bad, prog("ok", 10_000)]);
-    assert_eq!(best_ids(&e), ["ok"]);
+    // One that fails only on a stack the proof does not build (three of
+    // four programs) is imported, and fails at evaluation: the stack is
+    // never chosen, nothing panics, and the program is left out of every
+    // stack with the reason, never silently eligible.
+    let e = eval(vec![
+        ruled("if stack.len() == 3 { loop {} } true"),
+        prog("ok", 10_000),
+        prog("c", 9_000),
+        prog("d", 8_000),
+    ]);
+    assert_eq!(best_ids(&e), ["c", "d", "ok"]);
     assert!(
         e.trace
             .iter()
-            .any(|t| t.contains("rule of bad rule exceeded its budget")),
+            .any(|t| t.contains("bad@1 is left out of every stack")
+                && t.contains("ran out of its budget")
+                && t.contains("[bad, c, ok]")),
         "{:#?}",
         e.trace
     );
+    let bad = e.programs.iter().find(|p| p.program_id == "bad").unwrap();
+    assert!(
+        matches!(&bad.applicability, Applicability::NotApplicable { reason } if reason.contains("stacking rule cannot be evaluated")),
+        "{bad:?}"
+    );
+    assert_eq!(e.unusable_rules.len(), 1);
+    assert_eq!(e.unusable_rules[0].program_id, "bad");
 }
 
 // ---------------------------------------------------------------------------
@@ -860,18 +895,32 @@ fn rule_scope_does_not_leak_between_evaluations() {
             json!(src),
         )
     };
+    // A rule that always writes `ctx` is refused at import (docs/pricing.md
+    // section 3); one that writes it only on a three-program stack (which
+    // the proof does not build from four programs) reaches the evaluation.
+    let always: Vec<pricing::Program> = [ruled("ctxw", 40_000, "ctx.as_of = \"x\"; true")]
+        .into_iter()
+        .map(|v| serde_json::from_value(v).unwrap())
+        .collect();
+    let problems = pricing::ProgramSet::validate(always).unwrap_err();
+    assert!(problems[0].rule.contains("constant"), "{problems:?}");
     let e = eval(vec![
         ruled(
             "leak",
             50_000,
             "if is_def_var(\"seen\") { false } else { let seen = 1; true }",
         ),
-        ruled("ctxw", 40_000, "ctx.as_of = \"x\"; true"),
+        ruled(
+            "ctxw",
+            40_000,
+            "if stack.len() == 3 { ctx.as_of = \"x\"; } true",
+        ),
         ruled("ctxr", 30_000, "ctx.as_of != \"x\""),
         prog("z", 10_000),
     ]);
     // Every stack with `leak` is judged with a fresh scope, so it always
-    // accepts; `ctxw` always fails (a constant); `ctxr` always accepts.
+    // accepts; `ctxw` fails on its first three-program stack (a constant),
+    // so it is left out; `ctxr` always accepts (`ctx` was never changed).
     assert_eq!(best_ids(&e), ["ctxr", "leak", "z"]);
     assert!(
         e.trace

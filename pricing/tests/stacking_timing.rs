@@ -9,6 +9,10 @@
 //!   discounts, affinity `always_stackable`), a few `exclusive` programs and
 //!   two `rule_defined` ones (one declared `rule_monotone`, one not, as in
 //!   the demo programs);
+//! * **oem sheet**: the demo's sheet grown to n programs, its dealer rule
+//!   written in rhai and as the equivalent declarative limit;
+//! * **every program ruled**: each program carries `stack.len() <= 1`, not
+//!   declared monotone (the whole-evaluation budget ends it, `bounded`);
 //! * **hard synthetic**: the adversarial worst case (2 random exclusions per
 //!   program, 3 `best_one` groups, some exclusive programs, one rule
 //!   `stack.len() <= 6` not declared monotone), plus the same at 40 with the
@@ -238,6 +242,22 @@ fn oem_sheet(n: usize, rule: DealerRule) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The worst case of docs/benchmarks.md ("Offers: rules proven, the
+/// evaluation budget and rhai speed"): every program carries the rule
+/// `stack.len() <= 1`, not declared monotone, so no rejection prunes and
+/// every stack that beats the best single program is judged. Before the
+/// whole-evaluation budget, 20 programs cost about 4 s per call; now the
+/// evaluation stops at its budget (`bounded`).
+fn every_program_ruled(n: usize) -> Vec<serde_json::Value> {
+    (0..n)
+        .map(|i| {
+            let mut v = prog(&format!("e{i:02}"), 10_000 + i64::try_from(i).unwrap());
+            v = set(v, "/stacking/combinability", json!("rule_defined"));
+            set(v, "/stacking/rule", json!("stack.len() <= 1"))
+        })
+        .collect()
+}
+
 /// `proven`, or `bounded (n nodes)` when any branch hit the budget.
 fn optimality(e: &Evaluation) -> String {
     let bounded: Vec<u64> = e
@@ -278,7 +298,7 @@ fn evaluator_timings() {
     for n in [10, 20, 40] {
         cases.push(("realistic".into(), n, realistic(n)));
     }
-    for n in [10, 20] {
+    for n in [10, 20, 40] {
         cases.push((
             "oem sheet, rhai rule".into(),
             n,
@@ -290,6 +310,13 @@ fn evaluator_timings() {
             "oem sheet, declarative limit".into(),
             n,
             oem_sheet(n, DealerRule::Declarative),
+        ));
+    }
+    for n in [10, 20] {
+        cases.push((
+            "every program ruled `stack.len() <= 1`".into(),
+            n,
+            every_program_ruled(n),
         ));
     }
     for (n, monotone) in [(10, false), (20, false), (40, false), (40, true)] {
@@ -354,7 +381,7 @@ fn evaluator_timings() {
                 .cloned()
                 .collect();
             let row = format!(
-                "| {mix} | {n} | {mode:?} | {} | {:.3} | {:.3} | {:.3} | {} | {} | {} | {} | {} |",
+                "| {mix} | {n} | {mode:?} | {} | {:.3} | {:.3} | {:.3} | {} | {} | {} | {} | {} | {} | {} |",
                 times.len(),
                 ms(pct(&times, 0.50)),
                 ms(pct(&times, 0.99)),
@@ -364,6 +391,8 @@ fn evaluator_timings() {
                 cpu_col(1.0),
                 optimality(&e),
                 e.best_stack.program_ids.len(),
+                e.cost.nodes,
+                e.cost.rule_operations,
             );
             println!("{row}");
             for t in &nodes {
@@ -373,9 +402,11 @@ fn evaluator_timings() {
         }
     }
     println!(
-        "\n| mix | programs | payment_mode | evaluations | p50 ms | p99 ms | max ms | on-CPU p50 ms | on-CPU p99 ms | on-CPU max ms | optimality | best stack size |"
+        "\n| mix | programs | payment_mode | evaluations | p50 ms | p99 ms | max ms | on-CPU p50 ms | on-CPU p99 ms | on-CPU max ms | optimality | best stack size | nodes | rhai operations |"
     );
-    println!("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |");
+    println!(
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |"
+    );
     for r in rows {
         println!("{r}");
     }

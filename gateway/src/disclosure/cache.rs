@@ -186,28 +186,36 @@ impl EvaluationCache {
         );
     }
 
-    /// The evaluation of `key` under `programs` at `now`: a reused one when
-    /// it is still within its reuse period and validity, else the result of
-    /// `evaluate(now)`, remembered.
-    pub fn get_or_evaluate(
+    /// The evaluation of `key` under `programs` reusable at `now` (within
+    /// its reuse period and validity), if any. A miss is evaluated by the
+    /// caller on the evaluation pool (docs/pricing.md section 4: never on
+    /// the async workers) and handed to [`EvaluationCache::remember`].
+    pub fn reusable(
+        &self,
+        key: &EvaluationKey,
+        programs: &Arc<OrgPrograms>,
+        now: DateTime<Utc>,
+    ) -> Option<Evaluated> {
+        let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = entries.get(key)?;
+        (Arc::ptr_eq(&entry.programs, programs)
+            && entry.evaluated.as_of <= now
+            && now < entry.expires)
+            .then(|| entry.evaluated.clone())
+    }
+
+    /// Remembers `input`, evaluated for `key` under `programs` at `now`,
+    /// and returns it as served: the evaluation serialized once, an empty
+    /// object in its place in the input. An evaluation its budget bounded
+    /// is kept like any other (reused for at most [`REUSE`]): evaluating
+    /// it again would cost the same budget again.
+    pub fn remember(
         &self,
         key: EvaluationKey,
         programs: &Arc<OrgPrograms>,
         now: DateTime<Utc>,
-        evaluate: impl FnOnce(DateTime<Utc>) -> Option<ProgramsInput>,
+        mut input: Option<ProgramsInput>,
     ) -> Evaluated {
-        if let Some(entry) = self
-            .entries
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&key)
-            && Arc::ptr_eq(&entry.programs, programs)
-            && entry.evaluated.as_of <= now
-            && now < entry.expires
-        {
-            return entry.evaluated.clone();
-        }
-        let mut input = evaluate(now);
         let mut expires = now + REUSE;
         let mut evaluation = None;
         if let Some(p) = input.as_mut() {

@@ -60,6 +60,8 @@ pub struct TextInputs<'a> {
     pub gov_assumptions: &'a [String],
     /// Why the programs could not be evaluated, if they could not.
     pub evaluation_error: Option<&'a str>,
+    /// The sentence saying the offer evaluation was bounded, if it was.
+    pub evaluation_bounded: Option<&'a str>,
 }
 
 /// One item of a list: a name that may be shortened and the rest of its
@@ -393,6 +395,9 @@ pub fn disclosure_text(t: &TextInputs<'_>) -> String {
             cut(e, MAX_FAILURE_CHARS)
         )));
     }
+    if let Some(b) = t.evaluation_bounded {
+        parts.push(Part::Fixed(cut(b, MAX_FAILURE_CHARS).to_owned()));
+    }
     let (surcharges, discounts): (Vec<&Value>, Vec<&Value>) = t
         .adjustments
         .iter()
@@ -559,6 +564,7 @@ mod tests {
             gov_total: Some(Money::from_minor(218_100, Currency::USD)),
             gov_assumptions: &c.gov.1,
             evaluation_error: c.evaluation_error.as_deref(),
+            evaluation_bounded: None,
         })
     }
 

@@ -5,9 +5,12 @@
 //! import shared by the CLI and the demo seed ([`import`]).
 //!
 //! The engine itself is pure (`pricing::stacking::evaluate`); this module
-//! only loads, validates and caches its inputs.
+//! loads, validates and caches its inputs, and runs every evaluation on the
+//! bounded pool of [`pool`] (never on the async workers) within the
+//! whole-evaluation budget (docs/pricing.md section 4).
 
 pub mod import;
+pub mod pool;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -102,6 +105,12 @@ pub struct ProgramsAt {
     /// The first validity boundary after `as_of` (a revision starting or
     /// ending): the evaluation is valid at most until then.
     pub next_change: Option<DateTime<Utc>>,
+    /// When evaluations on this value must stop (the pool's deadline).
+    deadline: Option<pool::Deadline>,
+    /// Programs whose rule failed on a real stack in an evaluation run on
+    /// this value (`pricing::stacking::UnusableRule`): reported with the
+    /// selection's own unusable programs by [`ProgramsAt::unusable`].
+    failed_rules: Arc<Mutex<Vec<UnusableProgram>>>,
 }
 
 impl ProgramsAt {
@@ -116,8 +125,21 @@ impl ProgramsAt {
         self.selection.revisions.is_empty() && self.selection.unusable.is_empty()
     }
 
-    /// `pricing::evaluate` over the selection, its `valid_until` bounded by
-    /// [`ProgramsAt::next_change`] (another revision takes over then).
+    /// The same programs, with evaluations stopped at `deadline` (their
+    /// searches then end `bounded`, and the trace says so).
+    #[must_use]
+    pub fn with_deadline(mut self, deadline: pool::Deadline) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// `pricing::evaluate_with` over the selection, within `budget` and the
+    /// deadline given by [`ProgramsAt::with_deadline`] (none: the counted
+    /// budget alone, as for `preview`), its `valid_until` bounded by
+    /// [`ProgramsAt::next_change`] (another revision takes over then). A
+    /// program whose rule fails on a real stack is left out by the engine
+    /// and from then on reported by [`ProgramsAt::unusable`] (docs/pricing.md
+    /// section 3).
     ///
     /// # Errors
     /// The engine's error.
@@ -127,13 +149,71 @@ impl ProgramsAt {
         profile: &pricing::Profile,
         budget: pricing::SearchBudget,
     ) -> Result<pricing::Evaluation, pricing::stacking::EvaluationError> {
-        let mut evaluation =
-            pricing::evaluate(vehicle, &self.selection.validated, profile, budget)?;
+        let deadline = self.deadline;
+        let interrupt = move || deadline.is_some_and(|d| d.passed());
+        let mut evaluation = pricing::stacking::evaluate_with(
+            vehicle,
+            &self.selection.validated,
+            profile,
+            budget,
+            &interrupt,
+        )?;
         if let Some(next) = self.next_change {
             let next = next.fixed_offset();
             evaluation.valid_until = Some(evaluation.valid_until.map_or(next, |t| t.min(next)));
         }
+        if let Some(stop) = evaluation.cost.stopped {
+            tracing::info!(
+                vehicle.id = %vehicle.vehicle_id,
+                budget.stop = ?stop,
+                budget.nodes = evaluation.cost.nodes,
+                budget.rule_operations = evaluation.cost.rule_operations,
+                "offer evaluation stopped at its budget; answered bounded"
+            );
+        }
+        if !evaluation.unusable_rules.is_empty() {
+            let mut failed = self
+                .failed_rules
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for u in &evaluation.unusable_rules {
+                if failed
+                    .iter()
+                    .any(|f| f.program_id == u.program_id && f.revision == u.revision)
+                {
+                    continue;
+                }
+                tracing::warn!(
+                    program.id = %u.program_id,
+                    program.revision = u.revision,
+                    reason = %u.reason,
+                    "a stored program's rule failed at evaluation; reported to callers as unusable"
+                );
+                failed.push(UnusableProgram {
+                    program_id: u.program_id.clone(),
+                    revision: u.revision,
+                    problems: vec![bounded(&format!(
+                        "/stacking/rule: {} at evaluation; the program is left out of every stack",
+                        u.reason
+                    ))],
+                });
+            }
+        }
         Ok(evaluation)
+    }
+
+    /// Every program that cannot be evaluated: the selection's (does not
+    /// decode, does not validate with the others, its rule fails the proof)
+    /// and those whose rule failed in an evaluation run on this value.
+    pub fn unusable(&self) -> Vec<UnusableProgram> {
+        let mut all = self.selection.unusable.clone();
+        let failed = self
+            .failed_rules
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        all.extend(failed.iter().cloned());
+        all.sort_by(|a, b| (&a.program_id, a.revision).cmp(&(&b.program_id, b.revision)));
+        all
     }
 
     /// Add the gateway's members to a serialized evaluation:
@@ -147,15 +227,14 @@ impl ProgramsAt {
             );
             map.insert(
                 "unusable_programs".into(),
-                serde_json::to_value(&self.selection.unusable).unwrap_or_default(),
+                serde_json::to_value(self.unusable()).unwrap_or_default(),
             );
         }
     }
 
     /// One sentence per unusable program, for a disclosure's `uncertainty`.
     pub fn unusable_sentences(&self) -> Vec<String> {
-        self.selection
-            .unusable
+        self.unusable()
             .iter()
             .map(|u| {
                 format!(
@@ -255,6 +334,8 @@ impl OrgPrograms {
         ProgramsAt {
             selection,
             next_change,
+            deadline: None,
+            failed_rules: Arc::default(),
         }
     }
 }
@@ -276,6 +357,8 @@ pub struct OffersService {
     /// notification on PostgreSQL; issue 15 item 4): entries of an older
     /// generation are read again.
     generation: std::sync::atomic::AtomicU64,
+    /// Where evaluations run ([`pool`]).
+    pool: pool::EvaluationPool,
 }
 
 impl std::fmt::Debug for OffersService {
@@ -300,11 +383,23 @@ impl OffersService {
 
     /// A service refreshing after `refresh` (zero: read the store every call).
     pub fn with_refresh(refresh: Duration) -> Self {
+        Self::with_pool(refresh, pool::EvaluationPool::default())
+    }
+
+    /// A service refreshing after `refresh` whose evaluations run on `pool`.
+    pub fn with_pool(refresh: Duration, pool: pool::EvaluationPool) -> Self {
         Self {
             refresh,
             cache: Mutex::new(HashMap::new()),
             generation: std::sync::atomic::AtomicU64::new(0),
+            pool,
         }
+    }
+
+    /// The pool every evaluation of a request runs on (docs/pricing.md
+    /// section 4, "Where evaluations run").
+    pub fn pool(&self) -> &pool::EvaluationPool {
+        &self.pool
     }
 
     /// Read every organization's programs again on next use. Programs are

@@ -684,6 +684,17 @@ pub fn error_object(
                 "Too many requests for this skill; retry after details.retry_after_ms.".to_owned(),
             )
         }
+        ToolError::EvaluationsBusy { retry_after_ms } => {
+            details.insert(
+                "retry_after_ms".into(),
+                json!((*retry_after_ms).min(86_400_000)),
+            );
+            (
+                "INTERNAL_ERROR",
+                "The gateway's offer evaluations are all busy; retry after details.retry_after_ms."
+                    .to_owned(),
+            )
+        }
         ToolError::UpstreamUnavailable { retry_after_ms } => {
             details.insert(
                 "retry_after_ms".into(),

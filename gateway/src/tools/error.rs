@@ -127,6 +127,11 @@ pub enum ToolError {
     /// something untrustworthy; retryable after `retry_after_ms`.
     #[error("upstream unavailable")]
     UpstreamUnavailable { retry_after_ms: u64 },
+    /// Every offer evaluation thread is busy and the queue is full (or the
+    /// wait outlasted the evaluation deadline; docs/pricing.md section 4):
+    /// nothing was evaluated; retryable after `retry_after_ms`.
+    #[error("offer evaluations saturated")]
+    EvaluationsBusy { retry_after_ms: u64 },
     /// Anything unexpected. The detail is logged with `error_id`, never sent.
     #[error("internal error: {detail}")]
     Internal { detail: String },
@@ -146,7 +151,9 @@ impl ToolError {
             Self::AuthRequired { .. } => ErrorCode::AuthRequired,
             Self::RateLimited { .. } => ErrorCode::RateLimited,
             Self::ScopeInsufficient { .. } => ErrorCode::ScopeInsufficient,
-            Self::UpstreamUnavailable { .. } => ErrorCode::UpstreamUnavailable,
+            Self::UpstreamUnavailable { .. } | Self::EvaluationsBusy { .. } => {
+                ErrorCode::UpstreamUnavailable
+            }
             Self::Internal { .. } => ErrorCode::Internal,
         }
     }
@@ -188,6 +195,10 @@ impl ToolError {
                 "The dealer's availability system did not give a usable answer; availability was not verified. Retry after retry_after_ms.".to_owned(),
                 None,
             ),
+            Self::EvaluationsBusy { .. } => (
+                "The gateway's offer evaluations are all busy; nothing was evaluated. Retry after retry_after_ms.".to_owned(),
+                None,
+            ),
             Self::Internal { .. } => (
                 format!(
                     "The gateway failed unexpectedly; quote error id {error_id} to the operator."
@@ -197,9 +208,9 @@ impl ToolError {
         };
         let retry_after_ms = match self {
             // The schema's bound: at most a day.
-            Self::RateLimited { retry_after_ms } | Self::UpstreamUnavailable { retry_after_ms } => {
-                Some((*retry_after_ms).min(86_400_000))
-            }
+            Self::RateLimited { retry_after_ms }
+            | Self::UpstreamUnavailable { retry_after_ms }
+            | Self::EvaluationsBusy { retry_after_ms } => Some((*retry_after_ms).min(86_400_000)),
             Self::Validation { .. }
             | Self::Invalid { .. }
             | Self::AuthRequired { .. }

@@ -107,7 +107,9 @@ impl super::Tool for GetDisclosure {
         }
         // The offer evaluation is reused per vehicle, program set and profile
         // for a short window (disclosure::cache); everything else below is
-        // computed for this request.
+        // computed for this request. A new one runs on the bounded evaluation
+        // pool within the evaluation's budget and deadline (docs/pricing.md
+        // section 4), never on this async worker.
         let evaluated = match disclosure::profile_jurisdiction(jurisdiction, &rooftop.dap) {
             None => None,
             Some(j) => {
@@ -115,19 +117,30 @@ impl super::Tool for GetDisclosure {
                     jurisdiction: serde_json::to_string(&j).map_err(ToolError::internal)?,
                     ..document_key.evaluation.clone()
                 };
-                Some(
-                    ctx.evaluations()
-                        .get_or_evaluate(key, &org_programs, now, |as_of| {
-                            disclosure::programs_input(
-                                record,
-                                &org_programs.at(as_of.fixed_offset()),
-                                org_programs.loaded_at,
-                                j,
-                                payment_mode,
-                                as_of,
-                            )
-                        }),
-                )
+                Some(match ctx.evaluations().reusable(&key, &org_programs, now) {
+                    Some(evaluated) => evaluated,
+                    None => {
+                        let job_record = record.clone();
+                        let job_programs = org_programs.clone();
+                        let job_mode = payment_mode.map(str::to_owned);
+                        let input = ctx
+                            .offers()
+                            .pool()
+                            .run(move |deadline| {
+                                disclosure::programs_input(
+                                    &job_record,
+                                    &job_programs.at(now.fixed_offset()).with_deadline(deadline),
+                                    job_programs.loaded_at,
+                                    j,
+                                    job_mode.as_deref(),
+                                    now,
+                                )
+                            })
+                            .await
+                            .map_err(super::offers_evaluate::pool_error)?;
+                        ctx.evaluations().remember(key, &org_programs, now, input)
+                    }
+                })
             }
         };
         let programs = evaluated.as_ref().and_then(|e| e.input.as_deref()).cloned();

@@ -249,9 +249,9 @@ fn audit_record<T>(
         Err(error) => match error {
             // The check ran against the dealer's system or the gateway
             // failed: the caller was served, and the quota bounds these.
-            ToolError::UpstreamUnavailable { .. } | ToolError::Internal { .. } => {
-                AuditRecord::OneByOne
-            }
+            ToolError::UpstreamUnavailable { .. }
+            | ToolError::EvaluationsBusy { .. }
+            | ToolError::Internal { .. } => AuditRecord::OneByOne,
             ToolError::AuthRequired { .. }
             | ToolError::ScopeInsufficient { .. }
             | ToolError::NotFound
@@ -275,6 +275,7 @@ fn decision_of<T>(result: &Result<T, ToolError>) -> (&'static str, &'static str)
                 ToolError::Validation { .. }
                 | ToolError::Invalid { .. }
                 | ToolError::UpstreamUnavailable { .. }
+                | ToolError::EvaluationsBusy { .. }
                 | ToolError::Internal { .. } => "allow",
             },
             error.code().as_str(),

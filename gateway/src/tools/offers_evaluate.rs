@@ -55,12 +55,22 @@ impl super::Tool for OffersEvaluate {
             .await
             .map_err(ToolError::internal)?;
         let vehicle = vehicle_for_pricing(record);
+        // On the bounded evaluation pool, within the evaluation's budget and
+        // deadline (docs/pricing.md section 4): never on this async worker.
         // The revision of each program live at the profile's `as_of` (issue 12
         // item 1); the evaluation is valid at most until another one takes over.
-        let selected = programs.at(profile.as_of);
-        let evaluation = selected
-            .evaluate(&vehicle, &profile, SearchBudget::default())
-            .map_err(|e| evaluation_error(&e))?;
+        let job_profile = profile;
+        let (selected, evaluation) = ctx
+            .offers()
+            .pool()
+            .run(move |deadline| {
+                let selected = programs.at(job_profile.as_of).with_deadline(deadline);
+                let evaluation = selected.evaluate(&vehicle, &job_profile, SearchBudget::default());
+                (selected, evaluation)
+            })
+            .await
+            .map_err(pool_error)?;
+        let evaluation = evaluation.map_err(|e| evaluation_error(&e))?;
 
         let sla = found.index.inventory_sla_seconds();
         let observed = record.source.observed_at;
@@ -84,7 +94,7 @@ impl super::Tool for OffersEvaluate {
         Ok(OffersEvaluation {
             evaluation,
             revisions: selected.selection.revisions.clone(),
-            unusable_programs: selected.selection.unusable.clone(),
+            unusable_programs: selected.unusable(),
             organization_id: record.organization_id.clone(),
             rooftop_id: record.rooftop_id.clone(),
             freshness: Freshness {
@@ -159,6 +169,19 @@ fn evaluation_error(err: &pricing::stacking::EvaluationError) -> ToolError {
     ToolError::Invalid {
         message: crate::disclosure::evaluation_failure(err),
         field_errors: Vec::new(),
+    }
+}
+
+/// A refusal of the evaluation pool as the tool's error: saturated is the
+/// retryable `dealeragent.upstream.unavailable` with `retry_after_ms`
+/// (docs/pricing.md section 4); a panicked evaluation is a defect.
+pub(super) fn pool_error(err: crate::offers::pool::PoolError) -> ToolError {
+    use crate::offers::pool::PoolError;
+    match err {
+        PoolError::Saturated { retry_after } => ToolError::EvaluationsBusy {
+            retry_after_ms: u64::try_from(retry_after.as_millis()).unwrap_or(u64::MAX),
+        },
+        PoolError::Failed(detail) => ToolError::internal(detail),
     }
 }
 

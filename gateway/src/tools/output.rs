@@ -525,6 +525,9 @@ pub(crate) mod drift {
             ToolError::UpstreamUnavailable {
                 retry_after_ms: 2_000,
             },
+            ToolError::EvaluationsBusy {
+                retry_after_ms: 1_000,
+            },
             ToolError::internal("boom"),
         ];
         let objects: Vec<DapError> = errors
