@@ -25,6 +25,8 @@ pub const MAX_FILE_CHARS: usize = 300;
 pub const MAX_REASON_CHARS: usize = 500;
 /// Rooftop ids kept of one attempt.
 pub const MAX_ROOFTOPS: usize = 100;
+/// Organizations one attempt is kept for (a dealers file may name several).
+pub const MAX_ORGANIZATIONS: usize = 100;
 
 /// What was imported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -98,14 +100,18 @@ impl ImportOutcome {
 /// only counted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ImportAttempt {
-    /// A UUID v7 string (sorts as `attempted_at` does).
+    /// A UUID v7 string (sorts as `attempted_at` does). A file of several
+    /// organizations is kept once per organization, this id on the first
+    /// one's row and a fresh one on each other's.
     pub attempt_id: String,
     /// Microsecond precision.
     pub attempted_at: DateTime<Utc>,
     pub kind: ImportKind,
     pub outcome: ImportOutcome,
-    /// The stored organization whose file it was, when known.
-    pub organization_id: Option<String>,
+    /// The stored organizations whose file it was (a dealers file may name
+    /// several; each one's managers see it, never the others' ids); empty
+    /// when none is known. Read back, the one organization of the row.
+    pub organization_ids: Vec<String>,
     /// The rooftops it would have changed; empty: the organization as a
     /// whole (a programs or dealers file, or a feed refused before its
     /// rooftops were known).
@@ -126,7 +132,7 @@ impl ImportAttempt {
             attempted_at: chrono::SubsecRound::trunc_subsecs(Utc::now(), 6),
             kind,
             outcome,
-            organization_id: None,
+            organization_ids: Vec::new(),
             rooftop_ids: Vec::new(),
             file: file.to_owned(),
             reason: reason.to_owned(),
@@ -135,7 +141,8 @@ impl ImportAttempt {
     }
 
     /// What the store keeps: an organization or rooftop id that is not an
-    /// identifier is dropped (no stored organization has such an id), the
+    /// identifier is dropped (no stored organization has such an id; at
+    /// most [`MAX_ORGANIZATIONS`] are kept), the
     /// file keeps its last [`MAX_FILE_CHARS`] characters, the reason its
     /// first line within [`MAX_REASON_CHARS`], at most [`MAX_ROOFTOPS`]
     /// rooftops.
@@ -154,10 +161,18 @@ impl ImportAttempt {
             attempted_at: self.attempted_at,
             kind: self.kind,
             outcome: self.outcome,
-            organization_id: self
-                .organization_id
-                .clone()
-                .filter(|o| is_identifier(o)),
+            organization_ids: {
+                let mut ids: Vec<String> = self
+                    .organization_ids
+                    .iter()
+                    .filter(|o| is_identifier(o))
+                    .take(MAX_ORGANIZATIONS)
+                    .cloned()
+                    .collect();
+                ids.sort();
+                ids.dedup();
+                ids
+            },
             rooftop_ids,
             file: tail(&self.file, MAX_FILE_CHARS),
             reason: head(
@@ -228,7 +243,7 @@ mod tests {
             &format!("/{}/feed.csv", "d".repeat(1_000)),
             &format!("{}\nsecond line", "é".repeat(2_000)),
         );
-        attempt.organization_id = Some("not an identifier".into());
+        attempt.organization_ids = vec!["not an identifier".into(), "org.b".into(), "org.a".into()];
         attempt.rooftop_ids = (0..300).map(|i| format!("roof.{i}")).collect();
         attempt.rooftop_ids.push("x y".into());
         let kept = attempt.bounded();
@@ -236,7 +251,7 @@ mod tests {
         assert!(kept.file.ends_with("/feed.csv") && kept.file.starts_with('…'));
         assert_eq!(kept.reason.chars().count(), MAX_REASON_CHARS);
         assert!(kept.reason.ends_with('…') && !kept.reason.contains("second"));
-        assert_eq!(kept.organization_id, None);
+        assert_eq!(kept.organization_ids, ["org.a", "org.b"]);
         assert_eq!(kept.rooftop_ids.len(), MAX_ROOFTOPS);
         assert!(kept.rooftop_ids.iter().all(|r| is_identifier(r)));
         // Short texts are kept as they are.

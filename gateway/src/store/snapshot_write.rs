@@ -60,7 +60,7 @@ pub struct SnapshotPlan<'a> {
 
 /// What an import does to one vehicle of a rooftop against the rooftop's
 /// previous snapshot (docs/inventory-feeds.md "Commands").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ChangeKind {
     /// Its vehicle id is not in the previous snapshot.
@@ -159,6 +159,11 @@ pub struct WriteChecks<'a> {
     pub removal_guard: Option<RemovalGuard>,
     /// Where each added, changed and removed vehicle is reported.
     pub changes: Option<&'a mut dyn ChangeSink>,
+    /// Rooftops of the organization that a dry run may find missing from
+    /// the store, because the dealers file of the same run adds them
+    /// (`import bundle --dry-run` into a new store): planned as first
+    /// snapshots instead of refused. A real write never uses it.
+    pub planned_rooftops: &'a [String],
 }
 
 impl std::fmt::Debug for WriteChecks<'_> {
@@ -166,6 +171,7 @@ impl std::fmt::Debug for WriteChecks<'_> {
         f.debug_struct("WriteChecks")
             .field("removal_guard", &self.removal_guard)
             .field("changes", &self.changes.is_some())
+            .field("planned_rooftops", &self.planned_rooftops)
             .finish()
     }
 }
@@ -292,8 +298,11 @@ pub(super) async fn write_snapshots(
     order.dedup();
     let mut rooftops: BTreeMap<String, RooftopWrite> = BTreeMap::new();
     for rooftop_id in order {
-        tx.lock_rooftop(organization_id, rooftop_id).await?;
-        let previous = tx.previous(organization_id, rooftop_id).await?;
+        let previous = match tx.lock_rooftop(organization_id, rooftop_id).await {
+            Ok(()) => tx.previous(organization_id, rooftop_id).await?,
+            Err(_) if plan.dry_run && checks.planned_rooftops.contains(rooftop_id) => None,
+            Err(e) => return Err(e),
+        };
         let (snapshot_id, created_at) = new_snapshot_identity();
         let snapshot = SnapshotRecord {
             snapshot_id,

@@ -1257,47 +1257,63 @@ where
         .await
         .map_err(map_sqlx_error)?;
         if attempt.outcome != ImportOutcome::Imported {
-            sqlx::query(AssertSqlSafe(format!(
-                "insert into import_attempts (attempt_id, attempted_at, kind, outcome,
-                     organization_id, rooftop_ids, file, reason, problems)
-                 values ($1, $2, $3, $4, $5, $6{json}, $7, $8, $9)",
-                json = D::JSON
-            )))
-            .bind(&attempt.attempt_id)
-            .bind(D::time(attempt.attempted_at))
-            .bind(attempt.kind.as_str())
-            .bind(attempt.outcome.as_str())
-            .bind(&attempt.organization_id)
-            .bind(json_text(&attempt.rooftop_ids)?)
-            .bind(&attempt.file)
-            .bind(&attempt.reason)
-            .bind(i64::from(attempt.problems))
-            .execute(&mut *tx)
-            .await
-            .map_err(map_sqlx_error)?;
-            // The bound: the newest attempts of the organization (or of
-            // those naming none) stay, the older ones go.
+            // One row per organization (or one naming none), so a manager
+            // reads the attempt without the other organizations' ids.
+            let organizations: Vec<Option<String>> = if attempt.organization_ids.is_empty() {
+                vec![None]
+            } else {
+                attempt.organization_ids.iter().cloned().map(Some).collect()
+            };
+            let rooftop_ids = json_text(&attempt.rooftop_ids)?;
             let keep = i64::from(import_log::MAX_ATTEMPTS_PER_ORGANIZATION);
-            match &attempt.organization_id {
-                Some(org) => sqlx::query(
-                    "delete from import_attempts where organization_id = $1
-                       and attempt_id not in (
-                           select attempt_id from import_attempts where organization_id = $1
-                           order by attempt_id desc limit $2)",
-                )
-                .bind(org)
-                .bind(keep),
-                None => sqlx::query(
-                    "delete from import_attempts where organization_id is null
-                       and attempt_id not in (
-                           select attempt_id from import_attempts where organization_id is null
-                           order by attempt_id desc limit $1)",
-                )
-                .bind(keep),
+            for (i, organization) in organizations.into_iter().enumerate() {
+                let row_id = if i == 0 {
+                    attempt.attempt_id.clone()
+                } else {
+                    uuid::Uuid::now_v7().to_string()
+                };
+                sqlx::query(AssertSqlSafe(format!(
+                    "insert into import_attempts (attempt_id, attempted_at, kind, outcome,
+                         organization_id, rooftop_ids, file, reason, problems)
+                     values ($1, $2, $3, $4, $5, $6{json}, $7, $8, $9)",
+                    json = D::JSON
+                )))
+                .bind(row_id)
+                .bind(D::time(attempt.attempted_at))
+                .bind(attempt.kind.as_str())
+                .bind(attempt.outcome.as_str())
+                .bind(organization.clone())
+                .bind(&rooftop_ids)
+                .bind(&attempt.file)
+                .bind(&attempt.reason)
+                .bind(i64::from(attempt.problems))
+                .execute(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?;
+                // The bound: the newest attempts of the organization (or of
+                // those naming none) stay, the older ones go.
+                match &organization {
+                    Some(org) => sqlx::query(
+                        "delete from import_attempts where organization_id = $1
+                           and attempt_id not in (
+                               select attempt_id from import_attempts where organization_id = $1
+                               order by attempt_id desc limit $2)",
+                    )
+                    .bind(org)
+                    .bind(keep),
+                    None => sqlx::query(
+                        "delete from import_attempts where organization_id is null
+                           and attempt_id not in (
+                               select attempt_id from import_attempts
+                               where organization_id is null
+                               order by attempt_id desc limit $1)",
+                    )
+                    .bind(keep),
+                }
+                .execute(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?;
             }
-            .execute(&mut *tx)
-            .await
-            .map_err(map_sqlx_error)?;
         }
         tx.commit().await.map_err(map_sqlx_error)
     }
@@ -1329,7 +1345,9 @@ where
                     attempted_at: Self::time(row, "attempted_at")?,
                     kind,
                     outcome,
-                    organization_id: row.try_get("organization_id").map_err(map_sqlx_error)?,
+                    organization_ids: vec![
+                        row.try_get("organization_id").map_err(map_sqlx_error)?,
+                    ],
                     rooftop_ids: json::<D, _>(row, "rooftop_ids")?,
                     file: row.try_get("file").map_err(map_sqlx_error)?,
                     reason: row.try_get("reason").map_err(map_sqlx_error)?,

@@ -1054,6 +1054,7 @@ async fn checked_write(
     let checks = WriteChecks {
         removal_guard: guard,
         changes: Some(&mut sink),
+        planned_rooftops: &[],
     };
     let ((), written) = tokio::join!(
         snapshot_write::feed_slice(&vehicles, sender),
@@ -1173,7 +1174,7 @@ fn attempt(
         &format!("feeds/{n}.csv"),
         &format!("reason {n}"),
     );
-    a.organization_id = organization.map(str::to_owned);
+    a.organization_ids = organization.map(str::to_owned).into_iter().collect();
     a.rooftop_ids = rooftops.iter().map(|r| (*r).to_owned()).collect();
     a.problems = u32::try_from(n).unwrap();
     a
@@ -1202,6 +1203,16 @@ async fn refused_imports_are_kept_within_their_bound_and_every_import_is_counted
         .record_import(&attempt(Some("org-b"), ImportOutcome::Refused, &["b-1"], 7))
         .await
         .unwrap();
+    // A file of two organizations: kept for each, counted once, and each
+    // row names its own organization only.
+    let mut both = attempt(Some("org-b"), ImportOutcome::Invalid, &[], 8);
+    both.kind = ImportKind::Dealers;
+    both.organization_ids.push("org-c".into());
+    store.record_import(&both).await.unwrap();
+    let c = store.import_attempts("org-c", 10).await.unwrap();
+    assert_eq!(c.len(), 1);
+    assert_eq!(c[0].organization_ids, ["org-c"]);
+    assert_eq!((c[0].kind, c[0].problems), (ImportKind::Dealers, 8));
     for n in 0..3 {
         store
             .record_import(&attempt(None, ImportOutcome::Refused, &[], n))
@@ -1220,8 +1231,10 @@ async fn refused_imports_are_kept_within_their_bound_and_every_import_is_counted
     assert!(a.iter().all(|x| x.outcome == ImportOutcome::Invalid));
     assert!(a.windows(2).all(|w| w[0].attempt_id > w[1].attempt_id));
     let b = store.import_attempts("org-b", 10).await.unwrap();
-    assert_eq!(b.len(), 1);
-    assert_eq!((b[0].problems, b[0].rooftop_ids.as_slice()), (7, ["b-1".to_owned()].as_slice()));
+    assert_eq!(b.len(), 2);
+    assert_eq!(b[0].organization_ids, ["org-b"]);
+    assert_eq!(b[1].problems, 7);
+    assert_eq!(b[1].rooftop_ids, ["b-1"]);
     assert_eq!(store.import_attempts("org-a", 5).await.unwrap().len(), 5);
     assert!(store.import_attempts("org-c", 5).await.unwrap().is_empty());
 
@@ -1235,6 +1248,7 @@ async fn refused_imports_are_kept_within_their_bound_and_every_import_is_counted
     assert_eq!(
         counts,
         vec![
+            ("dealers", "invalid", 1),
             ("inventory", "imported", 3),
             ("inventory", "invalid", u64::from(MAX) + 20),
             ("inventory", "refused", 4),
