@@ -351,13 +351,17 @@ async fn dealers_import(
         Ok(records) => records,
         Err(e) => {
             if !dry_run && let Ok(store) = store::open(database_url).await {
-                let named = stored_organizations(store.as_ref(), &organizations_named(&bytes)).await;
+                let named =
+                    stored_organizations(store.as_ref(), &organizations_named(&bytes)).await;
                 // A manager of one organization never reads another's
                 // problems: with several named, only their count.
                 let reason = if named.len() == 1 {
                     first_lines(&e.to_string(), &name)
                 } else {
-                    format!("{} problem(s) in the dealers file; nothing was imported", e.problems.len())
+                    format!(
+                        "{} problem(s) in the dealers file; nothing was imported",
+                        e.problems.len()
+                    )
                 };
                 let mut attempt =
                     ImportAttempt::new(ImportKind::Dealers, ImportOutcome::Invalid, &name, &reason);
@@ -394,7 +398,9 @@ async fn dealers_import(
                     ImportKind::Dealers,
                     ImportOutcome::Refused,
                     &name,
-                    "the store refused the dealers file (a rooftop id it lists is kept by                      another organization, or it lists an id twice; the operator's output says                      which); nothing was imported",
+                    "the store refused the dealers file (a rooftop id it lists is kept by \
+                     another organization, or it lists an id twice; the operator's output \
+                     says which); nothing was imported",
                 );
                 attempt.organization_ids = stored_organizations(store.as_ref(), &ids).await;
                 record_import(store.as_ref(), &attempt).await;
@@ -647,8 +653,12 @@ async fn change_programs_file(
                 asked,
             )
             .await;
-            let attempt =
-                ImportAttempt::new(ImportKind::Programs, ImportOutcome::Refused, &name, &message);
+            let attempt = ImportAttempt::new(
+                ImportKind::Programs,
+                ImportOutcome::Refused,
+                &name,
+                &message,
+            );
             record_import(store.as_ref(), &attempt).await;
         }
         return Err((Some(ImportOutcome::Refused), Failure::BadInput(message)));
@@ -1017,12 +1027,13 @@ async fn import_inventory(
     let report = import_feed(store.as_ref(), &job, settings, &track, json.as_mut()).await;
     track.progress.finish();
     store.close().await;
-    let report = report?;
     if let Some(mut out) = json {
-        // `import_feed` closed the document's object.
+        // `import_feed` closed the document's object, failed or not.
         out.finish()
             .map_err(|e| Error::Io(format!("cannot write to stdout: {e}")))?;
-    } else {
+    }
+    let report = report?;
+    if !settings.json {
         for line in &report.lines {
             println!("{line}");
         }
@@ -1096,7 +1107,15 @@ async fn import_feed(
         out.raw(&format!(",\"dry_run\":{},\"changes\":[", settings.dry_run));
     }
     let mut listing = Listing::default();
-    let outcome = run_feed(store, job, settings, track, json.as_deref_mut(), &mut listing).await;
+    let outcome = run_feed(
+        store,
+        job,
+        settings,
+        track,
+        json.as_deref_mut(),
+        &mut listing,
+    )
+    .await;
     let mut trailer = serde_json::Map::new();
     trailer.insert(
         "format".into(),
@@ -1134,7 +1153,12 @@ async fn import_feed(
                 None => {
                     trailer.insert(
                         "outcome".into(),
-                        if settings.dry_run { "planned" } else { "imported" }.into(),
+                        if settings.dry_run {
+                            "planned"
+                        } else {
+                            "imported"
+                        }
+                        .into(),
                     );
                     let mut attempt = ImportAttempt::new(
                         ImportKind::Inventory,
@@ -1332,7 +1356,17 @@ async fn run_feed(
         planned_rooftops: &job.planned_rooftops,
     };
     let rooftops: Vec<String> = check.rooftops.iter().map(|(r, _)| r.clone()).collect();
-    match stream_write(store, job.path, &check, &ctx, settings.dry_run, track, checks).await {
+    match stream_write(
+        store,
+        job.path,
+        &check,
+        &ctx,
+        settings.dry_run,
+        track,
+        checks,
+    )
+    .await
+    {
         Ok(written) => Ok(Ok((check, written))),
         // The second pass read something the first did not (the file
         // changed in between): as bad as the first pass's problems.
@@ -1349,17 +1383,15 @@ async fn run_feed(
         // The store refused the write (a rooftop moved to another
         // organization meanwhile, ...). Its message may name another
         // organization, so the imports page gets the gateway's own words.
-        Err(Failure::Gateway(Error::Store(store::StoreError::Query(message)))) => {
-            Ok(Err(refused(
-                ImportOutcome::Refused,
-                format!("{}: {message}", job.name),
-                "the store refused the write (the operator's output says why); nothing was \
+        Err(Failure::Gateway(Error::Store(store::StoreError::Query(message)))) => Ok(Err(refused(
+            ImportOutcome::Refused,
+            format!("{}: {message}", job.name),
+            "the store refused the write (the operator's output says why); nothing was \
                  imported"
-                    .to_owned(),
-                0,
-                rooftops,
-            )))
-        }
+                .to_owned(),
+            0,
+            rooftops,
+        ))),
         Err(other) => Err(other),
     }
 }
@@ -1653,8 +1685,12 @@ async fn import_bundle(
             match json.as_mut() {
                 Some(out) => {
                     let mut dealers = dealers_json(&dealers_name, &records, &summary);
-                    dealers["outcome"] =
-                        if settings.dry_run { "planned" } else { "imported" }.into();
+                    dealers["outcome"] = if settings.dry_run {
+                        "planned"
+                    } else {
+                        "imported"
+                    }
+                    .into();
                     out.value(&dealers);
                 }
                 None => println!("{line}"),
@@ -1664,15 +1700,19 @@ async fn import_bundle(
         Err(failure) => {
             // A bad dealers file stops everything; the document says so.
             if let Some(mut out) = json {
+                let outcome = match &failure {
+                    Failure::BadInput(_) | Failure::Gateway(Error::DealersFile(_)) => "invalid",
+                    Failure::Gateway(Error::Store(store::StoreError::Query(_))) => "refused",
+                    Failure::Gateway(_) => "failed",
+                };
                 out.value(&serde_json::json!({
                     "file": dealers_name,
-                    "outcome": match &failure {
-                        Failure::BadInput(_) | Failure::Gateway(Error::DealersFile(_)) => "invalid",
-                        Failure::Gateway(_) => "failed",
-                    },
+                    "outcome": outcome,
                     "reason": failure_text(&failure),
                 }));
-                out.raw(",\"files\":[],\"outcome\":\"invalid\"}");
+                out.raw(",\"files\":[],\"files_with_problems\":[],\"outcome\":");
+                out.value(&serde_json::json!(outcome));
+                out.raw("}");
                 out.finish()
                     .map_err(|e| Error::Io(format!("cannot write to stdout: {e}")))?;
             }
@@ -1790,7 +1830,11 @@ async fn import_bundle(
     }
     progress.finish();
     store.close().await;
-    let verb = if settings.dry_run { "valid" } else { "imported" };
+    let verb = if settings.dry_run {
+        "valid"
+    } else {
+        "imported"
+    };
     if let Some(mut out) = json {
         out.raw("],\"files_with_problems\":");
         out.value(&serde_json::json!(failed));

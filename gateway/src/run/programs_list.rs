@@ -12,9 +12,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{Failure, rfc3339};
+use crate::Error;
 use crate::offers::OrgPrograms;
 use crate::store::{self, ProgramRevisionRecord};
-use crate::Error;
 
 /// What an evaluation makes of one stored revision now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -342,10 +342,18 @@ mod tests {
             "{:?}",
             listed[0].status
         );
-        assert!(listed[1].status.detail().contains("superseded by revision 2"));
+        assert!(
+            listed[1]
+                .status
+                .detail()
+                .contains("superseded by revision 2")
+        );
         assert_eq!(listed[3].status.detail(), "starts 2027-01-01T00:00:00Z");
         assert_eq!(listed[4].status.detail(), "ended 2026-11-30T00:00:00Z");
-        assert_eq!(listed[5].status.detail(), "withdrawn at 2026-11-20T08:00:00Z");
+        assert_eq!(
+            listed[5].status.detail(),
+            "withdrawn at 2026-11-20T08:00:00Z"
+        );
         assert_eq!(listed[2].amount, "500.00 USD");
         assert_eq!(listed[2].name.as_deref(), Some("cash r2"));
         let json = serde_json::to_value(&listed[5]).unwrap();

@@ -262,7 +262,10 @@ mod tests {
             "why",
         )
         .bounded();
-        assert_eq!((short.file.as_str(), short.reason.as_str()), ("p.yaml", "why"));
+        assert_eq!(
+            (short.file.as_str(), short.reason.as_str()),
+            ("p.yaml", "why")
+        );
     }
 
     #[test]

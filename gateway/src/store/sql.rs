@@ -38,11 +38,10 @@ use super::{
     AUDIT_PRUNE_BATCH, ApiTokenRecord, AuditCount, AuditEvent, AuditFootprint, AuditPruneSummary,
     AvailabilityObservation, Change, DealersImportSummary, LegacySessionRecord, OrganizationPlan,
     OrganizationRecord, ProgramRecord, ProgramRevisionRecord, ProgramSetCheck, ProgramsChange,
-    ProgramsImportSummary,
-    RooftopRecord, SnapshotRecord, Store, StoreChange, StoreError, StoredProgram, check_api_token,
-    json_text, map_sqlx_error, plan_organization, plan_programs_change, programs_audit_event,
-    programs_organization_missing, rooftop_not_of_organization, rooftop_taken, summarize,
-    validate_import,
+    ProgramsImportSummary, RooftopRecord, SnapshotRecord, Store, StoreChange, StoreError,
+    StoredProgram, check_api_token, json_text, map_sqlx_error, plan_organization,
+    plan_programs_change, programs_audit_event, programs_organization_missing,
+    rooftop_not_of_organization, rooftop_taken, summarize, validate_import,
 };
 use crate::domain::grant::RooftopScope;
 use crate::inventory::model::VehicleRecord;
@@ -1345,9 +1344,7 @@ where
                     attempted_at: Self::time(row, "attempted_at")?,
                     kind,
                     outcome,
-                    organization_ids: vec![
-                        row.try_get("organization_id").map_err(map_sqlx_error)?,
-                    ],
+                    organization_ids: vec![row.try_get("organization_id").map_err(map_sqlx_error)?],
                     rooftop_ids: json::<D, _>(row, "rooftop_ids")?,
                     file: row.try_get("file").map_err(map_sqlx_error)?,
                     reason: row.try_get("reason").map_err(map_sqlx_error)?,

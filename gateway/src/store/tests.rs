@@ -1014,20 +1014,28 @@ async fn stream_snapshots(
     written
 }
 
-/// Every change a checked write reports, as (rooftop, kind, vehicle id,
-/// stock number, fields).
+/// One change a checked write reported.
+struct Collected {
+    rooftop: String,
+    kind: &'static str,
+    vehicle_id: String,
+    stock_number: Option<String>,
+    fields: Vec<String>,
+}
+
+/// Every change a checked write reports.
 #[derive(Default)]
-struct CollectedChanges(Vec<(String, &'static str, String, Option<String>, Vec<String>)>);
+struct CollectedChanges(Vec<Collected>);
 
 impl snapshot_write::ChangeSink for CollectedChanges {
     fn change(&mut self, c: &snapshot_write::VehicleChange<'_>) {
-        self.0.push((
-            c.rooftop_id.to_owned(),
-            c.kind.as_str(),
-            c.vehicle_id.to_owned(),
-            c.stock_number.map(str::to_owned),
-            c.fields.clone(),
-        ));
+        self.0.push(Collected {
+            rooftop: c.rooftop_id.to_owned(),
+            kind: c.kind.as_str(),
+            vehicle_id: c.vehicle_id.to_owned(),
+            stock_number: c.stock_number.map(str::to_owned),
+            fields: c.fields.clone(),
+        });
     }
 }
 
@@ -1109,8 +1117,8 @@ async fn streamed_write_names_each_change_and_the_removal_guard_refuses_whole(st
             changes
                 .0
                 .iter()
-                .filter(|c| c.1 == kind && c.0 == rooftop)
-                .map(|c| c.2.as_str())
+                .filter(|c| c.kind == kind && c.rooftop == rooftop)
+                .map(|c| c.vehicle_id.as_str())
                 .collect()
         };
         assert_eq!(of("added", "a-1").len(), 5);
@@ -1121,15 +1129,23 @@ async fn streamed_write_names_each_change_and_the_removal_guard_refuses_whole(st
             .into_iter()
             .map(|v| v.vehicle_id)
             .collect();
-        assert_eq!(removed, expected.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(
+            removed,
+            expected.iter().map(String::as_str).collect::<Vec<_>>()
+        );
         assert_eq!(of("removed", "a-2").len(), 3);
         assert!(of("added", "a-2").is_empty() && of("changed", "a-2").is_empty());
         // A changed vehicle names the fields that changed, never provenance.
-        let changed = changes.0.iter().find(|c| c.1 == "changed").unwrap();
-        assert_eq!(changed.4, vec!["advertised_price".to_owned()]);
-        assert_eq!(changed.3.as_deref(), Some("STK-0"));
+        let changed = changes.0.iter().find(|c| c.kind == "changed").unwrap();
+        assert_eq!(changed.fields, vec!["advertised_price".to_owned()]);
+        assert_eq!(changed.stock_number.as_deref(), Some("STK-0"));
         // Vehicles without a stock number are named by id (and VIN).
-        assert!(changes.0.iter().any(|c| c.1 == "removed" && c.3.is_none()));
+        assert!(
+            changes
+                .0
+                .iter()
+                .any(|c| c.kind == "removed" && c.stock_number.is_none())
+        );
     }
 
     // A share of 70 % lets a-1 (61.5 %) through: both snapshots written.
@@ -1236,7 +1252,7 @@ async fn refused_imports_are_kept_within_their_bound_and_every_import_is_counted
     assert_eq!(b[1].problems, 7);
     assert_eq!(b[1].rooftop_ids, ["b-1"]);
     assert_eq!(store.import_attempts("org-a", 5).await.unwrap().len(), 5);
-    assert!(store.import_attempts("org-c", 5).await.unwrap().is_empty());
+    assert!(store.import_attempts("org-d", 5).await.unwrap().is_empty());
 
     let counts: Vec<(&str, &str, u64)> = store
         .import_counts()

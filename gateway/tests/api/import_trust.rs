@@ -101,7 +101,12 @@ async fn a_dry_run_names_each_vehicle_it_would_add_change_and_remove_and_json_li
     // Chicago's next file: LC1001 unchanged (provenance only), LC1002
     // repriced and available again, LC1003 gone, LC1005 new.
     let changed = fixture("lakeshore-changed.csv");
-    let dry = import(&db, &changed, LAKESHORE, &["--rooftop", CHICAGO, "--dry-run"]);
+    let dry = import(
+        &db,
+        &changed,
+        LAKESHORE,
+        &["--rooftop", CHICAGO, "--dry-run"],
+    );
     assert!(dry.status.success(), "{}", text(&dry));
     let out = stdout(&dry);
     for line in [
@@ -112,7 +117,10 @@ async fn a_dry_run_names_each_vehicle_it_would_add_change_and_remove_and_json_li
     ] {
         assert!(out.contains(line), "no {line:?} in:\n{out}");
     }
-    assert!(!out.contains("LC1001"), "an unchanged vehicle is not listed: {out}");
+    assert!(
+        !out.contains("LC1001"),
+        "an unchanged vehicle is not listed: {out}"
+    );
 
     // --json: one document, every change with its ids, nothing written.
     let dry = import(
@@ -203,7 +211,12 @@ fn generate(db: &str, dir: &Path, vehicles: &str) -> (PathBuf, PathBuf, String, 
         let at = headers.iter().position(|h| h == name).expect("column");
         row[at].to_owned()
     };
-    (bundle, feed, column("organization_id"), column("rooftop_id"))
+    (
+        bundle,
+        feed,
+        column("organization_id"),
+        column("rooftop_id"),
+    )
 }
 
 /// The feed's header and its first `rows` records, as a new file.
@@ -273,7 +286,9 @@ async fn a_truncated_feed_is_refused_by_the_removal_guard_and_passes_when_forced
         assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
         let report = stderr(&refused);
         for needle in [
-            format!("rooftop {rooftop} would lose 4 of its 5 vehicles (80%, more than the 50% allowed)"),
+            format!(
+                "rooftop {rooftop} would lose 4 of its 5 vehicles (80%, more than the 50% allowed)"
+            ),
             "nothing was imported".to_owned(),
             "--allow-removals".to_owned(),
             "--max-removal-percent".to_owned(),
@@ -299,11 +314,20 @@ async fn a_truncated_feed_is_refused_by_the_removal_guard_and_passes_when_forced
     std::fs::copy(&one_row, &feed).unwrap();
     let refused = run_cli(&db, &["import", "bundle", &bundle.display().to_string()]);
     assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
-    assert!(stderr(&refused).contains("would lose 4 of its 5"), "{}", text(&refused));
+    assert!(
+        stderr(&refused).contains("would lose 4 of its 5"),
+        "{}",
+        text(&refused)
+    );
     assert_eq!(snapshots(&db, &org, &rooftop).await, before);
 
     // A larger share lets it through; so does --allow-removals.
-    let lenient = import(&db, &one_row, &org, &["--max-removal-percent", "80", "--dry-run"]);
+    let lenient = import(
+        &db,
+        &one_row,
+        &org,
+        &["--max-removal-percent", "80", "--dry-run"],
+    );
     assert!(lenient.status.success(), "{}", text(&lenient));
     let forced = import(&db, &one_row, &org, &["--allow-removals"]);
     assert!(forced.status.success(), "{}", text(&forced));
@@ -394,6 +418,13 @@ fn refused_rows(body: &str) -> Vec<&str> {
 async fn a_refused_import_shows_on_its_organizations_imports_page_only_and_in_metrics() {
     let app = spawn().await;
     let db = app.database_url.clone();
+    let chicago = manager(&app, LAKESHORE, &[CHICAGO]).await;
+    let (status, body) = imports_page(&app, &chicago, CHICAGO).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("No import concerning this rooftop was refused."),
+        "{body}"
+    );
     // 1. A feed with 13 problems, for the organization (no --rooftop: its
     //    rooftops are not known, so it concerns every one).
     let bad = import(&db, &fixture("lakeshore-bad.csv"), LAKESHORE, &[]);
@@ -406,14 +437,24 @@ async fn a_refused_import_shows_on_its_organizations_imports_page_only_and_in_me
         &["--rooftop", CHICAGO],
     );
     assert_eq!(guard.status.code(), Some(2), "{}", text(&guard));
-    assert!(stderr(&guard).contains("refused by the removal guard"), "{}", text(&guard));
+    assert!(
+        stderr(&guard).contains("refused by the removal guard"),
+        "{}",
+        text(&guard)
+    );
     // 3. A programs file that breaks the schema, and 4. a dealers file of
     //    the organization that does.
     let programs = app.db_dir.join("programs.yaml");
     std::fs::write(&programs, "programs:\n  - program_id: x\n").unwrap();
     let out = run_cli(
         &db,
-        &["import", "programs", &programs.display().to_string(), "--organization", LAKESHORE],
+        &[
+            "import",
+            "programs",
+            &programs.display().to_string(),
+            "--organization",
+            LAKESHORE,
+        ],
     );
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let dealers = app.db_dir.join("dealers.yaml");
@@ -424,18 +465,65 @@ async fn a_refused_import_shows_on_its_organizations_imports_page_only_and_in_me
     .unwrap();
     let out = run_cli(&db, &["import", "dealers", &dealers.display().to_string()]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    // 5. Maplecrest's dealers file listing Lakeshore's Chicago rooftop: the
+    //    store refuses it (the rooftop is kept by another organization).
+    let demo =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../demo/dealers.yaml"))
+            .unwrap();
+    let mut doc: Value = yaml_serde::from_str(&demo).unwrap();
+    let orgs = doc["organizations"].as_array().unwrap().clone();
+    let find = |id: &str| {
+        orgs.iter()
+            .find(|o| o["organization_id"] == id)
+            .unwrap()
+            .clone()
+    };
+    let mut maplecrest = find(MAPLECREST);
+    let chicago_rooftop = find(LAKESHORE)["rooftops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["rooftop_id"] == CHICAGO)
+        .unwrap()
+        .clone();
+    maplecrest["rooftops"]
+        .as_array_mut()
+        .unwrap()
+        .push(chicago_rooftop);
+    doc["organizations"] = json!([maplecrest]);
+    let stealing = app.db_dir.join("maplecrest-dealers.json");
+    std::fs::write(&stealing, doc.to_string()).unwrap();
+    let out = run_cli(&db, &["import", "dealers", &stealing.display().to_string()]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains(LAKESHORE),
+        "the operator is told who: {}",
+        text(&out)
+    );
     // A dry run is no import: not recorded.
-    let dry = import(&db, &fixture("lakeshore-bad.csv"), LAKESHORE, &["--dry-run"]);
+    let dry = import(
+        &db,
+        &fixture("lakeshore-bad.csv"),
+        LAKESHORE,
+        &["--dry-run"],
+    );
     assert_eq!(dry.status.code(), Some(2), "{}", text(&dry));
 
     // Chicago's manager sees all four, newest first.
-    let chicago = manager(&app, LAKESHORE, &[CHICAGO]).await;
     let (status, body) = imports_page(&app, &chicago, CHICAGO).await;
     assert_eq!(status, 200, "{body}");
     let rows = refused_rows(&body);
     assert_eq!(rows.len(), 4, "{body}");
-    assert!(rows[0].contains("Dealers file") && rows[0].contains("dealers.yaml"), "{}", rows[0]);
-    assert!(rows[1].contains("Programs file") && rows[1].contains("programs.yaml"), "{}", rows[1]);
+    assert!(
+        rows[0].contains("Dealers file") && rows[0].contains("dealers.yaml"),
+        "{}",
+        rows[0]
+    );
+    assert!(
+        rows[1].contains("Programs file") && rows[1].contains("programs.yaml"),
+        "{}",
+        rows[1]
+    );
     assert!(rows[2].contains("lakeshore-changed.csv"), "{}", rows[2]);
     assert!(rows[2].contains("removal guard"), "{}", rows[2]);
     assert!(
@@ -444,7 +532,11 @@ async fn a_refused_import_shows_on_its_organizations_imports_page_only_and_in_me
         rows[2]
     );
     assert!(rows[3].contains("lakeshore-bad.csv"), "{}", rows[3]);
-    assert!(rows[3].contains("13 problem(s) in this dap-csv file"), "{}", rows[3]);
+    assert!(
+        rows[3].contains("13 problem(s) in this dap-csv file"),
+        "{}",
+        rows[3]
+    );
     assert!(rows[3].contains("<td class=\"num\">13</td>"), "{}", rows[3]);
 
     // Grand Rapids' manager: not the Chicago feed the guard refused, but
@@ -455,14 +547,36 @@ async fn a_refused_import_shows_on_its_organizations_imports_page_only_and_in_me
     assert_eq!(rows.len(), 3, "{body}");
     assert!(!body.contains("lakeshore-changed.csv"), "{body}");
 
-    // Another organization's manager sees none of them.
+    assert!(!body.contains("maplecrest-dealers.json"), "{body}");
+
+    // Another organization's manager sees none of them, only its own
+    // refused dealers file, in the gateway's words: the store's message
+    // names Lakeshore, the page does not.
     let toronto = manager(&app, MAPLECREST, &[TORONTO]).await;
     let (status, body) = imports_page(&app, &toronto, TORONTO).await;
     assert_eq!(status, 200, "{body}");
-    assert!(refused_rows(&body).is_empty(), "{body}");
-    assert!(body.contains("No import concerning this rooftop was refused."), "{body}");
-    for file in ["lakeshore-bad.csv", "lakeshore-changed.csv", "programs.yaml", "dealers.yaml"] {
-        assert!(!body.contains(file), "{file} shown to another organization: {body}");
+    let rows = refused_rows(&body);
+    assert_eq!(rows.len(), 1, "{body}");
+    assert!(rows[0].contains("maplecrest-dealers.json"), "{}", rows[0]);
+    assert!(
+        rows[0].contains("the store refused the dealers file"),
+        "{}",
+        rows[0]
+    );
+    assert!(
+        !body.contains("lakeshore"),
+        "another organization named: {body}"
+    );
+    for file in [
+        "lakeshore-bad.csv",
+        "lakeshore-changed.csv",
+        "programs.yaml",
+        "dealers.yaml",
+    ] {
+        assert!(
+            !body.contains(file),
+            "{file} shown to another organization: {body}"
+        );
     }
 
     // /metrics counts them by kind and outcome, no tenant in the labels.
@@ -485,6 +599,7 @@ async fn a_refused_import_shows_on_its_organizations_imports_page_only_and_in_me
     assert_eq!(sample("inventory", "removal_guard"), Some(1.0), "{metrics}");
     assert_eq!(sample("programs", "invalid"), Some(1.0), "{metrics}");
     assert_eq!(sample("dealers", "invalid"), Some(1.0), "{metrics}");
+    assert_eq!(sample("dealers", "refused"), Some(1.0), "{metrics}");
     assert_eq!(sample("inventory", "imported"), Some(0.0), "{metrics}");
     assert!(
         metrics
@@ -528,7 +643,17 @@ async fn programs_list_gives_every_revision_its_status_with_why() {
     let file = dir.join("programs.yaml");
     std::fs::write(&file, PROGRAMS).unwrap();
     let file = file.display().to_string();
-    let out = run_cli(&db, &["import", "programs", &file, "--organization", LAKESHORE, "--json"]);
+    let out = run_cli(
+        &db,
+        &[
+            "import",
+            "programs",
+            &file,
+            "--organization",
+            LAKESHORE,
+            "--json",
+        ],
+    );
     assert!(out.status.success(), "{}", text(&out));
     let doc = document(&out);
     assert_eq!(doc["outcome"], "imported");
@@ -536,7 +661,13 @@ async fn programs_list_gives_every_revision_its_status_with_why() {
     assert_eq!(doc["unchanged"], json!([]));
     let out = run_cli(
         &db,
-        &["programs", "withdraw", "--organization", LAKESHORE, "pl-loyalty"],
+        &[
+            "programs",
+            "withdraw",
+            "--organization",
+            LAKESHORE,
+            "pl-loyalty",
+        ],
     );
     assert!(out.status.success(), "{}", text(&out));
     // A revision stored before whole-set validation existed, naming a
@@ -579,14 +710,22 @@ async fn programs_list_gives_every_revision_its_status_with_why() {
         assert!(listing.contains(needle), "no {needle:?} in:\n{listing}");
     }
 
-    let out = run_cli(&db, &["programs", "list", "--organization", LAKESHORE, "--json"]);
+    let out = run_cli(
+        &db,
+        &["programs", "list", "--organization", LAKESHORE, "--json"],
+    );
     assert!(out.status.success(), "{}", text(&out));
     let listed = document(&out);
     let status: Vec<(&str, &str)> = listed
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| (r["program_id"].as_str().unwrap(), r["status"].as_str().unwrap()))
+        .map(|r| {
+            (
+                r["program_id"].as_str().unwrap(),
+                r["status"].as_str().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         status,
@@ -599,7 +738,10 @@ async fn programs_list_gives_every_revision_its_status_with_why() {
     );
     assert!(listed[1]["at"].as_str().is_some(), "{listed}");
     assert!(
-        listed[2]["problems"][0].as_str().unwrap().contains("pl-ghost"),
+        listed[2]["problems"][0]
+            .as_str()
+            .unwrap()
+            .contains("pl-ghost"),
         "{listed}"
     );
     assert_eq!(listed[3]["valid_from"], "2099-03-01T00:00:00Z");
