@@ -494,8 +494,9 @@ async fn stored_organizations(store: &dyn Store, ids: &[String]) -> Vec<String> 
 /// `import programs FILE --organization ORG [--replace] [--dry-run]
 /// [--json]`: parse, schema-check and validate the file (every problem at
 /// once, each rule compiled), then, in one store transaction, validate the
-/// organization's resulting program set as a whole at every instant (issue
-/// 12 item 2) and store it with an audit event. Bad input, or any conflict,
+/// organization's resulting program set as a whole at every instant
+/// (docs/pricing.md "Whole-set validation") and store it with an audit
+/// event. Bad input, or any conflict,
 /// exits 2 and writes nothing but the audit event of the refusal
 /// (docs/pricing.md "Audit") and its record for the console's imports page
 /// (docs/console.md "Imports").
@@ -988,7 +989,7 @@ async fn import_inventory(
                 .to_owned()
         }),
     };
-    // Read record by record (issue 11 item 6): the file's text is never held
+    // Read record by record (docs/benchmarks.md "Feed import memory"): the file's text is never held
     // in memory beside the parsed vehicles.
     let total = std::fs::metadata(file)
         .map_err(|e| Error::Io(format!("{name}: cannot read: {e}")))?
@@ -1426,7 +1427,7 @@ fn first_lines(report: &str, name: &str) -> String {
     }
 }
 
-/// One file's share of an import's overall progress (issue 15 item 3).
+/// One file's share of an import's overall progress (docs/operations.md "Progress of imports").
 /// Each file is read twice, once to check it and once to write it, so the
 /// bar counts its bytes twice: `base .. base + bytes` while checking,
 /// then `base + bytes .. base + 2 * bytes` while writing.
@@ -1516,7 +1517,7 @@ fn named_by_path(e: IngestError, shown: &str) -> IngestError {
     }
 }
 
-/// Pass 2 of an import (issue 11 item 6): read the checked file again on a
+/// Pass 2 of an import (docs/benchmarks.md "Feed import memory"): read the checked file again on a
 /// blocking thread and stream each vehicle to the store's snapshot writer
 /// through a bounded channel, so neither the file nor its vehicles are ever
 /// held whole. Every rooftop of the file gets its snapshot in one
@@ -1553,7 +1554,7 @@ async fn stream_write(
                 .progress
                 .set_message(format!("writing {vehicles} vehicles: {}", track.what));
             let mut fed = 0usize;
-            // The write phase's progress (issue 15 item 3) is what has
+            // The write phase's progress (docs/operations.md "Progress of imports") is what has
             // entered the writer's bounded channel: a send returns once
             // the writer has room, so this follows the writer to within
             // the channel's capacity. The position is the bytes of the file
@@ -1732,7 +1733,7 @@ async fn import_bundle(
         }
     };
     files.sort();
-    // The overall bar (issue 15 item 3): every byte of every feed, twice
+    // The overall bar (docs/operations.md "Progress of imports"): every byte of every feed, twice
     // (checked, then written); see `FileTrack`.
     let sizes: Vec<u64> = files
         .iter()
@@ -1763,7 +1764,7 @@ async fn import_bundle(
         };
         base += size.saturating_mul(2);
         progress.set_position(track.base);
-        // Three reads of the file, none holding it (issue 11 item 6): its
+        // Three reads of the file, none holding it (docs/benchmarks.md "Feed import memory"): its
         // organization, then check, then write.
         let opened = std::fs::File::open(path)
             .map(std::io::BufReader::new)

@@ -1,7 +1,8 @@
 //! The streamed inventory snapshot writer, shared by both backends.
 //!
 //! An import hands the store its vehicles one at a time through a bounded
-//! channel (issue 11 item 6: a 134 MB feed must not be held in memory).
+//! channel (a 134 MB feed must not be held in memory; docs/benchmarks.md
+//! "Feed import memory").
 //! Everything happens inside one transaction: every rooftop of the file gets
 //! its next snapshot, or none does. The summary against the previous
 //! snapshot is computed batch by batch, reading only the previous documents
