@@ -1,6 +1,6 @@
 //! The command line: `serve`, `migrate`, `import dealers|inventory|bundle`,
 //! `demo generate`, `token create|list|revoke`, `audit export`,
-//! `import programs [--replace]`, `programs withdraw`, `preview`,
+//! `import programs [--replace]`, `programs list|withdraw`, `preview`,
 //! `completions`, `stdio` (MCP over stdin/stdout, issue 15 item 5); and
 //! `serve|stdio --config FILE` (issue 15 item 6).
 
@@ -217,6 +217,18 @@ pub enum TokenCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum ProgramsCommand {
+    /// Every stored revision of the organization's programs with its status
+    /// now: active, scheduled, expired, superseded, withdrawn (with when)
+    /// or unusable (with why, as evaluations report it); its name, kind,
+    /// amount and validity window.
+    List {
+        /// The organization whose programs to list.
+        #[arg(long)]
+        organization: String,
+        /// Print a JSON array instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Withdraw a program (every active revision) or one revision of it:
     /// it is never evaluated again (audited; a running gateway stops
     /// offering it within its refresh interval). Refused, withdrawing
@@ -300,6 +312,13 @@ pub enum ImportCommand {
         /// Validate and report what would change, but write nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Print the whole plan or result as one JSON document (every
+        /// vehicle added, changed and removed; docs/inventory-feeds.md)
+        /// instead of the text summary.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        guard: RemovalGuardArgs,
     },
     /// Import the incentive programs file of one organization (YAML or
     /// JSON; schemas/programs.schema.json, docs/pricing.md). All or
@@ -320,6 +339,10 @@ pub enum ImportCommand {
         /// Validate and report what would change, but write nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Print the added, unchanged and withdrawn revisions as one JSON
+        /// document instead of the text summary.
+        #[arg(long)]
+        json: bool,
     },
     /// Import a bundle directory: DIR/dealers.yaml, then every
     /// DIR/inventory/*.csv (DAP Inventory CSV; the organization is the one
@@ -330,7 +353,35 @@ pub enum ImportCommand {
         /// Validate and report what would change, but write nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Print the whole plan or result as one JSON document (every
+        /// vehicle added, changed and removed, per file) instead of the text
+        /// summary.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        guard: RemovalGuardArgs,
     },
+}
+
+/// The removal guard of inventory imports (docs/inventory-feeds.md "The
+/// removal guard"): a truncated feed must not unpublish a rooftop.
+#[derive(Debug, Clone, Args)]
+pub struct RemovalGuardArgs {
+    /// Refuse the whole import (exit 2, nothing written) when it would
+    /// remove more than this percentage of the current vehicles of a
+    /// rooftop that has 5 or more; 100 never refuses.
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_MAX_REMOVAL_PERCENT",
+        default_value_t = crate::store::snapshot_write::RemovalGuard::DEFAULT_MAX_PERCENT,
+        value_parser = clap::value_parser!(u8).range(0..=100),
+        value_name = "PERCENT"
+    )]
+    pub max_removal_percent: u8,
+    /// Turn the removal guard off for this import: remove every vehicle
+    /// the file no longer lists, however many.
+    #[arg(long)]
+    pub allow_removals: bool,
 }
 
 #[derive(Debug, Subcommand)]

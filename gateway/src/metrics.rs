@@ -23,6 +23,7 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 use crate::availability::BreakerState;
 use crate::state::AppState;
+use crate::store::{ImportKind, ImportOutcome};
 
 /// Upper bounds (seconds) of the latency histograms: a cached tool answer
 /// takes well under a millisecond, an upstream availability check up to its
@@ -109,6 +110,10 @@ fn describe() {
         BREAKER_FAILURES,
         "Consecutive failures of a rooftop's availability source while its breaker is closed"
     );
+    describe_counter!(
+        IMPORTS,
+        "Imports run by the CLI on this store (dry runs excluded), by kind (inventory, programs, dealers) and outcome (imported, invalid, refused, removal_guard); read from the store, so every replica reports the same totals"
+    );
     describe_gauge!(BUILD_INFO, "Always 1; the labels name the build");
     describe_gauge!(
         SCRAPE_ERRORS,
@@ -127,6 +132,7 @@ pub const SNAPSHOT_SLA: &str = "dealer_gateway_snapshot_sla_seconds";
 pub const SNAPSHOT_VEHICLES: &str = "dealer_gateway_snapshot_vehicles";
 pub const BREAKER: &str = "dealer_gateway_availability_breaker_state";
 pub const BREAKER_FAILURES: &str = "dealer_gateway_availability_breaker_failures";
+pub const IMPORTS: &str = "dealer_gateway_imports_total";
 pub const BUILD_INFO: &str = "dealer_gateway_build_info";
 pub const SCRAPE_ERRORS: &str = "dealer_gateway_scrape_error";
 
@@ -144,9 +150,27 @@ pub async fn render(state: &AppState) -> Option<String> {
     Some(handle.render())
 }
 
-/// Sets the state gauges from the directory and the inventory view; false
-/// when either could not be read.
+/// Sets the state gauges from the directory and the inventory view, and
+/// the import totals from the store; false when any could not be read.
 async fn observe_state(state: &AppState) -> bool {
+    // Imports run in the CLI's own process, which keeps no recorder: their
+    // totals live in the store (`import_counts`, docs/operations.md
+    // "Metrics"), and a scrape reports them. Labels are the two closed
+    // enums, never a tenant id or a file name. Every pair is reported, 0
+    // included, so a first refusal is an increase a rate() sees.
+    let Ok(counts) = state.store.import_counts().await else {
+        return false;
+    };
+    for kind in ImportKind::ALL {
+        for outcome in ImportOutcome::ALL {
+            let total = counts
+                .iter()
+                .find(|c| c.kind == kind && c.outcome == outcome)
+                .map_or(0, |c| c.count);
+            metrics::counter!(IMPORTS, "kind" => kind.as_str(), "outcome" => outcome.as_str())
+                .absolute(total);
+        }
+    }
     let Ok(directory) = state.directory.snapshot().await else {
         return false;
     };

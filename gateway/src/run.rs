@@ -15,8 +15,16 @@ use crate::cli::{
 };
 use crate::ingest::{self, FeedCheck, FeedFormat, IngestContext, IngestError};
 use crate::progress::{Progress, ProgressMode, Unit};
-use crate::store::{OrganizationRecord, SnapshotRecord, Store};
+use crate::store::snapshot_write::{ChangeSink, RemovalGuard, SnapshotWrite, WriteChecks};
+use crate::store::{
+    DealersImportSummary, ImportAttempt, ImportKind, ImportOutcome, OrganizationRecord, Store,
+};
 use crate::{Error, app, dealers, store};
+
+mod changes;
+mod programs_list;
+
+use changes::{JsonChanges, JsonOut, Listing};
 
 /// Exit code for input the user must fix (a bad file, an unknown id).
 const EXIT_INVALID_INPUT: u8 = 2;
@@ -83,16 +91,15 @@ pub async fn run(cli: Cli) -> ExitCode {
         }
         Command::Migrate => migrate(db).await.map_err(Failure::from),
         Command::Import { what } => match what {
-            ImportCommand::Dealers { file, dry_run } => import_dealers(db, &file, dry_run)
-                .await
-                .map(|_| ())
-                .map_err(Failure::from),
+            ImportCommand::Dealers { file, dry_run } => import_dealers(db, &file, dry_run).await,
             ImportCommand::Inventory {
                 file,
                 organization,
                 rooftop,
                 format,
                 dry_run,
+                json,
+                guard,
             } => {
                 import_inventory(
                     db,
@@ -100,20 +107,32 @@ pub async fn run(cli: Cli) -> ExitCode {
                     &organization,
                     rooftop.as_deref(),
                     format,
-                    dry_run,
+                    ImportSettings::new(dry_run, json, &guard),
                     progress,
                 )
                 .await
             }
-            ImportCommand::Bundle { dir, dry_run } => {
-                import_bundle(db, &dir, dry_run, progress).await
+            ImportCommand::Bundle {
+                dir,
+                dry_run,
+                json,
+                guard,
+            } => {
+                import_bundle(
+                    db,
+                    &dir,
+                    ImportSettings::new(dry_run, json, &guard),
+                    progress,
+                )
+                .await
             }
             ImportCommand::Programs {
                 file,
                 organization,
                 replace,
                 dry_run,
-            } => import_programs(db, &file, &organization, replace, dry_run).await,
+                json,
+            } => import_programs(db, &file, &organization, replace, dry_run, json).await,
         },
         Command::Demo { what } => match what {
             DemoCommand::Generate {
@@ -161,6 +180,9 @@ pub async fn run(cli: Cli) -> ExitCode {
             AuditCommand::Export { since } => audit_export(db, &since).await,
         },
         Command::Programs { what } => match what {
+            ProgramsCommand::List { organization, json } => {
+                programs_list::run(db, &organization, json).await
+            }
             ProgramsCommand::Withdraw {
                 organization,
                 program_id,
@@ -296,33 +318,109 @@ async fn migrate(database_url: &str) -> Result<(), Error> {
     Ok(())
 }
 
-async fn import_dealers(
+async fn import_dealers(database_url: &str, file: &Path, dry_run: bool) -> Result<(), Failure> {
+    let name = file.display().to_string();
+    let (records, summary) = dealers_import(database_url, file, dry_run).await?;
+    println!("{}", dealers_line(&name, &records, &summary, dry_run));
+    Ok(())
+}
+
+/// Parse a dealers file and store it (or plan it, for a dry run). A refused
+/// file is recorded for the console's imports page of every stored
+/// organization it names, and every import is counted for /metrics (docs/console.md
+/// "Imports"), dry runs excepted.
+async fn dealers_import(
     database_url: &str,
     file: &Path,
     dry_run: bool,
-) -> Result<Vec<OrganizationRecord>, Error> {
+) -> Result<(Vec<OrganizationRecord>, DealersImportSummary), Failure> {
     let catalog = Catalog::load()?;
     let name = file.display().to_string();
     let bytes = std::fs::read(file).map_err(|e| Error::Io(format!("{name}: cannot read: {e}")))?;
     let file_name = file
         .file_name()
         .map_or_else(|| name.clone(), |n| n.to_string_lossy().into_owned());
-    let records = dealers::parse(
+    let parsed = dealers::parse(
         &catalog,
         &name,
         &bytes,
         &format!("dealers-file:{file_name}"),
         Utc::now(),
-    )?;
+    );
+    let records = match parsed {
+        Ok(records) => records,
+        Err(e) => {
+            if !dry_run && let Ok(store) = store::open(database_url).await {
+                let named =
+                    stored_organizations(store.as_ref(), &organizations_named(&bytes)).await;
+                // A manager of one organization never reads another's
+                // problems: with several named, only their count.
+                let reason = if named.len() == 1 {
+                    first_lines(&e.to_string(), &name)
+                } else {
+                    format!(
+                        "{} problem(s) in the dealers file; nothing was imported",
+                        e.problems.len()
+                    )
+                };
+                let mut attempt =
+                    ImportAttempt::new(ImportKind::Dealers, ImportOutcome::Invalid, &name, &reason);
+                attempt.organization_ids = named;
+                attempt.problems = u32::try_from(e.problems.len()).unwrap_or(u32::MAX);
+                record_import(store.as_ref(), &attempt).await;
+            }
+            return Err(Error::DealersFile(e).into());
+        }
+    };
     let store = store::open(database_url).await?;
     let summary = if dry_run {
         let existing = store.list_organizations().await?;
         dealers::plan(&existing, &records)
     } else {
-        store.upsert_organizations(&records).await?
+        let ids: Vec<String> = records.iter().map(|o| o.organization_id.clone()).collect();
+        match store.upsert_organizations(&records).await {
+            Ok(summary) => {
+                let mut attempt = ImportAttempt::new(
+                    ImportKind::Dealers,
+                    ImportOutcome::Imported,
+                    &name,
+                    "imported",
+                );
+                attempt.organization_ids = ids;
+                record_import(store.as_ref(), &attempt).await;
+                summary
+            }
+            Err(store::StoreError::Query(message)) => {
+                // The store's message may name another organization (the
+                // one keeping a rooftop): the imports page gets the
+                // gateway's own words.
+                let mut attempt = ImportAttempt::new(
+                    ImportKind::Dealers,
+                    ImportOutcome::Refused,
+                    &name,
+                    "the store refused the dealers file (a rooftop id it lists is kept by \
+                     another organization, or it lists an id twice; the operator's output \
+                     says which); nothing was imported",
+                );
+                attempt.organization_ids = stored_organizations(store.as_ref(), &ids).await;
+                record_import(store.as_ref(), &attempt).await;
+                return Err(Error::Store(store::StoreError::Query(message)).into());
+            }
+            Err(other) => return Err(other.into()),
+        }
     };
+    Ok((records, summary))
+}
+
+/// The summary line of a dealers import.
+fn dealers_line(
+    name: &str,
+    records: &[OrganizationRecord],
+    summary: &DealersImportSummary,
+    dry_run: bool,
+) -> String {
     let rooftops: usize = records.iter().map(|o| o.rooftops.len()).sum();
-    println!(
+    format!(
         "{verb} {name}: {orgs} organization(s), {rooftops} rooftop(s) — organizations added {oa}, updated {ou}; rooftops added {ra}, updated {ru}, removed {rr}",
         verb = if dry_run {
             "dry run, nothing written:"
@@ -335,25 +433,146 @@ async fn import_dealers(
         ra = summary.rooftops_added,
         ru = summary.rooftops_updated,
         rr = summary.rooftops_removed,
-    );
-    Ok(records)
+    )
 }
 
-/// `import programs FILE --organization ORG [--replace] [--dry-run]`: parse,
-/// schema-check and validate the file (every problem at once, each rule
-/// compiled), then, in one store transaction, validate the organization's
-/// resulting program set as a whole at every instant (issue 12 item 2) and
-/// store it with an audit event. Bad input, or any conflict, exits 2 and
-/// writes nothing but the audit event of the refusal (docs/pricing.md
-/// "Audit").
+/// The dealers part of the `import bundle --json` document.
+fn dealers_json(
+    name: &str,
+    records: &[OrganizationRecord],
+    summary: &DealersImportSummary,
+) -> serde_json::Value {
+    serde_json::json!({
+        "file": name,
+        "organization_ids": records.iter().map(|o| o.organization_id.as_str()).collect::<Vec<_>>(),
+        "rooftops": records.iter().map(|o| o.rooftops.len()).sum::<usize>(),
+        "organizations_added": summary.organizations_added,
+        "organizations_updated": summary.organizations_updated,
+        "rooftops_added": summary.rooftops_added,
+        "rooftops_updated": summary.rooftops_updated,
+        "rooftops_removed": summary.rooftops_removed,
+    })
+}
+
+/// The `organization_id`s a dealers file names, read leniently from a file
+/// that failed its rules (empty when it is not YAML or JSON at all).
+fn organizations_named(bytes: &[u8]) -> Vec<String> {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Vec::new();
+    };
+    let Ok(doc) = yaml_serde::from_str::<serde_json::Value>(text) else {
+        return Vec::new();
+    };
+    let mut ids: Vec<String> = doc
+        .get("organizations")
+        .and_then(serde_json::Value::as_array)
+        .map(|orgs| {
+            orgs.iter()
+                .filter_map(|o| o.get("organization_id")?.as_str())
+                .filter(|id| store::audit::is_identifier(id))
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+/// Those of `ids` that are stored organizations (a refusal is shown only
+/// to the managers of an organization that exists).
+async fn stored_organizations(store: &dyn Store, ids: &[String]) -> Vec<String> {
+    let mut stored = Vec::new();
+    for id in ids.iter().take(store::import_log::MAX_ORGANIZATIONS) {
+        if let Ok(Some(_)) = store.get_organization(id).await {
+            stored.push(id.clone());
+        }
+    }
+    stored
+}
+
+/// `import programs FILE --organization ORG [--replace] [--dry-run]
+/// [--json]`: parse, schema-check and validate the file (every problem at
+/// once, each rule compiled), then, in one store transaction, validate the
+/// organization's resulting program set as a whole at every instant
+/// (docs/pricing.md "Whole-set validation") and store it with an audit
+/// event. Bad input, or any conflict,
+/// exits 2 and writes nothing but the audit event of the refusal
+/// (docs/pricing.md "Audit") and its record for the console's imports page
+/// (docs/console.md "Imports").
 async fn import_programs(
     database_url: &str,
     file: &Path,
     organization: &str,
     replace: bool,
     dry_run: bool,
+    json: bool,
 ) -> Result<(), Failure> {
-    let catalog = Catalog::load()?;
+    let name = file.display().to_string();
+    let result = change_programs_file(database_url, file, organization, replace, dry_run).await;
+    let header = serde_json::json!({
+        "command": "import programs",
+        "file": name,
+        "organization_id": organization,
+        "dry_run": dry_run,
+        "replace": replace,
+    });
+    match result {
+        Ok((records, summary)) => {
+            if json {
+                let pairs = |list: &[store::ProgramRevision]| -> serde_json::Value {
+                    list.iter()
+                        .map(|r| serde_json::json!({"program_id": r.program_id, "revision": r.revision}))
+                        .collect()
+                };
+                let mut doc = header;
+                doc["outcome"] = if dry_run { "planned" } else { "imported" }.into();
+                doc["programs"] = records.into();
+                doc["added"] = pairs(&summary.added_revisions);
+                doc["unchanged"] = pairs(&summary.unchanged_revisions);
+                doc["withdrawn"] = pairs(&summary.withdrawn);
+                doc["still_withdrawn"] = pairs(&summary.still_withdrawn);
+                println!("{doc}");
+            } else {
+                println!(
+                    "{verb} {name}: {records} program(s) of {organization} — added {a}, unchanged {u}, withdrawn {w}",
+                    verb = if dry_run {
+                        "dry run, nothing written:"
+                    } else {
+                        "imported"
+                    },
+                    a = summary.added,
+                    u = summary.unchanged,
+                    w = summary.withdrawn.len(),
+                );
+                print_program_changes(&summary, dry_run);
+            }
+            Ok(())
+        }
+        Err((outcome, failure)) => {
+            if json {
+                let mut doc = header;
+                doc["outcome"] = outcome.map_or("failed", ImportOutcome::as_str).into();
+                doc["reason"] = failure_text(&failure).into();
+                println!("{doc}");
+            }
+            Err(failure)
+        }
+    }
+}
+
+/// The work of `import programs`: the number of programs in the file and
+/// what changed, or how it was refused (`None`: a failure that is no
+/// refusal, e.g. an unreadable file) and why.
+async fn change_programs_file(
+    database_url: &str,
+    file: &Path,
+    organization: &str,
+    replace: bool,
+    dry_run: bool,
+) -> Result<(usize, store::ProgramsImportSummary), (Option<ImportOutcome>, Failure)> {
+    let plain = |failure: Failure| (None, failure);
+    let catalog = Catalog::load().map_err(|e| plain(e.into()))?;
     let tool = if replace {
         "cli.import_programs_replace"
     } else {
@@ -377,6 +596,19 @@ async fn import_programs(
                             Vec::new(),
                         )
                         .await;
+                        if let Failure::BadInput(report) = &failure {
+                            let mut attempt = ImportAttempt::new(
+                                ImportKind::Programs,
+                                ImportOutcome::Invalid,
+                                &name,
+                                &first_lines(report, &name),
+                            );
+                            attempt.organization_ids =
+                                stored_organizations(store.as_ref(), &[organization.to_owned()])
+                                    .await;
+                            attempt.problems = problem_count(report);
+                            record_import(store.as_ref(), &attempt).await;
+                        }
                     }
                     Err(e) => tracing::error!(
                         error = %e,
@@ -384,7 +616,8 @@ async fn import_programs(
                     ),
                 }
             }
-            return Err(failure);
+            let outcome = matches!(failure, Failure::BadInput(_)).then_some(ImportOutcome::Invalid);
+            return Err((outcome, failure));
         }
     };
     // The pairs the file asked for: schema-valid identifiers, so the
@@ -400,8 +633,18 @@ async fn import_programs(
             .audit_id()
         })
         .collect();
-    let store = store::open(database_url).await?;
-    if store.get_organization(organization).await?.is_none() {
+    let store = store::open(database_url)
+        .await
+        .map_err(|e| plain(e.into()))?;
+    let known = store
+        .get_organization(organization)
+        .await
+        .map_err(|e| plain(e.into()))?;
+    if known.is_none() {
+        let message = format!(
+            "organization {organization} is not in the store: import its dealers file first \
+             (dealer-gateway import dealers FILE); nothing was imported"
+        );
         if !dry_run {
             audit_programs_refusal(
                 store.as_ref(),
@@ -411,13 +654,17 @@ async fn import_programs(
                 asked,
             )
             .await;
+            let attempt = ImportAttempt::new(
+                ImportKind::Programs,
+                ImportOutcome::Refused,
+                &name,
+                &message,
+            );
+            record_import(store.as_ref(), &attempt).await;
         }
-        return Err(Failure::BadInput(format!(
-            "organization {organization} is not in the store: import its dealers file first \
-             (dealer-gateway import dealers FILE); nothing was imported"
-        )));
+        return Err((Some(ImportOutcome::Refused), Failure::BadInput(message)));
     }
-    let summary = change_programs(
+    let changed = change_programs(
         store.as_ref(),
         organization,
         store::ProgramsChange::Import {
@@ -428,25 +675,56 @@ async fn import_programs(
         &asked,
         dry_run,
     )
-    .await
-    .map_err(|e| match e {
-        Failure::BadInput(message) => Failure::BadInput(format!("{name}: {message}")),
-        other => other,
-    })?;
-    println!(
-        "{verb} {name}: {n} program(s) of {organization} — added {a}, unchanged {u}, withdrawn {w}",
-        verb = if dry_run {
-            "dry run, nothing written:"
-        } else {
-            "imported"
-        },
-        n = parsed.records.len(),
-        a = summary.added,
-        u = summary.unchanged,
-        w = summary.withdrawn.len(),
-    );
-    print_program_changes(&summary, dry_run);
-    Ok(())
+    .await;
+    match changed {
+        Ok(summary) => {
+            if !dry_run {
+                let mut attempt = ImportAttempt::new(
+                    ImportKind::Programs,
+                    ImportOutcome::Imported,
+                    &name,
+                    "imported",
+                );
+                attempt.organization_ids = vec![organization.to_owned()];
+                record_import(store.as_ref(), &attempt).await;
+            }
+            Ok((parsed.records.len(), summary))
+        }
+        Err(Failure::BadInput(message)) => {
+            // The store's refusals of a programs change name only this
+            // organization's programs (docs/pricing.md "Revisions ...").
+            if !dry_run {
+                let mut attempt = ImportAttempt::new(
+                    ImportKind::Programs,
+                    ImportOutcome::Refused,
+                    &name,
+                    &message,
+                );
+                attempt.organization_ids = vec![organization.to_owned()];
+                attempt.problems = problem_count(&message);
+                record_import(store.as_ref(), &attempt).await;
+            }
+            Err((
+                Some(ImportOutcome::Refused),
+                Failure::BadInput(format!("{name}: {message}")),
+            ))
+        }
+        Err(other) => Err(plain(other)),
+    }
+}
+
+/// How many problems a report lists: the count its heading states
+/// (`N problem(s)`, `N conflict(s)`), else one per line after the heading.
+fn problem_count(report: &str) -> u32 {
+    let mut lines = report.lines().filter(|l| !l.trim().is_empty());
+    let heading = lines.next().unwrap_or_default();
+    let words: Vec<&str> = heading.split_whitespace().collect();
+    let stated = words.windows(2).find_map(|w| {
+        (w[1].starts_with("problem(s)") || w[1].starts_with("conflict(s)"))
+            .then(|| w[0].parse::<u32>().ok())
+            .flatten()
+    });
+    stated.unwrap_or_else(|| u32::try_from(lines.count()).unwrap_or(u32::MAX))
 }
 
 /// Read and parse a programs file: an unreadable file is an I/O failure,
@@ -667,41 +945,62 @@ fn print_program_changes(summary: &store::ProgramsImportSummary, dry_run: bool) 
     }
 }
 
-/// `import inventory FILE --organization ORG [--rooftop R] [--format F] [--dry-run]`.
+/// What an inventory import asks besides its files (docs/inventory-feeds.md
+/// "Commands").
+#[derive(Debug, Clone, Copy)]
+struct ImportSettings {
+    dry_run: bool,
+    /// The whole plan or result as one JSON document on stdout.
+    json: bool,
+    /// `None` with `--allow-removals`.
+    guard: Option<RemovalGuard>,
+}
+
+impl ImportSettings {
+    fn new(dry_run: bool, json: bool, guard: &crate::cli::RemovalGuardArgs) -> Self {
+        Self {
+            dry_run,
+            json,
+            guard: (!guard.allow_removals).then_some(RemovalGuard {
+                max_percent: guard.max_removal_percent,
+                min_vehicles: RemovalGuard::DEFAULT_MIN_VEHICLES,
+            }),
+        }
+    }
+}
+
+/// `import inventory FILE --organization ORG [--rooftop R] [--format F]
+/// [--dry-run] [--json] [--allow-removals | --max-removal-percent N]`.
 async fn import_inventory(
     database_url: &str,
     file: &Path,
     organization: &str,
     rooftop: Option<&str>,
     format: Option<FeedFormatArg>,
-    dry_run: bool,
+    settings: ImportSettings,
     mode: ProgressMode,
 ) -> Result<(), Failure> {
     let name = file.display().to_string();
     let format = match format {
-        Some(f) => FeedFormat::from(f),
+        Some(f) => Ok(FeedFormat::from(f)),
         None => FeedFormat::from_file_name(&name).ok_or_else(|| {
-            Failure::BadInput(format!(
-                "{name}: cannot tell the format from the file name (.csv is dap-csv, .json is \
-                 json); give --format dap-csv|dealer-com-csv|json; nothing was imported"
-            ))
-        })?,
+            "cannot tell the format from the file name (.csv is dap-csv, .json is json); \
+             give --format dap-csv|dealer-com-csv|json; nothing was imported"
+                .to_owned()
+        }),
     };
-    // Read record by record (issue 11 item 6): the file's text is never held
+    // Read record by record (docs/benchmarks.md "Feed import memory"): the file's text is never held
     // in memory beside the parsed vehicles.
-    let opened = std::fs::File::open(file)
-        .and_then(|f| f.metadata().map(|m| (f, m.len())))
-        .map_err(|e| Error::Io(format!("{name}: cannot read: {e}")))?;
+    let total = std::fs::metadata(file)
+        .map_err(|e| Error::Io(format!("{name}: cannot read: {e}")))?
+        .len();
     let store = store::open(database_url).await?;
     let org = store.get_organization(organization).await?.ok_or_else(|| {
-        Failure::BadInput(format!(
+        format!(
             "organization {organization} is not in the store: import its dealers file first \
-                 (dealer-gateway import dealers FILE); nothing was imported"
-        ))
-    })?;
-    let now = Utc::now();
-    let ctx = IngestContext::for_organization(&org, rooftop, now);
-    let (handle, total) = opened;
+             (dealer-gateway import dealers FILE); nothing was imported"
+        )
+    });
     let track = FileTrack {
         progress: Progress::new(
             mode,
@@ -713,24 +1012,422 @@ async fn import_inventory(
         bytes: total,
         what: name.clone(),
     };
-    let check = check_file(
+    let mut json = settings.json.then(JsonOut::default);
+    if let Some(out) = json.as_mut() {
+        out.raw("{\"command\":\"import inventory\",");
+    }
+    let job = FeedJob {
+        path: file,
+        name: name.clone(),
         format,
-        file,
-        std::io::BufReader::new(handle),
-        total,
-        &ctx,
-        &track,
-    )?;
-    let results = stream_write(store.as_ref(), file, &check, &ctx, dry_run, now, &track).await?;
+        organization: Some(organization),
+        org,
+        rooftop,
+        planned_rooftops: Vec::new(),
+    };
+    let report = import_feed(store.as_ref(), &job, settings, &track, json.as_mut()).await;
     track.progress.finish();
     store.close().await;
-    for line in report_lines(&name, &check, &results, dry_run) {
-        println!("{line}");
+    if let Some(mut out) = json {
+        // `import_feed` closed the document's object, failed or not.
+        out.finish()
+            .map_err(|e| Error::Io(format!("cannot write to stdout: {e}")))?;
     }
-    Ok(())
+    let report = report?;
+    if !settings.json {
+        for line in &report.lines {
+            println!("{line}");
+        }
+    }
+    match report.refused {
+        Some(report) => Err(Failure::BadInput(report)),
+        None => Ok(()),
+    }
 }
 
-/// One file's share of an import's overall progress (issue 15 item 3).
+/// One inventory file of `import inventory` or `import bundle`.
+struct FeedJob<'a> {
+    path: &'a Path,
+    /// The file as the operator named it.
+    name: String,
+    /// Or why it cannot be told.
+    format: Result<FeedFormat, String>,
+    /// The organization asked for (`--organization`), or the one the file
+    /// names, when known.
+    organization: Option<&'a str>,
+    /// The stored organization, or why there is none to import into.
+    org: Result<OrganizationRecord, String>,
+    /// `--rooftop`.
+    rooftop: Option<&'a str>,
+    /// The organization's rooftops as the bundle's dealers file lists
+    /// them: a dry run plans those the store does not keep yet as first
+    /// snapshots.
+    planned_rooftops: Vec<String>,
+}
+
+/// What became of one inventory file.
+struct FeedReport {
+    /// The text summary: the counts line, one line per rooftop, and the
+    /// bounded listing under each.
+    lines: Vec<String>,
+    /// Vehicles in the file (checked).
+    vehicles: usize,
+    /// Refused: the report for stderr (exit 2).
+    refused: Option<String>,
+}
+
+/// A file refused before or during its write.
+struct FeedRefusal {
+    outcome: ImportOutcome,
+    /// The report for stderr.
+    report: String,
+    /// One line for the console's imports page, in the gateway's words.
+    reason: String,
+    problems: u32,
+    /// The rooftops it would have changed (empty: not known).
+    rooftops: Vec<String>,
+}
+
+/// Check, write (or plan) and report one inventory file, streaming its
+/// changes to `json` (an object of the document, opened and closed here)
+/// or keeping a bounded listing for the text summary; record the import
+/// for the imports page and /metrics unless it is a dry run.
+async fn import_feed(
+    store: &dyn Store,
+    job: &FeedJob<'_>,
+    settings: ImportSettings,
+    track: &FileTrack,
+    mut json: Option<&mut JsonOut>,
+) -> Result<FeedReport, Failure> {
+    let org_id = job.org.as_ref().ok().map(|o| o.organization_id.clone());
+    if let Some(out) = json.as_deref_mut() {
+        out.raw("\"file\":");
+        out.value(&serde_json::json!(job.name));
+        out.raw(",\"organization_id\":");
+        out.value(&serde_json::json!(org_id.as_deref().or(job.organization)));
+        out.raw(&format!(",\"dry_run\":{},\"changes\":[", settings.dry_run));
+    }
+    let mut listing = Listing::default();
+    let outcome = run_feed(
+        store,
+        job,
+        settings,
+        track,
+        json.as_deref_mut(),
+        &mut listing,
+    )
+    .await;
+    let mut trailer = serde_json::Map::new();
+    trailer.insert(
+        "format".into(),
+        serde_json::json!(job.format.as_ref().ok().map(|f| f.name())),
+    );
+    let (report, attempt) = match outcome {
+        Ok(Ok((check, written))) => {
+            let refused = (!written.refused.is_empty()).then(|| {
+                let why = changes::refusal_text(&written.refused);
+                FeedRefusal {
+                    outcome: ImportOutcome::RemovalGuard,
+                    report: format!(
+                        "{}: refused by the removal guard: {why}; nothing was imported. If the \
+                         file is complete, import it again with --allow-removals (or a larger \
+                         --max-removal-percent; docs/inventory-feeds.md \"The removal guard\")",
+                        job.name
+                    ),
+                    reason: format!("refused by the removal guard: {why}; nothing was imported"),
+                    problems: 0,
+                    rooftops: check.rooftops.iter().map(|(r, _)| r.clone()).collect(),
+                }
+            });
+            let written_now = !settings.dry_run && refused.is_none();
+            trailer.insert(
+                "rooftops".into(),
+                written
+                    .snapshots
+                    .iter()
+                    .map(|s| changes::rooftop_json(s, written_now))
+                    .collect(),
+            );
+            let lines = report_lines(&job.name, &check, &written, settings.dry_run, &listing);
+            let vehicles = check.rooftops.iter().map(|(_, n)| n).sum();
+            match refused {
+                None => {
+                    trailer.insert(
+                        "outcome".into(),
+                        if settings.dry_run {
+                            "planned"
+                        } else {
+                            "imported"
+                        }
+                        .into(),
+                    );
+                    let mut attempt = ImportAttempt::new(
+                        ImportKind::Inventory,
+                        ImportOutcome::Imported,
+                        &job.name,
+                        "imported",
+                    );
+                    attempt.organization_ids = org_id.into_iter().collect();
+                    (
+                        FeedReport {
+                            lines,
+                            vehicles,
+                            refused: None,
+                        },
+                        attempt,
+                    )
+                }
+                Some(refusal) => {
+                    trailer.insert("outcome".into(), refusal.outcome.as_str().into());
+                    trailer.insert("reason".into(), refusal.reason.clone().into());
+                    trailer.insert(
+                        "removal_refusals".into(),
+                        serde_json::to_value(&written.refused).unwrap_or_default(),
+                    );
+                    let attempt = refusal_attempt(job, org_id, &refusal);
+                    (
+                        FeedReport {
+                            lines,
+                            vehicles,
+                            refused: Some(refusal.report),
+                        },
+                        attempt,
+                    )
+                }
+            }
+        }
+        Ok(Err(refusal)) => {
+            trailer.insert("rooftops".into(), serde_json::json!([]));
+            trailer.insert("outcome".into(), refusal.outcome.as_str().into());
+            trailer.insert("reason".into(), refusal.reason.clone().into());
+            trailer.insert("problems".into(), refusal.problems.into());
+            let attempt = refusal_attempt(job, org_id, &refusal);
+            (
+                FeedReport {
+                    lines: Vec::new(),
+                    vehicles: 0,
+                    refused: Some(refusal.report),
+                },
+                attempt,
+            )
+        }
+        Err(failure) => {
+            // Not a refusal (the store is unavailable, the file vanished):
+            // the document still closes, saying so; nothing is recorded.
+            if let Some(out) = json.as_deref_mut() {
+                trailer.insert("rooftops".into(), serde_json::json!([]));
+                trailer.insert("outcome".into(), "failed".into());
+                trailer.insert("reason".into(), failure_text(&failure).into());
+                out.raw("]");
+                out.members(&trailer, false);
+                out.raw("}");
+            }
+            return Err(failure);
+        }
+    };
+    if let Some(out) = json {
+        out.raw("]");
+        out.members(&trailer, false);
+        out.raw("}");
+    }
+    if !settings.dry_run {
+        record_import(store, &attempt).await;
+    }
+    Ok(report)
+}
+
+/// The recorded attempt of a refused file.
+fn refusal_attempt(
+    job: &FeedJob<'_>,
+    organization_id: Option<String>,
+    refusal: &FeedRefusal,
+) -> ImportAttempt {
+    let mut attempt = ImportAttempt::new(
+        ImportKind::Inventory,
+        refusal.outcome,
+        &job.name,
+        &refusal.reason,
+    );
+    attempt.organization_ids = organization_id.into_iter().collect();
+    attempt.rooftop_ids.clone_from(&refusal.rooftops);
+    attempt.problems = refusal.problems;
+    attempt
+}
+
+/// A failure in one line, for the `reason` of a `failed` document.
+fn failure_text(failure: &Failure) -> String {
+    match failure {
+        Failure::Gateway(e) => e.to_string(),
+        Failure::BadInput(report) => report.lines().next().unwrap_or_default().to_owned(),
+    }
+}
+
+/// Count (and, when refused, keep) one import for the console's imports
+/// page and /metrics. A failed write is logged; the import's own outcome
+/// stands either way.
+async fn record_import(store: &dyn Store, attempt: &ImportAttempt) {
+    if let Err(e) = store.record_import(attempt).await {
+        tracing::error!(
+            error = %e,
+            kind = attempt.kind.as_str(),
+            outcome = attempt.outcome.as_str(),
+            "the import could not be recorded for the console and /metrics"
+        );
+    }
+}
+
+/// The two passes of one file: `Ok(Err(_))` is a refusal (bad input, an
+/// unknown organization, the store's refusal), `Err(_)` any other failure.
+async fn run_feed(
+    store: &dyn Store,
+    job: &FeedJob<'_>,
+    settings: ImportSettings,
+    track: &FileTrack,
+    json: Option<&mut JsonOut>,
+    listing: &mut Listing,
+) -> Result<Result<(FeedCheck, SnapshotWrite), FeedRefusal>, Failure> {
+    let refused = |outcome, report: String, reason: String, problems, rooftops| FeedRefusal {
+        outcome,
+        report,
+        reason,
+        problems,
+        rooftops,
+    };
+    let asked: Vec<String> = job.rooftop.map(str::to_owned).into_iter().collect();
+    let format = match &job.format {
+        Ok(f) => *f,
+        Err(why) => {
+            return Ok(Err(refused(
+                ImportOutcome::Refused,
+                format!("{}: {why}", job.name),
+                why.clone(),
+                0,
+                asked,
+            )));
+        }
+    };
+    let org = match &job.org {
+        Ok(org) => org,
+        Err(why) => {
+            return Ok(Err(refused(
+                ImportOutcome::Refused,
+                format!("{}: {why}", job.name),
+                why.clone(),
+                0,
+                asked,
+            )));
+        }
+    };
+    let now = Utc::now();
+    let ctx = IngestContext::for_organization(org, job.rooftop, now);
+    let input = std::fs::File::open(job.path)
+        .map_err(|e| Error::Io(format!("{}: cannot read: {e}", job.name)))?;
+    let check = match check_file(
+        format,
+        job.path,
+        std::io::BufReader::new(input),
+        track.bytes,
+        &ctx,
+        track,
+    ) {
+        Ok(check) => check,
+        Err(e) if e.is_bad_input() => {
+            let (reason, problems) = ingest_summary(&e, &job.name);
+            return Ok(Err(refused(
+                ImportOutcome::Invalid,
+                e.to_string(),
+                reason,
+                problems,
+                asked,
+            )));
+        }
+        Err(e) => return Err(Failure::from_ingest(e)),
+    };
+    let mut streamed;
+    let sink: &mut dyn ChangeSink = match json {
+        Some(out) => {
+            streamed = JsonChanges { out, first: true };
+            &mut streamed
+        }
+        None => listing,
+    };
+    let checks = WriteChecks {
+        removal_guard: settings.guard,
+        changes: Some(sink),
+        planned_rooftops: &job.planned_rooftops,
+    };
+    let rooftops: Vec<String> = check.rooftops.iter().map(|(r, _)| r.clone()).collect();
+    match stream_write(
+        store,
+        job.path,
+        &check,
+        &ctx,
+        settings.dry_run,
+        track,
+        checks,
+    )
+    .await
+    {
+        Ok(written) => Ok(Ok((check, written))),
+        // The second pass read something the first did not (the file
+        // changed in between): as bad as the first pass's problems.
+        Err(Failure::BadInput(report)) => Ok(Err(refused(
+            ImportOutcome::Invalid,
+            report.clone(),
+            format!(
+                "the file changed while it was imported: {}",
+                report.lines().next().unwrap_or_default()
+            ),
+            0,
+            rooftops,
+        ))),
+        // The store refused the write (a rooftop moved to another
+        // organization meanwhile, ...). Its message may name another
+        // organization, so the imports page gets the gateway's own words.
+        Err(Failure::Gateway(Error::Store(store::StoreError::Query(message)))) => Ok(Err(refused(
+            ImportOutcome::Refused,
+            format!("{}: {message}", job.name),
+            "the store refused the write (the operator's output says why); nothing was \
+                 imported"
+                .to_owned(),
+            0,
+            rooftops,
+        ))),
+        Err(other) => Err(other),
+    }
+}
+
+/// One line and a problem count for a feed's bad-input error: the report's
+/// first line and its first problem, without the file's name (the imports
+/// page shows it apart).
+fn ingest_summary(e: &IngestError, name: &str) -> (String, u32) {
+    let problems = match e {
+        IngestError::Invalid { problems, .. } => u32::try_from(problems.len()).unwrap_or(u32::MAX),
+        IngestError::Unreadable { .. } => 1,
+        IngestError::Usage(_) | IngestError::Schemas(_) => 0,
+    };
+    (first_lines(&e.to_string(), name), problems)
+}
+
+/// A report's first line, and its second (the first problem) when there is
+/// one, as one line without the file's name in front.
+fn first_lines(report: &str, name: &str) -> String {
+    let strip = |line: &str| {
+        let line = line.trim();
+        line.strip_prefix(name)
+            .and_then(|rest| rest.strip_prefix(':'))
+            .map_or(line, str::trim)
+            .to_owned()
+    };
+    let mut lines = report.lines().filter(|l| !l.trim().is_empty());
+    let head = lines.next().map(strip).unwrap_or_default();
+    match lines.next() {
+        Some(first) => format!("{head} First: {}", strip(first)),
+        None => head,
+    }
+}
+
+/// One file's share of an import's overall progress (docs/operations.md "Progress of imports").
 /// Each file is read twice, once to check it and once to write it, so the
 /// bar counts its bytes twice: `base .. base + bytes` while checking,
 /// then `base + bytes .. base + 2 * bytes` while writing.
@@ -758,7 +1455,7 @@ fn check_file(
     total: u64,
     ctx: &IngestContext,
     track: &FileTrack,
-) -> Result<FeedCheck, Failure> {
+) -> Result<FeedCheck, IngestError> {
     let shown = path.display().to_string();
     track
         .progress
@@ -775,7 +1472,7 @@ fn check_file(
                 .set_message(format!("checking, {} rows: {}", p.rows, track.what));
         }
     });
-    checked.map_err(|e| Failure::from_ingest(named_by_path(e, &shown)))
+    checked.map_err(|e| named_by_path(e, &shown))
 }
 
 /// A reader that counts the bytes read through it (the write pass's
@@ -820,26 +1517,27 @@ fn named_by_path(e: IngestError, shown: &str) -> IngestError {
     }
 }
 
-/// Pass 2 of an import (issue 11 item 6): read the checked file again on a
+/// Pass 2 of an import (docs/benchmarks.md "Feed import memory"): read the checked file again on a
 /// blocking thread and stream each vehicle to the store's snapshot writer
 /// through a bounded channel, so neither the file nor its vehicles are ever
 /// held whole. Every rooftop of the file gets its snapshot in one
 /// transaction, or none does; a dry run computes the same summaries and
-/// writes nothing.
+/// writes nothing. `checks` names each change as the writer finds it and
+/// applies the removal guard (docs/inventory-feeds.md "Commands").
 async fn stream_write(
     store: &dyn Store,
     path: &Path,
     check: &FeedCheck,
     ctx: &IngestContext,
     dry_run: bool,
-    now: DateTime<Utc>,
     track: &FileTrack,
-) -> Result<Vec<SnapshotRecord>, Failure> {
+    checks: WriteChecks<'_>,
+) -> Result<SnapshotWrite, Failure> {
     use crate::store::snapshot_write::{FEED_CHANNEL_CAPACITY, SnapshotFeed, SnapshotPlan};
     let shown = path.display().to_string();
     let vehicles: usize = check.rooftops.iter().map(|(_, n)| n).sum();
     let rooftops: Vec<String> = check.rooftops.iter().map(|(r, _)| r.clone()).collect();
-    let source = check.source_record(now);
+    let source = check.source_record(ctx.now);
     let (sender, receiver) = tokio::sync::mpsc::channel(FEED_CHANNEL_CAPACITY);
     let reader = {
         let (path, check, ctx) = (path.to_owned(), check.clone(), ctx.clone());
@@ -856,7 +1554,7 @@ async fn stream_write(
                 .progress
                 .set_message(format!("writing {vehicles} vehicles: {}", track.what));
             let mut fed = 0usize;
-            // The write phase's progress (issue 15 item 3) is what has
+            // The write phase's progress (docs/operations.md "Progress of imports") is what has
             // entered the writer's bounded channel: a send returns once
             // the writer has room, so this follows the writer to within
             // the channel's capacity. The position is the bytes of the file
@@ -904,7 +1602,7 @@ async fn stream_write(
     };
     // The writer owns the receiver and drops it when it stops, which
     // unblocks the reader if it stopped early.
-    let written = store.write_snapshots(plan, receiver).await;
+    let written = store.write_snapshots_checked(plan, receiver, checks).await;
     // The reader's failure, if any, is the cause of the writer's.
     reader.await.map_err(|e| {
         Failure::from(Error::Io(format!(
@@ -921,23 +1619,26 @@ async fn stream_write(
 fn report_lines(
     name: &str,
     check: &FeedCheck,
-    results: &[SnapshotRecord],
+    written: &SnapshotWrite,
     dry_run: bool,
+    listing: &Listing,
 ) -> Vec<String> {
+    let refused = !written.refused.is_empty();
+    let verb = match (dry_run, refused) {
+        (true, false) => "dry run, nothing written:",
+        (true, true) => "dry run, nothing written (the removal guard would refuse it):",
+        (false, true) => "refused by the removal guard, nothing written:",
+        (false, false) => "imported",
+    };
     let mut lines = vec![format!(
         "{verb} {name} ({format}, organization {org}): {rows} row(s) read, {n} rooftop(s)",
-        verb = if dry_run {
-            "dry run, nothing written:"
-        } else {
-            "imported"
-        },
         format = check.format.name(),
         org = check.organization_id,
         rows = check.rows_read,
-        n = results.len(),
+        n = written.snapshots.len(),
     )];
-    for r in results {
-        let snapshot = if dry_run {
+    for r in &written.snapshots {
+        let snapshot = if dry_run || refused {
             "no snapshot written".to_owned()
         } else {
             format!("snapshot version {}", r.version)
@@ -952,15 +1653,17 @@ fn report_lines(
             s.vehicles_removed,
             rooftop = r.rooftop_id,
         ));
+        lines.extend(listing.lines(r, dry_run || refused));
     }
     lines
 }
 
-/// `import bundle DIR [--dry-run]`.
+/// `import bundle DIR [--dry-run] [--json] [--allow-removals |
+/// --max-removal-percent N]`.
 async fn import_bundle(
     database_url: &str,
     dir: &Path,
-    dry_run: bool,
+    settings: ImportSettings,
     mode: ProgressMode,
 ) -> Result<(), Failure> {
     let shown = dir.display().to_string();
@@ -970,7 +1673,53 @@ async fn import_bundle(
             "{shown}: a bundle needs dealers.yaml (and inventory/*.csv); nothing was imported"
         )));
     }
-    let organizations = import_dealers(database_url, &dealers_file, dry_run).await?;
+    let mut json = settings.json.then(JsonOut::default);
+    if let Some(out) = json.as_mut() {
+        out.raw("{\"command\":\"import bundle\",\"bundle\":");
+        out.value(&serde_json::json!(shown));
+        out.raw(&format!(",\"dry_run\":{},\"dealers\":", settings.dry_run));
+    }
+    let dealers_name = dealers_file.display().to_string();
+    let organizations = match dealers_import(database_url, &dealers_file, settings.dry_run).await {
+        Ok((records, summary)) => {
+            let line = dealers_line(&dealers_name, &records, &summary, settings.dry_run);
+            match json.as_mut() {
+                Some(out) => {
+                    let mut dealers = dealers_json(&dealers_name, &records, &summary);
+                    dealers["outcome"] = if settings.dry_run {
+                        "planned"
+                    } else {
+                        "imported"
+                    }
+                    .into();
+                    out.value(&dealers);
+                }
+                None => println!("{line}"),
+            }
+            records
+        }
+        Err(failure) => {
+            // A bad dealers file stops everything; the document says so.
+            if let Some(mut out) = json {
+                let outcome = match &failure {
+                    Failure::BadInput(_) | Failure::Gateway(Error::DealersFile(_)) => "invalid",
+                    Failure::Gateway(Error::Store(store::StoreError::Query(_))) => "refused",
+                    Failure::Gateway(_) => "failed",
+                };
+                out.value(&serde_json::json!({
+                    "file": dealers_name,
+                    "outcome": outcome,
+                    "reason": failure_text(&failure),
+                }));
+                out.raw(",\"files\":[],\"files_with_problems\":[],\"outcome\":");
+                out.value(&serde_json::json!(outcome));
+                out.raw("}");
+                out.finish()
+                    .map_err(|e| Error::Io(format!("cannot write to stdout: {e}")))?;
+            }
+            return Err(failure);
+        }
+    };
     let inventory_dir = dir.join("inventory");
     let mut files: Vec<std::path::PathBuf> = match std::fs::read_dir(&inventory_dir) {
         Ok(entries) => entries
@@ -984,7 +1733,7 @@ async fn import_bundle(
         }
     };
     files.sort();
-    // The overall bar (issue 15 item 3): every byte of every feed, twice
+    // The overall bar (docs/operations.md "Progress of imports"): every byte of every feed, twice
     // (checked, then written); see `FileTrack`.
     let sizes: Vec<u64> = files
         .iter()
@@ -997,10 +1746,14 @@ async fn import_bundle(
         sizes.iter().sum::<u64>().saturating_mul(2),
     );
     let store = store::open(database_url).await?;
+    if let Some(out) = json.as_mut() {
+        out.raw(",\"files\":[");
+    }
     let mut lines = Vec::new();
     let mut failed = Vec::new();
     let mut vehicles = 0usize;
     let mut base = 0u64;
+    let mut result = Ok(());
     for (index, (path, &size)) in files.iter().zip(&sizes).enumerate() {
         let name = path.display().to_string();
         let track = FileTrack {
@@ -1011,68 +1764,109 @@ async fn import_bundle(
         };
         base += size.saturating_mul(2);
         progress.set_position(track.base);
-        // Three reads of the file, none holding it (issue 11 item 6): its
+        // Three reads of the file, none holding it (docs/benchmarks.md "Feed import memory"): its
         // organization, then check, then write.
-        let open = || {
-            std::fs::File::open(path)
-                .and_then(|f| f.metadata().map(|m| (std::io::BufReader::new(f), m.len())))
-                .map_err(|e| Error::Io(format!("{name}: cannot read: {e}")))
-        };
-        let org = match ingest::dap_csv::organization_of(open()?.0) {
-            Err(rule) => {
-                progress.println(&format!(
-                    "{name}: cannot tell the organization: {rule}; nothing was imported from this file"
-                ));
-                failed.push(name);
-                continue;
+        let opened = std::fs::File::open(path)
+            .map(std::io::BufReader::new)
+            .map_err(|e| Error::Io(format!("{name}: cannot read: {e}")));
+        let opened = match opened {
+            Ok(o) => o,
+            Err(e) => {
+                result = Err(e.into());
+                break;
             }
-            Ok(id) => match organizations.iter().find(|o| o.organization_id == id) {
-                Some(o) => Some(o.clone()),
-                None => store.get_organization(&id).await?,
+        };
+        let named = ingest::dap_csv::organization_of(opened);
+        let org = match &named {
+            Err(rule) => Err(format!(
+                "cannot tell the organization: {rule}; nothing was imported from this file"
+            )),
+            Ok(id) => match organizations.iter().find(|o| &o.organization_id == id) {
+                Some(o) => Ok(o.clone()),
+                None => match store.get_organization(id).await {
+                    Ok(Some(o)) => Ok(o),
+                    Ok(None) => Err("its organization_id names no organization of the bundle's \
+                                     dealers.yaml or the store; nothing was imported from this \
+                                     file"
+                        .to_owned()),
+                    Err(e) => {
+                        result = Err(e.into());
+                        break;
+                    }
+                },
             },
         };
-        let Some(org) = org else {
-            progress.println(&format!(
-                "{name}: its organization_id names no organization of the bundle's dealers.yaml \
-                 or the store; nothing was imported from this file"
-            ));
-            failed.push(name);
-            continue;
+        let planned_rooftops = org
+            .as_ref()
+            .ok()
+            .filter(|_| settings.dry_run)
+            .map(|o| o.rooftops.iter().map(|r| r.rooftop_id.clone()).collect())
+            .unwrap_or_default();
+        let job = FeedJob {
+            path,
+            name: name.clone(),
+            format: Ok(FeedFormat::DapCsv),
+            organization: named.as_deref().ok(),
+            org,
+            rooftop: None,
+            planned_rooftops,
         };
-        let now = Utc::now();
-        let ctx = IngestContext::for_organization(&org, None, now);
-        let (input, total) = open()?;
-        let check = match check_file(FeedFormat::DapCsv, path, input, total, &ctx, &track) {
-            Ok(c) => c,
-            Err(Failure::BadInput(report)) => {
-                progress.println(&report);
-                failed.push(name);
-                continue;
+        if let Some(out) = json.as_mut() {
+            out.raw(if index == 0 { "{" } else { ",{" });
+        }
+        match import_feed(store.as_ref(), &job, settings, &track, json.as_mut()).await {
+            Ok(report) => {
+                vehicles += report.vehicles;
+                lines.extend(report.lines);
+                if let Some(report) = report.refused {
+                    progress.println(&report);
+                    failed.push(name);
+                }
             }
-            Err(other) => return Err(other),
-        };
-        let results =
-            stream_write(store.as_ref(), path, &check, &ctx, dry_run, now, &track).await?;
-        vehicles += check.rooftops.iter().map(|(_, n)| n).sum::<usize>();
-        lines.extend(report_lines(&name, &check, &results, dry_run));
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
     }
     progress.finish();
     store.close().await;
-    for line in &lines {
-        println!("{line}");
+    let verb = if settings.dry_run {
+        "valid"
+    } else {
+        "imported"
+    };
+    if let Some(mut out) = json {
+        out.raw("],\"files_with_problems\":");
+        out.value(&serde_json::json!(failed));
+        let outcome = match (&result, failed.is_empty(), settings.dry_run) {
+            (Err(_), _, _) => "failed",
+            (Ok(()), true, true) => "planned",
+            (Ok(()), true, false) => "imported",
+            (Ok(()), false, _) => "partial",
+        };
+        out.raw(",\"outcome\":");
+        out.value(&serde_json::json!(outcome));
+        out.raw("}");
+        out.finish()
+            .map_err(|e| Error::Io(format!("cannot write to stdout: {e}")))?;
+    } else if result.is_ok() {
+        for line in &lines {
+            println!("{line}");
+        }
+        println!(
+            "bundle {shown}{dry}: {ok} of {all} inventory file(s) {verb}, {vehicles} vehicle(s); {bad} file(s) with problems",
+            dry = if settings.dry_run {
+                " (dry run, nothing written)"
+            } else {
+                ""
+            },
+            ok = files.len() - failed.len(),
+            all = files.len(),
+            bad = failed.len(),
+        );
     }
-    println!(
-        "bundle {shown}{dry}: {ok} of {all} inventory file(s) {verb}, {vehicles} vehicle(s); {bad} file(s) with problems",
-        dry = if dry_run {
-            " (dry run, nothing written)"
-        } else {
-            ""
-        },
-        ok = files.len() - failed.len(),
-        all = files.len(),
-        verb = if dry_run { "valid" } else { "imported" },
-        bad = failed.len(),
-    );
+    result?;
     if failed.is_empty() {
         Ok(())
     } else {

@@ -145,8 +145,15 @@ async fn programs_page(
     ))
 }
 
+/// Refused imports the imports page shows (of the newest kept per
+/// organization, [`crate::store::import_log::MAX_ATTEMPTS_PER_ORGANIZATION`]).
+const REFUSED_SHOWN: usize = 20;
+
 /// `GET /console/rooftop/{rooftop_id}/imports`: the snapshot history with
-/// added, changed and removed counts.
+/// added, changed and removed counts, and the refused imports that concern
+/// the rooftop: its feeds, and the organization's dealers and programs files
+/// (docs/console.md "Imports"). Only the manager's own organization's are
+/// read, and a row never names another organization.
 pub async fn imports(
     State(state): State<Arc<AppState>>,
     Extension(console): Extension<Arc<Console>>,
@@ -168,6 +175,21 @@ pub async fn imports(
         .await
     {
         Ok(h) => h,
+        Err(e) => return ConsoleError::from(e).page(Some(&signed)),
+    };
+    let refused: Vec<crate::store::ImportAttempt> = match state
+        .store
+        .import_attempts(
+            &signed.grant.organization_id,
+            crate::store::import_log::MAX_ATTEMPTS_PER_ORGANIZATION,
+        )
+        .await
+    {
+        Ok(all) => all
+            .into_iter()
+            .filter(|a| a.concerns(rooftop.id()))
+            .take(REFUSED_SHOWN)
+            .collect(),
         Err(e) => return ConsoleError::from(e).page(Some(&signed)),
     };
     signed
@@ -202,6 +224,26 @@ pub async fn imports(
                 } } }
             } }
         }
+        h2 { "Refused imports" }
+        p { "Files of this rooftop, and dealers and programs files of the organization, that were refused: nothing of them was written, and agents are still told what the last accepted import said. The operator's terminal listed every problem. Newest first, at most " (REFUSED_SHOWN) "." }
+        @if refused.is_empty() {
+            p.notice id="no-refused-imports" { "No import concerning this rooftop was refused." }
+        } @else {
+            div.scroll tabindex="0" { table id="refused-imports" {
+                caption { "Refused imports" }
+                thead { tr {
+                    th scope="col" { "When" } th scope="col" { "File" } th scope="col" { "Refused because" }
+                    th scope="col" { "Why" } th.num scope="col" { "Problems" }
+                } }
+                tbody { @for a in &refused { tr {
+                    th scope="row" { (h::time(a.attempted_at)) }
+                    td { (kind_words(a.kind)) br; code { (a.file) } }
+                    td { (outcome_words(a.outcome)) }
+                    td { (a.reason) }
+                    td.num { (a.problems) }
+                } } }
+            } }
+        }
     };
     page(
         &signed,
@@ -209,6 +251,27 @@ pub async fn imports(
         &nav(rooftop.id(), "Imports"),
         &body,
     )
+}
+
+/// What a refused import was, in words.
+fn kind_words(kind: crate::store::ImportKind) -> &'static str {
+    use crate::store::ImportKind;
+    match kind {
+        ImportKind::Inventory => "Inventory feed",
+        ImportKind::Programs => "Programs file",
+        ImportKind::Dealers => "Dealers file",
+    }
+}
+
+/// Why an import was refused, in words.
+fn outcome_words(outcome: crate::store::ImportOutcome) -> &'static str {
+    use crate::store::ImportOutcome;
+    match outcome {
+        ImportOutcome::Invalid => "the file breaks the format's rules",
+        ImportOutcome::Refused => "the organization or the store refused it",
+        ImportOutcome::RemovalGuard => "it would remove too many vehicles (removal guard)",
+        ImportOutcome::Imported => "imported",
+    }
 }
 
 /// `GET /console/rooftop/{rooftop_id}/availability`: where availability

@@ -8,6 +8,7 @@
 //! and run at open.
 
 pub mod audit;
+pub mod import_log;
 mod postgres;
 pub mod snapshot_write;
 mod sql;
@@ -34,6 +35,7 @@ pub use crate::domain::dealer::{
 pub use crate::domain::token::ApiTokenRecord;
 
 pub use audit::{AuditCount, AuditFootprint, AuditPruneSummary, AuditRetention};
+pub use import_log::{ImportAttempt, ImportCount, ImportKind, ImportOutcome};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
@@ -83,6 +85,15 @@ pub struct ProgramRecord {
     pub source: SourceRecord,
 }
 
+/// One stored revision with its withdrawal time
+/// ([`Store::program_revisions`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProgramRevisionRecord {
+    pub record: ProgramRecord,
+    /// Set once, by `programs withdraw` or `import programs --replace`.
+    pub withdrawn_at: Option<DateTime<Utc>>,
+}
+
 /// One `(program_id, revision)` pair.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct ProgramRevision {
@@ -118,6 +129,11 @@ pub struct ProgramsImportSummary {
     pub still_withdrawn: Vec<ProgramRevision>,
     /// Revisions this change withdrew, in (program_id, revision) order.
     pub withdrawn: Vec<ProgramRevision>,
+    /// The pairs counted in `added`, in (program_id, revision) order
+    /// (`import programs --json`).
+    pub added_revisions: Vec<ProgramRevision>,
+    /// The pairs counted in `unchanged`, in (program_id, revision) order.
+    pub unchanged_revisions: Vec<ProgramRevision>,
 }
 
 /// A change to the program set of one organization (issue 12 items 2, 3).
@@ -359,11 +375,30 @@ pub trait Store: Send + Sync + 'static {
     /// previous snapshot is compared batch by batch, never loaded whole.
     /// A dry run computes the same records and summaries and writes nothing.
     /// Returns one record per rooftop, in `plan.rooftops` order.
+    /// [`Store::write_snapshots_checked`] without its checks.
     async fn write_snapshots(
         &self,
         plan: snapshot_write::SnapshotPlan<'_>,
         feed: tokio::sync::mpsc::Receiver<snapshot_write::SnapshotFeed>,
-    ) -> Result<Vec<SnapshotRecord>, StoreError>;
+    ) -> Result<Vec<SnapshotRecord>, StoreError> {
+        let written = self
+            .write_snapshots_checked(plan, feed, snapshot_write::WriteChecks::default())
+            .await?;
+        Ok(written.snapshots)
+    }
+
+    /// [`Store::write_snapshots`], reporting every added, changed and
+    /// removed vehicle to `checks.changes` as it is found (the removed
+    /// ones read from the previous snapshot a page at a time), and applying
+    /// `checks.removal_guard`: when it refuses a rooftop, nothing is
+    /// written and [`snapshot_write::SnapshotWrite::refused`] names every
+    /// refused rooftop (docs/inventory-feeds.md "The removal guard").
+    async fn write_snapshots_checked(
+        &self,
+        plan: snapshot_write::SnapshotPlan<'_>,
+        feed: tokio::sync::mpsc::Receiver<snapshot_write::SnapshotFeed>,
+        checks: snapshot_write::WriteChecks<'_>,
+    ) -> Result<snapshot_write::SnapshotWrite, StoreError>;
 
     /// The newest snapshot of every rooftop that has one, ordered by
     /// (`organization_id`, `rooftop_id`).
@@ -530,6 +565,32 @@ pub trait Store: Send + Sync + 'static {
         &self,
         organization_id: &str,
     ) -> Result<Vec<ProgramRecord>, StoreError>;
+
+    /// Every stored revision of every program of an organization, withdrawn
+    /// ones too (with when), ordered by (`program_id`, `revision`):
+    /// `programs list`.
+    async fn program_revisions(
+        &self,
+        organization_id: &str,
+    ) -> Result<Vec<ProgramRevisionRecord>, StoreError>;
+
+    /// Record one import the CLI ran (docs/console.md "Imports"): its
+    /// (kind, outcome) count goes up by one; a refused one (any outcome but
+    /// `imported`) is also kept, [`ImportAttempt::bounded`], and only the
+    /// newest [`import_log::MAX_ATTEMPTS_PER_ORGANIZATION`] of its
+    /// organization (or of those without one) are kept.
+    async fn record_import(&self, attempt: &ImportAttempt) -> Result<(), StoreError>;
+
+    /// The kept refused imports of an organization, newest first, at most
+    /// `limit`.
+    async fn import_attempts(
+        &self,
+        organization_id: &str,
+        limit: u32,
+    ) -> Result<Vec<ImportAttempt>, StoreError>;
+
+    /// Every (kind, outcome) count of [`Store::record_import`].
+    async fn import_counts(&self) -> Result<Vec<ImportCount>, StoreError>;
 
     /// Append one availability observation.
     async fn record_availability(
@@ -977,10 +1038,20 @@ fn plan_programs_change<'a>(
                         program_id: record.program_id.clone(),
                         revision: record.revision,
                     }),
-                    Some(_) => plan.summary.unchanged += 1,
+                    Some(_) => {
+                        plan.summary.unchanged += 1;
+                        plan.summary.unchanged_revisions.push(ProgramRevision {
+                            program_id: record.program_id.clone(),
+                            revision: record.revision,
+                        });
+                    }
                     None => {
                         plan.inserts.push(record);
                         plan.summary.added += 1;
+                        plan.summary.added_revisions.push(ProgramRevision {
+                            program_id: record.program_id.clone(),
+                            revision: record.revision,
+                        });
                     }
                 }
             }

@@ -1,7 +1,8 @@
 //! The streamed inventory snapshot writer, shared by both backends.
 //!
 //! An import hands the store its vehicles one at a time through a bounded
-//! channel (issue 11 item 6: a 134 MB feed must not be held in memory).
+//! channel (a 134 MB feed must not be held in memory; docs/benchmarks.md
+//! "Feed import memory").
 //! Everything happens inside one transaction: every rooftop of the file gets
 //! its next snapshot, or none does. The summary against the previous
 //! snapshot is computed batch by batch, reading only the previous documents
@@ -12,6 +13,11 @@
 //!
 //! The backends differ only in SQL dialect, so each implements the small
 //! [`SnapshotTx`] trait and this module owns the logic once.
+//!
+//! An import may also ask for the identity of every vehicle it adds,
+//! changes or removes ([`ChangeSink`], handed each one as it is found, so
+//! the writer keeps none) and for the removal guard ([`RemovalGuard`]):
+//! both are docs/inventory-feeds.md "Commands".
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -52,6 +58,146 @@ pub struct SnapshotPlan<'a> {
     /// Compute the summaries, write nothing.
     pub dry_run: bool,
 }
+
+/// What an import does to one vehicle of a rooftop against the rooftop's
+/// previous snapshot (docs/inventory-feeds.md "Commands").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    /// Its vehicle id is not in the previous snapshot.
+    Added,
+    /// Its facts differ from the previous snapshot's (provenance is not a
+    /// fact).
+    Changed,
+    /// It is in the previous snapshot and not in the new one.
+    Removed,
+}
+
+impl ChangeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Added => "added",
+            Self::Changed => "changed",
+            Self::Removed => "removed",
+        }
+    }
+}
+
+/// One vehicle an import adds, changes or removes, named the ways an
+/// operator knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VehicleChange<'a> {
+    pub rooftop_id: &'a str,
+    pub kind: ChangeKind,
+    pub vehicle_id: &'a str,
+    pub stock_number: Option<&'a str>,
+    pub vin: Option<&'a str>,
+    /// For [`ChangeKind::Changed`]: the top-level fields of the vehicle
+    /// record whose values differ, by name; empty otherwise.
+    pub fields: Vec<String>,
+}
+
+/// Receives every [`VehicleChange`] of a write as it is found: added and
+/// changed vehicles batch by batch in feed order, then each rooftop's
+/// removed vehicles in vehicle id order. The writer keeps none of them, so
+/// the sink decides what to hold.
+pub trait ChangeSink: Send {
+    fn change(&mut self, change: &VehicleChange<'_>);
+}
+
+/// The removal guard (docs/inventory-feeds.md "The removal guard"): an
+/// import that would remove more than `max_percent` % of the vehicles of a
+/// rooftop whose current snapshot holds at least `min_vehicles` is refused
+/// whole (a truncated feed must not unpublish a rooftop).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemovalGuard {
+    /// 0 to 100: the largest share of a rooftop's current vehicles one
+    /// import may remove (100 never refuses).
+    pub max_percent: u8,
+    /// Rooftops with fewer current vehicles are not guarded: a small
+    /// rooftop that sells most of its stock is no sign of a broken feed.
+    pub min_vehicles: u32,
+}
+
+impl RemovalGuard {
+    /// The default share: more than half of a rooftop.
+    pub const DEFAULT_MAX_PERCENT: u8 = 50;
+    /// The default minimum: rooftops of 5 vehicles or more.
+    pub const DEFAULT_MIN_VEHICLES: u32 = 5;
+
+    /// Would removing `removed` of `previous` vehicles be refused?
+    pub fn refuses(&self, previous: u32, removed: u32) -> bool {
+        previous >= self.min_vehicles
+            && u64::from(removed) * 100 > u64::from(self.max_percent) * u64::from(previous)
+    }
+}
+
+impl Default for RemovalGuard {
+    fn default() -> Self {
+        Self {
+            max_percent: Self::DEFAULT_MAX_PERCENT,
+            min_vehicles: Self::DEFAULT_MIN_VEHICLES,
+        }
+    }
+}
+
+/// A rooftop the removal guard refused.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RemovalRefusal {
+    pub rooftop_id: String,
+    /// Vehicles the import would remove.
+    pub removed: u32,
+    /// Vehicles of the rooftop's current snapshot.
+    pub previous: u32,
+    /// The guard's share, in percent.
+    pub max_percent: u8,
+}
+
+/// What an import asks of a streamed write besides its plan.
+#[derive(Default)]
+pub struct WriteChecks<'a> {
+    /// Refuse the whole write when a rooftop would lose too many vehicles.
+    pub removal_guard: Option<RemovalGuard>,
+    /// Where each added, changed and removed vehicle is reported.
+    pub changes: Option<&'a mut dyn ChangeSink>,
+    /// Rooftops of the organization that a dry run may find missing from
+    /// the store, because the dealers file of the same run adds them
+    /// (`import bundle --dry-run` into a new store): planned as first
+    /// snapshots instead of refused. A real write never uses it.
+    pub planned_rooftops: &'a [String],
+}
+
+impl std::fmt::Debug for WriteChecks<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteChecks")
+            .field("removal_guard", &self.removal_guard)
+            .field("changes", &self.changes.is_some())
+            .field("planned_rooftops", &self.planned_rooftops)
+            .finish()
+    }
+}
+
+/// The outcome of a streamed write.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SnapshotWrite {
+    /// One record per rooftop of the plan, in plan order: the snapshots
+    /// written, or (dry run, refusal) that would have been.
+    pub snapshots: Vec<SnapshotRecord>,
+    /// The rooftops the removal guard refused; when there is any, nothing
+    /// was written.
+    pub refused: Vec<RemovalRefusal>,
+}
+
+/// One vehicle of a stored snapshot, by the ids an operator knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct StoredIdentity {
+    pub vehicle_id: String,
+    pub vin: Option<String>,
+    pub stock_number: Option<String>,
+}
+
+/// Vehicle identities read per query when listing removed vehicles.
+const IDENTITY_PAGE: u32 = 1000;
 
 /// The previous snapshot of a rooftop, as the writer needs it.
 pub(super) struct PreviousSnapshot {
@@ -95,6 +241,15 @@ pub(super) trait SnapshotTx: Send {
         ids: &[&str],
     ) -> Result<Vec<VehicleRecord>, StoreError>;
 
+    /// The identities of the snapshot's vehicles whose id sorts after
+    /// `after` (byte order), in that order, at most `limit`.
+    async fn identities_after(
+        &mut self,
+        snapshot_id: &str,
+        after: &str,
+        limit: u32,
+    ) -> Result<Vec<StoredIdentity>, StoreError>;
+
     /// Insert a batch: each vehicle with its document text.
     async fn insert_vehicles(
         &mut self,
@@ -125,12 +280,16 @@ struct RooftopWrite {
 /// Write (or, for a dry run, plan) the next snapshot of every rooftop of
 /// `plan` from the vehicles arriving on `feed`. Returns one record per
 /// rooftop in `plan.rooftops` order; for a dry run the records describe the
-/// snapshots that would be written (nothing is).
+/// snapshots that would be written (nothing is). Each change is reported to
+/// `checks.changes`; when `checks.removal_guard` refuses a rooftop, the
+/// refusals are returned and the caller must not commit (no snapshot is
+/// finished).
 pub(super) async fn write_snapshots(
     tx: &mut dyn SnapshotTx,
     plan: SnapshotPlan<'_>,
     mut feed: mpsc::Receiver<SnapshotFeed>,
-) -> Result<Vec<SnapshotRecord>, StoreError> {
+    mut checks: WriteChecks<'_>,
+) -> Result<SnapshotWrite, StoreError> {
     let organization_id = plan.organization_id;
     let source_text = json_text(plan.source)?;
     // Locks in one order (byte order of the ids), so two imports naming
@@ -140,8 +299,11 @@ pub(super) async fn write_snapshots(
     order.dedup();
     let mut rooftops: BTreeMap<String, RooftopWrite> = BTreeMap::new();
     for rooftop_id in order {
-        tx.lock_rooftop(organization_id, rooftop_id).await?;
-        let previous = tx.previous(organization_id, rooftop_id).await?;
+        let previous = match tx.lock_rooftop(organization_id, rooftop_id).await {
+            Ok(()) => tx.previous(organization_id, rooftop_id).await?,
+            Err(_) if plan.dry_run && checks.planned_rooftops.contains(rooftop_id) => None,
+            Err(e) => return Err(e),
+        };
         let (snapshot_id, created_at) = new_snapshot_identity();
         let snapshot = SnapshotRecord {
             snapshot_id,
@@ -183,7 +345,7 @@ pub(super) async fn write_snapshots(
                 admit(write, &vehicle)?;
                 write.pending.push(vehicle);
                 if write.pending.len() >= WRITE_BATCH {
-                    flush(tx, write, plan.dry_run).await?;
+                    flush(tx, write, plan.dry_run, checks.changes.as_deref_mut()).await?;
                 }
             }
             Some(SnapshotFeed::End) => break,
@@ -195,16 +357,32 @@ pub(super) async fn write_snapshots(
         }
     }
 
-    let mut done: HashMap<String, SnapshotRecord> = HashMap::with_capacity(rooftops.len());
-    for (rooftop_id, mut write) in rooftops {
-        flush(tx, &mut write, plan.dry_run).await?;
+    let mut refused = Vec::new();
+    for write in rooftops.values_mut() {
+        flush(tx, write, plan.dry_run, checks.changes.as_deref_mut()).await?;
+        let previous_count = write.previous.as_ref().map_or(0, |p| p.vehicle_count);
         let summary = &mut write.snapshot.summary;
         summary.rows_read = write.snapshot.vehicle_count;
-        summary.vehicles_removed = write
-            .previous
-            .as_ref()
-            .map_or(0, |p| p.vehicle_count.saturating_sub(write.seen_before));
-        if !plan.dry_run {
+        summary.vehicles_removed = previous_count.saturating_sub(write.seen_before);
+        if let (Some(sink), Some(previous)) = (checks.changes.as_deref_mut(), &write.previous)
+            && summary.vehicles_removed > 0
+        {
+            report_removed(tx, write, previous, sink).await?;
+        }
+        let removed = write.snapshot.summary.vehicles_removed;
+        if let Some(guard) = checks.removal_guard
+            && guard.refuses(previous_count, removed)
+        {
+            refused.push(RemovalRefusal {
+                rooftop_id: write.snapshot.rooftop_id.clone(),
+                removed,
+                previous: previous_count,
+                max_percent: guard.max_percent,
+            });
+        }
+    }
+    if refused.is_empty() && !plan.dry_run {
+        for write in rooftops.values() {
             tx.finish_snapshot(
                 &write.snapshot.snapshot_id,
                 write.snapshot.vehicle_count,
@@ -212,13 +390,60 @@ pub(super) async fn write_snapshots(
             )
             .await?;
         }
-        done.insert(rooftop_id, write.snapshot);
     }
-    Ok(plan
-        .rooftops
-        .iter()
-        .filter_map(|r| done.remove(r))
-        .collect())
+    let mut done: HashMap<String, SnapshotRecord> = rooftops
+        .into_iter()
+        .map(|(rooftop_id, write)| (rooftop_id, write.snapshot))
+        .collect();
+    Ok(SnapshotWrite {
+        snapshots: plan
+            .rooftops
+            .iter()
+            .filter_map(|r| done.remove(r))
+            .collect(),
+        refused,
+    })
+}
+
+/// Report the vehicles of the previous snapshot that the new one lacks:
+/// the previous snapshot's identities are read a page at a time (never
+/// whole) and compared with the ids the feed brought, until all
+/// `vehicles_removed` are found.
+async fn report_removed(
+    tx: &mut dyn SnapshotTx,
+    write: &RooftopWrite,
+    previous: &PreviousSnapshot,
+    sink: &mut (dyn ChangeSink + '_),
+) -> Result<(), StoreError> {
+    let mut left = write.snapshot.summary.vehicles_removed;
+    let mut after = String::new();
+    while left > 0 {
+        let page = tx
+            .identities_after(&previous.snapshot_id, &after, IDENTITY_PAGE)
+            .await?;
+        let Some(last) = page.last() else {
+            break;
+        };
+        after.clone_from(&last.vehicle_id);
+        for gone in page.iter().filter(|v| !write.ids.contains(&v.vehicle_id)) {
+            sink.change(&VehicleChange {
+                rooftop_id: &write.snapshot.rooftop_id,
+                kind: ChangeKind::Removed,
+                vehicle_id: &gone.vehicle_id,
+                stock_number: gone.stock_number.as_deref(),
+                vin: gone.vin.as_deref(),
+                fields: Vec::new(),
+            });
+            left -= 1;
+            if left == 0 {
+                break;
+            }
+        }
+        if page.len() < IDENTITY_PAGE as usize {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// The uniqueness rules of one snapshot (the database's unique indexes say
@@ -255,11 +480,13 @@ fn admit(write: &mut RooftopWrite, v: &VehicleRecord) -> Result<(), StoreError> 
     Ok(())
 }
 
-/// Diff the pending batch against the previous snapshot and insert it.
+/// Diff the pending batch against the previous snapshot (reporting each
+/// added and changed vehicle to `changes`) and insert it.
 async fn flush(
     tx: &mut dyn SnapshotTx,
     write: &mut RooftopWrite,
     dry_run: bool,
+    mut changes: Option<&mut (dyn ChangeSink + '_)>,
 ) -> Result<(), StoreError> {
     if write.pending.is_empty() {
         return Ok(());
@@ -278,16 +505,35 @@ async fn flush(
     };
     let summary = &mut write.snapshot.summary;
     for v in &batch {
-        match before.get(&v.vehicle_id) {
-            None => summary.vehicles_added += 1,
+        let change = match before.get(&v.vehicle_id) {
+            None => {
+                summary.vehicles_added += 1;
+                Some((ChangeKind::Added, Vec::new()))
+            }
             Some(old) => {
                 write.seen_before += 1;
                 if old.facts_differ(v) {
                     summary.vehicles_changed += 1;
+                    // Named only when someone listens: it costs two
+                    // serializations per changed vehicle.
+                    changes
+                        .is_some()
+                        .then(|| (ChangeKind::Changed, changed_fields(old, v)))
                 } else {
                     summary.vehicles_unchanged += 1;
+                    None
                 }
             }
+        };
+        if let (Some(sink), Some((kind, fields))) = (changes.as_deref_mut(), change) {
+            sink.change(&VehicleChange {
+                rooftop_id: &write.snapshot.rooftop_id,
+                kind,
+                vehicle_id: &v.vehicle_id,
+                stock_number: v.stock_number.as_deref(),
+                vin: v.vin.as_deref(),
+                fields,
+            });
         }
     }
     if !dry_run {
@@ -300,6 +546,26 @@ async fn flush(
     }
     write.pending = Vec::with_capacity(WRITE_BATCH);
     Ok(())
+}
+
+/// The top-level fields of two records of one vehicle whose values differ,
+/// by their serialized names, provenance (`source`) excepted: it is not a
+/// fact ([`VehicleRecord::facts_differ`]).
+fn changed_fields(old: &VehicleRecord, new: &VehicleRecord) -> Vec<String> {
+    let (Ok(serde_json::Value::Object(a)), Ok(serde_json::Value::Object(b))) =
+        (serde_json::to_value(old), serde_json::to_value(new))
+    else {
+        return Vec::new();
+    };
+    let mut fields: Vec<String> = a
+        .keys()
+        .chain(b.keys())
+        .filter(|k| k.as_str() != "source" && a.get(*k) != b.get(*k))
+        .cloned()
+        .collect();
+    fields.sort();
+    fields.dedup();
+    fields
 }
 
 fn foreign_vehicle(v: &VehicleRecord, organization_id: &str, rooftops: &[String]) -> StoreError {

@@ -29,17 +29,19 @@ use sqlx::{
 };
 
 use super::audit::OVERFLOW_NETWORK;
+use super::import_log::{self, ImportAttempt, ImportCount, ImportOutcome};
 use super::snapshot_write::{
-    PreviousSnapshot, SnapshotFeed, SnapshotPlan, SnapshotTx, write_snapshots,
+    PreviousSnapshot, SnapshotFeed, SnapshotPlan, SnapshotTx, SnapshotWrite, StoredIdentity,
+    WriteChecks, write_snapshots,
 };
 use super::{
     AUDIT_PRUNE_BATCH, ApiTokenRecord, AuditCount, AuditEvent, AuditFootprint, AuditPruneSummary,
     AvailabilityObservation, Change, DealersImportSummary, LegacySessionRecord, OrganizationPlan,
-    OrganizationRecord, ProgramRecord, ProgramSetCheck, ProgramsChange, ProgramsImportSummary,
-    RooftopRecord, SnapshotRecord, Store, StoreChange, StoreError, StoredProgram, check_api_token,
-    json_text, map_sqlx_error, plan_organization, plan_programs_change, programs_audit_event,
-    programs_organization_missing, rooftop_not_of_organization, rooftop_taken, summarize,
-    validate_import,
+    OrganizationRecord, ProgramRecord, ProgramRevisionRecord, ProgramSetCheck, ProgramsChange,
+    ProgramsImportSummary, RooftopRecord, SnapshotRecord, Store, StoreChange, StoreError,
+    StoredProgram, check_api_token, json_text, map_sqlx_error, plan_organization,
+    plan_programs_change, programs_audit_event, programs_organization_missing,
+    rooftop_not_of_organization, rooftop_taken, summarize, validate_import,
 };
 use crate::domain::grant::RooftopScope;
 use crate::inventory::model::VehicleRecord;
@@ -706,11 +708,12 @@ where
         })
     }
 
-    async fn write_snapshots(
+    async fn write_snapshots_checked(
         &self,
         plan: SnapshotPlan<'_>,
         feed: tokio::sync::mpsc::Receiver<SnapshotFeed>,
-    ) -> Result<Vec<SnapshotRecord>, StoreError> {
+        checks: WriteChecks<'_>,
+    ) -> Result<SnapshotWrite, StoreError> {
         // Concurrent imports of a rooftop are serialised, so the versions
         // read are still the newest at commit: SQLite by the write lock
         // taken up front; PostgreSQL (read committed) by the rooftop row
@@ -726,8 +729,10 @@ where
             D::begin_write(&self.pool).await?
         };
         let mut tx = SqlSnapshotTx::<D>(tx);
-        let written = write_snapshots(&mut tx, plan, feed).await?;
-        if !plan.dry_run {
+        let written = write_snapshots(&mut tx, plan, feed, checks).await?;
+        // A refusal of the removal guard rolls back (the transaction is
+        // dropped), as a dry run does.
+        if !plan.dry_run && written.refused.is_empty() {
             let change = StoreChange::Inventory {
                 organization_id: plan.organization_id.to_owned(),
             };
@@ -1212,6 +1217,161 @@ where
         rows.iter().map(Self::program_from_row).collect()
     }
 
+    async fn program_revisions(
+        &self,
+        organization_id: &str,
+    ) -> Result<Vec<ProgramRevisionRecord>, StoreError> {
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "select {PROGRAM_COLUMNS}, withdrawn_at from incentive_programs
+             where organization_id = $1
+             order by program_id{bytes}, revision",
+            bytes = D::BYTE_ORDER
+        )))
+        .bind(organization_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        rows.iter()
+            .map(|row| {
+                let withdrawn: Option<D::Time> =
+                    row.try_get("withdrawn_at").map_err(map_sqlx_error)?;
+                Ok(ProgramRevisionRecord {
+                    record: Self::program_from_row(row)?,
+                    withdrawn_at: withdrawn.map(D::parse_time).transpose()?,
+                })
+            })
+            .collect()
+    }
+
+    async fn record_import(&self, attempt: &ImportAttempt) -> Result<(), StoreError> {
+        let attempt = attempt.bounded();
+        let mut tx = D::begin_write(&self.pool).await?;
+        sqlx::query(
+            "insert into import_counts (kind, outcome, count) values ($1, $2, 1)
+             on conflict (kind, outcome) do update set count = import_counts.count + 1",
+        )
+        .bind(attempt.kind.as_str())
+        .bind(attempt.outcome.as_str())
+        .execute(&mut *tx)
+        .await
+        .map_err(map_sqlx_error)?;
+        if attempt.outcome != ImportOutcome::Imported {
+            // One row per organization (or one naming none), so a manager
+            // reads the attempt without the other organizations' ids.
+            let organizations: Vec<Option<String>> = if attempt.organization_ids.is_empty() {
+                vec![None]
+            } else {
+                attempt.organization_ids.iter().cloned().map(Some).collect()
+            };
+            let rooftop_ids = json_text(&attempt.rooftop_ids)?;
+            let keep = i64::from(import_log::MAX_ATTEMPTS_PER_ORGANIZATION);
+            for (i, organization) in organizations.into_iter().enumerate() {
+                let row_id = if i == 0 {
+                    attempt.attempt_id.clone()
+                } else {
+                    uuid::Uuid::now_v7().to_string()
+                };
+                sqlx::query(AssertSqlSafe(format!(
+                    "insert into import_attempts (attempt_id, attempted_at, kind, outcome,
+                         organization_id, rooftop_ids, file, reason, problems)
+                     values ($1, $2, $3, $4, $5, $6{json}, $7, $8, $9)",
+                    json = D::JSON
+                )))
+                .bind(row_id)
+                .bind(D::time(attempt.attempted_at))
+                .bind(attempt.kind.as_str())
+                .bind(attempt.outcome.as_str())
+                .bind(organization.clone())
+                .bind(&rooftop_ids)
+                .bind(&attempt.file)
+                .bind(&attempt.reason)
+                .bind(i64::from(attempt.problems))
+                .execute(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?;
+                // The bound: the newest attempts of the organization (or of
+                // those naming none) stay, the older ones go.
+                match &organization {
+                    Some(org) => sqlx::query(
+                        "delete from import_attempts where organization_id = $1
+                           and attempt_id not in (
+                               select attempt_id from import_attempts where organization_id = $1
+                               order by attempt_id desc limit $2)",
+                    )
+                    .bind(org)
+                    .bind(keep),
+                    None => sqlx::query(
+                        "delete from import_attempts where organization_id is null
+                           and attempt_id not in (
+                               select attempt_id from import_attempts
+                               where organization_id is null
+                               order by attempt_id desc limit $1)",
+                    )
+                    .bind(keep),
+                }
+                .execute(&mut *tx)
+                .await
+                .map_err(map_sqlx_error)?;
+            }
+        }
+        tx.commit().await.map_err(map_sqlx_error)
+    }
+
+    async fn import_attempts(
+        &self,
+        organization_id: &str,
+        limit: u32,
+    ) -> Result<Vec<ImportAttempt>, StoreError> {
+        let rows = sqlx::query(
+            "select attempt_id, attempted_at, kind, outcome, organization_id, rooftop_ids,
+                    file, reason, problems
+             from import_attempts where organization_id = $1
+             order by attempt_id desc limit $2",
+        )
+        .bind(organization_id)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        rows.iter()
+            .map(|row| {
+                let kind: String = row.try_get("kind").map_err(map_sqlx_error)?;
+                let outcome: String = row.try_get("outcome").map_err(map_sqlx_error)?;
+                let (kind, outcome) = import_log::parse_labels(&kind, &outcome)?;
+                let problems: i64 = row.try_get("problems").map_err(map_sqlx_error)?;
+                Ok(ImportAttempt {
+                    attempt_id: row.try_get("attempt_id").map_err(map_sqlx_error)?,
+                    attempted_at: Self::time(row, "attempted_at")?,
+                    kind,
+                    outcome,
+                    organization_ids: vec![row.try_get("organization_id").map_err(map_sqlx_error)?],
+                    rooftop_ids: json::<D, _>(row, "rooftop_ids")?,
+                    file: row.try_get("file").map_err(map_sqlx_error)?,
+                    reason: row.try_get("reason").map_err(map_sqlx_error)?,
+                    problems: u32::try_from(problems).unwrap_or(u32::MAX),
+                })
+            })
+            .collect()
+    }
+
+    async fn import_counts(&self) -> Result<Vec<ImportCount>, StoreError> {
+        let rows: Vec<(String, String, i64)> =
+            sqlx::query_as("select kind, outcome, count from import_counts order by kind, outcome")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(map_sqlx_error)?;
+        rows.into_iter()
+            .map(|(kind, outcome, count)| {
+                let (kind, outcome) = import_log::parse_labels(&kind, &outcome)?;
+                Ok(ImportCount {
+                    kind,
+                    outcome,
+                    count: u64::try_from(count).unwrap_or(0),
+                })
+            })
+            .collect()
+    }
+
     async fn record_availability(
         &self,
         observation: &AvailabilityObservation,
@@ -1495,6 +1655,36 @@ where
         ids: &[&str],
     ) -> Result<Vec<VehicleRecord>, StoreError> {
         D::vehicle_documents(&mut self.0, snapshot_id, ids).await
+    }
+
+    async fn identities_after(
+        &mut self,
+        snapshot_id: &str,
+        after: &str,
+        limit: u32,
+    ) -> Result<Vec<StoredIdentity>, StoreError> {
+        // The primary key (snapshot_id, vehicle_id) serves the range and
+        // the order; PostgreSQL's vehicle_id is byte-ordered ("C") like
+        // SQLite's.
+        let rows: Vec<(String, Option<String>, Option<String>)> = sqlx::query_as(
+            "select vehicle_id, vin, stock_number from vehicles
+             where snapshot_id = $1 and vehicle_id > $2
+             order by vehicle_id limit $3",
+        )
+        .bind(snapshot_id)
+        .bind(after)
+        .bind(i64::from(limit))
+        .fetch_all(&mut *self.0)
+        .await
+        .map_err(map_sqlx_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|(vehicle_id, vin, stock_number)| StoredIdentity {
+                vehicle_id,
+                vin,
+                stock_number,
+            })
+            .collect())
     }
 
     async fn insert_vehicles(

@@ -236,6 +236,8 @@ backend_suite! {
         programs_change_refused_by_the_set_check_writes_nothing,
         programs_replace_withdraws_what_the_file_omits_with_an_audit_event,
         programs_withdraw_one_revision_or_all_and_withdrawal_is_final,
+        streamed_write_names_each_change_and_the_removal_guard_refuses_whole,
+        refused_imports_are_kept_within_their_bound_and_every_import_is_counted,
     ],
     db: [
         migrations_apply_and_reapply,
@@ -1010,6 +1012,265 @@ async fn stream_snapshots(
     };
     let ((), written) = tokio::join!(feed, store.write_snapshots(plan, receiver));
     written
+}
+
+/// One change a checked write reported.
+struct Collected {
+    rooftop: String,
+    kind: &'static str,
+    vehicle_id: String,
+    stock_number: Option<String>,
+    fields: Vec<String>,
+}
+
+/// Every change a checked write reports.
+#[derive(Default)]
+struct CollectedChanges(Vec<Collected>);
+
+impl snapshot_write::ChangeSink for CollectedChanges {
+    fn change(&mut self, c: &snapshot_write::VehicleChange<'_>) {
+        self.0.push(Collected {
+            rooftop: c.rooftop_id.to_owned(),
+            kind: c.kind.as_str(),
+            vehicle_id: c.vehicle_id.to_owned(),
+            stock_number: c.stock_number.map(str::to_owned),
+            fields: c.fields.clone(),
+        });
+    }
+}
+
+/// [`Store::write_snapshots_checked`] of `vehicles` (then `End`) with a
+/// collecting sink and `guard`.
+async fn checked_write(
+    store: &dyn Store,
+    rooftops: &[&str],
+    vehicles: Vec<VehicleRecord>,
+    guard: Option<snapshot_write::RemovalGuard>,
+    dry_run: bool,
+) -> (snapshot_write::SnapshotWrite, CollectedChanges) {
+    use snapshot_write::{FEED_CHANNEL_CAPACITY, SnapshotPlan, WriteChecks};
+    let rooftops: Vec<String> = rooftops.iter().map(|r| (*r).to_owned()).collect();
+    let src = inventory_source("checked");
+    let plan = SnapshotPlan {
+        organization_id: "org-a",
+        rooftops: &rooftops,
+        source: &src,
+        dry_run,
+    };
+    let mut sink = CollectedChanges::default();
+    let (sender, receiver) = tokio::sync::mpsc::channel(FEED_CHANNEL_CAPACITY);
+    let checks = WriteChecks {
+        removal_guard: guard,
+        changes: Some(&mut sink),
+        planned_rooftops: &[],
+    };
+    let ((), written) = tokio::join!(
+        snapshot_write::feed_slice(&vehicles, sender),
+        store.write_snapshots_checked(plan, receiver, checks)
+    );
+    (written.unwrap(), sink)
+}
+
+/// docs/inventory-feeds.md "Commands" and "The removal guard": a checked
+/// write names every added, changed and removed vehicle (the removed ones
+/// read back page by page from the previous snapshot, more than one page
+/// here), and a rooftop losing more than the guard's share refuses the
+/// whole write (every rooftop of it), dry run or not.
+async fn streamed_write_names_each_change_and_the_removal_guard_refuses_whole(store: &dyn Store) {
+    seed_dealers(store).await;
+    let src = inventory_source("first");
+    store
+        .create_snapshot("org-a", "a-1", &src, &vehicles("org-a", "a-1", 0..2_600))
+        .await
+        .unwrap();
+    store
+        .create_snapshot("org-a", "a-2", &src, &vehicles("org-a", "a-2", 0..10))
+        .await
+        .unwrap();
+    let before = store.latest_snapshots().await.unwrap();
+
+    // a-1 keeps 0..1000 (every 100th repriced) and gains 5; 1,600 removed.
+    let mut next = vehicles("org-a", "a-1", 0..1_000);
+    for v in next.iter_mut().step_by(100) {
+        v.advertised_price = pricing::Money::from_minor(1, pricing::Currency::USD);
+    }
+    next.extend(vehicles("org-a", "a-1", 5_000..5_005));
+    // a-2 loses 3 of 10 (30 %, within the default 50 %).
+    next.extend(vehicles("org-a", "a-2", 3..10));
+    let guard = snapshot_write::RemovalGuard::default();
+
+    for dry_run in [true, false] {
+        let (written, changes) =
+            checked_write(store, &["a-1", "a-2"], next.clone(), Some(guard), dry_run).await;
+        assert_eq!(
+            written.refused,
+            vec![snapshot_write::RemovalRefusal {
+                rooftop_id: "a-1".into(),
+                removed: 1_600,
+                previous: 2_600,
+                max_percent: 50,
+            }],
+            "dry run {dry_run}"
+        );
+        assert_eq!(store.latest_snapshots().await.unwrap(), before);
+        let of = |kind: &str, rooftop: &str| -> Vec<&str> {
+            changes
+                .0
+                .iter()
+                .filter(|c| c.kind == kind && c.rooftop == rooftop)
+                .map(|c| c.vehicle_id.as_str())
+                .collect()
+        };
+        assert_eq!(of("added", "a-1").len(), 5);
+        assert_eq!(of("changed", "a-1").len(), 10);
+        let removed = of("removed", "a-1");
+        assert_eq!(removed.len(), 1_600);
+        let expected: Vec<String> = vehicles("org-a", "a-1", 1_000..2_600)
+            .into_iter()
+            .map(|v| v.vehicle_id)
+            .collect();
+        assert_eq!(
+            removed,
+            expected.iter().map(String::as_str).collect::<Vec<_>>()
+        );
+        assert_eq!(of("removed", "a-2").len(), 3);
+        assert!(of("added", "a-2").is_empty() && of("changed", "a-2").is_empty());
+        // A changed vehicle names the fields that changed, never provenance.
+        let changed = changes.0.iter().find(|c| c.kind == "changed").unwrap();
+        assert_eq!(changed.fields, vec!["advertised_price".to_owned()]);
+        assert_eq!(changed.stock_number.as_deref(), Some("STK-0"));
+        // Vehicles without a stock number are named by id (and VIN).
+        assert!(
+            changes
+                .0
+                .iter()
+                .any(|c| c.kind == "removed" && c.stock_number.is_none())
+        );
+    }
+
+    // A share of 70 % lets a-1 (61.5 %) through: both snapshots written.
+    let lenient = snapshot_write::RemovalGuard {
+        max_percent: 70,
+        ..guard
+    };
+    let (written, changes) =
+        checked_write(store, &["a-1", "a-2"], next.clone(), Some(lenient), false).await;
+    assert!(written.refused.is_empty());
+    assert_eq!(changes.0.len(), 5 + 10 + 1_600 + 3);
+    assert_eq!(store.latest_snapshots().await.unwrap(), written.snapshots);
+    assert_eq!(written.snapshots[0].summary.vehicles_removed, 1_600);
+
+    // Rooftops under the minimum are never guarded; a share of 0 % refuses
+    // any removal from a guarded rooftop.
+    assert!(!guard.refuses(4, 4));
+    assert!(guard.refuses(5, 3) && !guard.refuses(5, 2));
+    let strict = snapshot_write::RemovalGuard {
+        max_percent: 0,
+        ..guard
+    };
+    assert!(strict.refuses(5, 1) && !strict.refuses(5, 0));
+    let keep_a2 = vehicles("org-a", "a-2", 4..10);
+    let (written, _) = checked_write(store, &["a-2"], keep_a2.clone(), Some(strict), false).await;
+    assert_eq!(written.refused.len(), 1);
+    assert_eq!(written.refused[0].previous, 7);
+    let (written, _) = checked_write(store, &["a-2"], keep_a2, None, false).await;
+    assert!(written.refused.is_empty());
+    assert_eq!(written.snapshots[0].vehicle_count, 6);
+}
+
+fn attempt(
+    organization: Option<&str>,
+    outcome: ImportOutcome,
+    rooftops: &[&str],
+    n: usize,
+) -> ImportAttempt {
+    let mut a = ImportAttempt::new(
+        ImportKind::Inventory,
+        outcome,
+        &format!("feeds/{n}.csv"),
+        &format!("reason {n}"),
+    );
+    a.organization_ids = organization.map(str::to_owned).into_iter().collect();
+    a.rooftop_ids = rooftops.iter().map(|r| (*r).to_owned()).collect();
+    a.problems = u32::try_from(n).unwrap();
+    a
+}
+
+/// docs/console.md "Imports": every refused import is kept for its
+/// organization, newest first, the newest 100 per organization (and 100
+/// naming none), apart from every other organization; every import is
+/// counted by kind and outcome, `imported` ones only counted.
+async fn refused_imports_are_kept_within_their_bound_and_every_import_is_counted(
+    store: &dyn Store,
+) {
+    use import_log::MAX_ATTEMPTS_PER_ORGANIZATION as MAX;
+    let first = attempt(Some("org-a"), ImportOutcome::RemovalGuard, &["a-1"], 0);
+    store.record_import(&first).await.unwrap();
+    let kept = store.import_attempts("org-a", 10).await.unwrap();
+    assert_eq!(kept, vec![first.bounded()]);
+    assert!(kept[0].concerns("a-1") && !kept[0].concerns("a-2"));
+    for n in 1..=(MAX as usize + 20) {
+        store
+            .record_import(&attempt(Some("org-a"), ImportOutcome::Invalid, &[], n))
+            .await
+            .unwrap();
+    }
+    store
+        .record_import(&attempt(Some("org-b"), ImportOutcome::Refused, &["b-1"], 7))
+        .await
+        .unwrap();
+    // A file of two organizations: kept for each, counted once, and each
+    // row names its own organization only.
+    let mut both = attempt(Some("org-b"), ImportOutcome::Invalid, &[], 8);
+    both.kind = ImportKind::Dealers;
+    both.organization_ids.push("org-c".into());
+    store.record_import(&both).await.unwrap();
+    let c = store.import_attempts("org-c", 10).await.unwrap();
+    assert_eq!(c.len(), 1);
+    assert_eq!(c[0].organization_ids, ["org-c"]);
+    assert_eq!((c[0].kind, c[0].problems), (ImportKind::Dealers, 8));
+    for n in 0..3 {
+        store
+            .record_import(&attempt(None, ImportOutcome::Refused, &[], n))
+            .await
+            .unwrap();
+        store
+            .record_import(&attempt(Some("org-a"), ImportOutcome::Imported, &[], n))
+            .await
+            .unwrap();
+    }
+    let a = store.import_attempts("org-a", 1_000).await.unwrap();
+    assert_eq!(a.len(), MAX as usize);
+    // Newest first; the oldest (the guard refusal among them) are gone.
+    assert_eq!(a[0].file, format!("feeds/{}.csv", MAX + 20));
+    assert_eq!(a[a.len() - 1].file, "feeds/21.csv");
+    assert!(a.iter().all(|x| x.outcome == ImportOutcome::Invalid));
+    assert!(a.windows(2).all(|w| w[0].attempt_id > w[1].attempt_id));
+    let b = store.import_attempts("org-b", 10).await.unwrap();
+    assert_eq!(b.len(), 2);
+    assert_eq!(b[0].organization_ids, ["org-b"]);
+    assert_eq!(b[1].problems, 7);
+    assert_eq!(b[1].rooftop_ids, ["b-1"]);
+    assert_eq!(store.import_attempts("org-a", 5).await.unwrap().len(), 5);
+    assert!(store.import_attempts("org-d", 5).await.unwrap().is_empty());
+
+    let counts: Vec<(&str, &str, u64)> = store
+        .import_counts()
+        .await
+        .unwrap()
+        .iter()
+        .map(|c| (c.kind.as_str(), c.outcome.as_str(), c.count))
+        .collect();
+    assert_eq!(
+        counts,
+        vec![
+            ("dealers", "invalid", 1),
+            ("inventory", "imported", 3),
+            ("inventory", "invalid", u64::from(MAX) + 20),
+            ("inventory", "refused", 4),
+            ("inventory", "removal_guard", 1),
+        ]
+    );
 }
 
 /// Issue 11 item 6: a file's vehicles arrive one at a time, interleaved
@@ -2349,6 +2610,12 @@ async fn programs_revisions_coexist_and_import_counts(store: &dyn Store) {
             unchanged: 0,
             still_withdrawn: vec![],
             withdrawn: vec![],
+            added_revisions: vec![
+                revision("bonus", 1),
+                revision("cash", 1),
+                revision("cash", 2)
+            ],
+            unchanged_revisions: vec![],
         }
     );
     // Identical again: unchanged; an older revision than the newest: added.
@@ -2370,6 +2637,8 @@ async fn programs_revisions_coexist_and_import_counts(store: &dyn Store) {
             unchanged: 2,
             still_withdrawn: vec![],
             withdrawn: vec![],
+            added_revisions: vec![revision("bonus", 0)],
+            unchanged_revisions: vec![revision("bonus", 1), revision("cash", 2)],
         }
     );
     let current = store.current_programs("org-a").await.unwrap();
@@ -2477,6 +2746,8 @@ async fn programs_replace_withdraws_what_the_file_omits_with_an_audit_event(stor
             unchanged: 1,
             still_withdrawn: vec![],
             withdrawn: vec![revision("bonus", 1), revision("cash", 1)],
+            added_revisions: vec![revision("new", 1)],
+            unchanged_revisions: vec![revision("cash", 2)],
         }
     );
     assert_eq!(
@@ -2551,6 +2822,29 @@ async fn programs_withdraw_one_revision_or_all_and_withdrawal_is_final(store: &d
         .await
         .unwrap_err();
     assert!(query_message(err).contains("'cash' revision 2"));
+    // Every stored revision, the withdrawn ones with when (`programs list`).
+    let all = store.program_revisions("org-a").await.unwrap();
+    let listed: Vec<(String, u32, bool)> = all
+        .iter()
+        .map(|r| {
+            (
+                r.record.program_id.clone(),
+                r.record.revision,
+                r.withdrawn_at.is_some(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        vec![
+            ("bonus".to_owned(), 1, false),
+            ("cash".to_owned(), 1, true),
+            ("cash".to_owned(), 2, true),
+        ]
+    );
+    assert!(all[1].withdrawn_at <= all[2].withdrawn_at);
+    assert_eq!(all[0].record, program("bonus", 1, 7));
+    assert!(store.program_revisions("org-b").await.unwrap().is_empty());
 }
 
 async fn programs_import_conflict_or_unknown_organization_writes_nothing(store: &dyn Store) {

@@ -18,6 +18,7 @@ mod get_vehicle;
 mod import_dealers;
 mod import_inventory;
 mod import_programs;
+mod import_trust;
 mod inventory_search;
 mod mcp_fuzz;
 mod mcp_legacy;
