@@ -264,7 +264,7 @@ fn merged_charges(record: &VehicleRecord, pricing: &RooftopPricing) -> Vec<Value
 
 /// A configured estimate matching the requested jurisdiction (subdivision
 /// matches before country-only ones; first in file order otherwise).
-fn matching_estimate<'p>(
+pub fn matching_estimate<'p>(
     pricing: &'p RooftopPricing,
     wanted: Option<&Value>,
 ) -> Option<&'p crate::store::GovernmentChargeEstimate> {
@@ -348,10 +348,16 @@ fn government(inputs: &Inputs<'_>) -> Government {
             }
         }
         _ => {
-            let reason = if inputs.jurisdiction.is_none() {
+            // Never "publishes no amounts" when the rooftop has estimates:
+            // they exist, for jurisdictions the request did not name.
+            let reason = if matching_estimate(inputs.pricing, inputs.jurisdiction).is_some() {
+                "Government charges (taxes, title, registration) are unknown for the requested jurisdiction: the dealer's estimate for it cannot be totalled (no lines, a line without an amount, or lines in more than one currency)."
+            } else if inputs.jurisdiction.is_some() {
+                "Government charges (taxes, title, registration) are unknown for the requested jurisdiction: the dealer publishes no estimate for it."
+            } else if inputs.pricing.government_charge_estimates.is_empty() {
                 "Government charges (taxes, title, registration) are unknown: no buyer jurisdiction was given and the dealer publishes no amounts."
             } else {
-                "Government charges (taxes, title, registration) are unknown for the requested jurisdiction: the dealer publishes no estimate for it."
+                "Government charges (taxes, title, registration) are unknown: no buyer jurisdiction was given; the dealer publishes estimates by jurisdiction, given when the buyer's jurisdiction is passed."
             };
             Government {
                 value: json!({"status": "unknown"}),

@@ -83,6 +83,15 @@ pub struct ProgramRecord {
     pub source: SourceRecord,
 }
 
+/// A stored program revision with its withdrawal, if any: the whole
+/// history the console's programs page shows (docs/console.md "Programs").
+#[derive(Debug, Clone)]
+pub struct ProgramHistoryRecord {
+    pub record: ProgramRecord,
+    /// When `programs withdraw` or `import programs --replace` withdrew it.
+    pub withdrawn_at: Option<DateTime<Utc>>,
+}
+
 /// One `(program_id, revision)` pair.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct ProgramRevision {
@@ -530,6 +539,13 @@ pub trait Store: Send + Sync + 'static {
         &self,
         organization_id: &str,
     ) -> Result<Vec<ProgramRecord>, StoreError>;
+
+    /// Every stored revision of every program of an organization, active
+    /// or withdrawn (with when), ordered by (`program_id`, `revision`).
+    async fn program_history(
+        &self,
+        organization_id: &str,
+    ) -> Result<Vec<ProgramHistoryRecord>, StoreError>;
 
     /// Append one availability observation.
     async fn record_availability(

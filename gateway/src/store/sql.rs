@@ -35,11 +35,11 @@ use super::snapshot_write::{
 use super::{
     AUDIT_PRUNE_BATCH, ApiTokenRecord, AuditCount, AuditEvent, AuditFootprint, AuditPruneSummary,
     AvailabilityObservation, Change, DealersImportSummary, LegacySessionRecord, OrganizationPlan,
-    OrganizationRecord, ProgramRecord, ProgramSetCheck, ProgramsChange, ProgramsImportSummary,
-    RooftopRecord, SnapshotRecord, Store, StoreChange, StoreError, StoredProgram, check_api_token,
-    json_text, map_sqlx_error, plan_organization, plan_programs_change, programs_audit_event,
-    programs_organization_missing, rooftop_not_of_organization, rooftop_taken, summarize,
-    validate_import,
+    OrganizationRecord, ProgramHistoryRecord, ProgramRecord, ProgramSetCheck, ProgramsChange,
+    ProgramsImportSummary, RooftopRecord, SnapshotRecord, Store, StoreChange, StoreError,
+    StoredProgram, check_api_token, json_text, map_sqlx_error, plan_organization,
+    plan_programs_change, programs_audit_event, programs_organization_missing,
+    rooftop_not_of_organization, rooftop_taken, summarize, validate_import,
 };
 use crate::domain::grant::RooftopScope;
 use crate::inventory::model::VehicleRecord;
@@ -1210,6 +1210,31 @@ where
         .await
         .map_err(map_sqlx_error)?;
         rows.iter().map(Self::program_from_row).collect()
+    }
+
+    async fn program_history(
+        &self,
+        organization_id: &str,
+    ) -> Result<Vec<ProgramHistoryRecord>, StoreError> {
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "select {PROGRAM_COLUMNS}, withdrawn_at from incentive_programs
+             where organization_id = $1
+             order by program_id, revision"
+        )))
+        .bind(organization_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(map_sqlx_error)?;
+        rows.iter()
+            .map(|row| {
+                let withdrawn: Option<D::Time> =
+                    row.try_get("withdrawn_at").map_err(map_sqlx_error)?;
+                Ok(ProgramHistoryRecord {
+                    record: Self::program_from_row(row)?,
+                    withdrawn_at: withdrawn.map(D::parse_time).transpose()?,
+                })
+            })
+            .collect()
     }
 
     async fn record_availability(
