@@ -440,7 +440,7 @@ pub async fn imports(
                 tbody { @for s in &history { tr {
                     th scope="row" { (s.version) }
                     td { (h::time(s.created_at)) }
-                    td { code { (s.source.source_name) } " (" (s.source.authority) ")" }
+                    td { code { (s.source.source_name) } " (" (words::hinted(V::SourceAuthority, &s.source.authority)) ")" }
                     td.num { (s.vehicle_count) }
                     td.num { (s.summary.vehicles_added) }
                     td.num { (s.summary.vehicles_changed) }
@@ -538,7 +538,7 @@ pub async fn availability(
             caption { "Vehicles by availability band" }
             thead { tr { th scope="col" { "Band" } th.num scope="col" { "Vehicles" } th scope="col" { span.sr { "Bar" } } } }
             tbody { @for (band, n) in &bands { tr {
-                th scope="row" { (band) }
+                th scope="row" { (words::hinted(V::Band, band)) }
                 td.num { (n) }
                 td { (h::bar(*n, most)) }
             } } }
