@@ -700,7 +700,9 @@ fn visible_text(html: &str, without_code: bool) -> String {
         out.push_str(&rest[..open]);
         let tail = &rest[open..];
         if without_code && tail.starts_with("<code") {
-            let end = tail.find("</code>").map_or(tail.len(), |e| e + "</code>".len());
+            let end = tail
+                .find("</code>")
+                .map_or(tail.len(), |e| e + "</code>".len());
             rest = &tail[end..];
             out.push(' ');
             continue;
@@ -791,7 +793,13 @@ async fn a_rooftop_with_estimates_for_its_region_is_scored_with_them_and_never_t
     for v in &all {
         let id = v["vehicle_id"].as_str().unwrap();
         let args = json!({"organization_id": ORG, "rooftop_id": CHICAGO, "vehicle_id": id});
-        let bare = tool(&app, &token, "dealeragent.pricing.get_disclosure", args.clone()).await;
+        let bare = tool(
+            &app,
+            &token,
+            "dealeragent.pricing.get_disclosure",
+            args.clone(),
+        )
+        .await;
         let mut with = args.clone();
         with["jurisdiction"] = illinois.clone();
         let there = tool(&app, &token, "dealeragent.pricing.get_disclosure", with).await;
@@ -927,7 +935,10 @@ async fn what_if_names_every_program_says_why_it_is_out_and_draws_a_waterfall_th
             let id = report["program_id"].as_str().unwrap();
             let name = report["name"].as_str().unwrap();
             let text = visible_text(row, true);
-            assert!(text.contains(&escaped(name)) || text.contains(name), "{mode} {id}: {text}");
+            assert!(
+                text.contains(&escaped(name)) || text.contains(name),
+                "{mode} {id}: {text}"
+            );
             if let Some(amount) = report["amount"].get("amount") {
                 assert!(text.contains(&money(amount)), "{mode} {id} amount: {text}");
             }
@@ -1075,7 +1086,9 @@ programs:
     assert!(text.contains("at most 1,234.00 USD"), "cap: {text}");
     assert!(text.contains("10 % of the advertised price"), "{text}");
     assert!(
-        text.contains("first responder is proven (proof required): Serving firefighter or paramedic, verified"),
+        text.contains(
+            "first responder is proven (proof required): Serving firefighter or paramedic, verified"
+        ),
         "criteria: {text}"
     );
     assert!(
@@ -1106,7 +1119,9 @@ programs:
     for p in store.current_programs(ORG).await.unwrap() {
         let s = element(&page.body, "section", &format!("program-{}", p.program_id));
         match p.doc.get("cap") {
-            Some(cap) => assert!(visible_text(s, false).contains(&format!("at most {}", money(cap)))),
+            Some(cap) => {
+                assert!(visible_text(s, false).contains(&format!("at most {}", money(cap))))
+            }
             None => assert!(s.contains(r#"<dd class="cap">none</dd>"#), "{s}"),
         }
     }
@@ -1119,11 +1134,11 @@ async fn manager_pages_say_protocol_values_in_words_and_keep_the_raw_value_in_co
     let app = common::spawn().await;
     let (token, _) = make_token(&app, chicago(), &ALL).await;
     let cookie = sign_in(&app, &token).await;
-    let vehicle = vehicles(&app, &token, CHICAGO, json!({"condition": ["new"]})).await[0]
-        ["vehicle_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let vehicle =
+        vehicles(&app, &token, CHICAGO, json!({"condition": ["new"]})).await[0]["vehicle_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
     let raw = [
         "generally_available",
         "rule_defined",
@@ -1246,7 +1261,10 @@ async fn preview_builds_the_disclosure_for_the_profiles_jurisdiction_or_the_roof
     assert!(default.contains("buyer assumed: US-IL (the rooftop's own jurisdiction"));
     // A buyer elsewhere: unknown, and the fix names what exists.
     let elsewhere = preview(&["--profile", &michigan]);
-    assert!(elsewhere.contains("Government charges: unknown"), "{elsewhere}");
+    assert!(
+        elsewhere.contains("Government charges: unknown"),
+        "{elsewhere}"
+    );
     assert!(
         elsewhere.contains(
             "fix: gateway_settings.pricing.government_charge_estimates covers US-IL but not US-MI"
