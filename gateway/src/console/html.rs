@@ -34,7 +34,8 @@ table { border-collapse: collapse; width: 100%; margin: .5rem 0 1rem; }
 th, td { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid #d5dbe3; vertical-align: top; }
 th { background: #f4f6f9; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-.scroll { overflow-x: auto; max-width: 100%; }
+.scroll { overflow-x: auto; max-width: 100%; position: relative; }
+fieldset { min-width: 0; }
 .scroll table { overflow-wrap: normal; }
 .facts { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(13rem, 100%), 1fr)); gap: .75rem; margin: 0 0 1rem; padding: 0; }
 .facts div { border: 1px solid #c9d3df; border-radius: 4px; padding: .5rem .75rem; }
@@ -66,6 +67,7 @@ form.filters { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: fle
 form.filters label, form.stack label, .field { display: flex; flex-direction: column; font-size: .9rem; }
 form.stack fieldset { border: 1px solid #c9d3df; margin: 0 0 1rem; padding: .5rem 1rem; }
 form.stack .row { display: flex; flex-wrap: wrap; gap: .5rem 1rem; }
+form.stack .row > *, form.filters > * { min-width: 0; max-width: 100%; }
 input, select, button { font: inherit; padding: .3rem .45rem; max-width: 100%; }
 button { background: #0b4f9c; color: #fff; border: 1px solid #0b4f9c; border-radius: 3px; cursor: pointer; }
 header.top button { background: #fff; color: #12263f; border-color: #fff; }

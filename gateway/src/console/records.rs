@@ -99,7 +99,7 @@ async fn programs_page(
         .collect();
     let programs: Vec<ProgramView<'_>> = by_program
         .into_iter()
-        .map(|(id, revisions)| ProgramView::new(id, revisions, &in_effect))
+        .map(|(id, revisions)| ProgramView::new(id, revisions, &in_effect, now))
         .collect();
     let body = html! {
         h1 { "Incentive programs" }
@@ -122,7 +122,11 @@ async fn programs_page(
                     @let doc = &p.shown.record.doc;
                     tr {
                         th scope="row" { a href={"#program-" (encode(p.id))} { (h::text(doc, "name")) } br; code { (p.id) } }
-                        td { @match p.chosen { Some(c) => { "revision " (c.revision) }, None => "none" } }
+                        td { @match p.chosen {
+                            Some(c) if valid_at(&p.shown.record.doc, now) => { "revision " (c.revision) },
+                            Some(c) => { "none (revision " (c.revision) " is outside its validity)" },
+                            None => "none",
+                        } }
                         td { (words::plain(V::ProgramKind, h::text(doc, "kind"))) }
                         td.num { (amount_text(doc)) }
                         td.num { (h::money(doc.get("cap")).replace("unknown", "none")) }
@@ -161,6 +165,18 @@ struct ProgramView<'a> {
     chosen: Option<&'a crate::offers::RevisionChoice>,
     shown: &'a ProgramHistoryRecord,
     unusable: Vec<&'a crate::offers::UnusableProgram>,
+    now: chrono::DateTime<Utc>,
+}
+
+/// Whether a revision's validity window (`valid_from` inclusive,
+/// `valid_until` exclusive, OFFERS.md 3.1) contains `now`.
+fn valid_at(doc: &Value, now: chrono::DateTime<Utc>) -> bool {
+    let at = |k: &str| {
+        doc[k]
+            .as_str()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+    };
+    at("valid_from").is_none_or(|t| t <= now) && at("valid_until").is_none_or(|t| now < t)
 }
 
 impl<'a> ProgramView<'a> {
@@ -168,6 +184,7 @@ impl<'a> ProgramView<'a> {
         id: &'a str,
         revisions: Vec<&'a ProgramHistoryRecord>,
         in_effect: &'a crate::offers::ProgramsAt,
+        now: chrono::DateTime<Utc>,
     ) -> Self {
         let chosen = in_effect
             .selection
@@ -193,6 +210,7 @@ impl<'a> ProgramView<'a> {
             chosen,
             shown,
             unusable,
+            now,
         }
     }
 
@@ -205,7 +223,11 @@ impl<'a> ProgramView<'a> {
             } @else if let Some(u) = self.unusable.iter().find(|u| u.revision == revision) {
                 span.bad { "cannot be evaluated: " (u.problems.join("; ")) }
             } @else if let Some(c) = self.chosen.filter(|c| c.revision == revision) {
-                strong.ok { "in effect now" } ": " (c.reason)
+                @if valid_at(&r.record.doc, self.now) {
+                    strong.ok { "in effect now" } ": " (c.reason)
+                } @else {
+                    strong.warn { "chosen now, but outside its validity: it applies to no vehicle" } " (" (c.reason) ")"
+                }
             } @else if let Some(n) = self.chosen.and_then(|c| c.not_used.iter().find(|n| n.revision == revision)) {
                 "active, not used now: " (n.reason)
             } @else {
@@ -302,7 +324,7 @@ fn revision_facts(doc: &Value, names: &HashMap<&str, &str>) -> Markup {
             div { dt { "Vehicles" } dd {
                 @let parts: Vec<String> = ["makes", "models", "years", "trims", "conditions", "vins", "rooftop_ids"].iter()
                     .filter(|k| scope.get(**k).is_some())
-                    .map(|k| format!("{} {}", k.replace('_', " "), list(&scope[*k], "")))
+                    .map(|k| format!("{}: {}", k.replace('_', " "), list(&scope[*k], "")))
                     .collect();
                 @if parts.is_empty() { "every vehicle" } @else { (parts.join("; ")) }
             } }

@@ -351,7 +351,7 @@ fn disclosure_section(d: &Value, fixes: &crate::preview::Fixes<'_>) -> Markup {
         blockquote.agent id="disclosure-text" { (h::text(d, "disclosure_text")) }
         dl.facts {
             div { dt { "Advertised price" } dd id="advertised-price" { (h::money(d.pointer("/advertised_price/amount"))) } }
-            div { dt { "Available to" } dd { (words::plain(V::PriceAvailability, h::text(&d["advertised_price"], "availability"))) } }
+            div { dt { "Advertised price availability" } dd { (words::plain(V::PriceAvailability, h::text(&d["advertised_price"], "availability"))) } }
             div { dt { "Government charges" } dd id="government-status" { (words::hinted(V::GovernmentStatus, h::text(&d["government_charges"], "status"))) } }
             div { dt { "Completeness score" } dd id="completeness-score" { (score) " / 100" } }
             div { dt { "Availability band" } dd id="availability-band" { (words::hinted(V::Band, band)) } }

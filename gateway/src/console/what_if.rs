@@ -356,7 +356,8 @@ fn criteria_list(list: &Value) -> String {
         .unwrap_or_default()
 }
 
-/// What would decide an undecided eligibility, in words.
+/// What would decide an undecided eligibility, in words: "brand loyalty:
+/// Currently owns or leases a vehicle of the same brand".
 fn needs_words(needs: &Value) -> String {
     needs
         .as_array()
@@ -364,13 +365,26 @@ fn needs_words(needs: &Value) -> String {
             a.iter()
                 .map(|n| {
                     format!(
-                        "{} ({})",
+                        "{}: {}",
                         words::plain(V::Criterion, h::text(n, "criterion")),
                         h::text(n, "evidence")
                     )
                 })
                 .collect::<Vec<_>>()
                 .join("; ")
+        })
+        .unwrap_or_default()
+}
+
+/// The criteria an undecided eligibility waits for, named only.
+fn needs_named(needs: &Value) -> String {
+    needs
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|n| words::plain(V::Criterion, h::text(n, "criterion")).into_owned())
+                .collect::<Vec<_>>()
+                .join(", ")
         })
         .unwrap_or_default()
 }
@@ -382,10 +396,7 @@ fn eligibility_words(report: &Value) -> String {
         "eligible_subject_to_evidence" => {
             format!("eligible once proven: {}", criteria_list(&e["criteria"]))
         }
-        "unknown" => format!(
-            "undecided: would be decided by {}",
-            needs_words(&e["needs"])
-        ),
+        "unknown" => format!("undecided: needs {}", needs_named(&e["needs"])),
         _ => {
             let reason = h::text(e, "reason");
             if reason.starts_with("not applicable") {
@@ -635,7 +646,7 @@ fn standing(
         ("not_applicable", _) => "out: it does not apply".to_owned(),
         (_, "ineligible") => "out: the buyer is not eligible".to_owned(),
         (_, "unknown") => format!(
-            "out until decided: {}",
+            "out until decided by {}",
             needs_words(&report["eligibility"]["needs"])
         ),
         _ => format!("out: {}", combination_reason(report, branch, trace, decl)),
@@ -653,14 +664,18 @@ struct Step {
 }
 
 /// The waterfall of one branch's best stack: advertised price, each
-/// required dealer charge not in it, each discount, each surcharge, the
-/// floor at zero when it applied, net. `Err` names what cannot be added
-/// (a currency other than the price's, an overflow).
+/// required dealer charge not in it (`None`: the charges are unknown, said
+/// in a note and in the net's label, never counted as zero), each
+/// discount, each surcharge, the floor at zero when it applied, net. `Err`
+/// names what cannot be added (a currency other than the price's, an
+/// overflow).
 fn waterfall(
     advertised: Money,
-    charges: &[Value],
+    charges: Option<&[Value]>,
     branch: &Value,
 ) -> Result<(Vec<Step>, Vec<String>), String> {
+    let known_charges = charges.is_some();
+    let charges = charges.unwrap_or_default();
     let best = &branch["best_stack"];
     let reports: Vec<&Value> = branch["programs"]
         .as_array()
@@ -680,6 +695,9 @@ fn waterfall(
     };
     let overflow = |_| "the amounts cannot be summed within the money range".to_owned();
     let mut notes = Vec::new();
+    if !known_charges {
+        notes.push("The required dealer charges are unknown (neither the feed nor the rooftop lists them), so none is in the waterfall; they are not zero.".to_owned());
+    }
     let mut total = advertised;
     let mut steps = vec![Step {
         label: "Advertised price".to_owned(),
@@ -777,7 +795,11 @@ fn waterfall(
         });
     }
     steps.push(Step {
-        label: "Net price with required dealer charges, before government charges".to_owned(),
+        label: if known_charges {
+            "Net price with required dealer charges, before government charges".to_owned()
+        } else {
+            "Net price before the unknown dealer charges and government charges".to_owned()
+        },
         kind: "net",
         delta: None,
         total,
@@ -903,14 +925,14 @@ fn branch_section(
     e: &Value,
     branch: &Value,
     charges: Option<&[Value]>,
+    charges_read: bool,
     decl: &Declarations<'_>,
 ) -> Markup {
     let mode = h::text(branch, "payment_mode");
     let advertised = serde_json::from_value::<Money>(e["advertised_price"].clone()).ok();
-    let drawn = match (advertised, charges) {
-        (Some(price), Some(charges)) => Some(waterfall(price, charges, branch)),
-        _ => None,
-    };
+    let drawn = advertised
+        .filter(|_| charges_read)
+        .map(|price| waterfall(price, charges, branch));
     html! {
         @match drawn {
             Some(Ok((steps, notes))) => {
@@ -920,7 +942,7 @@ fn branch_section(
                     strong { (h::money(branch.pointer("/best_stack/net_price"))) } "." }
             },
             Some(Err(why)) => p.notice { "No waterfall: " (why) "." },
-            None => p.notice { "No waterfall: the required dealer charges are not known for this vehicle (see the disclosure below)." },
+            None => p.notice { "No waterfall: the required dealer charges could not be read (see the disclosure tool's answer above)." },
         }
         @let extras = branch["potential_extra"].as_array().map(Vec::as_slice).unwrap_or_default();
         @if !extras.is_empty() {
@@ -1008,13 +1030,13 @@ fn evaluation_section(
         } }
         @for b in branches.iter().filter(|b| h::text(b, "payment_mode") == winning) {
             h3 id={"branch-" (winning)} { "Best " (words::plain(V::PaymentMode, winning)) " stack, line by line" }
-            (branch_section(e, b, charges.as_deref(), &decl))
+            (branch_section(e, b, charges.as_deref(), disclosure.is_ok(), &decl))
         }
         @for b in branches.iter().filter(|b| h::text(b, "payment_mode") != winning) {
             @let mode = h::text(b, "payment_mode");
             details.branch id={"branch-" (mode)} {
                 summary { "The " (words::plain(V::PaymentMode, mode)) " stack, line by line" }
-                (branch_section(e, b, charges.as_deref(), &decl))
+                (branch_section(e, b, charges.as_deref(), disclosure.is_ok(), &decl))
             }
         }
         (h::raw_json("Raw structured content of the evaluation (as the agent receives it)", "raw-evaluation", e))
@@ -1050,7 +1072,7 @@ mod tests {
             json!({"name": "Prep", "amount": usd(20_000), "included_in_advertised_price": true}),
         ];
         let price = Money::from_minor(2_000_000, Currency::USD);
-        let (steps, notes) = waterfall(price, &charges, &branch).expect("drawn");
+        let (steps, notes) = waterfall(price, Some(&charges), &branch).expect("drawn");
         let kinds: Vec<&str> = steps.iter().map(|s| s.kind).collect();
         assert_eq!(
             kinds,
@@ -1080,7 +1102,7 @@ mod tests {
         let mut floored = branch.clone();
         floored["programs"][0]["amount"]["amount"] = usd(3_000_000);
         floored["best_stack"]["floored_at_zero"] = json!(true);
-        let (steps, _) = waterfall(price, &charges, &floored).expect("drawn");
+        let (steps, _) = waterfall(price, Some(&charges), &floored).expect("drawn");
         let counted: i64 = steps
             .iter()
             .filter_map(|s| s.delta)
@@ -1093,7 +1115,7 @@ mod tests {
         let yen = [
             json!({"name": "Agency", "amount": {"amount_minor": 5, "currency": "JPY"}, "included_in_advertised_price": false}),
         ];
-        assert!(waterfall(price, &yen, &branch).is_err());
+        assert!(waterfall(price, Some(&yen), &branch).is_err());
     }
 
     #[test]
@@ -1125,9 +1147,15 @@ mod tests {
             ),
             "not eligible: the buyer does not meet \u{201c}military service\u{201d}"
         );
-        assert!(
-            eligibility_words(&json!({"eligibility": {"status": "unknown", "needs": [{"criterion": "loyalty", "evidence": "owns the brand"}]}}))
-                .contains("owns or leases the brand (loyalty) (owns the brand)")
+        assert_eq!(
+            eligibility_words(
+                &json!({"eligibility": {"status": "unknown", "needs": [{"criterion": "loyalty", "evidence": "owns the brand"}]}})
+            ),
+            "undecided: needs brand loyalty"
+        );
+        assert_eq!(
+            needs_words(&json!([{"criterion": "loyalty", "evidence": "owns the brand"}])),
+            "brand loyalty: owns the brand"
         );
     }
 }

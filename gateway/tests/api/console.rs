@@ -961,7 +961,7 @@ async fn what_if_names_every_program_says_why_it_is_out_and_draws_a_waterfall_th
                 }
                 (_, "ineligible") => assert!(text.contains("not eligible"), "{text}"),
                 (_, "unknown") => {
-                    assert!(standing.starts_with("out until decided: "), "{standing}");
+                    assert!(standing.starts_with("out until decided by "), "{standing}");
                     // What would decide it, in the program's own words.
                     let need = &report["eligibility"]["needs"][0]["evidence"];
                     assert!(
