@@ -855,7 +855,7 @@ fn waterfall_table(mode: &str, steps: &[Step]) -> Markup {
                             th scope="row" { (s.label) }
                             td.num.delta {
                                 @match (s.kind, s.delta) {
-                                    ("net", _) => "",
+                                    ("net", _) => { "= " (s.total.to_string()) },
                                     ("price", Some(m)) => (m.to_string()),
                                     (_, Some(m)) => (signed_money(m)),
                                     (_, None) => "unknown, not counted",
