@@ -274,7 +274,7 @@ fn merged_charges(record: &VehicleRecord, pricing: &RooftopPricing) -> Vec<Value
 
 /// A configured estimate matching the requested jurisdiction (subdivision
 /// matches before country-only ones; first in file order otherwise).
-fn matching_estimate<'p>(
+pub fn matching_estimate<'p>(
     pricing: &'p RooftopPricing,
     wanted: Option<&Value>,
 ) -> Option<&'p crate::store::GovernmentChargeEstimate> {
@@ -388,20 +388,24 @@ fn government(inputs: &Inputs<'_>) -> Government {
             }
         }
         _ => {
-            // Never "publishes no amounts" when it does publish estimates
-            // for other places: say which, so an agent can ask again with
+            // Never "publishes no amounts" when it does publish estimates:
+            // say which places they cover, so an agent can ask again with
             // the buyer's jurisdiction and a manager is not sent to
             // configure what is configured.
             let covered = estimate_places(inputs.pricing);
-            let reason = match (inputs.jurisdiction.is_none(), covered) {
-                (true, None) => "Government charges (taxes, title, registration) are unknown: no buyer jurisdiction was given and the dealer publishes no amounts.".to_owned(),
-                (true, Some(places)) => format!(
-                    "Government charges (taxes, title, registration) are unknown until the buyer's jurisdiction is given: the dealer publishes estimates for {places}."
-                ),
-                (false, None) => "Government charges (taxes, title, registration) are unknown for the requested jurisdiction: the dealer publishes no estimate for it.".to_owned(),
-                (false, Some(places)) => format!(
-                    "Government charges (taxes, title, registration) are unknown for the requested jurisdiction: the dealer publishes estimates only for {places}."
-                ),
+            let reason = if matching_estimate(inputs.pricing, inputs.jurisdiction).is_some() {
+                "Government charges (taxes, title, registration) are unknown for the requested jurisdiction: the dealer's estimate for it cannot be totalled (no lines, a line without an amount, or lines in more than one currency).".to_owned()
+            } else {
+                match (inputs.jurisdiction.is_none(), covered) {
+                    (true, None) => "Government charges (taxes, title, registration) are unknown: no buyer jurisdiction was given and the dealer publishes no amounts.".to_owned(),
+                    (true, Some(places)) => format!(
+                        "Government charges (taxes, title, registration) are unknown until the buyer's jurisdiction is given: the dealer publishes estimates for {places}."
+                    ),
+                    (false, None) => "Government charges (taxes, title, registration) are unknown for the requested jurisdiction: the dealer publishes no estimate for it.".to_owned(),
+                    (false, Some(places)) => format!(
+                        "Government charges (taxes, title, registration) are unknown for the requested jurisdiction: the dealer publishes estimates only for {places}."
+                    ),
+                }
             };
             Government {
                 value: json!({"status": "unknown"}),

@@ -1,5 +1,5 @@
 //! `dealer-gateway preview`: the rooftop manager's view of one vehicle's
-//! pricing in the terminal (issue 7 item 6) — the disclosure exactly as an
+//! pricing in the terminal (docs/pricing.md) — the disclosure exactly as an
 //! agent sees it (the same builder as `dealeragent.pricing.get_disclosure`),
 //! the completeness score with what is missing and how to fix it, and the
 //! offer evaluation as a table. Read-only; never calls a dealer system.
@@ -13,16 +13,17 @@ use pricing::stacking::{
     Applicability, ClaimValue, Eligibility, Evaluation, Profile, ProfileJurisdiction,
     ProfilePaymentMode, ResolvedAmount, SearchBudget,
 };
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::Error;
 use crate::disclosure::{self, Inputs, WEIGHT_COMPONENT, band_points};
+use crate::store::RooftopPricing;
 
 fn io(message: impl Into<String>) -> Error {
     Error::Io(message.into())
 }
 
-/// What the preview prints (issue 14 item 6).
+/// What the preview prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Output {
     /// The readable summary: disclosure text, price components, the score
@@ -128,16 +129,32 @@ pub async fn render(
         Some(path) => Some(read_profile(path, now)?),
         None => None,
     };
-    let programs_input = disclosure::profile_jurisdiction(None, &roof.dap).and_then(|j| {
-        disclosure::programs_input(
-            &record,
-            &programs.at(now.fixed_offset()),
-            programs.loaded_at,
-            j,
-            None,
-            now,
-        )
-    });
+    // The disclosure is the one an agent gets when it passes the buyer's
+    // jurisdiction (and payment mode): the profile's buyer, else a buyer in
+    // the rooftop's own jurisdiction. Without one, every rooftop would show
+    // government charges as unknown, its estimates unused
+    // (docs/console.md "Which buyer the scores assume").
+    let assumed = match &profile {
+        Some(p) => jurisdiction_value(&p.jurisdiction),
+        None => rooftop_jurisdiction(&roof.dap),
+    };
+    let payment_mode = profile
+        .as_ref()
+        .map(|p| p.payment_mode)
+        .filter(|m| *m != ProfilePaymentMode::Unknown)
+        .and_then(|m| serde_json::to_value(m).ok())
+        .and_then(|v| v.as_str().map(str::to_owned));
+    let programs_input =
+        disclosure::profile_jurisdiction(assumed.as_ref(), &roof.dap).and_then(|j| {
+            disclosure::programs_input(
+                &record,
+                &programs.at(now.fixed_offset()),
+                programs.loaded_at,
+                j,
+                payment_mode.as_deref(),
+                now,
+            )
+        });
     let built = disclosure::build(&Inputs {
         record: &record,
         pricing: &roof.settings.pricing,
@@ -146,8 +163,8 @@ pub async fn render(
         withdrawn: false,
         snapshot_version: snapshot.version,
         band,
-        jurisdiction: None,
-        payment_mode: None,
+        jurisdiction: assumed.as_ref(),
+        payment_mode: payment_mode.as_deref(),
         programs: programs_input,
         now,
     });
@@ -176,6 +193,11 @@ pub async fn render(
         snapshot.version,
         built.document["disclosure_id"].as_str().unwrap_or("-")
     );
+    let _ = writeln!(
+        out,
+        "  buyer assumed: {}",
+        assumed_text(assumed.as_ref(), profile.is_some(), payment_mode.as_deref())
+    );
     let _ = writeln!(out);
     let _ = writeln!(out, "== What an agent is told (disclosure_text) ==");
     let _ = writeln!(
@@ -188,7 +210,12 @@ pub async fn render(
     let _ = writeln!(out);
     write_parts(&mut out, &built.document);
     let _ = writeln!(out);
-    write_score(&mut out, &built);
+    let fixes = Fixes {
+        pricing: &roof.settings.pricing,
+        assumed: assumed.as_ref(),
+        live_source: crate::availability::http_source(roof).is_some(),
+    };
+    write_score(&mut out, &built, &fixes);
     let _ = writeln!(out);
     if programs.at(now.fixed_offset()).is_empty() {
         let _ = writeln!(
@@ -212,7 +239,7 @@ pub async fn render(
             },
         };
         let vehicle = crate::offers::vehicle_for_pricing(&record);
-        // The revisions live at the profile's as_of (issue 12 item 1).
+        // The revisions live at the profile's as_of (docs/pricing.md "Revisions").
         let selected = programs.at(profile.as_of);
         for sentence in selected.unusable_sentences() {
             let _ = writeln!(out, "warning: {sentence}");
@@ -230,7 +257,7 @@ pub async fn render(
     match output {
         Output::Summary => {
             // The raw document is most of the lines and little of the
-            // meaning for a manager (issue 14): only on request.
+            // meaning for a manager: only on request.
             let _ = writeln!(
                 out,
                 "(The disclosure document as agents receive it, in JSON: add --json.)"
@@ -346,7 +373,7 @@ fn write_parts(out: &mut String, doc: &Value) {
     );
 }
 
-fn write_score(out: &mut String, built: &disclosure::Disclosure) {
+fn write_score(out: &mut String, built: &disclosure::Disclosure, fixes: &Fixes<'_>) {
     let components = &built.document["disclosure_completeness"]["components"];
     let _ = writeln!(out, "== Completeness score: {}/100 ==", built.score);
     for key in [
@@ -388,7 +415,8 @@ fn write_score(out: &mut String, built: &disclosure::Disclosure) {
     let _ = writeln!(out, "Missing, and how to fix it:");
     for g in &built.gaps {
         let _ = writeln!(out, "  - {} (-{}): {}", g.component, g.points_lost, g.what);
-        let _ = writeln!(out, "      fix: {}", g.fix);
+        let fix = fixes.fix(g.component).unwrap_or_else(|| g.fix.clone());
+        let _ = writeln!(out, "      fix: {fix}");
     }
 }
 
@@ -495,7 +523,7 @@ fn write_evaluation(out: &mut String, e: &Evaluation, profile: &Profile) {
     }
 }
 
-/// The revision table and the combination rules (issue 12): per program,
+/// The revision table and the combination rules (docs/pricing.md "Revisions"): per program,
 /// the revision used at `as_of` and why each other active revision was not
 /// (the evaluation's `revisions[]`), then its declarative
 /// `stacking.limits`, its `tag:`/`group:` combinations and exclusions and
@@ -550,8 +578,9 @@ fn write_revisions_and_rules(
 
 /// The program's combination rules in words: each declarative limit, each
 /// `combinable_with` / `not_combinable_with` entry naming a tag or a group,
-/// and a rhai rule (whether it is declared monotone).
-fn rule_sentences(p: &pricing::Program) -> Vec<String> {
+/// and a rhai rule (whether it is declared monotone). Shared with the
+/// console's programs page.
+pub fn rule_sentences(p: &pricing::Program) -> Vec<String> {
     let stacking = &p.stacking;
     let mut sentences: Vec<String> = stacking
         .limits
@@ -607,6 +636,140 @@ fn rule_sentences(p: &pricing::Program) -> Vec<String> {
         );
     }
     sentences
+}
+
+/// The jurisdiction a manager's view assumes when no buyer is named: the
+/// rooftop's own, the country and region of its address (the region as an
+/// ISO 3166-2 subdivision), never its postal code, which says where the
+/// dealer is and not where the buyer lives (docs/pricing.md section 5).
+/// The same default the disclosure's offer evaluation already uses
+/// ([`disclosure::profile_jurisdiction`]), here also for government
+/// charges. `None` when the address has no ISO country code.
+pub fn rooftop_jurisdiction(rooftop_dap: &Value) -> Option<Value> {
+    jurisdiction_value(&disclosure::profile_jurisdiction(None, rooftop_dap)?)
+}
+
+/// The DAP `jurisdiction` object (common.schema.json) of a profile's
+/// jurisdiction: `None` without an ISO 3166-1 country; a subdivision that
+/// is not an ISO 3166-2 code of that country, or a postal code out of the
+/// schema's bounds, is left out rather than sent to be refused.
+pub fn jurisdiction_value(j: &ProfileJurisdiction) -> Option<Value> {
+    let upper = |s: &str| {
+        s.bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+    };
+    if j.country.len() != 2 || !j.country.bytes().all(|b| b.is_ascii_uppercase()) {
+        return None;
+    }
+    let mut v = json!({"country": j.country});
+    if let Some(sub) = &j.subdivision
+        && let Some(code) = sub.strip_prefix(&format!("{}-", j.country))
+        && (1..=3).contains(&code.len())
+        && upper(code)
+    {
+        v["subdivision"] = json!(sub);
+    }
+    if let Some(postal) = j
+        .postal_code
+        .as_deref()
+        .filter(|p| (1..=32).contains(&p.chars().count()))
+    {
+        v["postal_code"] = json!(postal);
+    }
+    Some(v)
+}
+
+/// "US-IL", "US", "US-IL, postal code 60614": a jurisdiction for people.
+pub fn jurisdiction_label(j: &Value) -> String {
+    let s = |k: &str| j.get(k).and_then(Value::as_str);
+    let mut label = s("subdivision")
+        .or_else(|| s("country"))
+        .unwrap_or("no jurisdiction")
+        .to_owned();
+    if let Some(postal) = s("postal_code") {
+        let _ = write!(label, ", postal code {postal}");
+    }
+    label
+}
+
+fn assumed_text(assumed: Option<&Value>, from_profile: bool, payment_mode: Option<&str>) -> String {
+    let mode = payment_mode.map_or_else(String::new, |m| format!(", payment mode {m}"));
+    match (assumed, from_profile) {
+        (Some(j), true) => format!("{} (the profile's){mode}", jurisdiction_label(j)),
+        (Some(j), false) => format!(
+            "{} (the rooftop's own jurisdiction, from its address; --profile names another buyer)",
+            jurisdiction_label(j)
+        ),
+        (None, true) => format!("no valid jurisdiction in the profile{mode}"),
+        (None, false) => {
+            "no jurisdiction (the rooftop's address has no ISO country code)".to_owned()
+        }
+    }
+}
+
+/// What a manager can do about a missing part of the score, given what is
+/// already configured: never a fix that is already done (docs/console.md
+/// "Fixes"). Shared by the preview and the console.
+#[derive(Debug, Clone, Copy)]
+pub struct Fixes<'a> {
+    /// The rooftop's pricing settings (dealers file).
+    pub pricing: &'a RooftopPricing,
+    /// The jurisdiction the disclosure was built for.
+    pub assumed: Option<&'a Value>,
+    /// The rooftop checks availability with the dealer system.
+    pub live_source: bool,
+}
+
+impl Fixes<'_> {
+    /// The fix for `component` when it depends on the configuration
+    /// (government charges, availability band); `None` for the others,
+    /// whose fix does not.
+    pub fn fix(&self, component: &str) -> Option<String> {
+        match component {
+            "government_charges_classified" => Some(self.government()),
+            "availability_band" => Some(self.availability().to_owned()),
+            _ => None,
+        }
+    }
+
+    fn government(&self) -> String {
+        const FEED: &str = "or publish a government charges status (government_charges_status) in the inventory feed";
+        let Some(j) = self.assumed else {
+            return format!(
+                "No estimate can be matched without a jurisdiction: give the rooftop's address an ISO country code and region in the dealers file, {FEED}."
+            );
+        };
+        let label = jurisdiction_label(j);
+        if disclosure::matching_estimate(self.pricing, Some(j)).is_some() {
+            return format!(
+                "The estimate for {label} in gateway_settings.pricing.government_charge_estimates cannot be totalled (no lines, a line without an amount, or lines in more than one currency): give it lines with amounts in one currency."
+            );
+        }
+        let configured: Vec<String> = self
+            .pricing
+            .government_charge_estimates
+            .iter()
+            .map(|e| jurisdiction_label(&e.jurisdiction))
+            .collect();
+        if configured.is_empty() {
+            format!(
+                "Configure gateway_settings.pricing.government_charge_estimates for {label} in the dealers file, {FEED}."
+            )
+        } else {
+            format!(
+                "gateway_settings.pricing.government_charge_estimates covers {} but not {label}: add an estimate for {label}, {FEED}.",
+                configured.join(", ")
+            )
+        }
+    }
+
+    fn availability(&self) -> &'static str {
+        if self.live_source {
+            "Nothing to configure: the dealer system is connected, and a band is verified_current only within 120 s of a live check (an agent's dealeragent.inventory.verify_availability), falling with the check's age (docs/availability.md \"Bands\")."
+        } else {
+            "Connect the dealer system as the availability source (availability_source: http in the dealers file): without a live check, availability stays in the band its feed record earns, at best asserted for a dealer-asserted feed."
+        }
+    }
 }
 
 fn claim_text(v: ClaimValue) -> &'static str {

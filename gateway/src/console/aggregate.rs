@@ -10,6 +10,13 @@
 //! event of its own. Results are kept 30 s per rooftop and snapshot
 //! version: a rooftop's scores do not depend on who asks once the grant is
 //! known to cover it.
+//!
+//! Each disclosure is asked for a buyer in the rooftop's own jurisdiction
+//! ([`crate::preview::rooftop_jurisdiction`]), as an agent that passes the
+//! buyer's jurisdiction asks: without one, government-charge estimates are
+//! never matched and every rooftop would lose their points and be told to
+//! configure what it has (docs/console.md "Which buyer the scores assume").
+//! The fixes are chosen from what is configured, never one already done.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -20,6 +27,7 @@ use serde_json::{Value, json};
 use super::{ConsoleError, Rooftop, Signed};
 use crate::availability::Band;
 use crate::disclosure::{WEIGHT_COMPONENT, band_points};
+use crate::preview::Fixes;
 use crate::state::AppState;
 use crate::tools::get_disclosure;
 
@@ -32,7 +40,7 @@ const TTL: Duration = Duration::from_secs(30);
 pub struct Gap {
     pub component: &'static str,
     pub points: u32,
-    pub fix: &'static str,
+    pub fix: String,
 }
 
 /// One vehicle's disclosure, summarised.
@@ -53,6 +61,9 @@ pub struct VehicleScore {
 /// Every vehicle of a rooftop's current snapshot.
 #[derive(Debug, Clone, Default)]
 pub struct RooftopScores {
+    /// The buyer jurisdiction the disclosures were asked for (the
+    /// rooftop's own); `None` when its address gives none.
+    pub jurisdiction: Option<Value>,
     pub vehicles: Vec<VehicleScore>,
     /// DAP error codes of disclosures that could not be built.
     pub failures: Vec<String>,
@@ -70,8 +81,9 @@ pub struct ScoreCache {
     inner: Mutex<HashMap<String, Cached>>,
 }
 
-/// The fix for each component, in the score's published order.
-pub const FIXES: [(&str, &str); 5] = [
+/// The fix for each component, in the score's published order, when it
+/// does not depend on the configuration ([`Fixes::fix`] decides the others).
+const FIXES: [(&str, &str); 5] = [
     (
         "advertised_price_present_and_authoritative",
         "Publish a current feed with the vehicle's advertised price (dealer-gateway import inventory), within the rooftop's inventory SLA.",
@@ -121,9 +133,10 @@ fn band_of(name: &str) -> Band {
 }
 
 /// The components of a disclosure document that lost points, with the
-/// points at stake: each boolean component is worth [`WEIGHT_COMPONENT`],
-/// the band what [`band_points`] leaves.
-pub fn gaps(disclosure: &Value) -> Vec<Gap> {
+/// points at stake and the fix: each boolean component is worth
+/// [`WEIGHT_COMPONENT`], the band what [`band_points`] leaves. `fixes`
+/// knows what the rooftop has configured, so no fix is one already done.
+pub fn gaps(disclosure: &Value, fixes: &Fixes<'_>) -> Vec<Gap> {
     let components = &disclosure["disclosure_completeness"]["components"];
     FIXES
         .iter()
@@ -136,13 +149,44 @@ pub fn gaps(disclosure: &Value) -> Vec<Gap> {
             } else {
                 WEIGHT_COMPONENT
             };
-            (points > 0).then_some(Gap {
+            (points > 0).then(|| Gap {
                 component,
                 points,
-                fix,
+                fix: fixes
+                    .fix(component)
+                    .or_else(|| adjustments_fix(component, disclosure))
+                    .unwrap_or_else(|| (*fix).to_owned()),
             })
         })
         .collect()
+}
+
+/// The conditional-adjustments fix when adjustments are listed (the
+/// general fix says to list them or import programs, which is then done):
+/// the listed ones that lack what the score needs, or the programs that
+/// could not be evaluated.
+fn adjustments_fix(component: &str, disclosure: &Value) -> Option<String> {
+    if component != "conditional_adjustments_have_eligibility_and_stacking" {
+        return None;
+    }
+    let listed = disclosure.get("conditional_adjustments")?.as_array()?;
+    let incomplete: Vec<&str> = listed
+        .iter()
+        .filter(|a| {
+            a["criteria"].as_array().is_none_or(Vec::is_empty)
+                || a["stacking"]["group"].as_str().is_none()
+                || (a["amount_status"] == json!("known") && a.get("amount").is_none())
+        })
+        .map(|a| a["name"].as_str().unwrap_or("(unnamed)"))
+        .collect();
+    Some(if incomplete.is_empty() {
+        "The organization's incentive programs could not be evaluated for this vehicle (the vehicle page says why): correct the programs file and import it again.".to_owned()
+    } else {
+        format!(
+            "Give each conditional adjustment in the feed its criteria, a stacking group and, when its amount is known, the amount; incomplete: {}.",
+            incomplete.join(", ")
+        )
+    })
 }
 
 /// Refuse when the grant lacks the scope `tool` requires, as the tool
@@ -177,7 +221,12 @@ impl ScoreCache {
         {
             return Ok(cached.scores.clone());
         }
-        let mut scores = RooftopScores::default();
+        let jurisdiction = crate::preview::rooftop_jurisdiction(&rooftop.record().dap);
+        let fixes = rooftop_fixes(rooftop, jurisdiction.as_ref());
+        let mut scores = RooftopScores {
+            jurisdiction: jurisdiction.clone(),
+            ..RooftopScores::default()
+        };
         if let Some(inventory) = inventory {
             let ctx = signed.context(state);
             let index = &inventory.latest;
@@ -187,7 +236,7 @@ impl ScoreCache {
                     organization_id: rooftop.organization().organization_id.clone(),
                     rooftop_id: rooftop.id().to_owned(),
                     vehicle_id: record.vehicle_id.clone(),
-                    jurisdiction: None,
+                    jurisdiction: jurisdiction.clone(),
                     payment_mode: None,
                 };
                 match <get_disclosure::GetDisclosure as crate::tools::Tool>::call(&ctx, args)
@@ -203,7 +252,7 @@ impl ScoreCache {
                                 .unwrap_or(0),
                         )
                         .unwrap_or(0),
-                        gaps: gaps(&doc),
+                        gaps: gaps(&doc, &fixes),
                         adjustments: doc["conditional_adjustments"]
                             .as_array()
                             .map(|a| {
@@ -235,6 +284,15 @@ impl ScoreCache {
     }
 }
 
+/// What the rooftop has configured, for its fixes.
+pub fn rooftop_fixes<'a>(rooftop: &'a Rooftop, jurisdiction: Option<&'a Value>) -> Fixes<'a> {
+    Fixes {
+        pricing: &rooftop.record().settings.pricing,
+        assumed: jurisdiction,
+        live_source: crate::availability::http_source(rooftop.record()).is_some(),
+    }
+}
+
 /// "2022 Kia Sorento SX".
 pub fn title(record: &crate::inventory::model::VehicleRecord) -> String {
     let mut t = format!("{} {} {}", record.year, record.make, record.model);
@@ -258,7 +316,16 @@ mod tests {
             "government_charges_classified": false,
             "availability_band": "stale"
         }}});
-        let found: Vec<(&str, u32)> = gaps(&doc).iter().map(|g| (g.component, g.points)).collect();
+        let pricing = crate::store::RooftopPricing::default();
+        let fixes = Fixes {
+            pricing: &pricing,
+            assumed: None,
+            live_source: false,
+        };
+        let found: Vec<(&str, u32)> = gaps(&doc, &fixes)
+            .iter()
+            .map(|g| (g.component, g.points))
+            .collect();
         assert_eq!(
             found,
             vec![
@@ -272,5 +339,68 @@ mod tests {
             u64::from(100 - found.iter().map(|(_, p)| p).sum::<u32>()),
             doc["disclosure_completeness"]["score"].as_u64().unwrap()
         );
+    }
+
+    #[test]
+    fn a_fix_is_never_one_the_rooftop_has_already_done() {
+        use crate::store::{GovernmentChargeEstimate, RooftopPricing};
+        let doc = json!({"disclosure_completeness": {"components": {
+            "advertised_price_present_and_authoritative": true,
+            "required_dealer_charges_itemized": true,
+            "conditional_adjustments_have_eligibility_and_stacking": true,
+            "government_charges_classified": false,
+            "availability_band": "asserted"
+        }}});
+        let illinois = GovernmentChargeEstimate {
+            jurisdiction: json!({"country": "US", "subdivision": "US-IL"}),
+            lines: vec![
+                json!({"name": "Title", "amount": {"amount_minor": 16500, "currency": "USD"}}),
+            ],
+            assumptions: vec![],
+        };
+        let fix = |pricing: &RooftopPricing, assumed: &Value, live: bool, component: &str| {
+            let fixes = Fixes {
+                pricing,
+                assumed: Some(assumed),
+                live_source: live,
+            };
+            gaps(&doc, &fixes)
+                .into_iter()
+                .find(|g| g.component == component)
+                .map(|g| g.fix)
+                .unwrap()
+        };
+        let michigan = json!({"country": "US", "subdivision": "US-MI"});
+        let none = RooftopPricing::default();
+        let configured = RooftopPricing {
+            government_charge_estimates: vec![illinois.clone()],
+            ..RooftopPricing::default()
+        };
+        assert!(
+            fix(&none, &michigan, false, "government_charges_classified").starts_with(
+                "Configure gateway_settings.pricing.government_charge_estimates for US-MI"
+            )
+        );
+        // Estimates exist, for another jurisdiction: say which, never
+        // "configure" as if there were none.
+        let other = fix(
+            &configured,
+            &michigan,
+            false,
+            "government_charges_classified",
+        );
+        assert!(other.contains("covers US-IL but not US-MI"), "{other}");
+        // An estimate for the very jurisdiction that cannot be totalled.
+        let mut broken = configured.clone();
+        broken.government_charge_estimates[0].lines = vec![json!({"name": "Title"})];
+        let own = json!({"country": "US", "subdivision": "US-IL"});
+        let totalled = fix(&broken, &own, false, "government_charges_classified");
+        assert!(totalled.contains("cannot be totalled"), "{totalled}");
+        assert!(!totalled.starts_with("Configure"), "{totalled}");
+        // A connected dealer system is not to be connected again.
+        assert!(
+            fix(&none, &own, false, "availability_band").starts_with("Connect the dealer system")
+        );
+        assert!(fix(&none, &own, true, "availability_band").starts_with("Nothing to configure"));
     }
 }

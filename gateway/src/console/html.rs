@@ -2,7 +2,7 @@
 //! every interpolated value). No script, no external font or stylesheet:
 //! one stylesheet shipped in the binary and served from `/console/`
 //! itself, so the Content-Security-Policy can forbid everything else
-//! (issue 14 item 1).
+//! (docs/console.md).
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -15,7 +15,7 @@ use serde_json::Value;
 pub const CSS: &str = r#"
 :root { color-scheme: light; }
 * { box-sizing: border-box; }
-body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1a1a1a; background: #fff; }
+body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1a1a1a; background: #fff; overflow-wrap: anywhere; }
 a { color: #0b4f9c; }
 a:focus, button:focus, input:focus, select:focus, summary:focus { outline: 3px solid #b35c00; outline-offset: 2px; }
 .sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
@@ -34,8 +34,10 @@ table { border-collapse: collapse; width: 100%; margin: .5rem 0 1rem; }
 th, td { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid #d5dbe3; vertical-align: top; }
 th { background: #f4f6f9; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-.scroll { overflow-x: auto; }
-.facts { display: grid; grid-template-columns: repeat(auto-fit, minmax(13rem, 1fr)); gap: .75rem; margin: 0 0 1rem; padding: 0; }
+.scroll { overflow-x: auto; max-width: 100%; position: relative; }
+fieldset { min-width: 0; }
+.scroll table { overflow-wrap: normal; }
+.facts { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(13rem, 100%), 1fr)); gap: .75rem; margin: 0 0 1rem; padding: 0; }
 .facts div { border: 1px solid #c9d3df; border-radius: 4px; padding: .5rem .75rem; }
 .facts dt { font-size: .85rem; color: #4a4a4a; }
 .facts dd { margin: 0; font-size: 1.15rem; font-weight: 600; }
@@ -45,15 +47,31 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .notice { border-left: 4px solid #8a4b00; background: #fff6e8; padding: .5rem .75rem; margin: .75rem 0; }
 .error { border-left: 4px solid #a4161a; background: #fdecec; padding: .5rem .75rem; margin: .75rem 0; }
 blockquote.agent { margin: .5rem 0 1rem; padding: .75rem 1rem; background: #f4f6f9; border-left: 4px solid #12263f; }
-pre.raw { white-space: pre-wrap; word-break: break-word; background: #f4f6f9; padding: .75rem; font-size: .85rem; max-height: 40rem; overflow: auto; }
+pre { max-width: 100%; overflow: auto; white-space: pre-wrap; overflow-wrap: anywhere; }
+pre.raw { word-break: break-word; background: #f4f6f9; padding: .75rem; font-size: .85rem; max-height: 40rem; }
+pre.rule { background: #f4f6f9; border-left: 4px solid #12263f; padding: .5rem .75rem; font-size: .85rem; max-height: 24rem; }
+code.hint { font-size: .8em; color: #4a4a4a; background: #f4f6f9; padding: 0 .25em; border-radius: 3px; }
+p.assumed { border-left: 4px solid #0b4f9c; background: #eef2f7; padding: .5rem .75rem; }
+dl.props { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(16rem, 100%), 1fr)); gap: .5rem 1rem; margin: .5rem 0 1rem; }
+dl.props > div { border-bottom: 1px solid #d5dbe3; padding: .25rem 0; min-width: 0; }
+dl.props .wide { grid-column: 1 / -1; }
+dl.props dt { font-size: .85rem; color: #4a4a4a; }
+dl.props dd { margin: 0; }
+dl.props ul { margin: .25rem 0; padding-left: 1.25rem; }
+section.program { border-top: 2px solid #c9d3df; margin-top: 2rem; }
+details.revision, details.branch { margin: .5rem 0 1rem; }
+table.waterfall td.num { white-space: nowrap; }
+table.waterfall tr.net th, table.waterfall tr.net td { border-top: 2px solid #12263f; }
+tr.out td.standing { color: #4a4a4a; }
 form.filters { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: flex-end; margin: 0 0 1rem; }
 form.filters label, form.stack label, .field { display: flex; flex-direction: column; font-size: .9rem; }
 form.stack fieldset { border: 1px solid #c9d3df; margin: 0 0 1rem; padding: .5rem 1rem; }
 form.stack .row { display: flex; flex-wrap: wrap; gap: .5rem 1rem; }
-input, select, button { font: inherit; padding: .3rem .45rem; }
+form.stack .row > *, form.filters > * { min-width: 0; max-width: 100%; }
+input, select, button { font: inherit; padding: .3rem .45rem; max-width: 100%; }
 button { background: #0b4f9c; color: #fff; border: 1px solid #0b4f9c; border-radius: 3px; cursor: pointer; }
 header.top button { background: #fff; color: #12263f; border-color: #fff; }
-svg.bar { display: block; }
+svg.bar { display: block; max-width: 100%; height: auto; }
 details summary { cursor: pointer; font-weight: 600; }
 @media (max-width: 40rem) { main { padding: .5rem; } th, td { padding: .3rem; } .scroll table { min-width: 36rem; } }
 "#;

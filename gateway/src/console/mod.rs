@@ -1,4 +1,4 @@
-//! The rooftop manager's console at `/console/` (issue 14): server-rendered
+//! The rooftop manager's console at `/console/` (docs/console.md): server-rendered
 //! HTML (maud), read-only, no script, everything in the binary.
 //!
 //! How a page is answered, in this order:
@@ -28,6 +28,8 @@ mod overview;
 mod records;
 pub mod session;
 mod vehicles;
+mod what_if;
+mod words;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -107,7 +109,7 @@ pub fn router() -> Router<Arc<AppState>> {
         )
         .route(
             "/console/rooftop/{rooftop_id}/vehicle/{vehicle_id}/what-if",
-            get(vehicles::what_if),
+            get(what_if::what_if),
         )
         .route(
             "/console/rooftop/{rooftop_id}/imports",

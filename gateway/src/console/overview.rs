@@ -1,6 +1,6 @@
 //! The rooftop overview: inventory count, snapshot age against the SLA,
 //! stale and withdrawn units, the distribution of completeness scores and
-//! the fixes that would lift the most vehicles (issue 14 item 3).
+//! the fixes that would lift the most vehicles (docs/console.md "Pages").
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -118,6 +118,26 @@ pub async fn handler(
     render(state, console, peer, rooftop_id, headers).await
 }
 
+/// Which buyer the scores assume, said on every page that shows one
+/// (docs/console.md "Which buyer the scores assume").
+pub fn assumed_jurisdiction(jurisdiction: Option<&serde_json::Value>) -> Markup {
+    html! {
+        p.assumed id="assumed-jurisdiction" {
+            @match jurisdiction {
+                Some(j) => {
+                    "Scores assume a buyer in " strong { (crate::preview::jurisdiction_label(j)) }
+                    ", the rooftop's own jurisdiction (the country and region of its address, never its postal code), "
+                    "as an agent gets them when it passes the buyer's jurisdiction. An agent that passes none is told government charges are unknown."
+                },
+                None => {
+                    "The rooftop's address has no ISO country code, so the scores assume no buyer jurisdiction: "
+                    "government-charge estimates cannot be matched."
+                },
+            }
+        }
+    }
+}
+
 /// The score chart, the fixes ranked by how many vehicles they lift, and
 /// the vehicles that need them most.
 fn completeness(rooftop_id: &str, scores: &RooftopScores) -> Markup {
@@ -126,17 +146,22 @@ fn completeness(rooftop_id: &str, scores: &RooftopScores) -> Markup {
         *by_score.entry(v.score).or_default() += 1;
     }
     let most = by_score.values().copied().max().unwrap_or(0);
-    // component -> (vehicles lifted, points gained in total)
-    let mut fixes: BTreeMap<&'static str, (usize, u32)> = BTreeMap::new();
+    // component -> (vehicles lifted, points gained in total, each distinct
+    // fix with the vehicles it names: a fix depends on the configuration and,
+    // for listed adjustments, on the vehicle).
+    let mut fixes: BTreeMap<&'static str, (usize, u32, BTreeMap<&str, usize>)> = BTreeMap::new();
     for v in &scores.vehicles {
         for g in &v.gaps {
             let e = fixes.entry(g.component).or_default();
             e.0 += 1;
             e.1 += g.points;
+            *e.2.entry(g.fix.as_str()).or_default() += 1;
         }
     }
-    let mut ranked: Vec<(&'static str, usize, u32)> =
-        fixes.into_iter().map(|(c, (n, p))| (c, n, p)).collect();
+    let mut ranked: Vec<(&'static str, usize, u32, BTreeMap<&str, usize>)> = fixes
+        .into_iter()
+        .map(|(c, (n, p, f))| (c, n, p, f))
+        .collect();
     ranked.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.cmp(&a.2)).then(a.0.cmp(b.0)));
     let mut worst: Vec<&aggregate::VehicleScore> = scores.vehicles.iter().collect();
     worst.sort_by(|a, b| a.score.cmp(&b.score).then(a.vehicle_id.cmp(&b.vehicle_id)));
@@ -155,6 +180,7 @@ fn completeness(rooftop_id: &str, scores: &RooftopScores) -> Markup {
         h2 id="scores" { "Completeness scores" }
         p { "The disclosure completeness score (0 to 100) agents receive with every price disclosure, for each of the "
             (scores.vehicles.len()) " vehicles; mean " strong id="mean-score" { (mean) } "." }
+        (assumed_jurisdiction(scores.jurisdiction.as_ref()))
         @if !scores.failures.is_empty() {
             p.notice { (scores.failures.len()) " disclosures could not be built (" (scores.failures.join(", ")) ")." }
         }
@@ -182,11 +208,17 @@ fn completeness(rooftop_id: &str, scores: &RooftopScores) -> Markup {
                     caption { "Missing parts of the score, ranked by the number of vehicles a fix would lift" }
                     thead { tr { th scope="col" { "Rank" } th scope="col" { "Missing part" } th scope="col" { "How to fix it" } th.num scope="col" { "Vehicles lifted" } th.num scope="col" { "Points gained in total" } } }
                     tbody {
-                        @for (i, (component, vehicles, points)) in ranked.iter().enumerate() {
+                        @for (i, (component, vehicles, points, how)) in ranked.iter().enumerate() {
                             tr {
                                 td { (i + 1) }
                                 th scope="row" { (aggregate::label(component)) }
-                                td { (aggregate::FIXES.iter().find(|(c, _)| c == component).map_or("", |(_, f)| *f)) }
+                                td {
+                                    @if how.len() == 1 {
+                                        @for fix in how.keys() { (fix) }
+                                    } @else {
+                                        ul { @for (fix, n) in how { li { (fix) " (" (n) " vehicles)" } } }
+                                    }
+                                }
                                 td.num { (vehicles) }
                                 td.num { (points) }
                             }

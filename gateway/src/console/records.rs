@@ -1,8 +1,8 @@
 //! The pages read from the store and the services rather than a tool:
 //! the organization's incentive programs, a rooftop's snapshot history and
-//! its availability source (issue 14 item 3).
+//! its availability source (docs/console.md "Pages").
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -10,21 +10,24 @@ use axum::extract::{ConnectInfo, Extension, Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use chrono::Utc;
-use maud::html;
-use serde_json::Value;
+use maud::{Markup, html};
+use serde_json::{Value, json};
 
 use super::aggregate;
+use super::words::{self, Vocabulary as V};
 use super::{Console, ConsoleError, Signed, encode, html as h, nav, page, signed_in};
 use crate::availability;
 use crate::state::AppState;
+use crate::store::ProgramRevisionRecord;
 use crate::tools::get_disclosure;
 
 /// Snapshots the imports page lists.
 const HISTORY: u32 = 50;
 
-/// `GET /console/programs`: every active revision of the organization's
-/// programs, which revision is in effect now and why, and how many of the
-/// manager's vehicles each program reaches.
+/// `GET /console/programs`: every program of the organization with every
+/// revision (withdrawn ones with when), everything each declares in words,
+/// which revision is in effect now and why, and how many of the manager's
+/// vehicles each program reaches.
 pub async fn programs(
     State(state): State<Arc<AppState>>,
     Extension(console): Extension<Arc<Console>>,
@@ -51,16 +54,16 @@ async fn programs_page(
     if rooftops.is_empty() {
         return Err(ConsoleError::NotFound);
     }
-    let records = state.store.current_programs(org).await?;
+    let history = state.store.program_revisions(org).await?;
     let now = Utc::now();
     let in_effect = state
         .offers
         .programs(state.store.as_ref(), org)
         .await?
         .at(now.fixed_offset());
-    // Reach: vehicles of the covered rooftops whose disclosure (default
-    // profile: the rooftop's jurisdiction, any payment mode) lists the
-    // program as a conditional adjustment.
+    // Reach: vehicles of the covered rooftops whose disclosure (a buyer in
+    // the rooftop's jurisdiction, any payment mode) lists the program as a
+    // conditional adjustment.
     let mut reach: BTreeMap<String, usize> = BTreeMap::new();
     let mut total = 0usize;
     let scope = aggregate::tool_scope(state, signed, get_disclosure::NAME);
@@ -82,58 +85,63 @@ async fn programs_page(
             rooftops.iter().map(|r| r.id().to_owned()).collect(),
         )
         .await;
+    // Every revision, active or withdrawn, by program id.
+    let mut by_program: BTreeMap<&str, Vec<&ProgramRevisionRecord>> = BTreeMap::new();
+    for h in &history {
+        by_program
+            .entry(h.record.program_id.as_str())
+            .or_default()
+            .push(h);
+    }
+    let names: HashMap<&str, &str> = history
+        .iter()
+        .filter_map(|h| Some((h.record.program_id.as_str(), h.record.doc["name"].as_str()?)))
+        .collect();
+    let programs: Vec<ProgramView<'_>> = by_program
+        .into_iter()
+        .map(|(id, revisions)| ProgramView::new(id, revisions, &in_effect, now))
+        .collect();
     let body = html! {
         h1 { "Incentive programs" }
-        p { "Every active revision of the programs of " code { (org) } ", with the revision an evaluation uses now and why (a chosen revision can still be outside its validity, and then applies to no vehicle)." }
+        p { "Every program of " code { (org) } " and each of its revisions, withdrawn ones included: what it offers, to which buyers and vehicles, how it combines with others, "
+            "and which revision an evaluation uses now and why (a chosen revision can still be outside its validity, and then applies to no vehicle)." }
         @if let Err(scope) = &scope {
             div.error role="alert" { p { "Reach needs the scope " code { (scope) } "; your grant does not carry it." } }
         }
-        @if records.is_empty() {
+        @if programs.is_empty() {
             p.notice { "No programs are published: agents are told conditional adjustments are unknown unless the feed lists them." }
         } @else {
             div.scroll tabindex="0" { table id="programs" {
-                caption { "Programs and revisions" }
+                caption { "Programs at a glance (details below)" }
                 thead { tr {
-                    th scope="col" { "Program" } th scope="col" { "Revision" } th scope="col" { "Kind" } th.num scope="col" { "Amount" }
-                    th scope="col" { "Validity" } th scope="col" { "Stacking" } th scope="col" { "Revision an evaluation uses now" }
+                    th scope="col" { "Program" } th scope="col" { "In effect now" } th scope="col" { "Kind" }
+                    th.num scope="col" { "Amount" } th.num scope="col" { "Cap" } th scope="col" { "Validity" }
                     th.num scope="col" { "Vehicles reached" }
                 } }
-                tbody { @for p in &records {
-                    @let doc = &p.doc;
-                    @let choice = in_effect.selection.revisions.iter().find(|c| c.program_id == p.program_id);
+                tbody { @for p in &programs {
+                    @let doc = &p.shown.record.doc;
                     tr {
-                        th scope="row" { (h::text(doc, "name")) br; code { (p.program_id) } }
-                        td { (p.revision) }
-                        td { (h::text(doc, "kind")) " (" (h::text(doc, "direction")) ")" }
-                        td.num { @match doc.pointer("/amount/status").and_then(Value::as_str) {
-                            Some("known") => (h::money(doc.pointer("/amount/amount"))),
-                            Some("percent_off") => { (doc.pointer("/amount/percent").and_then(Value::as_str).unwrap_or("?")) " % of the price" },
-                            Some(other) => (other),
-                            None => "–",
+                        th scope="row" { a href={"#program-" (encode(p.id))} { (h::text(doc, "name")) } br; code { (p.id) } }
+                        td { @match p.chosen {
+                            Some(c) if valid_at(&p.shown.record.doc, now) => { "revision " (c.revision) },
+                            Some(c) => { "none (revision " (c.revision) " is outside its validity)" },
+                            None => "none",
                         } }
-                        td { @if doc.get("valid_from").is_none() && doc.get("valid_until").is_none() {
-                            "no limit"
-                        } @else {
-                            "from " (h::time_of(doc, "valid_from")) br; "until " (h::time_of(doc, "valid_until"))
-                        } }
-                        td { (h::text(&doc["stacking"], "group")) ", " (h::text(&doc["stacking"], "combinability"))
-                            @if let Some(res) = doc.pointer("/stacking/group_resolution").and_then(Value::as_str) { ", " (res) }
-                            @if let Some(hash) = &p.rule_hash { br; "rule " code { (hash.chars().take(19).collect::<String>()) "…" } }
-                        }
-                        td { @match choice {
-                            Some(c) if c.revision == p.revision => { strong { "this revision" } ": " (c.reason) },
-                            Some(c) => { "revision " (c.revision) ": " (c.reason) },
-                            None => "none usable",
-                        } }
-                        td.num { @if scope.is_ok() { (reach.get(&p.program_id).copied().unwrap_or(0)) " of " (total) } @else { "–" } }
+                        td { (words::plain(V::ProgramKind, h::text(doc, "kind"))) }
+                        td.num { (amount_text(doc)) }
+                        td.num { (h::money(doc.get("cap")).replace("unknown", "none")) }
+                        td { (validity_text(doc)) }
+                        td.num { @if scope.is_ok() { (reach.get(p.id).copied().unwrap_or(0)) " of " (total) } @else { "–" } }
                     }
                 } }
             } }
+            @for p in &programs { (program_section(p, &names)) }
         }
         @if !in_effect.selection.unusable.is_empty() {
-            h2 { "Programs that cannot be evaluated" }
+            h2 id="unusable" { "Programs that cannot be evaluated" }
+            p { "Agents are told these may hold an offer the disclosure does not list." }
             ul { @for u in &in_effect.selection.unusable {
-                li { code { (u.program_id) "@" (u.revision) } ": " (u.problems.join("; ")) }
+                li { strong { (names.get(u.program_id.as_str()).copied().unwrap_or(&u.program_id)) } " " code { (u.program_id) "@" (u.revision) } ": " (u.problems.join("; ")) }
             } }
         }
     };
@@ -148,6 +156,266 @@ async fn programs_page(
 /// Refused imports the imports page shows (of the newest kept per
 /// organization, [`crate::store::import_log::MAX_ATTEMPTS_PER_ORGANIZATION`]).
 const REFUSED_SHOWN: usize = 20;
+/// Longest rule text the page prints (characters); the rest is counted.
+const RULE_TEXT: usize = 2_000;
+
+/// One program id: its revisions (ascending), the revision an evaluation
+/// uses now, and the revision shown in full first (that one, else the
+/// newest active, else the newest).
+struct ProgramView<'a> {
+    id: &'a str,
+    revisions: Vec<&'a ProgramRevisionRecord>,
+    chosen: Option<&'a crate::offers::RevisionChoice>,
+    shown: &'a ProgramRevisionRecord,
+    unusable: Vec<&'a crate::offers::UnusableProgram>,
+    now: chrono::DateTime<Utc>,
+}
+
+/// Whether a revision's validity window (`valid_from` inclusive,
+/// `valid_until` exclusive, OFFERS.md 3.1) contains `now`.
+fn valid_at(doc: &Value, now: chrono::DateTime<Utc>) -> bool {
+    let at = |k: &str| {
+        doc[k]
+            .as_str()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+    };
+    at("valid_from").is_none_or(|t| t <= now) && at("valid_until").is_none_or(|t| now < t)
+}
+
+impl<'a> ProgramView<'a> {
+    fn new(
+        id: &'a str,
+        revisions: Vec<&'a ProgramRevisionRecord>,
+        in_effect: &'a crate::offers::ProgramsAt,
+        now: chrono::DateTime<Utc>,
+    ) -> Self {
+        let chosen = in_effect
+            .selection
+            .revisions
+            .iter()
+            .find(|c| c.program_id == id);
+        let newest_active = revisions.iter().rev().find(|r| r.withdrawn_at.is_none());
+        let shown = chosen
+            .and_then(|c| revisions.iter().find(|r| r.record.revision == c.revision))
+            .or(newest_active)
+            .or(revisions.last())
+            .copied()
+            .unwrap_or(revisions[0]);
+        let unusable = in_effect
+            .selection
+            .unusable
+            .iter()
+            .filter(|u| u.program_id == id)
+            .collect();
+        ProgramView {
+            id,
+            revisions,
+            chosen,
+            shown,
+            unusable,
+            now,
+        }
+    }
+
+    /// Where revision `r` stands now, in words.
+    fn status(&self, r: &ProgramRevisionRecord) -> Markup {
+        let revision = r.record.revision;
+        html! {
+            @if let Some(t) = r.withdrawn_at {
+                span.bad { "withdrawn " (h::time(t)) }
+            } @else if let Some(u) = self.unusable.iter().find(|u| u.revision == revision) {
+                span.bad { "cannot be evaluated: " (u.problems.join("; ")) }
+            } @else if let Some(c) = self.chosen.filter(|c| c.revision == revision) {
+                @if valid_at(&r.record.doc, self.now) {
+                    strong.ok { "in effect now" } ": " (c.reason)
+                } @else {
+                    strong.warn { "chosen now, but outside its validity: it applies to no vehicle" } " (" (c.reason) ")"
+                }
+            } @else if let Some(n) = self.chosen.and_then(|c| c.not_used.iter().find(|n| n.revision == revision)) {
+                "active, not used now: " (n.reason)
+            } @else {
+                "active"
+            }
+        }
+    }
+}
+
+/// A program's amount: "1,500.00 USD", "2.5 % of the advertised price",
+/// "unknown: <why>".
+fn amount_text(doc: &Value) -> String {
+    let a = &doc["amount"];
+    match h::text(a, "status") {
+        "known" => h::money(a.get("amount")),
+        "percent_off" => format!("{} % of the advertised price", h::text(a, "percent")),
+        "unknown" => format!("unknown: {}", h::text(a, "reason")),
+        other => other.to_owned(),
+    }
+}
+
+fn validity_text(doc: &Value) -> String {
+    match (doc.get("valid_from"), doc.get("valid_until")) {
+        (None, None) => "no limit".to_owned(),
+        (Some(_), None) => format!("from {}, no end", h::time_of(doc, "valid_from")),
+        (None, Some(_)) => format!("until {}", h::time_of(doc, "valid_until")),
+        (Some(_), Some(_)) => format!(
+            "from {} until {}",
+            h::time_of(doc, "valid_from"),
+            h::time_of(doc, "valid_until")
+        ),
+    }
+}
+
+/// A list of strings, or `otherwise` when absent.
+fn list(v: &Value, otherwise: &str) -> String {
+    v.as_array().map_or_else(
+        || otherwise.to_owned(),
+        |a| {
+            a.iter()
+                .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_owned))
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
+    )
+}
+
+/// A `combinable_with` / `not_combinable_with` entry in words.
+fn reference(entry: &str, names: &HashMap<&str, &str>) -> Markup {
+    html! {
+        @if let Some(group) = entry.strip_prefix("group:") {
+            "any program of group " (group)
+        } @else if let Some(tag) = entry.strip_prefix("tag:") {
+            "any program tagged " (tag)
+        } @else {
+            (names.get(entry).copied().unwrap_or("a program not stored")) " " code.hint { (entry) }
+        }
+    }
+}
+
+/// Everything one revision declares, in words.
+fn revision_facts(doc: &Value, names: &HashMap<&str, &str>) -> Markup {
+    let empty = Vec::new();
+    let a = &doc["amount"];
+    let stacking = &doc["stacking"];
+    let scope = &doc["applies_to"];
+    let program: Option<pricing::Program> = serde_json::from_value(doc.clone()).ok();
+    let sentences = program
+        .as_ref()
+        .map(crate::preview::rule_sentences)
+        .unwrap_or_default();
+    let rule = stacking["rule"].as_str();
+    html! {
+        dl.props {
+            div { dt { "Kind" } dd { (words::hinted(V::ProgramKind, h::text(doc, "kind"))) ", " (words::plain(V::Direction, h::text(doc, "direction"))) } }
+            div { dt { "Amount" } dd.amount {
+                @match h::text(a, "status") {
+                    "known" => (h::money(a.get("amount"))),
+                    "percent_off" => { (h::text(a, "percent")) " % of the advertised price, rounded " (words::plain(V::Rounding, h::text(a, "rounding"))) },
+                    _ => { "unknown: " (h::text(a, "reason")) },
+                }
+            } }
+            div { dt { "Cap" } dd.cap { @if doc.get("cap").is_some() { "at most " (h::money(doc.get("cap"))) } @else { "none" } } }
+            div { dt { "Validity" } dd { (validity_text(doc)) } }
+            div { dt { "Payment modes" } dd { @match doc["payment_modes"].as_array() {
+                Some(modes) => (modes.iter().filter_map(Value::as_str).map(|m| words::plain(V::PaymentMode, m)).collect::<Vec<_>>().join(", ")),
+                None => "every payment mode",
+            } } }
+            div { dt { "Jurisdictions" } dd { (list(&doc["jurisdictions"], "everywhere"))
+                @if let Some(prefixes) = doc["excluded_postal_prefixes"].as_array().filter(|p| !p.is_empty()) {
+                    "; not for postal codes starting " (prefixes.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
+                }
+            } }
+            div { dt { "Vehicles" } dd {
+                @let parts: Vec<String> = ["makes", "models", "years", "trims", "conditions", "vins", "rooftop_ids"].iter()
+                    .filter(|k| scope.get(**k).is_some())
+                    .map(|k| format!("{}: {}", k.replace('_', " "), list(&scope[*k], "")))
+                    .collect();
+                @if parts.is_empty() { "every vehicle" } @else { (parts.join("; ")) }
+            } }
+            div.wide { dt { "Buyer criteria" } dd.criteria {
+                @let criteria = doc["criteria"].as_array().unwrap_or(&empty);
+                @if criteria.is_empty() {
+                    "none: no claim needed"
+                } @else {
+                    (words::plain(V::CriteriaMode, doc["criteria_mode"].as_str().unwrap_or("all"))) ":"
+                    ul { @for c in criteria { li { (super::vehicles::criterion_words(c)) } } }
+                }
+            } }
+            div.wide { dt { "Stacking" } dd.stacking {
+                "group " (h::text(stacking, "group")) ": " (words::hinted(V::Combinability, h::text(stacking, "combinability")))
+                "; " (words::hinted(V::GroupResolution, stacking["group_resolution"].as_str().unwrap_or("all")))
+                @if stacking["always_stackable"] == json!(true) { "; combines with anything that does not exclude it" }
+                @if stacking["top_of_deal"] == json!(true) { "; a primary (top-of-deal) program, one per stack" }
+                @let with = stacking["combinable_with"].as_array().unwrap_or(&empty);
+                @let never = stacking["not_combinable_with"].as_array().unwrap_or(&empty);
+                @if !with.is_empty() {
+                    p { "Combines with: " @for (i, e) in with.iter().filter_map(Value::as_str).enumerate() { @if i > 0 { "; " } (reference(e, names)) } }
+                }
+                @if !never.is_empty() {
+                    p { "Never with: " @for (i, e) in never.iter().filter_map(Value::as_str).enumerate() { @if i > 0 { "; " } (reference(e, names)) } }
+                }
+                @if !sentences.is_empty() {
+                    ul.rules { @for s in &sentences { li { (s) } } }
+                }
+                @if let Some(rule) = rule {
+                    p { "Combination rule (rhai), "
+                        @if stacking["rule_monotone"] == json!(true) {
+                            "declared monotone: a stack it rejects has every larger stack rejected too, so the search prunes them"
+                        } @else {
+                            "not declared monotone: every candidate stack is judged"
+                        } ":" }
+                    @let chars = rule.chars().count();
+                    pre.rule tabindex="0" { code { (rule.chars().take(RULE_TEXT).collect::<String>()) } }
+                    @if chars > RULE_TEXT { p { "… " (chars - RULE_TEXT) " more characters (the whole rule is in the programs file)." } }
+                }
+            } }
+            @if let Some(tags) = doc["tags"].as_array().filter(|t| !t.is_empty()) {
+                div { dt { "Tags" } dd { (list(&Value::Array(tags.clone()), "")) } }
+            }
+            @if let Some(text) = doc["disclosure"].as_str() {
+                div.wide { dt { "Disclosure" } dd { (text) } }
+            }
+            @if let Some(p) = doc.get("provenance") {
+                div { dt { "Source" } dd { (h::text(p, "source_name")) " (" (words::plain(V::SourceAuthority, h::text(p, "authority"))) ")" } }
+            }
+            @if program.is_none() {
+                div.wide { dt { "Stored document" } dd.bad { "It does not read as a program of this gateway's format; see \"Programs that cannot be evaluated\"." } }
+            }
+        }
+    }
+}
+
+/// One program: the revision shown in full, the revision history, the
+/// other revisions behind toggles.
+fn program_section(p: &ProgramView<'_>, names: &HashMap<&str, &str>) -> Markup {
+    let shown = p.shown;
+    html! {
+        section.program id={"program-" (p.id)} aria-labelledby={"program-" (p.id) "-name"} {
+            h2 id={"program-" (p.id) "-name"} { (h::text(&shown.record.doc, "name")) }
+            p { code { (p.id) } ", revision " (shown.record.revision) " shown: " (p.status(shown)) }
+            (revision_facts(&shown.record.doc, names))
+            div.scroll tabindex="0" { table.history id={"history-" (p.id)} {
+                caption { "Revisions of " (h::text(&shown.record.doc, "name")) }
+                thead { tr {
+                    th scope="col" { "Revision" } th scope="col" { "Imported" } th scope="col" { "Validity" }
+                    th.num scope="col" { "Amount" } th scope="col" { "Now" }
+                } }
+                tbody { @for r in &p.revisions { tr {
+                    th scope="row" { (r.record.revision) }
+                    td { (h::time(r.record.imported_at)) br; "from " (r.record.source.source_name) }
+                    td { (validity_text(&r.record.doc)) }
+                    td.num { (amount_text(&r.record.doc)) }
+                    td.status { (p.status(r)) }
+                } } }
+            } }
+            @for r in p.revisions.iter().filter(|r| r.record.revision != shown.record.revision) {
+                details.revision {
+                    summary { "Revision " (r.record.revision) " in full" }
+                    (revision_facts(&r.record.doc, names))
+                }
+            }
+        }
+    }
+}
 
 /// `GET /console/rooftop/{rooftop_id}/imports`: the snapshot history with
 /// added, changed and removed counts, and the refused imports that concern
@@ -215,7 +483,7 @@ pub async fn imports(
                 tbody { @for s in &history { tr {
                     th scope="row" { (s.version) }
                     td { (h::time(s.created_at)) }
-                    td { code { (s.source.source_name) } " (" (s.source.authority) ")" }
+                    td { code { (s.source.source_name) } " (" (words::hinted(V::SourceAuthority, &s.source.authority)) ")" }
                     td.num { (s.vehicle_count) }
                     td.num { (s.summary.vehicles_added) }
                     td.num { (s.summary.vehicles_changed) }
@@ -354,7 +622,7 @@ pub async fn availability(
             caption { "Vehicles by availability band" }
             thead { tr { th scope="col" { "Band" } th.num scope="col" { "Vehicles" } th scope="col" { span.sr { "Bar" } } } }
             tbody { @for (band, n) in &bands { tr {
-                th scope="row" { (band) }
+                th scope="row" { (words::hinted(V::Band, band)) }
                 td.num { (n) }
                 td { (h::bar(*n, most)) }
             } } }

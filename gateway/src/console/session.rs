@@ -1,6 +1,6 @@
 //! Console sessions: a server-side table in this replica's memory.
 //!
-//! Why a table and not a sealed cookie (issue 14 item 2): the cookie must
+//! Why a table and not a sealed cookie (docs/console.md "The session"): the cookie must
 //! never carry the token, and a sealed cookie holding the grant would stay
 //! valid after the token behind it is revoked until its own expiry. With a
 //! table the cookie is only a random handle (256 bits from the OS), the

@@ -1,7 +1,8 @@
 //! The vehicle list (the search tool), the vehicle page (`get_vehicle` and
 //! `get_disclosure`, rendered as an agent receives them) and the what-if
-//! form (`dealergateway.offers.evaluate`). Every call goes through
-//! `tools::invoke` with the manager's principal (issue 14 item 3).
+//! form (`dealergateway.offers.evaluate`, rendered in `what_if.rs`). Every
+//! call goes through `tools::invoke` with the manager's principal
+//! (docs/console.md "Pages").
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -14,9 +15,10 @@ use maud::{Markup, html};
 use serde_json::{Map, Value, json};
 
 use super::aggregate;
+use super::words::{self, Vocabulary as V};
 use super::{Console, ConsoleError, Rooftop, Signed, encode, html as h, nav, page, signed_in};
 use crate::state::AppState;
-use crate::tools::{get_disclosure, get_vehicle, inventory_search, offers_evaluate};
+use crate::tools::{get_disclosure, get_vehicle, inventory_search};
 
 /// Vehicles per list page.
 const PAGE_SIZE: u32 = 25;
@@ -34,21 +36,6 @@ const SORTS: [(&str, &str); 7] = [
 
 const CONDITIONS: [&str; 4] = ["new", "used", "certified", "demo"];
 const AVAILABILITY: [&str; 4] = ["available", "in_transit", "on_hold", "pending_sale"];
-/// DAP eligibility criteria a buyer profile may claim (offers.schema.json
-/// `offersClaims`).
-const CRITERIA: [&str; 11] = [
-    "residency",
-    "loyalty",
-    "conquest",
-    "military",
-    "first_responder",
-    "college_graduate",
-    "finance_provider",
-    "trade_in",
-    "lease_return",
-    "membership",
-    "other",
-];
 
 /// Query parameters of the list. Empty values mean "not set".
 #[derive(Debug, Default, serde::Deserialize)]
@@ -117,7 +104,7 @@ impl ListQuery {
     }
 }
 
-async fn signed_rooftop(
+pub(super) async fn signed_rooftop(
     state: &Arc<AppState>,
     console: &Console,
     headers: &HeaderMap,
@@ -144,6 +131,17 @@ fn select(name: &str, label: &str, options: &[(String, String)], current: &str) 
             }
         }
     }
+}
+
+/// "Any", then each wire value (the option's value) in words (its text).
+fn any_of(vocabulary: V, values: &[&str]) -> Vec<(String, String)> {
+    std::iter::once((String::new(), "Any".to_owned()))
+        .chain(
+            values
+                .iter()
+                .map(|v| ((*v).to_owned(), words::plain(vocabulary, v).into_owned())),
+        )
+        .collect()
 }
 
 fn any_and(values: impl IntoIterator<Item = String>) -> Vec<(String, String)> {
@@ -214,8 +212,8 @@ pub async fn list(
             label for="q" { "Text (year, make, model, trim, stock number, VIN)"
                 input id="q" name="q" type="search" value=(query.q) maxlength="500"; }
             (select("make", "Make", &any_and(makes), &query.make))
-            (select("condition", "Condition", &any_and(CONDITIONS.iter().map(|c| (*c).to_owned())), &query.condition))
-            (select("availability", "Listed availability", &any_and(AVAILABILITY.iter().map(|c| (*c).to_owned())), &query.availability))
+            (select("condition", "Condition", &any_of(V::Condition, &CONDITIONS), &query.condition))
+            (select("availability", "Listed availability", &any_of(V::AvailabilityStatus, &AVAILABILITY), &query.availability))
             (select("sort", "Sort", &SORTS.iter().map(|(v, t)| ((*v).to_owned(), (*t).to_owned())).collect::<Vec<_>>(), &query.sort))
             button type="submit" { "Search" }
         }
@@ -242,10 +240,10 @@ pub async fn list(
                                             (v["year"]) " " (h::text(v, "make")) " " (h::text(v, "model")) " " (h::text(v, "trim"))
                                         } }
                                         td { (h::text(v, "stock_number")) }
-                                        td { (h::text(v, "condition")) }
+                                        td { (words::plain(V::Condition, h::text(v, "condition"))) }
                                         td.num { (h::money(v.pointer("/advertised_price/amount"))) }
-                                        td { (h::text(&v["availability"], "status")) }
-                                        td { (h::text(&v["freshness"], "state")) }
+                                        td { (words::plain(V::AvailabilityStatus, h::text(&v["availability"], "status"))) }
+                                        td { (words::plain(V::Freshness, h::text(&v["freshness"], "state"))) }
                                         td.num { (score_of.get(id).map_or_else(|| "–".to_owned(), |s| s.score.to_string())) }
                                     }
                                 }
@@ -294,7 +292,17 @@ pub async fn vehicle(
     {
         return ConsoleError::NotFound.page(Some(&signed));
     }
-    let disclosure = signed.tool(&state, get_disclosure::NAME, &args).await;
+    // The disclosure an agent gets for a buyer in the rooftop's own
+    // jurisdiction, the one the scores assume (aggregate.rs).
+    let jurisdiction = crate::preview::rooftop_jurisdiction(&rooftop.record().dap);
+    let mut disclosure_args = args.clone();
+    if let Some(j) = &jurisdiction {
+        disclosure_args["jurisdiction"] = j.clone();
+    }
+    let disclosure = signed
+        .tool(&state, get_disclosure::NAME, &disclosure_args)
+        .await;
+    let fixes = aggregate::rooftop_fixes(&rooftop, jurisdiction.as_ref());
     let base = format!("/console/rooftop/{}", encode(rooftop.id()));
     let title = match &record {
         Ok(v) => format!(
@@ -313,7 +321,7 @@ pub async fn vehicle(
         p { a href={(base) "/vehicle/" (encode(&vehicle_id)) "/what-if"} { "Try a buyer profile (what-if)" } }
         @match &disclosure {
             Err(error) => (h::tool_error("The disclosure tool refused", error)),
-            Ok(d) => (disclosure_section(d)),
+            Ok(d) => (disclosure_section(d, &fixes)),
         }
         @match &record {
             Err(error) => (h::tool_error("The vehicle tool refused", error)),
@@ -326,22 +334,27 @@ pub async fn vehicle(
     page(&signed, &title, &nav(rooftop.id(), "Vehicles"), &body)
 }
 
-fn disclosure_section(d: &Value) -> Markup {
+fn disclosure_section(d: &Value, fixes: &crate::preview::Fixes<'_>) -> Markup {
     let score = d
         .pointer("/disclosure_completeness/score")
         .cloned()
         .unwrap_or(Value::Null);
-    let gaps = aggregate::gaps(d);
+    let gaps = aggregate::gaps(d, fixes);
     let empty = Vec::new();
+    let band = d
+        .pointer("/disclosure_completeness/components/availability_band")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown");
     html! {
         h2 { "What agents are told" }
+        (super::overview::assumed_jurisdiction(fixes.assumed))
         blockquote.agent id="disclosure-text" { (h::text(d, "disclosure_text")) }
         dl.facts {
             div { dt { "Advertised price" } dd id="advertised-price" { (h::money(d.pointer("/advertised_price/amount"))) } }
-            div { dt { "Available to" } dd { (h::text(&d["advertised_price"], "availability")) } }
-            div { dt { "Government charges" } dd { (h::text(&d["government_charges"], "status")) } }
+            div { dt { "Advertised price availability" } dd { (words::plain(V::PriceAvailability, h::text(&d["advertised_price"], "availability"))) } }
+            div { dt { "Government charges" } dd id="government-status" { (words::hinted(V::GovernmentStatus, h::text(&d["government_charges"], "status"))) } }
             div { dt { "Completeness score" } dd id="completeness-score" { (score) " / 100" } }
-            div { dt { "Availability band" } dd id="availability-band" { (d.pointer("/disclosure_completeness/components/availability_band").and_then(Value::as_str).unwrap_or("unknown")) } }
+            div { dt { "Availability band" } dd id="availability-band" { (words::hinted(V::Band, band)) } }
         }
         h2 { "Required dealer charges" }
         @let charges = d["required_dealer_charges"].as_array().unwrap_or(&empty);
@@ -357,8 +370,8 @@ fn disclosure_section(d: &Value) -> Markup {
                     td { (h::text(c, "name")) }
                     td.num { (h::money(c.get("amount"))) }
                     td { @if c["included_in_advertised_price"] == json!(true) { "included" } @else { "not included" } }
-                    td { (h::text(c, "payee")) }
-                    td { (h::text(c, "taxable_status")) }
+                    td { (words::plain(V::Payee, h::text(c, "payee"))) }
+                    td { (words::plain(V::TaxableStatus, h::text(c, "taxable_status"))) }
                 } } }
             } }
         }
@@ -374,17 +387,19 @@ fn disclosure_section(d: &Value) -> Markup {
                 thead { tr { th scope="col" { "Adjustment" } th scope="col" { "Direction" } th.num scope="col" { "Amount" } th scope="col" { "Eligibility" } th scope="col" { "Stacking" } } }
                 tbody { @for a in adjustments { tr {
                     td { (h::text(a, "name")) br; code { (h::text(a, "adjustment_id")) } }
-                    td { (h::text(a, "direction")) }
-                    td.num { @if h::text(a, "amount_status") == "known" { (h::money(a.get("amount"))) } @else { (h::text(a, "amount_status")) } }
+                    td { (words::plain(V::Direction, h::text(a, "direction"))) }
+                    td.num { @if h::text(a, "amount_status") == "known" { (h::money(a.get("amount"))) } @else { (words::plain(V::AmountStatus, h::text(a, "amount_status"))) } }
                     td { ul { @for c in a["criteria"].as_array().unwrap_or(&empty) {
-                        li { (h::text(c, "criterion")) " " (h::text(c, "operator")) " (evidence " (h::text(c, "evidence_status")) "): " (h::text(c, "description")) }
+                        li { (criterion_words(c)) }
                     } } }
-                    td { (h::text(&a["stacking"], "group")) ", " (h::text(&a["stacking"], "combinability")) }
+                    td { "group " (h::text(&a["stacking"], "group")) ": " (words::hinted(V::Combinability, h::text(&a["stacking"], "combinability"))) }
                 } } }
             } }
         }
         @if let Some(lines) = d.pointer("/government_charges/lines").and_then(Value::as_array) {
             h2 { "Government charges" }
+            p { "Estimated by the dealer for " (d.pointer("/government_charges/jurisdiction").map(crate::preview::jurisdiction_label).unwrap_or_default())
+                ", not included in the price: " strong id="government-total" { (h::money(d.pointer("/government_charges/total"))) } "." }
             ul { @for l in lines { li { (h::text(l, "name")) ": " (h::money(l.get("amount"))) } } }
         }
         h2 { "Completeness: what is missing and how to fix it" }
@@ -401,9 +416,31 @@ fn disclosure_section(d: &Value) -> Markup {
                 } } }
             } }
         }
-        @if let Some(u) = d.get("uncertainty") {
-            p.notice { strong { "Uncertainty: " } (h::text(u, "reason")) }
+        @if let Some(u) = d.get("uncertainty").filter(|u| !h::text(u, "reason").is_empty()) {
+            p.notice id="uncertainty" { strong { "Price " (words::plain(V::Uncertainty, h::text(u, "status"))) ": " } (h::text(u, "reason")) }
         }
+    }
+}
+
+/// One eligibility criterion in words: "military service is proven (proof
+/// required): Active duty, reserve or veteran, verified".
+pub fn criterion_words(c: &Value) -> Markup {
+    let value = match &c["value"] {
+        Value::String(s) => s.clone(),
+        Value::Array(a) => a
+            .iter()
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+            .collect::<Vec<_>>()
+            .join(", "),
+        _ => String::new(),
+    };
+    let operator = h::text(c, "operator");
+    html! {
+        (words::plain(V::Criterion, h::text(c, "criterion"))) " "
+        (words::plain(V::Operator, operator))
+        @if matches!(operator, "equals" | "in") && !value.is_empty() { " " (value) }
+        " (" (words::plain(V::EvidenceStatus, h::text(c, "evidence_status"))) ")"
+        @if !h::text(c, "description").is_empty() { ": " (h::text(c, "description")) }
     }
 }
 
@@ -411,7 +448,7 @@ fn sources(v: &Value) -> Markup {
     let empty = Vec::new();
     html! {
         ul { @for s in v.pointer("/provenance/sources").and_then(Value::as_array).unwrap_or(&empty) {
-            li { code { (h::text(s, "source_name")) } " (" (h::text(s, "authority")) "), observed " (h::time_of(s, "observed_at")) }
+            li { code { (h::text(s, "source_name")) } " (" (words::hinted(V::SourceAuthority, h::text(s, "authority"))) "), observed " (h::time_of(s, "observed_at")) }
         } }
     }
 }
@@ -421,229 +458,22 @@ fn record_section(v: &Value) -> Markup {
     html! {
         h2 { "Availability" }
         dl.facts {
-            div { dt { "Status" } dd id="availability-status" { (h::text(a, "status")) } }
-            div { dt { "Authority" } dd { (h::text(a, "authority_status")) } }
+            div { dt { "Status" } dd id="availability-status" { (words::plain(V::AvailabilityStatus, h::text(a, "status"))) } }
+            div { dt { "Authority" } dd { (words::hinted(V::AuthorityStatus, h::text(a, "authority_status"))) } }
             div { dt { "Observed" } dd { (h::time_of(a, "observed_at")) } }
             div { dt { "Valid until" } dd { (h::time_of(a, "valid_until")) } }
         }
         @if !h::text(a, "reason").is_empty() { p { (h::text(a, "reason")) } }
         h2 { "Provenance and freshness" }
-        p { "Freshness: " strong { (h::text(&v["freshness"], "state")) } ", observed " (h::time_of(&v["freshness"], "observed_at"))
+        p { "Freshness: " strong { (words::plain(V::Freshness, h::text(&v["freshness"], "state"))) } ", observed " (h::time_of(&v["freshness"], "observed_at"))
             ", valid until " (h::time_of(&v["freshness"], "valid_until")) "." }
         (sources(v))
         h2 { "Vehicle" }
         dl.facts {
             div { dt { "VIN" } dd { (h::text(v, "vin")) } }
             div { dt { "Stock number" } dd { (h::text(v, "stock_number")) } }
-            div { dt { "Condition" } dd { (h::text(v, "condition")) } }
+            div { dt { "Condition" } dd { (words::plain(V::Condition, h::text(v, "condition"))) } }
             div { dt { "Odometer" } dd { (v.pointer("/odometer/value").cloned().unwrap_or(Value::Null)) " " (v.pointer("/odometer/unit").and_then(Value::as_str).unwrap_or("")) } }
         }
-    }
-}
-
-/// `GET /console/rooftop/{rooftop_id}/vehicle/{vehicle_id}/what-if`: the
-/// form; with `payment_mode` set, also the offer evaluation of that
-/// profile.
-pub async fn what_if(
-    State(state): State<Arc<AppState>>,
-    Extension(console): Extension<Arc<Console>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    Path((rooftop_id, vehicle_id)): Path<(String, String)>,
-    Query(form): Query<HashMap<String, String>>,
-    headers: HeaderMap,
-) -> Response {
-    let (signed, rooftop) =
-        match signed_rooftop(&state, &console, &headers, peer, &rooftop_id).await {
-            Ok(x) => x,
-            Err(r) => return r,
-        };
-    let field = |k: &str| form.get(k).map(|v| v.trim()).unwrap_or_default();
-    let address = &rooftop.record().dap["address"];
-    let country = if form.contains_key("country") {
-        field("country").to_owned()
-    } else {
-        h::text(address, "country").to_owned()
-    };
-    let subdivision = if form.contains_key("subdivision") {
-        field("subdivision").to_owned()
-    } else {
-        let region = h::text(address, "region");
-        if region.is_empty() {
-            String::new()
-        } else {
-            format!("{country}-{region}")
-        }
-    };
-    let evaluation = if form.contains_key("payment_mode") {
-        let mut jurisdiction = json!({"country": country});
-        if !subdivision.is_empty() {
-            jurisdiction["subdivision"] = json!(subdivision);
-        }
-        if !field("postal_code").is_empty() {
-            jurisdiction["postal_code"] = json!(field("postal_code"));
-        }
-        let mut claims = Map::new();
-        for c in CRITERIA {
-            match field(&format!("claim_{c}")) {
-                "true" => {
-                    claims.insert(c.to_owned(), json!(true));
-                }
-                "false" => {
-                    claims.insert(c.to_owned(), json!(false));
-                }
-                _ => {}
-            }
-        }
-        let mut profile = json!({"payment_mode": field("payment_mode"), "jurisdiction": jurisdiction, "claims": claims});
-        // `datetime-local` has no offset: the form says it is UTC.
-        if !field("as_of").is_empty() {
-            let as_of = field("as_of");
-            let with_seconds = if as_of.len() == 16 {
-                format!("{as_of}:00Z")
-            } else {
-                format!("{as_of}Z")
-            };
-            profile["as_of"] = json!(with_seconds);
-        }
-        let args = json!({
-            "organization_id": rooftop.organization().organization_id,
-            "rooftop_id": rooftop.id(),
-            "vehicle_id": vehicle_id,
-            "profile": profile,
-        });
-        let result = signed.tool(&state, offers_evaluate::NAME, &args).await;
-        if matches!(&result, Err(e) if h::text(e, "code") == "dealeragent.resource.not_found") {
-            return ConsoleError::NotFound.page(Some(&signed));
-        }
-        Some(result)
-    } else {
-        // The vehicle must exist in this rooftop even before a profile is
-        // sent: the same not-found page as the vehicle page.
-        let args = json!({
-            "organization_id": rooftop.organization().organization_id,
-            "rooftop_id": rooftop.id(),
-            "vehicle_id": vehicle_id,
-        });
-        if let Err(e) = signed.tool(&state, get_vehicle::NAME, &args).await
-            && matches!(
-                h::text(&e, "code"),
-                "dealeragent.resource.not_found" | "dealeragent.validation.invalid"
-            )
-        {
-            return ConsoleError::NotFound.page(Some(&signed));
-        }
-        None
-    };
-    let base = format!(
-        "/console/rooftop/{}/vehicle/{}",
-        encode(rooftop.id()),
-        encode(&vehicle_id)
-    );
-    let modes = [
-        ("unknown", "Not decided (compare cash, finance and lease)"),
-        ("cash", "Cash"),
-        ("finance", "Finance"),
-        ("lease", "Lease"),
-    ];
-    let current_mode = if form.contains_key("payment_mode") {
-        field("payment_mode")
-    } else {
-        "unknown"
-    };
-    let body = html! {
-        h1 { "What-if: offers for a buyer profile" }
-        p { a href=(base) { "Back to the vehicle" } }
-        p { "A hypothetical buyer, without personal data: the evaluation is the answer of "
-            code { (offers_evaluate::NAME) } " to the same profile. Not a quote." }
-        form.stack method="get" action={(base) "/what-if"} id="what-if-form" {
-            fieldset {
-                legend { "Payment and jurisdiction" }
-                div.row {
-                    span.field {
-                        label for="payment_mode" { "Payment mode" }
-                        select id="payment_mode" name="payment_mode" {
-                            @for (v, t) in modes { option value=(v) selected[v == current_mode] { (t) } }
-                        }
-                    }
-                    label for="country" { "Country (ISO 3166-1, e.g. US)"
-                        input id="country" name="country" value=(country) maxlength="2" size="4" required; }
-                    label for="subdivision" { "Subdivision (e.g. US-IL)"
-                        input id="subdivision" name="subdivision" value=(subdivision) maxlength="6" size="8"; }
-                    label for="postal_code" { "Postal code or prefix"
-                        input id="postal_code" name="postal_code" value=(field("postal_code")) maxlength="10" size="10"; }
-                    label for="as_of" { "As of (UTC; empty: now)"
-                        input id="as_of" name="as_of" type="datetime-local" value=(field("as_of")); }
-                }
-            }
-            fieldset {
-                legend { "Claims per eligibility criterion" }
-                div.row {
-                    @for c in CRITERIA {
-                        @let name = format!("claim_{c}");
-                        @let current = field(&name);
-                        span.field {
-                            label for=(name) { (c.replace('_', " ")) }
-                            select id=(name) name=(name) {
-                                option value="unknown" selected[current != "true" && current != "false"] { "unknown" }
-                                option value="true" selected[current == "true"] { "meets it" }
-                                option value="false" selected[current == "false"] { "does not" }
-                            }
-                        }
-                    }
-                }
-            }
-            button type="submit" { "Evaluate offers" }
-        }
-        @match &evaluation {
-            None => {},
-            Some(Err(error)) => (h::tool_error("The offers tool refused", error)),
-            Some(Ok(e)) => (evaluation_section(e)),
-        }
-    };
-    page(&signed, "What-if", &nav(rooftop.id(), "Vehicles"), &body)
-}
-
-fn stack_programs(stack: &Value) -> String {
-    let ids: Vec<String> = stack["program_ids"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|p| format!("{}@{}", h::text(p, "program_id"), p["revision"]))
-                .collect()
-        })
-        .unwrap_or_default();
-    if ids.is_empty() {
-        "no program".to_owned()
-    } else {
-        ids.join(", ")
-    }
-}
-
-fn evaluation_section(e: &Value) -> Markup {
-    let empty = Vec::new();
-    html! {
-        h2 id="evaluation" { "Offer evaluation" }
-        dl.facts {
-            div { dt { "Best payment mode" } dd id="winning-mode" { (h::text(e, "winning_payment_mode")) } }
-            div { dt { "Best stack net price" } dd id="best-net" { (h::money(e.pointer("/best_stack/net_price"))) } }
-            div { dt { "Best stack discount" } dd { (h::money(e.pointer("/best_stack/total_discount"))) } }
-            div { dt { "Advertised price" } dd { (h::money(e.get("advertised_price"))) } }
-        }
-        div.scroll tabindex="0" { table id="branches" {
-            caption { "Best stack and guaranteed floor per payment mode" }
-            thead { tr {
-                th scope="col" { "Payment mode" } th scope="col" { "Best stack" } th.num scope="col" { "Net price" }
-                th scope="col" { "Optimality" } th.num scope="col" { "Guaranteed floor" } th scope="col" { "Potential extra and what it needs" }
-            } }
-            tbody { @for b in e["branches"].as_array().unwrap_or(&empty) { tr {
-                th scope="row" { (h::text(b, "payment_mode")) }
-                td { (stack_programs(&b["best_stack"])) }
-                td.num { (h::money(b.pointer("/best_stack/net_price"))) }
-                td { (b.pointer("/best_stack/optimality/status").and_then(Value::as_str).unwrap_or("")) }
-                td.num { (h::money(b.pointer("/guaranteed_floor/net_price"))) }
-                td { ul { @for x in b["potential_extra"].as_array().unwrap_or(&empty) { li { (h::text(x, "summary")) } } } }
-            } } }
-        } }
-        (h::raw_json("Raw structured content of the evaluation (as the agent receives it)", "raw-evaluation", e))
     }
 }
