@@ -48,18 +48,24 @@ fn kind_of(reference: &Value, argument: &str) -> Result<Kind, RpcError> {
     };
     match ref_type {
         "ref/prompt" => {
-            let name = reference.get("name").and_then(Value::as_str).ok_or_else(|| {
-                RpcError::InvalidParams("params.ref.name must be a prompt name".into())
-            })?;
+            let name = reference
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| {
+                    RpcError::InvalidParams("params.ref.name must be a prompt name".into())
+                })?;
             Ok(super::prompts::find(name).map_or(Kind::Nothing, |p| {
                 let args: Vec<&str> = p.arguments.iter().map(|a| a.name).collect();
                 by_name(&args)
             }))
         }
         "ref/resource" => {
-            let uri = reference.get("uri").and_then(Value::as_str).ok_or_else(|| {
-                RpcError::InvalidParams("params.ref.uri must be a URI template".into())
-            })?;
+            let uri = reference
+                .get("uri")
+                .and_then(Value::as_str)
+                .ok_or_else(|| {
+                    RpcError::InvalidParams("params.ref.uri must be a URI template".into())
+                })?;
             if !uri.starts_with(TEMPLATE_PREFIX)
                 || !crate::resources::templates()
                     .iter()
@@ -154,7 +160,11 @@ async fn candidates(
         }
     }
     if kind == Kind::Make && !rooftops.is_empty() {
-        let view = state.inventory.view(&directory).await.map_err(unavailable)?;
+        let view = state
+            .inventory
+            .view(&directory)
+            .await
+            .map_err(unavailable)?;
         for rooftop in &rooftops {
             if let Some(inventory) = view.rooftop(rooftop) {
                 out.extend(inventory.latest.makes_in_stock().map(str::to_owned));
@@ -177,17 +187,43 @@ mod tests {
     fn references_pick_what_to_complete() {
         let p = |name: &str| json!({"type": "ref/prompt", "name": name});
         let r = |uri: &str| json!({"type": "ref/resource", "uri": uri});
-        assert_eq!(kind_of(&p("find_vehicles"), "organization_id").unwrap(), Kind::Organization);
-        assert_eq!(kind_of(&p("find_vehicles"), "make").unwrap(), Kind::Make);
-        assert_eq!(kind_of(&p("find_vehicles"), "rooftop_id").unwrap(), Kind::Nothing);
-        assert_eq!(kind_of(&p("explain_disclosure"), "rooftop_id").unwrap(), Kind::Rooftop);
-        assert_eq!(kind_of(&p("test_prompt_with_arguments"), "arg1").unwrap(), Kind::Nothing);
         assert_eq!(
-            kind_of(&r("dealeragent://organization/{organization_id}/rooftop/{rooftop_id}"), "rooftop_id").unwrap(),
+            kind_of(&p("find_vehicles"), "organization_id").unwrap(),
+            Kind::Organization
+        );
+        assert_eq!(kind_of(&p("find_vehicles"), "make").unwrap(), Kind::Make);
+        assert_eq!(
+            kind_of(&p("find_vehicles"), "rooftop_id").unwrap(),
+            Kind::Nothing
+        );
+        assert_eq!(
+            kind_of(&p("explain_disclosure"), "rooftop_id").unwrap(),
             Kind::Rooftop
         );
-        assert_eq!(kind_of(&r("dealeragent://organization/{organization_id}"), "rooftop_id").unwrap(), Kind::Nothing);
-        assert_eq!(kind_of(&r("file:///{path}"), "path").unwrap(), Kind::Nothing);
+        assert_eq!(
+            kind_of(&p("test_prompt_with_arguments"), "arg1").unwrap(),
+            Kind::Nothing
+        );
+        assert_eq!(
+            kind_of(
+                &r("dealeragent://organization/{organization_id}/rooftop/{rooftop_id}"),
+                "rooftop_id"
+            )
+            .unwrap(),
+            Kind::Rooftop
+        );
+        assert_eq!(
+            kind_of(
+                &r("dealeragent://organization/{organization_id}"),
+                "rooftop_id"
+            )
+            .unwrap(),
+            Kind::Nothing
+        );
+        assert_eq!(
+            kind_of(&r("file:///{path}"), "path").unwrap(),
+            Kind::Nothing
+        );
         assert!(kind_of(&json!({"type": "ref/other"}), "x").is_err());
         assert!(kind_of(&json!({}), "x").is_err());
     }

@@ -340,7 +340,11 @@ pub fn list() -> Vec<Value> {
 }
 
 fn names() -> String {
-    PROMPTS.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
+    PROMPTS
+        .iter()
+        .map(|p| p.name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `prompts/get`: the recipe, or -32602 naming what is wrong (every
@@ -382,7 +386,11 @@ pub fn get(params: &Value) -> Result<Value, RpcError> {
     for a in prompt.arguments {
         match values.get(a.name) {
             None | Some(Value::Null) if a.required => {
-                problems.push(format!("argument {} is required: {}", a.name, a.rule.words()));
+                problems.push(format!(
+                    "argument {} is required: {}",
+                    a.name,
+                    a.rule.words()
+                ));
             }
             None | Some(Value::Null) => {}
             Some(Value::String(s)) if a.rule.accepts(s) => {}
@@ -426,10 +434,22 @@ mod tests {
     fn every_prompt_renders_its_arguments_and_the_rules() {
         let org = "org.lakeshore-auto-group";
         let cases = [
-            ("find_vehicles", json!({"organization_id": org, "request": "a used SUV", "make": "Hyundai", "jurisdiction": "US-IL"})),
-            ("compare_vehicles", json!({"organization_id": org, "vins": "KM855JRX6SG174710, 1HGCM82633A004352"})),
-            ("explain_disclosure", json!({"organization_id": org, "rooftop_id": "roof.x", "vehicle_id": "veh.y", "jurisdiction": "US"})),
-            ("check_availability", json!({"organization_id": org, "rooftop_id": "roof.x", "vehicle_id": "veh.y"})),
+            (
+                "find_vehicles",
+                json!({"organization_id": org, "request": "a used SUV", "make": "Hyundai", "jurisdiction": "US-IL"}),
+            ),
+            (
+                "compare_vehicles",
+                json!({"organization_id": org, "vins": "KM855JRX6SG174710, 1HGCM82633A004352"}),
+            ),
+            (
+                "explain_disclosure",
+                json!({"organization_id": org, "rooftop_id": "roof.x", "vehicle_id": "veh.y", "jurisdiction": "US"}),
+            ),
+            (
+                "check_availability",
+                json!({"organization_id": org, "rooftop_id": "roof.x", "vehicle_id": "veh.y"}),
+            ),
         ];
         assert_eq!(cases.len(), PROMPTS.len());
         for (name, args) in cases {
@@ -439,28 +459,62 @@ mod tests {
                     assert!(out.contains(part), "{name}: {part} missing: {out}");
                 }
             }
-            assert!(out.contains("never describe an unknown amount as zero"), "{out}");
+            assert!(
+                out.contains("never describe an unknown amount as zero"),
+                "{out}"
+            );
         }
-        let e = get_ok("explain_disclosure", json!({"organization_id": org, "rooftop_id": "roof.x", "vehicle_id": "veh.y", "jurisdiction": "US-IL"}));
-        assert!(e.to_string().contains(r#"{\"country\": \"US\", \"subdivision\": \"US-IL\"}"#), "{e}");
-        assert_eq!(e["messages"][1]["content"]["uri"], "dealeragent://organization/org.lakeshore-auto-group/rooftop/roof.x/vehicle/veh.y");
+        let e = get_ok(
+            "explain_disclosure",
+            json!({"organization_id": org, "rooftop_id": "roof.x", "vehicle_id": "veh.y", "jurisdiction": "US-IL"}),
+        );
+        assert!(
+            e.to_string()
+                .contains(r#"{\"country\": \"US\", \"subdivision\": \"US-IL\"}"#),
+            "{e}"
+        );
+        assert_eq!(
+            e["messages"][1]["content"]["uri"],
+            "dealeragent://organization/org.lakeshore-auto-group/rooftop/roof.x/vehicle/veh.y"
+        );
     }
 
     #[test]
     fn bad_arguments_are_named_with_their_rule_and_never_echoed() {
         let secret = "sk live/0123456789abcdef";
-        let m = get_err("check_availability", json!({"organization_id": secret, "rooftop_id": "roof.x", secret: "1"}));
+        let m = get_err(
+            "check_availability",
+            json!({"organization_id": secret, "rooftop_id": "roof.x", secret: "1"}),
+        );
         assert!(!m.contains(secret), "{m}");
-        assert!(m.contains("argument organization_id must be an identifier"), "{m}");
+        assert!(
+            m.contains("argument organization_id must be an identifier"),
+            "{m}"
+        );
         assert!(m.contains("argument vehicle_id is required"), "{m}");
-        assert!(m.contains("takes: organization_id, rooftop_id, vehicle_id"), "{m}");
-        let m = get_err("compare_vehicles", json!({"organization_id": "org.a", "vins": "KM855JRX6SG174710"}));
+        assert!(
+            m.contains("takes: organization_id, rooftop_id, vehicle_id"),
+            "{m}"
+        );
+        let m = get_err(
+            "compare_vehicles",
+            json!({"organization_id": "org.a", "vins": "KM855JRX6SG174710"}),
+        );
         assert!(m.contains("2 to 5 VINs"), "{m}");
-        let m = get_err("explain_disclosure", json!({"organization_id": "org.a", "rooftop_id": "r", "vehicle_id": "v", "jurisdiction": "wa"}));
+        let m = get_err(
+            "explain_disclosure",
+            json!({"organization_id": "org.a", "rooftop_id": "r", "vehicle_id": "v", "jurisdiction": "wa"}),
+        );
         assert!(m.contains("ISO 3166-2 subdivision such as US-IL"), "{m}");
         let m = get_err(secret, json!({}));
-        assert!(!m.contains(secret) && m.contains("find_vehicles, compare_vehicles"), "{m}");
-        let m = get_err("find_vehicles", json!({"organization_id": "org.a", "request": "x\u{7}"}));
+        assert!(
+            !m.contains(secret) && m.contains("find_vehicles, compare_vehicles"),
+            "{m}"
+        );
+        let m = get_err(
+            "find_vehicles",
+            json!({"organization_id": "org.a", "request": "x\u{7}"}),
+        );
         assert!(m.contains("without control characters"), "{m}");
     }
 
@@ -468,8 +522,18 @@ mod tests {
     fn rules_accept_what_the_tool_schemas_accept() {
         assert!(is_identifier("org.lakeshore-auto-group") && is_identifier("a:b_c"));
         assert!(!is_identifier("-a") && !is_identifier("") && !is_identifier("a b"));
-        assert!(is_jurisdiction("US") && is_jurisdiction("US-IL") && is_jurisdiction("CA-ON") && is_jurisdiction("FR-75C"));
-        assert!(!is_jurisdiction("us-il") && !is_jurisdiction("USA") && !is_jurisdiction("US-") && !is_jurisdiction("US-ABCD"));
+        assert!(
+            is_jurisdiction("US")
+                && is_jurisdiction("US-IL")
+                && is_jurisdiction("CA-ON")
+                && is_jurisdiction("FR-75C")
+        );
+        assert!(
+            !is_jurisdiction("us-il")
+                && !is_jurisdiction("USA")
+                && !is_jurisdiction("US-")
+                && !is_jurisdiction("US-ABCD")
+        );
         assert!(is_vin("KM855JRX6SG174710") && !is_vin("KM855JRX6SG17471O"));
     }
 }

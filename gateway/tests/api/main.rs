@@ -25,6 +25,7 @@ mod mcp_modern;
 mod mcp_transport;
 mod metrics;
 mod offers;
+mod prompts;
 mod replicas;
 mod routes;
 mod security;
