@@ -260,7 +260,7 @@ pub fn count_method(method: &str, tool: Option<&str>, outcome: &str, started: In
 /// The MCP methods this gateway answers keep their names as labels; any
 /// other string a caller sent becomes `other` (no echo, bounded labels).
 pub fn known_method(method: &str) -> &'static str {
-    const KNOWN: [&str; 10] = [
+    const KNOWN: [&str; 13] = [
         "initialize",
         "ping",
         "server/discover",
@@ -269,6 +269,9 @@ pub fn known_method(method: &str) -> &'static str {
         "resources/list",
         "resources/templates/list",
         "resources/read",
+        "prompts/list",
+        "prompts/get",
+        "completion/complete",
         "notifications/initialized",
         "notifications/cancelled",
     ];

@@ -32,6 +32,7 @@ from typing import Any
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import PromptReference, ResourceTemplateReference
 
 MANIFEST_TOOL = "dealeragent.discovery.get_manifest"
 DEALER_TOOL = "dealeragent.dealer.get"
@@ -43,6 +44,7 @@ STABLE_MANIFEST_FIELDS = ("gateway_id", "organization_ids", "rooftop_ids", "capa
 VALIDATION_ERROR_CODE = "dealeragent.validation.invalid"
 NOT_FOUND_CODE = "dealeragent.resource.not_found"
 SEARCH_TOOL = "dealeragent.inventory.search"
+PROMPTS = ("find_vehicles", "compare_vehicles", "explain_disclosure", "check_availability")
 # The demo's partner-only rooftop (anonymous_reads: false in demo/dealers.yaml).
 PROTECTED_ORG = "org.lakeshore-auto-group"
 PROTECTED_ROOFTOP = "roof.lakeshore-fleet-wholesale"
@@ -222,6 +224,9 @@ async def run_mode(url: str, mode: str, wire: bool, report: Report, bearer: str 
                     f"differs on {diff}",
                 )
 
+            # --- prompts and completions (docs/mcp.md "Prompts and completions")
+            await check_prompts_and_completions(client, p, report, org_ids)
+
             # --- invalid arguments: a tool-level validation error, not a protocol error
             bad = {"bogus": 1}
             r = await client.call_tool(MANIFEST_TOOL, bad)
@@ -242,6 +247,54 @@ async def run_mode(url: str, mode: str, wire: bool, report: Report, bearer: str 
                 streamable_http_client(url, http_client=anonymous_http), mode=mode, read_timeout_seconds=20, cache=None
             ) as anonymous:
                 await check_protected_search(anonymous, f"[{mode} anonymous]", report, expect_visible=False)
+
+
+async def check_prompts_and_completions(client: Client, p: str, report: Report, org_ids: list[str]) -> None:
+    prompts = await client.list_prompts()
+    names = [x.name for x in prompts.prompts]
+    report.check(
+        f"{p} prompts/list names the shopping prompts",
+        set(PROMPTS) <= set(names) and all(x.description for x in prompts.prompts),
+        f"got {names}",
+    )
+    if not org_ids:
+        return
+    r = await client.get_prompt(
+        "explain_disclosure",
+        {"organization_id": org_ids[0], "rooftop_id": "roof.x", "vehicle_id": "veh.y", "jurisdiction": "US-IL"},
+    )
+    text = " ".join(getattr(m.content, "text", "") or "" for m in r.messages)
+    report.check(
+        f"{p} prompts/get explain_disclosure writes its arguments into the recipe",
+        "dealeragent.pricing.get_disclosure" in text and org_ids[0] in text and '"subdivision": "US-IL"' in text,
+        brief(text),
+    )
+    try:
+        await client.get_prompt("explain_disclosure", {"organization_id": "not an id", "rooftop_id": "r", "vehicle_id": "v"})
+        report.check(f"{p} prompts/get with a bad argument is refused", False, "no error")
+    except Exception as e:  # the SDK raises the JSON-RPC error
+        message = str(e)
+        report.check(
+            f"{p} prompts/get with a bad argument is -32602 naming the argument and its rule, without the value",
+            "organization_id must be an identifier" in message and "not an id" not in message,
+            message,
+        )
+    c = await client.complete(PromptReference(type="ref/prompt", name="find_vehicles"), {"name": "organization_id", "value": ""})
+    report.check(
+        f"{p} completion/complete offers the organizations the caller may see",
+        sorted(c.completion.values) == sorted(org_ids),
+        f"values={c.completion.values} manifest={org_ids}",
+    )
+    c = await client.complete(
+        ResourceTemplateReference(type="ref/resource", uri="dealeragent://organization/{organization_id}/rooftop/{rooftop_id}"),
+        {"name": "rooftop_id", "value": ""},
+        {"organization_id": org_ids[0]},
+    )
+    report.check(
+        f"{p} completion/complete offers rooftops of the chosen organization",
+        len(c.completion.values) >= 1 and c.completion.has_more is False,
+        brief(c.model_dump(by_alias=True, exclude_none=True)),
+    )
 
 
 async def check_adapter_endpoint(

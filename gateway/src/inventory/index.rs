@@ -716,6 +716,17 @@ impl SnapshotIndex {
         self.failed.binary_search(&row_u32(row)).is_err()
     }
 
+    /// The makes of this snapshot's vehicles, as published (for
+    /// completion of a make argument).
+    pub fn makes_in_stock(&self) -> impl Iterator<Item = &str> {
+        self.makes
+            .exact
+            .iter()
+            .zip(&self.totals.make)
+            .filter(|(_, n)| **n > 0)
+            .map(|(m, _)| &**m)
+    }
+
     pub fn meta(&self) -> &SnapshotMeta {
         &self.meta
     }

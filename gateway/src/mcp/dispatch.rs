@@ -42,8 +42,9 @@ pub fn server_info() -> Value {
 }
 
 /// What the server offers; both eras advertise the same features.
+/// Prompts and completions: docs/mcp.md "Prompts and completions".
 pub fn capabilities() -> Value {
-    json!({"tools": {}, "resources": {}})
+    json!({"tools": {}, "resources": {}, "prompts": {}, "completions": {}})
 }
 
 /// What an endpoint offers: `/mcp` tools and resources; an AAP endpoint
@@ -118,8 +119,8 @@ async fn route(
         trace_id,
     } = *call;
     let principal = &caller.principal;
-    // The AAP binding is tools only: resource methods are not served on an
-    // AAP endpoint (its capabilities say so).
+    // The AAP binding is tools only: resource, prompt and completion
+    // methods are not served on an AAP endpoint (its capabilities say so).
     let resources = matches!(endpoint, Endpoint::Dap);
     match (era, method) {
         (Era::Modern, "server/discover") => Ok(MethodResult {
@@ -187,6 +188,27 @@ async fn route(
                 code: None,
             })
         }
+        (_, "prompts/list") if resources => {
+            reject_cursor(params)?;
+            Ok(MethodResult {
+                body: obj(json!({"prompts": super::prompts::list()})),
+                cache: Some((3_600_000, "public")),
+                structured: None,
+                code: None,
+            })
+        }
+        (_, "prompts/get") if resources => Ok(MethodResult {
+            body: obj(super::prompts::get(params)?),
+            cache: None,
+            structured: None,
+            code: None,
+        }),
+        (_, "completion/complete") if resources => Ok(MethodResult {
+            body: obj(super::completion::complete(state, principal, params).await?),
+            cache: None,
+            structured: None,
+            code: None,
+        }),
         (_, "resources/read") if resources => {
             let uri = params
                 .get("uri")

@@ -16,10 +16,12 @@
 //!    (404/-32601 for unknown and removed methods).
 
 pub mod aap;
+mod completion;
 pub mod connections;
 mod dispatch;
 pub mod error;
 pub mod headers;
+pub mod prompts;
 pub mod revision;
 pub mod session;
 pub mod stdio;

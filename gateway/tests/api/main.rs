@@ -27,6 +27,7 @@ mod mcp_transport;
 mod metrics;
 mod offers;
 mod offers_budget;
+mod prompts;
 mod replicas;
 mod routes;
 mod security;

@@ -221,7 +221,7 @@ async fn unknown_tool_in_session_is_invalid_params() {
 async fn unknown_method_in_session_is_method_not_found() {
     let app = spawn().await;
     let session = app.initialize_legacy().await;
-    for method in ["tools/frobnicate", "server/discover", "prompts/list"] {
+    for method in ["tools/frobnicate", "server/discover", "prompts/frobnicate"] {
         let r = app.legacy(&session, method, json!({})).await;
         assert_eq!(r.status, 200, "{method}: {}", r.raw);
         assert_eq!(r.error_code(), -32601);

@@ -506,7 +506,14 @@ async fn supplied_conflicts_are_rejected_in_both_modes() {
 #[tokio::test]
 async fn unknown_method_is_404_method_not_found() {
     let app = spawn().await;
-    for method in ["tools/frobnicate", "prompts/get", "completion/complete", ""] {
+    // prompts/* and completion/complete are served (docs/mcp.md "Prompts
+    // and completions"); their neighbours are not.
+    for method in [
+        "tools/frobnicate",
+        "prompts/frobnicate",
+        "completion/other",
+        "",
+    ] {
         let r = app.modern(method, json!({})).await;
         assert_rpc_error(&r, 404, -32601);
         assert_eq!(r.body["id"], 1);
@@ -522,7 +529,6 @@ async fn removed_methods_are_404_method_not_found() {
         "logging/setLevel",
         "resources/subscribe",
         "resources/unsubscribe",
-        "prompts/list",
     ] {
         let params = match method {
             "initialize" => json!({"protocolVersion": MODERN, "capabilities": {},
