@@ -74,6 +74,10 @@ pub enum ConsoleError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Session(#[from] session::SessionError),
+    /// Every offer evaluation thread is busy (docs/pricing.md section 4,
+    /// "Where evaluations run"): retry after the given seconds.
+    #[error("every offer evaluation thread is busy")]
+    Busy { retry_after_seconds: u64 },
 }
 
 /// The console's routes, merged into [`crate::app::router`]. Every path
@@ -328,6 +332,19 @@ pub fn page(signed: &Signed, title: &str, nav: &[NavLink], body: &Markup) -> Res
     )
 }
 
+/// A pool refusal as a console page error; a panicked job is logged and
+/// shown as the store-unavailable page.
+pub fn busy(e: crate::offers::pool::PoolError) -> ConsoleError {
+    match e {
+        crate::offers::pool::PoolError::Saturated { retry_after } => ConsoleError::Busy {
+            retry_after_seconds: retry_after.as_secs().max(1),
+        },
+        crate::offers::pool::PoolError::Failed(detail) => {
+            ConsoleError::Store(StoreError::Query(detail))
+        }
+    }
+}
+
 impl ConsoleError {
     /// The page of a failure. The not-found page is the same bytes for
     /// every absent or foreign id: nothing from the request is echoed.
@@ -347,6 +364,26 @@ impl ConsoleError {
                     },
                 ),
             ),
+            ConsoleError::Busy {
+                retry_after_seconds,
+            } => {
+                let mut r = html::respond(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &html::page(
+                        "Busy",
+                        viewer.as_ref(),
+                        &[],
+                        &html! {
+                            h1 { "Busy" }
+                            p { "Every offer evaluation thread is busy. Try again in a few seconds." }
+                        },
+                    ),
+                );
+                if let Ok(v) = HeaderValue::from_str(&retry_after_seconds.to_string()) {
+                    r.headers_mut().insert(header::RETRY_AFTER, v);
+                }
+                r
+            }
             ConsoleError::Store(_) | ConsoleError::Session(_) => {
                 let error_id = format!("err.{}", uuid::Uuid::new_v4());
                 tracing::error!(error.id = %error_id, error = %self, "console page failed");

@@ -56,11 +56,16 @@ async fn programs_page(
     }
     let history = state.store.program_revisions(org).await?;
     let now = Utc::now();
+    // Choosing and validating the set proves every rhai rule (docs/pricing.md
+    // section 4): CPU work that belongs on the evaluation pool, never on an
+    // async worker.
+    let org_programs = state.offers.programs(state.store.as_ref(), org).await?;
     let in_effect = state
         .offers
-        .programs(state.store.as_ref(), org)
-        .await?
-        .at(now.fixed_offset());
+        .pool()
+        .run(move |_| org_programs.at(now.fixed_offset()))
+        .await
+        .map_err(super::busy)?;
     // Reach: vehicles of the covered rooftops whose disclosure (a buyer in
     // the rooftop's jurisdiction, any payment mode) lists the program as a
     // conditional adjustment.

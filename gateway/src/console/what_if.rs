@@ -154,13 +154,24 @@ pub async fn what_if(
                 // used (its `as_of`), for the reasons a program is out.
                 let as_of = chrono::DateTime::parse_from_rfc3339(h::text(&e, "as_of"))
                     .unwrap_or_else(|_| chrono::Utc::now().fixed_offset());
-                let programs = match state
+                let org_programs = match state
                     .offers
                     .programs(state.store.as_ref(), &organization_id)
                     .await
                 {
-                    Ok(p) => p.at(as_of),
+                    Ok(p) => p,
                     Err(err) => return ConsoleError::from(err).page(Some(&signed)),
+                };
+                // On the evaluation pool, like every evaluation
+                // (docs/pricing.md section 4).
+                let programs = match state
+                    .offers
+                    .pool()
+                    .run(move |_| org_programs.at(as_of))
+                    .await
+                {
+                    Ok(p) => p,
+                    Err(err) => return super::busy(err).page(Some(&signed)),
                 };
                 Some(Ok((e, disclosure, programs)))
             }
