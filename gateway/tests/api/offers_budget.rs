@@ -366,15 +366,26 @@ async fn slowest(
     name: &'static str,
     stop: tokio::sync::watch::Receiver<bool>,
     request: impl Fn() -> reqwest::RequestBuilder,
+    // A piece of the body every real answer has (a refused or empty answer
+    // would make a fast probe prove nothing).
+    expect: &'static str,
 ) -> (&'static str, Duration, usize) {
     let mut worst = Duration::ZERO;
     let mut count = 0;
     while !*stop.borrow() {
         let started = Instant::now();
-        let response = tokio::time::timeout(Duration::from_secs(5), request().send()).await;
+        let response = tokio::time::timeout(Duration::from_secs(5), async {
+            let r = request().send().await?;
+            let status = r.status();
+            r.text().await.map(|body| (status, body))
+        })
+        .await;
         let took = started.elapsed();
         match response {
-            Ok(Ok(r)) => assert!(r.status().is_success(), "{name}: {}", r.status()),
+            Ok(Ok((status, body))) => {
+                assert!(status.is_success(), "{name}: {status}");
+                assert!(body.contains(expect), "{name}: {body}");
+            }
             Ok(Err(e)) => panic!("{name}: {e}"),
             Err(_) => {}
         }
@@ -393,6 +404,8 @@ struct Seen {
     disclosed: Option<Value>,
     took: Duration,
     probes: [(&'static str, Duration, usize); 2],
+    /// The same probes just before, with no evaluation running.
+    control: [(&'static str, Duration, usize); 2],
 }
 
 /// The budget test runs the gateway on a runtime of its own with two
@@ -419,7 +432,7 @@ fn a_hostile_program_sheet_is_bounded_and_never_delays_health_or_other_organizat
         let vehicle_id = new_vehicle(&app).await;
         store_unchecked(&app.database_url, &hostile_sheet()).await;
         let search = json!({"name": "dealeragent.inventory.search",
-            "arguments": {"organization_id": OTHER_ORG, "limit": 1}});
+            "arguments": {"organization_id": OTHER_ORG, "page": {"limit": 1}}});
         let search_body = crate::common::modern_body(7, "tools/call", search).to_string();
         let probe_search = {
             let http = app.http.clone();
@@ -441,9 +454,19 @@ fn a_hostile_program_sheet_is_bounded_and_never_delays_health_or_other_organizat
         probe_search().send().await.unwrap();
         probe_health().send().await.unwrap();
 
+        // The same loops for a second with no evaluation running: what this
+        // machine gives them right now (a loaded CI host can be slow
+        // without any help from us).
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let health = tokio::spawn(slowest("/healthz", stop_rx.clone(), probe_health));
-        let other = tokio::spawn(slowest("inventory.search", stop_rx, probe_search));
+        let health = tokio::spawn(slowest("/healthz", stop_rx.clone(), probe_health.clone(), "\"ok\""));
+        let other = tokio::spawn(slowest("inventory.search", stop_rx, probe_search.clone(), "\"vehicles\""));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        stop_tx.send(true).unwrap();
+        let control = [health.await.unwrap(), other.await.unwrap()];
+
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let health = tokio::spawn(slowest("/healthz", stop_rx.clone(), probe_health, "\"ok\""));
+        let other = tokio::spawn(slowest("inventory.search", stop_rx, probe_search, "\"vehicles\""));
         let started = Instant::now();
         // At most the documented request timeout (30 s) each.
         let limit = Duration::from_secs(30);
@@ -464,6 +487,7 @@ fn a_hostile_program_sheet_is_bounded_and_never_delays_health_or_other_organizat
             disclosed: disclosed.ok(),
             took,
             probes: [health.await.unwrap(), other.await.unwrap()],
+            control,
         }
     });
     drop(app);
@@ -471,14 +495,18 @@ fn a_hostile_program_sheet_is_bounded_and_never_delays_health_or_other_organizat
     client.shutdown_background();
 
     println!(
-        "the two calls took {:?}; slowest probes: {:?}",
-        seen.took, seen.probes
+        "the two calls took {:?}; slowest probes: {:?} (before, with no evaluation: {:?})",
+        seen.took, seen.probes, seen.control
     );
-    for (name, worst, count) in seen.probes {
+    for ((name, worst, count), (_, before, _)) in seen.probes.into_iter().zip(seen.control) {
         assert!(count > 0, "{name} never ran");
+        // 100 ms, or twice what the same loop took just before on a host
+        // loaded enough to need more: an evaluation on the async workers
+        // held them for seconds.
+        let bound = Duration::from_millis(100).max(before * 2);
         assert!(
-            worst < Duration::from_millis(100),
-            "{name}: the slowest of {count} requests took {worst:?} while offers were evaluated"
+            worst < bound,
+            "{name}: the slowest of {count} requests took {worst:?} while offers were evaluated (bound {bound:?})"
         );
     }
     // Both end within the budget: a 1 s deadline per evaluation, and at
