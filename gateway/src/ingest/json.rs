@@ -8,16 +8,21 @@
 //! absent), `provenance` and `freshness`. Incoming freshness is ignored
 //! (the gateway computes its own); the first incoming provenance source is
 //! kept as the record's source, except that a file is never authoritative.
-//! Problems are reported per record: `row` is the array index and `column`
-//! a JSON pointer from the document root.
+//! Problems are reported per record: `row` is the array index, `column`
+//! a JSON pointer from the document root, and `position` the line and
+//! column in the file.
 
+use std::cell::RefCell;
 use std::collections::HashSet;
+use std::rc::Rc;
 
 use pricing::{Currency, Money};
 use serde_json::Value;
 
 use super::rules::{self, Cell, Collector, Duplicates, Key, Transformations};
 use super::{Failure, FileSource, FormatResult, IngestContext, Progress, Sink};
+use crate::report::explain::Schema;
+use crate::report::{self, Position, Target, locate};
 use crate::inventory::model::{
     DistanceUnit, Odometer, OdometerStatus, UsedEvidence, VehicleRecord, VehicleSource,
 };
@@ -28,8 +33,11 @@ use crate::inventory::model::{
 pub const EVIDENCE_EXTENSION: &str = "dealergateway.used-vehicle-evidence";
 
 /// Read the array one record at a time (only the current record is held
-/// as a JSON tree, never the whole document), handing each valid vehicle
-/// to `sink`.
+/// as a JSON tree and as text, never the whole document), handing each
+/// valid vehicle to `sink`. Every rule runs on every record in one pass:
+/// a record that breaks the schema is still checked against the import's
+/// rules (rooftop, currency, timestamps, duplicates), so a file is
+/// reported whole at once.
 pub(crate) fn parse(
     input: impl std::io::Read,
     total: u64,
@@ -44,9 +52,10 @@ pub(crate) fn parse(
     };
     let counted = Counted {
         inner: input,
-        read: std::rc::Rc::new(std::cell::Cell::new(0)),
+        read: Rc::new(std::cell::Cell::new(0)),
     };
     let read = counted.read.clone();
+    let tap = Rc::new(RefCell::new(TapState::default()));
     let mut state = Records {
         validator,
         ctx,
@@ -55,12 +64,17 @@ pub(crate) fn parse(
         sink,
         read,
         total,
+        tap: tap.clone(),
         problems: Collector::default(),
         duplicates: Duplicates::default(),
         vehicle_ids: HashSet::new(),
         count: 0,
     };
-    let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::new(counted));
+    let reader = Tap {
+        inner: std::io::BufReader::new(counted),
+        state: tap,
+    };
+    let mut de = serde_json::Deserializer::from_reader(reader);
     let outcome = serde::Deserializer::deserialize_any(&mut de, &mut state).and_then(|()| de.end());
     if let Err(e) = outcome {
         let reason = if e.to_string().contains(NOT_AN_ARRAY) {
@@ -91,7 +105,7 @@ const NOT_AN_ARRAY: &str = "dealer-gateway: the document is not an array";
 /// Counts the bytes read, for progress.
 struct Counted<R> {
     inner: R,
-    read: std::rc::Rc<std::cell::Cell<u64>>,
+    read: Rc<std::cell::Cell<u64>>,
 }
 
 impl<R: std::io::Read> std::io::Read for Counted<R> {
@@ -102,15 +116,103 @@ impl<R: std::io::Read> std::io::Read for Counted<R> {
     }
 }
 
+/// Sees every byte the JSON parser consumes, in order (serde_json reads
+/// its input one byte at a time), to know the line and column of each
+/// record's first byte and keep the record's text while it is read: a
+/// problem of the record is then located in that text and reported at its
+/// line and column in the file (docs/inventory-feeds.md "Problem
+/// reports"). Only the current record's text is held.
+struct Tap<R> {
+    inner: R,
+    state: Rc<RefCell<TapState>>,
+}
+
+/// What the tap knows: the position of the next byte, and the record being
+/// recorded.
+struct TapState {
+    line: usize,
+    column: usize,
+    /// Waiting for the first byte of the next record (after whitespace and
+    /// the comma between records).
+    awaiting: bool,
+    recording: bool,
+    /// Where the current record starts in the file.
+    start: Option<Position>,
+    /// The current record's bytes.
+    text: Vec<u8>,
+}
+
+impl Default for TapState {
+    fn default() -> Self {
+        Self {
+            line: 1,
+            column: 1,
+            awaiting: false,
+            recording: false,
+            start: None,
+            text: Vec::new(),
+        }
+    }
+}
+
+impl TapState {
+    /// The next bytes read belong to the next record.
+    fn await_record(&mut self) {
+        self.awaiting = true;
+        self.recording = false;
+        self.start = None;
+        self.text.clear();
+    }
+
+    fn consume(&mut self, byte: u8) {
+        if self.awaiting && !matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | b',') {
+            self.awaiting = false;
+            self.recording = true;
+            self.start = Some(Position {
+                line: self.line,
+                column: self.column,
+            });
+        }
+        if self.recording {
+            self.text.push(byte);
+        }
+        if byte == b'\n' {
+            self.line += 1;
+            self.column = 1;
+        } else if byte & 0xC0 != 0x80 {
+            // Columns count characters: UTF-8 continuation bytes do not.
+            self.column += 1;
+        }
+    }
+
+    /// The record just read: where it starts and its text.
+    fn take_record(&mut self) -> (Option<Position>, Vec<u8>) {
+        self.recording = false;
+        (self.start.take(), std::mem::take(&mut self.text))
+    }
+}
+
+impl<R: std::io::Read> std::io::Read for Tap<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let mut state = self.state.borrow_mut();
+        for byte in &buf[..n] {
+            state.consume(*byte);
+        }
+        Ok(n)
+    }
+}
+
 /// The per-file state of the record-by-record walk.
 struct Records<'a, 'p, 's> {
-    validator: &'a jsonschema::Validator,
+    validator: &'a Schema,
     ctx: &'a IngestContext,
     source: &'a FileSource,
     progress: &'p mut dyn FnMut(Progress),
     sink: Sink<'s>,
-    read: std::rc::Rc<std::cell::Cell<u64>>,
+    read: Rc<std::cell::Cell<u64>>,
     total: u64,
+    tap: Rc<RefCell<TapState>>,
     problems: Collector,
     duplicates: Duplicates,
     vehicle_ids: HashSet<String>,
@@ -118,17 +220,22 @@ struct Records<'a, 'p, 's> {
 }
 
 impl Records<'_, '_, '_> {
-    fn record(&mut self, i: usize, record: &Value) {
+    fn record(&mut self, i: usize, record: &Value, start: Option<Position>, text: &[u8]) {
         rules::report_progress(self.progress, i + 1, self.read.get(), self.total);
+        let root = format!("/{i}");
         let problems = &mut self.problems;
-        let schema = rules::schema_problems(self.validator, record);
-        if !schema.is_empty() {
-            for (at, rule) in schema {
-                problems.add(i, &format!("/{i}{at}"), format!("{rule} (DAP vehicle)"));
-            }
-            return;
-        }
         let before = problems.len();
+        let mut schema_pointers = Vec::new();
+        let mut keys = Vec::new();
+        for l in rules::schema_problems(self.validator, record) {
+            let pointer = format!("{root}{}", l.problem.pointer);
+            if l.target == Target::Key {
+                keys.push(pointer.clone());
+            }
+            problems.add(i, &pointer, rules::rule_text(&l.problem, "DAP vehicle"));
+            schema_pointers.push(pointer);
+        }
+        let after_schema = problems.len();
         let v = convert(
             i,
             record,
@@ -137,16 +244,47 @@ impl Records<'_, '_, '_> {
             &mut self.duplicates,
             problems,
         );
-        if let Some(v) = v {
-            if !self.vehicle_ids.insert(v.vehicle_id.clone()) {
+        // A rule that restates a schema problem (the same field, or one
+        // inside it) adds nothing to the report.
+        problems.drop_since(after_schema, |p| {
+            schema_pointers.iter().any(|s| {
+                report::is_at_or_under(&p.column, s)
+                    || (p.column != root && report::is_at_or_under(s, &p.column))
+            })
+        });
+        match v {
+            Some(v) if !self.vehicle_ids.insert(v.vehicle_id.clone()) => {
                 problems.add(
                     i,
-                    &format!("/{i}/vehicle_id"),
+                    &format!("{root}/vehicle_id"),
                     "duplicate vehicle_id: already used by an earlier record of this file",
                 );
-            } else if problems.len() == before {
-                (self.sink)(v);
             }
+            Some(v) if problems.len() == before => (self.sink)(v),
+            Some(_) => {}
+            // Never drop a record in silence: every way convert gives up
+            // should have said why; if one did not, say so.
+            None if problems.len() == before => problems.add(
+                i,
+                &root,
+                "the record cannot be read as a vehicle: a member the gateway needs is not in \
+                 the form it reads (see docs/inventory-feeds.md, Format 3)",
+            ),
+            None => {}
+        }
+        let (Some(start), Ok(text)) = (start, std::str::from_utf8(text)) else {
+            return;
+        };
+        for p in problems.since_mut(before) {
+            let Some(inner) = p.column.strip_prefix(&root) else {
+                continue;
+            };
+            let target = if keys.contains(&p.column) {
+                Target::Key
+            } else {
+                Target::Value
+            };
+            p.position = locate::in_json(text, inner, target).map(|at| at.within(start));
         }
     }
 }
@@ -159,10 +297,15 @@ impl<'de> serde::de::Visitor<'de> for &mut Records<'_, '_, '_> {
     }
 
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(record) = seq.next_element::<Value>()? {
+        loop {
+            self.tap.borrow_mut().await_record();
+            let Some(record) = seq.next_element::<Value>()? else {
+                break;
+            };
+            let (start, text) = self.tap.borrow_mut().take_record();
             let i = self.count;
             self.count += 1;
-            self.record(i, &record);
+            self.record(i, &record, start, &text);
         }
         Ok(())
     }
