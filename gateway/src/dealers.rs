@@ -124,19 +124,27 @@ pub fn parse_with_warnings(
     let money_problems = money::problems(&doc, MONEY);
 
     let schema = SCHEMA.as_ref().map_err(|e| {
-        refused(vec![Problem::new("", "schema", format!("schema defect: {e}"))])
+        refused(vec![Problem::new(
+            "",
+            "schema",
+            format!("schema defect: {e}"),
+        )])
     })?;
-    let located = schema.problems(&doc);
-    if !located.is_empty() {
-        // A money problem says more than the schema's at the same place.
-        let (targets, mut problems): (Vec<Target>, Vec<Problem>) = located
-            .into_iter()
-            .filter(|l| !money_problems.iter().any(|m| m.pointer == l.problem.pointer))
-            .map(|l| (l.target, l.problem))
-            .unzip();
-        problems.extend(money_problems);
-        locate(&mut problems, &targets);
-        return Err(refused(problems));
+    // A money problem says more than the schema's at the same place.
+    let (targets, mut schema_problems): (Vec<Target>, Vec<Problem>) = schema
+        .problems(&doc)
+        .into_iter()
+        .filter(|l| {
+            !money_problems
+                .iter()
+                .any(|m| m.pointer == l.problem.pointer)
+        })
+        .map(|l| (l.target, l.problem))
+        .unzip();
+    if !schema_problems.is_empty() {
+        schema_problems.extend(money_problems);
+        locate(&mut schema_problems, &targets);
+        return Err(refused(schema_problems));
     }
 
     let mut problems = money_problems;

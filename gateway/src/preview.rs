@@ -648,11 +648,7 @@ fn read_profile(path: &Path, now: DateTime<Utc>) -> Result<Profile, Error> {
     let name = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|e| io(format!("{name}: cannot read: {e}")))?;
     let refused = |problems: Vec<Problem>| {
-        Error::OperatorFile(FileReport::new(
-            &name,
-            problems,
-            "the preview was not made",
-        ))
+        Error::OperatorFile(FileReport::new(&name, problems, "the preview was not made"))
     };
     let syntax = Syntax::of(&name);
     let (text, value) = report::parse_document(&bytes, syntax).map_err(|p| refused(vec![p]))?;

@@ -21,11 +21,11 @@ use serde_json::Value;
 
 use super::rules::{self, Cell, Collector, Duplicates, Key, Transformations};
 use super::{Failure, FileSource, FormatResult, IngestContext, Progress, Sink};
-use crate::report::explain::Schema;
-use crate::report::{self, Position, Target, locate};
 use crate::inventory::model::{
     DistanceUnit, Odometer, OdometerStatus, UsedEvidence, VehicleRecord, VehicleSource,
 };
+use crate::report::explain::Schema;
+use crate::report::{self, Position, Target, locate};
 
 /// The extension of a JSON vehicle record that carries used-vehicle
 /// evidence (`inventory-cells.schema.json#/$defs/jsonUsedVehicleEvidence`;

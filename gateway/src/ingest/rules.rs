@@ -604,10 +604,7 @@ pub(crate) fn schema_problems(schema: &Schema, instance: &Value) -> Vec<Located>
 /// then the rule (`type`, `additionalProperties`, `amount_minor`, ...) and
 /// the definition it belongs to.
 pub(crate) fn rule_text(problem: &crate::report::Problem, definition: &str) -> String {
-    format!(
-        "{} ({}, {definition})",
-        problem.explanation, problem.rule
-    )
+    format!("{} ({}, {definition})", problem.explanation, problem.rule)
 }
 
 /// Results of [`json_cell`] by (cell, text), for one file: feeds repeat the

@@ -91,16 +91,20 @@ pub fn parse(
     })?;
 
     let money_problems = money::problems(&doc, MONEY);
-    let schema_problems = schema.problems(&doc);
+    // A money problem says more than the schema's at the same place.
+    let (targets, mut schema_problems): (Vec<Target>, Vec<Problem>) = schema
+        .problems(&doc)
+        .into_iter()
+        .filter(|l| {
+            !money_problems
+                .iter()
+                .any(|m| m.pointer == l.problem.pointer)
+        })
+        .map(|l| (l.target, l.problem))
+        .unzip();
     if !schema_problems.is_empty() {
-        // A money problem says more than the schema's at the same place.
-        let (targets, mut problems): (Vec<Target>, Vec<Problem>) = schema_problems
-            .into_iter()
-            .filter(|l| !money_problems.iter().any(|m| m.pointer == l.problem.pointer))
-            .map(|l| (l.target, l.problem))
-            .unzip();
-        problems.extend(money_problems);
-        return Err(located(problems, &targets));
+        schema_problems.extend(money_problems);
+        return Err(located(schema_problems, &targets));
     }
 
     // The engine reads money strictly; repair what was reported so that

@@ -242,6 +242,29 @@ impl Schema {
             );
             return;
         }
+        // Alternatives of type or value at this very place (`true`, `false`
+        // or "unknown"): name every form allowed.
+        let forms: Option<Vec<String>> = context
+            .iter()
+            .map(|branch| match branch.as_slice() {
+                [e] if e.instance_path().as_str() == at => match e.kind() {
+                    K::Type { kind } => Some(article(&type_names(kind))),
+                    K::Enum { options } => Some(format!("one of: {}", names(options).join(", "))),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+        if let Some(forms) = forms.filter(|f| f.len() > 1) {
+            push(
+                out,
+                at.to_owned(),
+                keyword,
+                format!("must be {}", forms.join(", or ")),
+                Target::Value,
+            );
+            return;
+        }
         let is_const = |e: &jsonschema::ValidationError<'_>| matches!(e.kind(), K::Constant { .. });
         let selected = context
             .iter()
@@ -467,9 +490,9 @@ fn pattern_words(pattern: &str, instance: &Value) -> String {
         "^[A-Z]{2}-[A-Z0-9]{1,3}$" => {
             Some("must be an ISO 3166-2 subdivision code in capitals such as US-IL")
         }
-        "^[A-HJ-NPR-Z0-9]{17}$" => Some(
-            "must be a VIN: 17 characters, digits and upper-case letters except I, O and Q",
-        ),
+        "^[A-HJ-NPR-Z0-9]{17}$" => {
+            Some("must be a VIN: 17 characters, digits and upper-case letters except I, O and Q")
+        }
         "^([01][0-9]|2[0-3]):[0-5][0-9]$" => {
             Some("must be a local time HH:MM from 00:00 to 23:59, quoted in YAML")
         }
@@ -506,8 +529,9 @@ fn matches_pattern(pattern: &str, candidate: &str) -> bool {
         .is_ok_and(|v| v.is_valid(&Value::String(candidate.to_owned())))
 }
 
-fn enum_words(options: &Value, instance: &Value) -> String {
-    let names: Vec<String> = options
+/// The values an `enum` allows, strings without quotes.
+fn names(options: &Value) -> Vec<String> {
+    options
         .as_array()
         .map(|items| {
             items
@@ -515,12 +539,33 @@ fn enum_words(options: &Value, instance: &Value) -> String {
                 .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
                 .collect()
         })
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+fn enum_words(options: &Value, instance: &Value) -> String {
+    let names = names(options);
     let hint = instance
         .as_str()
         .map(|written| suggest::hint(written, &names))
         .unwrap_or_default();
     format!("must be one of: {}{hint}", names.join(", "))
+}
+
+/// The JSON types a `type` allows, in words (`whole number or string`).
+fn type_names(kind: &TypeKind) -> String {
+    let expected: Vec<String> = match kind {
+        TypeKind::Single(t) => vec![t.to_string()],
+        TypeKind::Multiple(set) => set.iter().map(|t| t.to_string()).collect(),
+    };
+    expected
+        .iter()
+        .map(|t| match t.as_str() {
+            "integer" => "whole number",
+            "array" => "list",
+            other => other,
+        })
+        .collect::<Vec<_>>()
+        .join(" or ")
 }
 
 fn type_words(kind: &TypeKind, instance: &Value) -> String {
@@ -537,16 +582,7 @@ fn type_words(kind: &TypeKind, instance: &Value) -> String {
         Value::Array(_) => "a list",
         Value::Object(_) => "an object",
     };
-    let wanted = expected
-        .iter()
-        .map(|t| match t.as_str() {
-            "integer" => "whole number",
-            "array" => "list",
-            other => other,
-        })
-        .collect::<Vec<_>>()
-        .join(" or ");
-    let mut text = format!("must be {}, not {found}", article(&wanted));
+    let mut text = format!("must be {}, not {found}", article(&type_names(kind)));
     // The YAML 1.1 traps of docs/dealers-file.md: 09:00, 60614, ON, +1312...
     if expected.iter().any(|t| t == "string")
         && matches!(instance, Value::Number(_) | Value::Bool(_))
@@ -572,8 +608,12 @@ mod tests {
     use super::*;
 
     fn programs() -> Schema {
-        Schema::compile("programs.schema.json#/$defs/programsFile", "docs/pricing.md", |_| {})
-            .unwrap()
+        Schema::compile(
+            "programs.schema.json#/$defs/programsFile",
+            "docs/pricing.md",
+            |_| {},
+        )
+        .unwrap()
     }
 
     fn explained(schema: &Schema, doc: Value) -> Vec<(String, String, String)> {
@@ -611,7 +651,9 @@ mod tests {
         // A currency in lower case: the rule in words and the code meant.
         let got = explained(
             &schema,
-            program(serde_json::json!({"amount": {"status": "known", "amount": {"amount_minor": 1, "currency": "usd"}}})),
+            program(
+                serde_json::json!({"amount": {"status": "known", "amount": {"amount_minor": 1, "currency": "usd"}}}),
+            ),
         );
         assert_eq!(
             got,
@@ -642,7 +684,10 @@ mod tests {
         let got = explained(&schema, program(serde_json::json!({"revision": 2.5})));
         assert_eq!(got.len(), 1, "{got:?}");
         assert_eq!(got[0].1, "type");
-        assert_eq!(got[0].2, "must be a whole number, not a number with a fraction");
+        assert_eq!(
+            got[0].2,
+            "must be a whole number, not a number with a fraction"
+        );
     }
 
     #[test]
@@ -650,7 +695,9 @@ mod tests {
         let schema = programs();
         let got = explained(
             &schema,
-            program(serde_json::json!({"stacking": {"group": "oem", "combinability": "stackable", "rule": "true", "rule_monotone": true}})),
+            program(
+                serde_json::json!({"stacking": {"group": "oem", "combinability": "stackable", "rule": "true", "rule_monotone": true}}),
+            ),
         );
         assert_eq!(
             got,
@@ -662,15 +709,24 @@ mod tests {
         );
         let got = explained(
             &schema,
-            program(serde_json::json!({"stacking": {"group": "oem", "combinability": "rule_defined", "limits": [{"group": "oem", "tag": "t", "max_programs": 1}]}})),
+            program(
+                serde_json::json!({"stacking": {"group": "oem", "combinability": "rule_defined", "limits": [{"group": "oem", "tag": "t", "max_programs": 1}]}}),
+            ),
         );
         assert_eq!(got.len(), 1, "{got:?}");
         assert_eq!(got[0].0, "/programs/0/stacking/limits/0");
-        assert!(got[0].2.starts_with("a limit selects the members of one group or of one tag, not both"), "{got:?}");
+        assert!(
+            got[0]
+                .2
+                .starts_with("a limit selects the members of one group or of one tag, not both"),
+            "{got:?}"
+        );
         // rule_defined with neither: the anyOf names both.
         let got = explained(
             &schema,
-            program(serde_json::json!({"stacking": {"group": "oem", "combinability": "rule_defined"}})),
+            program(
+                serde_json::json!({"stacking": {"group": "oem", "combinability": "rule_defined"}}),
+            ),
         );
         assert_eq!(
             got,

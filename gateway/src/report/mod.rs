@@ -175,10 +175,7 @@ pub fn locate_all(text: &str, syntax: Syntax, problems: &mut [Problem], targets:
 ///
 /// # Errors
 /// The one `parse` problem.
-pub fn parse_document(
-    bytes: &[u8],
-    syntax: Syntax,
-) -> Result<(&str, serde_json::Value), Problem> {
+pub fn parse_document(bytes: &[u8], syntax: Syntax) -> Result<(&str, serde_json::Value), Problem> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let before = &bytes[..e.valid_up_to()];
         let line = before.iter().filter(|b| **b == b'\n').count() + 1;

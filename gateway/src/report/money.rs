@@ -131,7 +131,10 @@ fn amount_problem(
     if let Some(i) = n.as_i64() {
         return out_of_range(i, currency, range).map(|e| ("safe_range", e));
     }
-    Some(("amount_minor", number_words(n, currency, range, "amount_minor")))
+    Some((
+        "amount_minor",
+        number_words(n, currency, range, "amount_minor"),
+    ))
 }
 
 /// Why `n` (not an `i64`) cannot be an amount in minor units, in words:
@@ -141,8 +144,8 @@ pub fn number_words(n: &Number, currency: Option<Currency>, range: Range, what: 
     let text = plain(n);
     // A float as large as 2^63 in magnitude prints as a whole number that
     // `i64` cannot hold (or holds only as `i64::MIN`): beyond the range.
-    let beyond = n.is_u64()
-        || (!text.contains('.') && !text.parse::<i64>().is_ok_and(|i| i != i64::MIN));
+    let beyond =
+        n.is_u64() || (!text.contains('.') && !text.parse::<i64>().is_ok_and(|i| i != i64::MIN));
     if beyond {
         return format!(
             "{what} must be a whole number of minor units within {}; this number is beyond it",
@@ -167,7 +170,9 @@ pub fn number_words(n: &Number, currency: Option<Currency>, range: Range, what: 
     if text.contains('.') {
         format!("{form}; the number written is not a whole number{reading}")
     } else {
-        format!("{form}; the number written equals {text} (write {text} if that counts minor units){reading}")
+        format!(
+            "{form}; the number written equals {text} (write {text} if that counts minor units){reading}"
+        )
     }
 }
 
@@ -176,7 +181,11 @@ pub fn number_words(n: &Number, currency: Option<Currency>, range: Range, what: 
 /// 299.00 prints 299); serde_json's own `Display` would print `29900.0`.
 pub fn plain(n: &Number) -> String {
     match n.as_f64() {
-        Some(f) if n.is_f64() => format!("{f}"),
+        Some(f) if n.is_f64() => match format!("{f}") {
+            // -0.0 prints as -0: it is zero.
+            text if text == "-0" => "0".to_owned(),
+            text => text,
+        },
         _ => n.to_string(),
     }
 }
@@ -308,7 +317,9 @@ mod tests {
         assert!(got[0].2.ends_with("29900 JPY would be 29900"), "{got:?}");
         let got = explain(r#"{"amount_minor": 299.5, "currency": "USD"}"#, Range::I64);
         assert!(
-            got[0].2.ends_with("not a whole number; 299.50 USD would be 29950"),
+            got[0]
+                .2
+                .ends_with("not a whole number; 299.50 USD would be 29950"),
             "{got:?}"
         );
         // Beyond i64, as a float or as an integer literal.
@@ -327,10 +338,18 @@ mod tests {
         );
         assert_eq!(got[0].1, "safe_range");
         assert!(
-            got[0].2.contains("at most 9007199254740991 minor units, 90,071,992,547,409.91 USD"),
+            got[0]
+                .2
+                .contains("at most 9007199254740991 minor units, 90,071,992,547,409.91 USD"),
             "{got:?}"
         );
-        assert!(explain(r#"{"amount_minor": 9007199254740992, "currency": "USD"}"#, Range::I64).is_empty());
+        assert!(
+            explain(
+                r#"{"amount_minor": 9007199254740992, "currency": "USD"}"#,
+                Range::I64
+            )
+            .is_empty()
+        );
     }
 
     #[test]
