@@ -503,13 +503,23 @@ pub fn with_config_file(args: &[OsString]) -> Result<Option<Cli>, ConfigFileErro
     // between settings (e.g. jwt_issuer requires jwt_jwks_file), reported
     // at the first key of the file the message names.
     Cli::try_parse_from(layered).map(Some).map_err(|e| {
-        let reason = clap_reason(&e);
+        let mut reason = clap_reason(&e);
+        let flags: Vec<&str> = reason
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .filter(|word| word.starts_with("--") && word.len() > 2)
+            .collect();
         let named = table.keys().find(|key| {
             let flag = format!("--{}", key.replace('_', "-"));
-            reason
-                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
-                .any(|word| word == flag)
+            flags.contains(&flag.as_str())
         });
+        // The message names flags; the file has keys.
+        let keys: Vec<String> = flags
+            .iter()
+            .map(|f| f.trim_start_matches("--").replace('-', "_"))
+            .collect();
+        if !keys.is_empty() {
+            reason.push_str(&format!(" (as keys of this file: {})", keys.join(", ")));
+        }
         let mut problem = Problem::new(
             named.map(|k| format!("/{k}")).unwrap_or_default(),
             "settings",
