@@ -71,7 +71,10 @@ pub(crate) fn parse(
         count: 0,
     };
     let reader = Tap {
-        inner: std::io::BufReader::new(counted),
+        inner: counted,
+        buffer: vec![0; TAP_BUFFER].into_boxed_slice(),
+        at: 0,
+        filled: 0,
         state: tap,
     };
     let mut de = serde_json::Deserializer::from_reader(reader);
@@ -123,9 +126,18 @@ impl<R: std::io::Read> std::io::Read for Counted<R> {
 /// line and column in the file (docs/inventory-feeds.md "Problem
 /// reports"). Only the current record's text is held.
 struct Tap<R> {
+    /// The file, read in [`TAP_BUFFER`] chunks (the tap is the buffer:
+    /// one layer per byte the parser asks for, not two).
     inner: R,
+    buffer: Box<[u8]>,
+    /// The next byte to hand out, and the end of what was read.
+    at: usize,
+    filled: usize,
     state: Rc<RefCell<TapState>>,
 }
+
+/// Bytes read from the file at once by the tap.
+const TAP_BUFFER: usize = 64 * 1024;
 
 /// What the tap knows: the position of the next byte, and the record being
 /// recorded.
@@ -194,9 +206,16 @@ impl TapState {
 
 impl<R: std::io::Read> std::io::Read for Tap<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
+        if self.at == self.filled {
+            self.filled = self.inner.read(&mut self.buffer)?;
+            self.at = 0;
+        }
+        let n = buf.len().min(self.filled - self.at);
+        let bytes = &self.buffer[self.at..self.at + n];
+        buf[..n].copy_from_slice(bytes);
+        self.at += n;
         let mut state = self.state.borrow_mut();
-        for byte in &buf[..n] {
+        for byte in bytes {
             state.consume(*byte);
         }
         Ok(n)

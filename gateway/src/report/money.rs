@@ -50,22 +50,39 @@ pub struct Checks {
 /// holding `amount_minor` is a money object.
 pub fn problems(doc: &Value, checks: Checks) -> Vec<Problem> {
     let mut out = Vec::new();
-    walk(doc, &mut String::new(), checks, &mut out);
+    walk(doc, &mut Vec::new(), checks, &mut out);
     out
 }
 
-fn walk(value: &Value, pointer: &mut String, checks: Checks, out: &mut Vec<Problem>) {
+/// One step of the path to a node, kept without allocating while walking
+/// (feeds walk every record): the pointer is written only for a problem.
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+fn pointer(path: &[Step<'_>], last: &str) -> String {
+    let mut out = String::new();
+    for step in path {
+        out.push('/');
+        match step {
+            Step::Key(key) => out.push_str(&key.replace('~', "~0").replace('/', "~1")),
+            Step::Index(i) => out.push_str(&i.to_string()),
+        }
+    }
+    out.push('/');
+    out.push_str(last);
+    out
+}
+
+fn walk<'a>(value: &'a Value, path: &mut Vec<Step<'a>>, checks: Checks, out: &mut Vec<Problem>) {
     match value {
         Value::Object(map) => {
             if let Some(amount) = map.get("amount_minor") {
                 let code = map.get("currency").and_then(Value::as_str);
                 let currency = code.and_then(|c| Currency::from_code(c).ok());
-                if let Some(explanation) = amount_problem(amount, currency, checks.range) {
-                    out.push(Problem::new(
-                        format!("{pointer}/amount_minor"),
-                        explanation.0,
-                        explanation.1,
-                    ));
+                if let Some((rule, explanation)) = amount_problem(amount, currency, checks.range) {
+                    out.push(Problem::new(pointer(path, "amount_minor"), rule, explanation));
                 }
                 if checks.currencies
                     && let Some(code) = code
@@ -73,27 +90,27 @@ fn walk(value: &Value, pointer: &mut String, checks: Checks, out: &mut Vec<Probl
                     && is_code_shaped(code)
                 {
                     out.push(Problem::new(
-                        format!("{pointer}/currency"),
+                        pointer(path, "currency"),
                         "iso_4217",
                         currency_words(code),
                     ));
                 }
             }
             for (key, child) in map {
-                let len = pointer.len();
-                pointer.push('/');
-                pointer.push_str(&key.replace('~', "~0").replace('/', "~1"));
-                walk(child, pointer, checks, out);
-                pointer.truncate(len);
+                if child.is_object() || child.is_array() {
+                    path.push(Step::Key(key));
+                    walk(child, path, checks, out);
+                    path.pop();
+                }
             }
         }
         Value::Array(items) => {
             for (i, child) in items.iter().enumerate() {
-                let len = pointer.len();
-                pointer.push('/');
-                pointer.push_str(&i.to_string());
-                walk(child, pointer, checks, out);
-                pointer.truncate(len);
+                if child.is_object() || child.is_array() {
+                    path.push(Step::Index(i));
+                    walk(child, path, checks, out);
+                    path.pop();
+                }
             }
         }
         _ => {}
