@@ -12,9 +12,7 @@
 //! a JSON pointer from the document root, and `position` the line and
 //! column in the file.
 
-use std::cell::RefCell;
 use std::collections::HashSet;
-use std::rc::Rc;
 
 use pricing::{Currency, Money};
 use serde_json::Value;
@@ -32,14 +30,19 @@ use crate::report::{self, Position, Target, locate};
 /// DAP's vehicle has no room for it outside `extensions`).
 pub const EVIDENCE_EXTENSION: &str = "dealergateway.used-vehicle-evidence";
 
-/// Read the array one record at a time (only the current record is held
-/// as a JSON tree and as text, never the whole document), handing each
+/// Read the array one record at a time (only the current record is held,
+/// as text and as a JSON tree, never the whole document), handing each
 /// valid vehicle to `sink`. Every rule runs on every record in one pass:
 /// a record that breaks the schema is still checked against the import's
 /// rules (rooftop, currency, timestamps, duplicates), so a file is
 /// reported whole at once.
+///
+/// The array is split into its records by [`Elements`], which knows the
+/// line and column where each starts; each record is then parsed from its
+/// own text, so a problem is located in that text and reported at its line
+/// and column in the file (docs/inventory-feeds.md "Problem reports").
 pub(crate) fn parse(
-    input: impl std::io::Read,
+    mut input: impl std::io::Read,
     total: u64,
     ctx: &IngestContext,
     source: &FileSource,
@@ -50,43 +53,48 @@ pub(crate) fn parse(
         Ok(v) => &v.json_vehicle,
         Err(e) => return (0, Err(Failure::Unreadable(e))),
     };
-    let counted = Counted {
-        inner: input,
-        read: Rc::new(std::cell::Cell::new(0)),
-    };
-    let read = counted.read.clone();
-    let tap = Rc::new(RefCell::new(TapState::default()));
     let mut state = Records {
         validator,
         ctx,
         source,
         progress,
         sink,
-        read,
+        read: 0,
         total,
-        tap: tap.clone(),
         problems: Collector::default(),
         duplicates: Duplicates::default(),
         vehicle_ids: HashSet::new(),
         count: 0,
     };
-    let reader = Tap {
-        inner: counted,
-        buffer: vec![0; TAP_BUFFER].into_boxed_slice(),
-        at: 0,
-        filled: 0,
-        state: tap,
-    };
-    let mut de = serde_json::Deserializer::from_reader(reader);
-    let outcome = serde::Deserializer::deserialize_any(&mut de, &mut state).and_then(|()| de.end());
-    if let Err(e) = outcome {
-        let reason = if e.to_string().contains(NOT_AN_ARRAY) {
-            "the document must be a JSON array of DAP vehicle records".to_owned()
-        } else if e.is_io() {
-            format!("cannot be read: {e}")
-        } else {
-            format!("not valid JSON (line {}, column {})", e.line(), e.column())
+    let mut elements = Elements::new();
+    let mut chunk = vec![0; CHUNK];
+    let outcome = loop {
+        let n = match input.read(&mut chunk) {
+            Ok(0) => break elements.end(),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => break Err(format!("cannot be read: {e}")),
         };
+        state.read += n as u64;
+        let fed = elements.feed(&chunk[..n], &mut |start, text| {
+            let record: Value = serde_json::from_slice(text).map_err(|e| {
+                let at = Position {
+                    line: e.line(),
+                    column: e.column().max(1),
+                }
+                .within(start);
+                format!("not valid JSON (line {}, column {})", at.line, at.column)
+            })?;
+            let i = state.count;
+            state.count += 1;
+            state.record(i, &record, start, text);
+            Ok(())
+        });
+        if let Err(reason) = fed {
+            break Err(reason);
+        }
+    };
+    if let Err(reason) = outcome {
         return (0, Err(Failure::Unreadable(reason)));
     }
     let rows = state.count;
@@ -102,123 +110,184 @@ pub(crate) fn parse(
     }
 }
 
-/// The failure raised when the top-level value is not an array.
-const NOT_AN_ARRAY: &str = "dealer-gateway: the document is not an array";
+/// Bytes read from the file at once.
+const CHUNK: usize = 64 * 1024;
 
-/// Counts the bytes read, for progress.
-struct Counted<R> {
-    inner: R,
-    read: Rc<std::cell::Cell<u64>>,
+/// Where the array splitter is in the document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Before the `[`.
+    Document,
+    /// After the `[`: a record or `]`.
+    First,
+    /// After a `,`: a record.
+    Next,
+    /// Inside a record.
+    Record,
+    /// After a record: `,` or `]`.
+    After,
+    /// After the `]`: only whitespace.
+    Done,
 }
 
-impl<R: std::io::Read> std::io::Read for Counted<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.read.set(self.read.get() + n as u64);
-        Ok(n)
-    }
-}
-
-/// Sees every byte the JSON parser consumes, in order (serde_json reads
-/// its input one byte at a time), to know the line and column of each
-/// record's first byte and keep the record's text while it is read: a
-/// problem of the record is then located in that text and reported at its
-/// line and column in the file (docs/inventory-feeds.md "Problem
-/// reports"). Only the current record's text is held.
-struct Tap<R> {
-    /// The file, read in [`TAP_BUFFER`] chunks (the tap is the buffer:
-    /// one layer per byte the parser asks for, not two).
-    inner: R,
-    buffer: Box<[u8]>,
-    /// The next byte to hand out, and the end of what was read.
-    at: usize,
-    filled: usize,
-    state: Rc<RefCell<TapState>>,
-}
-
-/// Bytes read from the file at once by the tap.
-const TAP_BUFFER: usize = 64 * 1024;
-
-/// What the tap knows: the position of the next byte, and the record being
-/// recorded.
-struct TapState {
+/// Splits the top-level JSON array of a feed into the text of each record,
+/// chunk by chunk, counting lines and columns (columns in characters) as it
+/// goes: one tight loop over the bytes, so the records are then parsed from
+/// their text at slice speed. Only JSON's structure is followed here
+/// (strings, escapes, nesting); each record's own syntax is serde_json's
+/// to check.
+struct Elements {
+    phase: Phase,
     line: usize,
     column: usize,
-    /// Waiting for the first byte of the next record (after whitespace and
-    /// the comma between records).
-    awaiting: bool,
-    recording: bool,
+    /// Inside a record: nesting depth, in a string, after a backslash, a
+    /// scalar record (ends at a delimiter).
+    depth: usize,
+    in_string: bool,
+    escape: bool,
+    scalar: bool,
     /// Where the current record starts in the file.
-    start: Option<Position>,
-    /// The current record's bytes.
+    start: Position,
+    /// The current record's bytes from earlier chunks.
     text: Vec<u8>,
 }
 
-impl Default for TapState {
-    fn default() -> Self {
+impl Elements {
+    fn new() -> Self {
         Self {
+            phase: Phase::Document,
             line: 1,
             column: 1,
-            awaiting: false,
-            recording: false,
-            start: None,
+            depth: 0,
+            in_string: false,
+            escape: false,
+            scalar: false,
+            start: Position { line: 1, column: 1 },
             text: Vec::new(),
         }
     }
-}
 
-impl TapState {
-    /// The next bytes read belong to the next record.
-    fn await_record(&mut self) {
-        self.awaiting = true;
-        self.recording = false;
-        self.start = None;
-        self.text.clear();
-    }
-
-    fn consume(&mut self, byte: u8) {
-        if self.awaiting && !matches!(byte, b' ' | b'\t' | b'\n' | b'\r' | b',') {
-            self.awaiting = false;
-            self.recording = true;
-            self.start = Some(Position {
-                line: self.line,
-                column: self.column,
-            });
-        }
-        if self.recording {
-            self.text.push(byte);
-        }
-        if byte == b'\n' {
-            self.line += 1;
-            self.column = 1;
-        } else if byte & 0xC0 != 0x80 {
-            // Columns count characters: UTF-8 continuation bytes do not.
-            self.column += 1;
+    fn here(&self) -> Position {
+        Position {
+            line: self.line,
+            column: self.column,
         }
     }
 
-    /// The record just read: where it starts and its text.
-    fn take_record(&mut self) -> (Option<Position>, Vec<u8>) {
-        self.recording = false;
-        (self.start.take(), std::mem::take(&mut self.text))
+    fn syntax(&self) -> String {
+        format!(
+            "not valid JSON (line {}, column {})",
+            self.line, self.column
+        )
     }
-}
 
-impl<R: std::io::Read> std::io::Read for Tap<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.at == self.filled {
-            self.filled = self.inner.read(&mut self.buffer)?;
-            self.at = 0;
+    /// Split `bytes`, the next chunk of the file, handing each complete
+    /// record to `record` with where it starts.
+    fn feed(
+        &mut self,
+        bytes: &[u8],
+        record: &mut dyn FnMut(Position, &[u8]) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let mut from = 0;
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            let whitespace = matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+            match self.phase {
+                Phase::Record if self.scalar => {
+                    if whitespace || matches!(b, b',' | b']' | b'}') {
+                        // The delimiter is not part of the record: read it
+                        // again after the record.
+                        self.end_record(&bytes[from..i], record)?;
+                        continue;
+                    }
+                }
+                Phase::Record if self.in_string => {
+                    if self.escape {
+                        self.escape = false;
+                    } else if b == b'\\' {
+                        self.escape = true;
+                    } else if b == b'"' {
+                        self.in_string = false;
+                        if self.depth == 0 {
+                            self.end_record(&bytes[from..=i], record)?;
+                        }
+                    }
+                }
+                Phase::Record => match b {
+                    b'"' => self.in_string = true,
+                    b'{' | b'[' => self.depth += 1,
+                    b'}' | b']' => {
+                        self.depth -= 1;
+                        if self.depth == 0 {
+                            self.end_record(&bytes[from..=i], record)?;
+                        }
+                    }
+                    _ => {}
+                },
+                _ if whitespace => {}
+                Phase::Document if b == b'[' => self.phase = Phase::First,
+                Phase::Document
+                    if matches!(b, b'{' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n') =>
+                {
+                    return Err("the document must be a JSON array of DAP vehicle records".into());
+                }
+                Phase::First if b == b']' => self.phase = Phase::Done,
+                Phase::After if b == b']' => self.phase = Phase::Done,
+                Phase::After if b == b',' => self.phase = Phase::Next,
+                Phase::First | Phase::Next if b != b']' && b != b',' => {
+                    from = i;
+                    self.start = self.here();
+                    self.text.clear();
+                    self.phase = Phase::Record;
+                    self.depth = usize::from(matches!(b, b'{' | b'['));
+                    self.in_string = b == b'"';
+                    self.escape = false;
+                    self.scalar = !matches!(b, b'{' | b'[' | b'"');
+                }
+                _ => return Err(self.syntax()),
+            }
+            if b == b'\n' {
+                self.line += 1;
+                self.column = 1;
+            } else if b & 0xC0 != 0x80 {
+                // UTF-8 continuation bytes are not characters.
+                self.column += 1;
+            }
+            i += 1;
         }
-        let n = buf.len().min(self.filled - self.at);
-        let bytes = &self.buffer[self.at..self.at + n];
-        buf[..n].copy_from_slice(bytes);
-        self.at += n;
-        let mut state = self.state.borrow_mut();
-        for byte in bytes {
-            state.consume(*byte);
+        if self.phase == Phase::Record {
+            self.text.extend_from_slice(&bytes[from..]);
         }
-        Ok(n)
+        Ok(())
+    }
+
+    /// The record ended with `tail`, the last of its bytes in this chunk.
+    fn end_record(
+        &mut self,
+        tail: &[u8],
+        record: &mut dyn FnMut(Position, &[u8]) -> Result<(), String>,
+    ) -> Result<(), String> {
+        self.phase = Phase::After;
+        self.scalar = false;
+        if self.text.is_empty() {
+            record(self.start, tail)
+        } else {
+            self.text.extend_from_slice(tail);
+            let text = std::mem::take(&mut self.text);
+            let done = record(self.start, &text);
+            self.text = text;
+            self.text.clear();
+            done
+        }
+    }
+
+    /// The end of the file: the array must be closed.
+    fn end(&mut self) -> Result<(), String> {
+        match self.phase {
+            Phase::Done => Ok(()),
+            _ => Err(self.syntax()),
+        }
     }
 }
 
@@ -229,9 +298,9 @@ struct Records<'a, 'p, 's> {
     source: &'a FileSource,
     progress: &'p mut dyn FnMut(Progress),
     sink: Sink<'s>,
-    read: Rc<std::cell::Cell<u64>>,
+    /// Bytes read so far, for progress.
+    read: u64,
     total: u64,
-    tap: Rc<RefCell<TapState>>,
     problems: Collector,
     duplicates: Duplicates,
     vehicle_ids: HashSet<String>,
@@ -239,8 +308,8 @@ struct Records<'a, 'p, 's> {
 }
 
 impl Records<'_, '_, '_> {
-    fn record(&mut self, i: usize, record: &Value, start: Option<Position>, text: &[u8]) {
-        rules::report_progress(self.progress, i + 1, self.read.get(), self.total);
+    fn record(&mut self, i: usize, record: &Value, start: Position, text: &[u8]) {
+        rules::report_progress(self.progress, i + 1, self.read, self.total);
         let root = format!("/{i}");
         let problems = &mut self.problems;
         let before = problems.len();
@@ -291,7 +360,7 @@ impl Records<'_, '_, '_> {
             ),
             None => {}
         }
-        let (Some(start), Ok(text)) = (start, std::str::from_utf8(text)) else {
+        let Ok(text) = std::str::from_utf8(text) else {
             return;
         };
         for p in problems.since_mut(before) {
@@ -308,52 +377,9 @@ impl Records<'_, '_, '_> {
     }
 }
 
-impl<'de> serde::de::Visitor<'de> for &mut Records<'_, '_, '_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON array of DAP vehicle records")
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        loop {
-            self.tap.borrow_mut().await_record();
-            let Some(record) = seq.next_element::<Value>()? else {
-                break;
-            };
-            let (start, text) = self.tap.borrow_mut().take_record();
-            let i = self.count;
-            self.count += 1;
-            self.record(i, &record, start, &text);
-        }
-        Ok(())
-    }
-
-    // Anything but an array.
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, _: A) -> Result<(), A::Error> {
-        Err(serde::de::Error::custom(NOT_AN_ARRAY))
-    }
-    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<(), E> {
-        Err(E::custom(NOT_AN_ARRAY))
-    }
-    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<(), E> {
-        Err(E::custom(NOT_AN_ARRAY))
-    }
-    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<(), E> {
-        Err(E::custom(NOT_AN_ARRAY))
-    }
-    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<(), E> {
-        Err(E::custom(NOT_AN_ARRAY))
-    }
-    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<(), E> {
-        Err(E::custom(NOT_AN_ARRAY))
-    }
-    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
-        Err(E::custom(NOT_AN_ARRAY))
-    }
-}
-
-/// Convert one schema-valid record; `None` with problems when a rule fails.
+/// Convert one record; `None` with problems when a rule fails. The record
+/// need not be schema-valid (its schema problems are reported beside these
+/// in one pass): every member is read defensively.
 fn convert(
     i: usize,
     r: &Value,
@@ -681,4 +707,69 @@ fn convert(
             transformations: transformations.into_vec(),
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Split `text` fed in chunks of `size` bytes: each record's start and
+    /// text, or the error.
+    fn split(text: &str, size: usize) -> Result<Vec<(Position, String)>, String> {
+        let mut elements = Elements::new();
+        let mut out = Vec::new();
+        for chunk in text.as_bytes().chunks(size) {
+            elements.feed(chunk, &mut |start, bytes| {
+                out.push((start, String::from_utf8(bytes.to_vec()).unwrap()));
+                Ok(())
+            })?;
+        }
+        elements.end()?;
+        Ok(out)
+    }
+
+    fn at(line: usize, column: usize) -> Position {
+        Position { line, column }
+    }
+
+    #[test]
+    fn the_array_is_split_into_records_with_their_positions_whatever_the_chunks() {
+        let text = "[\n  {\"a\": \"x]}\\\"\", \"b\": [1, {\"c\": 2}]},\n  \"\u{e9}\u{e9}\", 12.5e3 ,true,\n{}]\n";
+        let expected = vec![
+            (
+                at(2, 3),
+                "{\"a\": \"x]}\\\"\", \"b\": [1, {\"c\": 2}]}".to_owned(),
+            ),
+            (at(3, 3), "\"\u{e9}\u{e9}\"".to_owned()),
+            (at(3, 9), "12.5e3".to_owned()),
+            (at(3, 17), "true".to_owned()),
+            (at(4, 1), "{}".to_owned()),
+        ];
+        for size in [1, 2, 3, 7, text.len()] {
+            assert_eq!(split(text, size), Ok(expected.clone()), "chunks of {size}");
+        }
+        assert_eq!(split(" [ ] ", 2), Ok(Vec::new()));
+    }
+
+    #[test]
+    fn a_document_that_is_no_array_of_records_is_refused_with_its_position() {
+        let not_array = "the document must be a JSON array of DAP vehicle records";
+        assert_eq!(split("{\"a\": 1}", 4), Err(not_array.into()));
+        assert_eq!(split("  12", 4), Err(not_array.into()));
+        for (text, line, column) in [
+            ("[1,]", 1, 4),
+            ("[1 2]", 1, 4),
+            ("[{}]x", 1, 5),
+            ("[{}", 1, 4),
+            ("", 1, 1),
+            ("[\n{},\n", 3, 1),
+            ("x", 1, 1),
+        ] {
+            assert_eq!(
+                split(text, 2),
+                Err(format!("not valid JSON (line {line}, column {column})")),
+                "{text:?}"
+            );
+        }
+    }
 }

@@ -881,6 +881,58 @@ fn json_records_follow_the_same_rules() {
     ));
 }
 
+#[test]
+fn json_problems_are_located_in_the_file_even_past_a_read_buffer() {
+    // Enough valid records before the bad one that the tap refills its
+    // 64 KiB buffer in between; multi-byte characters count as one column.
+    let mut records: Vec<serde_json::Value> = (0..400)
+        .map(|n| {
+            let mut v = json_vehicle();
+            v["vin"] = json!(format!("2T3P1RFV8RC{n:06}"));
+            v["stock_number"] = json!(format!("S{n}"));
+            v["model"] = json!(format!("RAV4 {}", "\u{e9}".repeat(n % 7)));
+            v
+        })
+        .collect();
+    let mut bad = json_vehicle();
+    bad["vin"] = json!("2T3P1RFV8RC999999");
+    bad["stock_number"] = json!("BAD");
+    bad["model"] = json!("\u{e9}t\u{e9}");
+    bad["trmi"] = json!("XLE");
+    bad["year"] = json!(2024.0);
+    records.push(bad);
+    let text = serde_json::to_string_pretty(&records).unwrap();
+    assert!(text.len() > 3 * 64 * 1024, "{}", text.len());
+    let p = problems(parse_feed(
+        FeedFormat::Json,
+        "v.json",
+        text.as_bytes(),
+        &ctx(None),
+    ));
+    let at = |needle: &str| {
+        let (i, line) = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.contains(needle))
+            .last()
+            .unwrap();
+        crate::report::Position {
+            line: i + 1,
+            column: line[..line.find(needle).unwrap()].chars().count() + 1,
+        }
+    };
+    let got: Vec<(&str, Option<crate::report::Position>)> =
+        p.iter().map(|p| (p.column.as_str(), p.position)).collect();
+    assert_eq!(
+        got,
+        [
+            ("/400/year", Some(at("2024.0"))),
+            ("/400/trmi", Some(at("\"trmi\""))),
+        ],
+        "{p:#?}"
+    );
+}
+
 /// Parse speed on a generated feed: `INGEST_BENCH_FILE=path cargo test -p
 /// gateway --lib ingest::tests::parse_speed -- --ignored --nocapture`
 /// (the file's rows must name `INGEST_BENCH_ORG` / `INGEST_BENCH_ROOFTOP`,

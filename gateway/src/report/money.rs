@@ -82,7 +82,11 @@ fn walk<'a>(value: &'a Value, path: &mut Vec<Step<'a>>, checks: Checks, out: &mu
                 let code = map.get("currency").and_then(Value::as_str);
                 let currency = code.and_then(|c| Currency::from_code(c).ok());
                 if let Some((rule, explanation)) = amount_problem(amount, currency, checks.range) {
-                    out.push(Problem::new(pointer(path, "amount_minor"), rule, explanation));
+                    out.push(Problem::new(
+                        pointer(path, "amount_minor"),
+                        rule,
+                        explanation,
+                    ));
                 }
                 if checks.currencies
                     && let Some(code) = code
