@@ -14,7 +14,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::catalog::Catalog;
-use crate::report::explain::Schema;
+use crate::report::explain::{MAX_PROBLEMS, Schema};
 use crate::report::{self, FileReport, Syntax, Target, money};
 use crate::store::{
     AvailabilitySource, DealersImportSummary, FreshnessSla, GovernmentChargeEstimate,
@@ -119,10 +119,6 @@ pub fn parse_with_warnings(
     let locate = |problems: &mut Vec<Problem>, targets: &[Target]| {
         report::locate_all(text, syntax, problems, targets);
     };
-    // Money is checked where the number is read, with the schema's
-    // problems or the cross-record rules, in the same report.
-    let money_problems = money::problems(&doc, MONEY);
-
     let schema = SCHEMA.as_ref().map_err(|e| {
         refused(vec![Problem::new(
             "",
@@ -130,17 +126,11 @@ pub fn parse_with_warnings(
             format!("schema defect: {e}"),
         )])
     })?;
-    // A money problem says more than the schema's at the same place.
-    let (targets, mut schema_problems): (Vec<Target>, Vec<Problem>) = schema
-        .problems(&doc)
-        .into_iter()
-        .filter(|l| {
-            !money_problems
-                .iter()
-                .any(|m| m.pointer == l.problem.pointer)
-        })
-        .map(|l| (l.target, l.problem))
-        .unzip();
+    // Money is checked where the number is read, and reported with the
+    // schema's problems or with the cross-record rules, in its place.
+    let (located, money_problems) = schema.problems_with_money(&doc, MAX_PROBLEMS, MONEY);
+    let (targets, mut schema_problems): (Vec<Target>, Vec<Problem>) =
+        located.into_iter().map(|l| (l.target, l.problem)).unzip();
     if !schema_problems.is_empty() {
         schema_problems.extend(money_problems);
         locate(&mut schema_problems, &targets);

@@ -113,6 +113,10 @@ pub(crate) fn parse(
 /// Bytes read from the file at once.
 const CHUNK: usize = 64 * 1024;
 
+/// Receives each record's text with where it starts; an error is the
+/// reason the file is unreadable (a record that is not valid JSON).
+type OnRecord<'a> = dyn FnMut(Position, &[u8]) -> Result<(), String> + 'a;
+
 /// Where the array splitter is in the document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -183,11 +187,7 @@ impl Elements {
 
     /// Split `bytes`, the next chunk of the file, handing each complete
     /// record to `record` with where it starts.
-    fn feed(
-        &mut self,
-        bytes: &[u8],
-        record: &mut dyn FnMut(Position, &[u8]) -> Result<(), String>,
-    ) -> Result<(), String> {
+    fn feed(&mut self, bytes: &[u8], record: &mut OnRecord<'_>) -> Result<(), String> {
         let mut from = 0;
         let mut i = 0;
         while i < bytes.len() {
@@ -263,11 +263,7 @@ impl Elements {
     }
 
     /// The record ended with `tail`, the last of its bytes in this chunk.
-    fn end_record(
-        &mut self,
-        tail: &[u8],
-        record: &mut dyn FnMut(Position, &[u8]) -> Result<(), String>,
-    ) -> Result<(), String> {
+    fn end_record(&mut self, tail: &[u8], record: &mut OnRecord<'_>) -> Result<(), String> {
         self.phase = Phase::After;
         self.scalar = false;
         if self.text.is_empty() {

@@ -10,8 +10,9 @@
 //!
 //! All three share the rules of [`rules`]. Parsing is pure: nothing is
 //! written here. A file with any problem yields [`IngestError::Invalid`]
-//! with every problem (row, column, rule; never an input value), sorted by
-//! row, and no vehicle at all, so the caller writes nothing.
+//! with every problem (row, column, rule in words: docs/inventory-feeds.md
+//! "Problem reports"), sorted by row, and no vehicle at all, so the caller
+//! writes nothing.
 //!
 //! Every format is read record by record from a reader (issue 11 item 6:
 //! a 134 MB feed took 1.46 GB to import). [`parse_feed_reader`] keeps the

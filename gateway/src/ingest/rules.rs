@@ -1,13 +1,16 @@
 //! Validation rules shared by every feed format.
 //!
 //! Each check returns `Result<T, String>` where the error is the rule that
-//! failed, written without the offending value (a problem report never
-//! echoes input: "not a valid VIN", not the VIN). [`Collector`] attaches the
+//! failed, written without the offending value ("not a valid VIN", not the
+//! VIN); only a refused amount names the number written and the minor units
+//! it would be (docs/inventory-feeds.md "Money"). [`Collector`] attaches the
 //! row and column.
 //!
-//! JSON cells and JSON records are validated with validators compiled once
-//! per process ([`validators`]) from the schema files shipped in the binary
-//! (`catalog::SCHEMA_FILES`).
+//! JSON cells and JSON records are validated with the shared reporter's
+//! schemas ([`crate::report::explain`]), compiled once per process
+//! ([`validators`]) from the schema files shipped in the binary
+//! (`catalog::SCHEMA_FILES`), so their problems are in words and name an
+//! unexpected key.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -587,12 +590,7 @@ pub(crate) const MONEY: money::Checks = money::Checks {
 /// pointer: each with its pointer relative to `instance` and what to
 /// locate.
 pub(crate) fn schema_problems(schema: &Schema, instance: &Value) -> Vec<Located> {
-    let money = money::problems(instance, MONEY);
-    let mut out: Vec<Located> = schema
-        .problems_at_most(instance, MAX_SCHEMA_PROBLEMS)
-        .into_iter()
-        .filter(|l| !money.iter().any(|m| m.pointer == l.problem.pointer))
-        .collect();
+    let (mut out, money) = schema.problems_with_money(instance, MAX_SCHEMA_PROBLEMS, MONEY);
     out.extend(money.into_iter().map(|problem| Located {
         problem,
         target: Target::Value,

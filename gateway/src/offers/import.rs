@@ -19,7 +19,7 @@ use chrono::{DateTime, SubsecRound as _, Utc};
 use pricing::{ProgramSet, ProgramsFile, ValidatedPrograms};
 
 use crate::catalog::Catalog;
-use crate::report::explain::Schema;
+use crate::report::explain::{MAX_PROBLEMS, Schema};
 use crate::report::{self, FileReport, Syntax, Target, money};
 use crate::store::{ProgramRecord, SourceRecord};
 
@@ -90,16 +90,10 @@ pub fn parse(
         )])
     })?;
 
-    let money_problems = money::problems(&doc, MONEY);
-    // A money problem says more than the schema's at the same place.
-    let (targets, mut schema_problems): (Vec<Target>, Vec<Problem>) = schema
-        .problems(&doc)
+    // A money problem is reported with the schema's, in its place.
+    let (located_problems, money_problems) = schema.problems_with_money(&doc, MAX_PROBLEMS, MONEY);
+    let (targets, mut schema_problems): (Vec<Target>, Vec<Problem>) = located_problems
         .into_iter()
-        .filter(|l| {
-            !money_problems
-                .iter()
-                .any(|m| m.pointer == l.problem.pointer)
-        })
         .map(|l| (l.target, l.problem))
         .unzip();
     if !schema_problems.is_empty() {

@@ -106,6 +106,24 @@ impl Schema {
         out
     }
 
+    /// The schema problems of `doc` (at most `max`) and its money problems
+    /// ([`super::money`]), apart: a money problem says more than the
+    /// schema's at the same place, which is left out.
+    pub fn problems_with_money(
+        &self,
+        doc: &Value,
+        max: usize,
+        checks: super::money::Checks,
+    ) -> (Vec<Located>, Vec<Problem>) {
+        let money = super::money::problems(doc, checks);
+        let schema = self
+            .problems_at_most(doc, max)
+            .into_iter()
+            .filter(|l| !money.iter().any(|m| m.pointer == l.problem.pointer))
+            .collect();
+        (schema, money)
+    }
+
     fn explain(&self, error: &jsonschema::ValidationError<'_>, out: &mut Vec<Located>) {
         let at = error.instance_path().as_str().to_owned();
         let keyword = error.kind().keyword().to_owned();

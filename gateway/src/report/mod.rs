@@ -66,11 +66,6 @@ impl Problem {
         };
         format!("{file}{at}: {pointer}: {}: {}", self.rule, self.explanation)
     }
-
-    /// Is this problem about `pointer` or something inside it?
-    pub fn is_at_or_under(&self, pointer: &str) -> bool {
-        is_at_or_under(&self.pointer, pointer)
-    }
 }
 
 /// Is `pointer` equal to `base` or inside it (`/a/b` is inside `/a`, not
