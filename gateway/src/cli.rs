@@ -12,6 +12,7 @@ use clap::{ArgAction, Args, CommandFactory as _, Parser, Subcommand};
 
 use crate::config::{ConfigFileError, DEFAULT_DATABASE_URL, ServeSettings};
 use crate::progress::ProgressMode;
+use crate::report::{Position, Problem};
 use crate::telemetry::LogFormat;
 
 /// What `serve --help` says about where a setting comes from.
@@ -423,8 +424,10 @@ const GLOBAL_SERVE_KEYS: [&str; 3] = ["database_url", "log", "log_format"];
 /// The keys are derived from the `serve` flags themselves (their ids), so
 /// every setting is configurable and there is no second list to keep in
 /// step. A file is checked whole before anything is applied: each unknown
-/// key and each bad value is reported (by key and with what is expected),
-/// and then nothing of the file is used.
+/// key and each bad value is reported at its line and column, by key, with
+/// what is expected and the closest key or value when it looks misspelt
+/// (docs/operations.md "Configuration file"), and then nothing of the file
+/// is used.
 ///
 /// # Errors
 /// The file is unreadable, not TOML, or has unknown keys or bad values.
@@ -461,6 +464,24 @@ pub fn with_config_file(args: &[OsString]) -> Result<Option<Cli>, ConfigFileErro
             "the command line has no {subcommand} command"
         )));
     };
+    // Where each key and value is in the file, for the report.
+    let spans = config_spans(&text);
+    let at = |key: &str, value: bool| {
+        spans
+            .iter()
+            .find(|s| s.key == key)
+            .map(|s| if value { s.value } else { s.key_at })
+    };
+    let known: Vec<String> = GLOBAL_SERVE_KEYS
+        .iter()
+        .map(|k| (*k).to_owned())
+        .chain(
+            serve_command
+                .get_arguments()
+                .filter(|a| a.get_long().is_some() && a.get_id() != "config")
+                .map(|a| a.get_id().to_string()),
+        )
+        .collect();
     let mut problems = Vec::new();
     let mut extra: Vec<OsString> = Vec::new();
     for (key, value) in &table {
@@ -476,17 +497,29 @@ pub fn with_config_file(args: &[OsString]) -> Result<Option<Cli>, ConfigFileErro
                 .get_arguments()
                 .find(|a| a.get_id() == key.as_str() && a.get_long().is_some())
         };
+        let pointer = format!("/{}", key.replace('~', "~0").replace('/', "~1"));
         let (Some(arg), Some(long)) = (arg, arg.and_then(clap::Arg::get_long)) else {
-            problems.push(format!(
-                "unknown key `{key}`: not a serve setting (the keys are the flags of \
-                 `dealer-gateway serve --help` without `--` and with `_` for `-`, \
-                 e.g. request_timeout_seconds)"
-            ));
+            let hint = crate::report::suggest::closest(key, &known)
+                .map(|k| format!("; did you mean `{k}`?"))
+                .unwrap_or_default();
+            let mut problem = Problem::new(
+                pointer,
+                "unknown_key",
+                format!(
+                    "unknown key `{key}`: not a serve setting{hint} (the keys are the flags of \
+                     `dealer-gateway serve --help` without `--` and with `_` for `-`, \
+                     e.g. request_timeout_seconds)"
+                ),
+            );
+            problem.position = at(key, false);
+            problems.push(problem);
             continue;
         };
         let values = match config_values(arg, key, value) {
             Ok(values) => values,
-            Err(problem) => {
+            Err(explanation) => {
+                let mut problem = Problem::new(pointer, "value", explanation);
+                problem.position = at(key, true);
                 problems.push(problem);
                 continue;
             }
@@ -511,17 +544,68 @@ pub fn with_config_file(args: &[OsString]) -> Result<Option<Cli>, ConfigFileErro
         }
     }
     if !problems.is_empty() {
-        return Err(ConfigFileError::Invalid { file, problems });
+        return Err(ConfigFileError::Invalid {
+            file,
+            problems: crate::report::sorted(problems),
+        });
     }
     let layered: Vec<OsString> = args.iter().cloned().chain(extra).collect();
     // Every value was checked on its own; what remains are relations
-    // between settings (e.g. jwt_issuer requires jwt_jwks_file).
-    Cli::try_parse_from(layered)
-        .map(Some)
-        .map_err(|e| ConfigFileError::Invalid {
+    // between settings (e.g. jwt_issuer requires jwt_jwks_file), reported
+    // at the first key of the file the message names.
+    Cli::try_parse_from(layered).map(Some).map_err(|e| {
+        let mut reason = clap_reason(&e);
+        let flags: Vec<&str> = reason
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .filter(|word| word.starts_with("--") && word.len() > 2)
+            .collect();
+        let named = table.keys().find(|key| {
+            let flag = format!("--{}", key.replace('_', "-"));
+            flags.contains(&flag.as_str())
+        });
+        // The message names flags; the file has keys.
+        let keys: Vec<String> = flags
+            .iter()
+            .map(|f| f.trim_start_matches("--").replace('-', "_"))
+            .collect();
+        if !keys.is_empty() {
+            reason.push_str(&format!(" (as keys of this file: {})", keys.join(", ")));
+        }
+        let mut problem = Problem::new(
+            named.map(|k| format!("/{k}")).unwrap_or_default(),
+            "settings",
+            reason,
+        );
+        problem.position = named.and_then(|k| at(k, false));
+        ConfigFileError::Invalid {
             file,
-            problems: vec![clap_reason(&e)],
+            problems: vec![problem],
+        }
+    })
+}
+
+/// Where a top-level key of the config file and its value start.
+struct KeySpan {
+    key: String,
+    key_at: Position,
+    value: Position,
+}
+
+/// The position of every top-level key and value of a TOML text (the text
+/// already parsed once, so a parse failure here only means no positions).
+fn config_spans(text: &str) -> Vec<KeySpan> {
+    let Ok(table) = toml::de::DeTable::parse(text) else {
+        return Vec::new();
+    };
+    table
+        .get_ref()
+        .iter()
+        .map(|(key, value)| KeySpan {
+            key: key.get_ref().to_string(),
+            key_at: crate::report::locate::at_offset(text, key.span().start),
+            value: crate::report::locate::at_offset(text, value.span().start),
         })
+        .collect()
 }
 
 /// One value of a config key, as the flag would get it.
@@ -575,9 +659,15 @@ fn config_values(
                 .value_parser(arg.get_value_parser().clone()),
         );
         if let Err(e) = probe.try_get_matches_from([format!("--value={text}")]) {
+            let possible: Vec<String> = arg
+                .get_value_parser()
+                .possible_values()
+                .map(|values| values.map(|v| v.get_name().to_owned()).collect())
+                .unwrap_or_default();
             return Err(format!(
-                "{key} = {item}: {}; expected {}",
+                "{key} = {item}: {}{}; expected {}",
                 clap_reason(&e),
+                crate::report::suggest::hint(&text, &possible),
                 expected(arg)
             ));
         }

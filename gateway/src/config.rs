@@ -363,13 +363,18 @@ pub enum ConfigFileError {
     #[error("{file}: not a valid TOML config file: {reason}\nthe gateway did not start")]
     Syntax { file: String, reason: String },
     /// Keys that are no `serve` setting, values a setting does not accept,
-    /// or settings that do not go together: every problem of the file.
+    /// or settings that do not go together: every problem of the file, each
+    /// reported like every operator file's ([`crate::report`]:
+    /// `<file>:<line>:<column>: /<key>: <rule>: <explanation>`).
     #[error(
         "{file}: {n} problem(s) in the config file; nothing of it was applied and the gateway did not start:\n{list}",
         n = problems.len(),
-        list = problems.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n")
+        list = problems.iter().map(|p| format!("  {}", p.line(file))).collect::<Vec<_>>().join("\n")
     )]
-    Invalid { file: String, problems: Vec<String> },
+    Invalid {
+        file: String,
+        problems: Vec<crate::report::Problem>,
+    },
     /// The process's own command line could not be read again to learn
     /// which settings came from flags and environment variables.
     #[error("cannot apply the config file: {0}")]

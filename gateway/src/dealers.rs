@@ -3,17 +3,19 @@
 //! Format: `schemas/dealers-file.schema.json`, documented in
 //! docs/dealers-file.md. Organizations use the DAP `dealerOrganization`
 //! wire names; each rooftop carries one `gateway_settings` object. A bad
-//! file is reported whole (every problem, each with the file, the JSON
-//! pointer and the rule) and nothing is written.
+//! file is reported whole by the shared reporter ([`crate::report`]: every
+//! problem, each with the file, line and column, the JSON pointer, the rule
+//! and what was expected) and nothing is written.
 
 use std::collections::{BTreeMap, HashSet};
-use std::fmt;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::catalog::Catalog;
+use crate::report::explain::{MAX_PROBLEMS, Schema};
+use crate::report::{self, FileReport, Syntax, Target, money};
 use crate::store::{
     AvailabilitySource, DealersImportSummary, FreshnessSla, GovernmentChargeEstimate,
     HttpAvailabilitySource, OrganizationRecord, RooftopPricing, RooftopRecord, RooftopSettings,
@@ -29,77 +31,28 @@ pub const DEFAULT_SLA: FreshnessSla = FreshnessSla {
     pricing: 3600,
 };
 
-mod explain;
-pub mod locate;
+pub use crate::report::{Position, Problem};
 
-pub use locate::Position;
+/// A dealers file that cannot be imported: every problem, in file order
+/// (docs/dealers-file.md "Error report").
+pub type DealersFileError = FileReport;
 
-/// One problem (or warning) in a dealers file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    /// RFC 6901 JSON pointer into the document (`""` = the root).
-    pub pointer: String,
-    /// The rule that failed: the JSON Schema keyword (`required`,
-    /// `pattern`, `additionalProperties`, ...) or a cross-record rule
-    /// (`unique`, `iana_timezone`, ...; docs/dealers-file.md).
-    pub rule: String,
-    /// What was expected, in words, without repeating the value (the
-    /// pointer and position find it). An unexpected key is named: this is
-    /// the operator's own file, not caller input.
-    pub explanation: String,
-    /// Where the pointer is in the file as written, when it can be found.
-    pub position: Option<Position>,
-}
+/// What a refused dealers file did not do.
+const NOT_IMPORTED: &str = "nothing was imported";
 
-impl Problem {
-    fn new(pointer: impl Into<String>, rule: &str, explanation: impl Into<String>) -> Self {
-        Self {
-            pointer: pointer.into(),
-            rule: rule.to_owned(),
-            explanation: explanation.into(),
-            position: None,
-        }
-    }
+/// Definition the dealers file is validated against.
+const DEALERS_FILE: &str = "dealers-file.schema.json#/$defs/dealersFile";
 
-    /// One report line: `<file>[:<line>:<column>]: <pointer>: <rule>: <explanation>`
-    /// (the root pointer is printed `""`).
-    fn line(&self, file: &str) -> String {
-        let at = self
-            .position
-            .map(|p| format!(":{}:{}", p.line, p.column))
-            .unwrap_or_default();
-        let pointer = if self.pointer.is_empty() {
-            "\"\""
-        } else {
-            &self.pointer
-        };
-        format!("{file}{at}: {pointer}: {}: {}", self.rule, self.explanation)
-    }
-}
+/// The dealers-file schema, compiled once, for the words of its problems.
+static SCHEMA: std::sync::LazyLock<Result<Schema, String>> =
+    std::sync::LazyLock::new(|| Schema::compile(DEALERS_FILE, "docs/dealers-file.md", |_| {}));
 
-/// A dealers file that cannot be imported.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DealersFileError {
-    pub file: String,
-    pub problems: Vec<Problem>,
-}
-
-impl fmt::Display for DealersFileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "{}: {} problem(s); nothing was imported",
-            self.file,
-            self.problems.len()
-        )?;
-        for p in &self.problems {
-            writeln!(f, "{}", p.line(&self.file))?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for DealersFileError {}
+/// Money in the dealers file: integers within the range served exactly;
+/// currencies are tied to the rooftop's by the `rooftop_currency` rule.
+const MONEY: money::Checks = money::Checks {
+    range: money::Range::Safe,
+    currencies: false,
+};
 
 /// A dealers file that passed every rule, and what it should still fix.
 #[derive(Debug, Clone, PartialEq)]
@@ -150,81 +103,41 @@ pub fn parse(
     Ok(parsed.records)
 }
 
-/// [`parse`], returning the warnings instead of logging them.
+/// [`parse`], returning the warnings instead of logging them. The schema
+/// is the dealers-file schema shipped in the binary (the catalog loads the
+/// same one); money is checked as docs/dealers-file.md "Money" says.
 pub fn parse_with_warnings(
-    catalog: &Catalog,
+    _catalog: &Catalog,
     name: &str,
     bytes: &[u8],
     source_name: &str,
     observed_at: DateTime<Utc>,
 ) -> Result<ParsedDealers, DealersFileError> {
-    let fail = |explanation: String| DealersFileError {
-        file: name.to_owned(),
-        problems: vec![Problem::new("", "parse", explanation)],
+    let refused = |problems: Vec<Problem>| FileReport::new(name, problems, NOT_IMPORTED);
+    let syntax = Syntax::of(name);
+    let (text, doc) = report::parse_document(bytes, syntax).map_err(|p| refused(vec![p]))?;
+    let locate = |problems: &mut Vec<Problem>, targets: &[Target]| {
+        report::locate_all(text, syntax, problems, targets);
     };
-    let is_json = name.ends_with(".json");
-    let text = std::str::from_utf8(bytes).map_err(|e| {
-        let before = &bytes[..e.valid_up_to()];
-        let line = before.iter().filter(|b| **b == b'\n').count() + 1;
-        fail(format!("not valid UTF-8 text (line {line})"))
+    let schema = SCHEMA.as_ref().map_err(|e| {
+        refused(vec![Problem::new(
+            "",
+            "schema",
+            format!("schema defect: {e}"),
+        )])
     })?;
-    let doc: Value = if is_json {
-        serde_json::from_str(text).map_err(|e| {
-            fail(format!(
-                "not valid JSON (line {}, column {})",
-                e.line(),
-                e.column()
-            ))
-        })?
-    } else {
-        yaml_serde::from_str(text).map_err(|e| {
-            let at = e
-                .location()
-                .map(|l| format!(" (line {}, column {})", l.line(), l.column()))
-                .unwrap_or_default();
-            fail(format!("not valid YAML{at}"))
-        })?
-    };
-    // Each position costs one more read of the file: the first
-    // MAX_LOCATED entries get one, which keeps a file with thousands of
-    // problems quick to report (the pointer still finds the rest).
-    let locate = |problems: &mut Vec<Problem>, targets: &[locate::Target]| {
-        for (p, target) in problems.iter_mut().zip(targets).take(MAX_LOCATED) {
-            p.position = if is_json {
-                locate::in_json(text, &p.pointer, *target)
-            } else {
-                locate::in_yaml(text, &p.pointer, *target)
-            };
-        }
-    };
-
-    if let Err(generic) = catalog.validate_dealers_file(&doc) {
-        // The catalog's validator decides; this one words the problems
-        // (both compile the same definition; the generic wording stands in
-        // should they ever disagree).
-        let located = explain::schema_problems(&doc).map_err(|e| DealersFileError {
-            file: name.to_owned(),
-            problems: vec![Problem::new("", "schema", format!("schema defect: {e}"))],
-        })?;
-        let (targets, mut problems): (Vec<locate::Target>, Vec<Problem>) = if located.is_empty() {
-            generic
-                .into_iter()
-                .map(|e| {
-                    let problem = Problem::new(e.instance_location, &e.keyword, e.explanation);
-                    (locate::Target::Value, problem)
-                })
-                .unzip()
-        } else {
-            located.into_iter().map(|l| (l.target, l.problem)).unzip()
-        };
-        locate(&mut problems, &targets);
-        return Err(DealersFileError {
-            file: name.to_owned(),
-            problems: sorted(problems),
-        });
+    // Money is checked where the number is read, and reported with the
+    // schema's problems or with the cross-record rules, in its place.
+    let (located, money_problems) = schema.problems_with_money(&doc, MAX_PROBLEMS, MONEY);
+    let (targets, mut schema_problems): (Vec<Target>, Vec<Problem>) =
+        located.into_iter().map(|l| (l.target, l.problem)).unzip();
+    if !schema_problems.is_empty() {
+        schema_problems.extend(money_problems);
+        locate(&mut schema_problems, &targets);
+        return Err(refused(schema_problems));
     }
 
-    let mut problems = Vec::new();
+    let mut problems = money_problems;
     let mut warnings = Vec::new();
     let records = convert(
         &doc,
@@ -235,48 +148,15 @@ pub fn parse_with_warnings(
         &mut warnings,
     );
     if problems.is_empty() {
-        let targets = vec![locate::Target::Value; warnings.len()];
-        locate(&mut warnings, &targets);
+        locate(&mut warnings, &[]);
         Ok(ParsedDealers {
             records,
-            warnings: sorted(warnings),
+            warnings: report::sorted(warnings),
         })
     } else {
-        let targets = vec![locate::Target::Value; problems.len()];
-        locate(&mut problems, &targets);
-        Err(DealersFileError {
-            file: name.to_owned(),
-            problems: sorted(problems),
-        })
+        locate(&mut problems, &[]);
+        Err(refused(problems))
     }
-}
-
-/// At most this many problems or warnings of one file get a line and
-/// column.
-const MAX_LOCATED: usize = 200;
-
-/// Report order: file order (line, column); problems without a position
-/// last, by pointer with array indexes compared as numbers (so
-/// `/rooftops/2` comes before `/rooftops/10`).
-fn sorted(mut problems: Vec<Problem>) -> Vec<Problem> {
-    fn key(pointer: &str) -> Vec<(u8, usize, String)> {
-        locate::segments(pointer)
-            .into_iter()
-            .map(|s| match s.parse::<usize>() {
-                Ok(n) => (0, n, String::new()),
-                Err(_) => (1, 0, s),
-            })
-            .collect()
-    }
-    problems.sort_by_cached_key(|p| {
-        (
-            p.position.is_none(),
-            p.position,
-            key(&p.pointer),
-            p.rule.clone(),
-        )
-    });
-    problems
 }
 
 /// A stored rooftop as it is published (`dealer.get`, the organization and
@@ -496,6 +376,7 @@ fn rooftop_pricing(
         }
     }
     let mut estimates = Vec::new();
+    let mut beyond = Vec::new();
     for (i, estimate) in value["government_charge_estimates"]
         .as_array()
         .into_iter()
@@ -503,11 +384,26 @@ fn rooftop_pricing(
         .enumerate()
     {
         let lines = estimate["lines"].as_array().cloned().unwrap_or_default();
+        let mut total: i128 = 0;
         for (j, line) in lines.iter().enumerate() {
             check_currency(
                 &line["amount"],
                 format!("{pointer}/government_charge_estimates/{i}/lines/{j}/amount/currency"),
             );
+            total += i128::from(line["amount"]["amount_minor"].as_i64().unwrap_or(0));
+        }
+        // The disclosure states the lines' total as money: it must be
+        // served exactly too, or the estimate would be dropped as unknown.
+        if total > i128::from(money::MAX_SAFE_MINOR) {
+            beyond.push(Problem::new(
+                format!("{pointer}/government_charge_estimates/{i}/lines"),
+                "safe_range",
+                format!(
+                    "the lines of this estimate sum to {total} minor units, beyond the range \
+                     served exactly (at most {} minor units): the disclosure states their total",
+                    money::MAX_SAFE_MINOR
+                ),
+            ));
         }
         estimates.push(GovernmentChargeEstimate {
             jurisdiction: estimate["jurisdiction"].clone(),
@@ -520,6 +416,7 @@ fn rooftop_pricing(
                 .collect(),
         });
     }
+    problems.extend(beyond);
     problems.extend(duplicates.into_iter().map(|pointer| {
         Problem::new(
             pointer,
@@ -782,8 +679,8 @@ mod tests {
         assert_eq!(
             lines,
             [
-                "d.yaml:5:21: /organizations/0/rooftops/0/rooftop_id: pattern: must be lower case, matching ^[a-z0-9][a-z0-9._-]{0,127}$",
-                "d.yaml:7:64: /organizations/0/rooftops/0/address/country: pattern: must be an ISO 3166-1 alpha-2 country code, matching ^[A-Z]{2}$",
+                "d.yaml:5:21: /organizations/0/rooftops/0/rooftop_id: pattern: must be lower case, matching ^[a-z0-9][a-z0-9._-]{0,127}$ (did you mean 'roof.a'?)",
+                "d.yaml:7:64: /organizations/0/rooftops/0/address/country: pattern: must be an ISO 3166-1 alpha-2 country code in capitals such as US, matching ^[A-Z]{2}$",
                 "d.yaml:10:9: /organizations/0/rooftops/0/departmnets: additionalProperties: unexpected key 'departmnets' (did you mean 'departments'?): this object does not allow it; allowed keys here: rooftop_id, name, legal_name, website, address, timezone, departments, contacts, hours, supported_languages, supported_currencies, extensions, gateway_settings",
                 "d.yaml:12:11: /organizations/0/rooftops/0/gateway_settings: required: missing required property 'publication'",
                 "d.yaml:14:11: /organizations/0/rooftops/0/gateway_settings/publicaton: additionalProperties: unexpected key 'publicaton' (did you mean 'publication'?): this object does not allow it; allowed keys here: currency, odometer_unit, publication, freshness_sla_seconds, availability_source, pricing",

@@ -10,7 +10,8 @@
 //! 1. [`domain`]: the records every layer shares; imports nothing of ours.
 //! 2. Stores and inputs: [`store`] (the only SQL), [`catalog`], [`config`],
 //!    [`dealers`], [`ingest`], [`demo`], [`ratelimit`], [`telemetry`],
-//!    [`progress`].
+//!    [`progress`], and [`report`], the problem reporter of every operator
+//!    file.
 //! 3. Read models and services: [`directory`], [`inventory`],
 //!    [`availability`], [`offers`], [`disclosure`], [`claim`], [`auth`]'s
 //!    credential verifiers.
@@ -72,6 +73,9 @@ pub mod preview;
 pub mod progress;
 /// Keyed rate limits (per address, per principal, per-tool quotas).
 pub mod ratelimit;
+/// The one problem reporter of every operator file (dealers, programs,
+/// feeds, config, buyer profiles): line and column, pointer, rule in words.
+pub mod report;
 /// MCP resources over the reserved `dealeragent://` URIs.
 pub mod resources;
 /// The state every request shares (below transport, tools and resources).
@@ -96,8 +100,9 @@ pub enum Error {
     Catalog(#[from] catalog::CatalogError),
     #[error(transparent)]
     Store(#[from] store::StoreError),
+    /// An operator file refused whole (bad input: exit code 2).
     #[error("{0}")]
-    DealersFile(#[from] dealers::DealersFileError),
+    OperatorFile(#[from] report::FileReport),
     #[error("{0}")]
     Io(String),
 }

@@ -790,38 +790,68 @@ fn clip(s: &str, n: usize) -> String {
     }
 }
 
-/// A buyer profile file (YAML or JSON): `{payment_mode, jurisdiction:
-/// {country, subdivision?, postal_code?}, claims: {criterion: true|false|
-/// "unknown"}, as_of?}` — hypothetical facts, never PII.
+/// The schema of a buyer profile file: `dealergateway.offers.evaluate`'s
+/// profile (`offers.schema.json#/$defs/offersProfile`), with `payment_mode`
+/// optional (unknown when left out, as the preview has always read it).
+static PROFILE_SCHEMA: std::sync::LazyLock<Result<crate::report::explain::Schema, String>> =
+    std::sync::LazyLock::new(|| {
+        crate::report::explain::Schema::compile(
+            "offers.schema.json#/$defs/offersProfile",
+            "docs/operations.md",
+            |schema| {
+                schema["$defs"]["offersProfile"]["required"] = serde_json::json!(["jurisdiction"]);
+            },
+        )
+    });
+
+/// A buyer profile file (YAML or JSON): `{payment_mode?, jurisdiction:
+/// {country, subdivision?, postal_code?}, claims?: {criterion: true|false|
+/// "unknown"}, as_of?}` — hypothetical facts, never PII. A bad file is
+/// refused whole by the shared reporter (every problem, with line and
+/// column, pointer, rule and words; exit code 2), never read in part: a
+/// claim the preview cannot read is not silently taken as unknown.
 fn read_profile(path: &Path, now: DateTime<Utc>) -> Result<Profile, Error> {
+    use crate::report::{self, FileReport, Problem, Syntax};
     let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| io(format!("{name}: {e}")))?;
-    let text = std::str::from_utf8(&bytes).map_err(|_| io(format!("{name}: not UTF-8 text")))?;
-    let value: Value = if name.ends_with(".json") {
-        serde_json::from_str(text).map_err(|e| io(format!("{name}: not valid JSON: {e}")))?
-    } else {
-        yaml_serde::from_str(text).map_err(|e| io(format!("{name}: not valid YAML: {e}")))?
+    let bytes = std::fs::read(path).map_err(|e| io(format!("{name}: cannot read: {e}")))?;
+    let refused = |problems: Vec<Problem>| {
+        Error::OperatorFile(FileReport::new(&name, problems, "the preview was not made"))
     };
+    let syntax = Syntax::of(&name);
+    let (text, value) = report::parse_document(&bytes, syntax).map_err(|p| refused(vec![p]))?;
+    let schema = PROFILE_SCHEMA
+        .as_ref()
+        .map_err(|e| io(format!("buyer profile schema defect: {e}")))?;
+    let located = schema.problems(&value);
+    if !located.is_empty() {
+        let (targets, mut problems): (Vec<_>, Vec<_>) =
+            located.into_iter().map(|l| (l.target, l.problem)).unzip();
+        report::locate_all(text, syntax, &mut problems, &targets);
+        return Err(refused(problems));
+    }
+    // Schema-valid from here: the shapes are trusted, and what the schema
+    // cannot say (an engine criterion, a real date) is still reported.
+    let mut problems = Vec::new();
     let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
     let payment_mode = match value.get("payment_mode").and_then(Value::as_str) {
-        None | Some("unknown") => ProfilePaymentMode::Unknown,
         Some("cash") => ProfilePaymentMode::Cash,
         Some("finance") => ProfilePaymentMode::Finance,
         Some("lease") => ProfilePaymentMode::Lease,
-        Some(_) => {
-            return Err(io(format!(
-                "{name}: payment_mode must be cash, finance, lease or unknown"
-            )));
-        }
+        _ => ProfilePaymentMode::Unknown,
     };
     let j = value.get("jurisdiction").unwrap_or(&Value::Null);
-    let country =
-        s(j, "country").ok_or_else(|| io(format!("{name}: jurisdiction.country is required")))?;
+    let country = s(j, "country").unwrap_or_default();
     let mut claims = BTreeMap::new();
     if let Some(map) = value.get("claims").and_then(Value::as_object) {
         for (k, v) in map {
-            let criterion = serde_json::from_value(Value::String(k.clone()))
-                .map_err(|_| io(format!("{name}: claims.{k} is not a supported criterion")))?;
+            let Ok(criterion) = serde_json::from_value(Value::String(k.clone())) else {
+                problems.push(Problem::new(
+                    format!("/claims/{k}"),
+                    "criterion",
+                    format!("'{k}' is not a criterion the pricing engine evaluates"),
+                ));
+                continue;
+            };
             let claim = match v {
                 Value::Bool(true) => ClaimValue::True,
                 Value::Bool(false) => ClaimValue::False,
@@ -831,10 +861,23 @@ fn read_profile(path: &Path, now: DateTime<Utc>) -> Result<Profile, Error> {
         }
     }
     let as_of = match s(&value, "as_of") {
-        Some(t) => DateTime::parse_from_rfc3339(&t)
-            .map_err(|_| io(format!("{name}: as_of is not an RFC 3339 date-time")))?,
+        Some(t) => match DateTime::parse_from_rfc3339(&t) {
+            Ok(t) => t,
+            Err(_) => {
+                problems.push(Problem::new(
+                    "/as_of",
+                    "format",
+                    "must be an RFC 3339 date-time such as 2026-01-31T09:00:00Z",
+                ));
+                now.fixed_offset()
+            }
+        },
         None => now.fixed_offset(),
     };
+    if !problems.is_empty() {
+        report::locate_all(text, syntax, &mut problems, &[]);
+        return Err(refused(problems));
+    }
     Ok(Profile {
         payment_mode,
         jurisdiction: ProfileJurisdiction {

@@ -218,7 +218,7 @@ pub async fn run(cli: Cli) -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Gateway(Error::DealersFile(e))) => {
+        Err(Failure::Gateway(Error::OperatorFile(e))) => {
             eprint!("{e}");
             ExitCode::from(EXIT_INVALID_INPUT)
         }

@@ -570,7 +570,7 @@ fn convert(
         p.check(
             line,
             C::AdvertisedPriceMinor.name(),
-            rules::non_negative_integer(s),
+            rules::minor_units(s, currency),
         )
     });
     if let (Some(c), Some(cell)) = (currency, row.opt(C::Currency)) {

@@ -650,8 +650,8 @@ fn adapter(currency: Currency) -> FeedAdapter {
     a
 }
 
-/// A formatted price in the rooftop currency, exact and non-negative. The
-/// rule never echoes the cell.
+/// A formatted price in the rooftop currency, exact, non-negative and
+/// within the range served exactly. The rule never echoes the cell.
 fn price(s: &str, currency: Currency) -> Result<Money, String> {
     let money = adapter(currency).parse(s).map_err(|e| match e {
         MoneyError::InvalidFeedAmount { notation, rule, .. } => {
@@ -668,7 +668,15 @@ fn price(s: &str, currency: Currency) -> Result<Money, String> {
     if money.is_negative() {
         return Err("must not be negative".into());
     }
-    Ok(money)
+    // Served exactly to every JSON reader (docs/inventory-feeds.md "Money").
+    match crate::report::money::out_of_range(
+        money.amount_minor(),
+        Some(currency),
+        crate::report::money::Range::Safe,
+    ) {
+        None => Ok(money),
+        Some(why) => Err(why),
+    }
 }
 
 #[cfg(test)]

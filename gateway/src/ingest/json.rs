@@ -8,8 +8,9 @@
 //! absent), `provenance` and `freshness`. Incoming freshness is ignored
 //! (the gateway computes its own); the first incoming provenance source is
 //! kept as the record's source, except that a file is never authoritative.
-//! Problems are reported per record: `row` is the array index and `column`
-//! a JSON pointer from the document root.
+//! Problems are reported per record: `row` is the array index, `column`
+//! a JSON pointer from the document root, and `position` the line and
+//! column in the file.
 
 use std::collections::HashSet;
 
@@ -21,17 +22,27 @@ use super::{Failure, FileSource, FormatResult, IngestContext, Progress, Sink};
 use crate::inventory::model::{
     DistanceUnit, Odometer, OdometerStatus, UsedEvidence, VehicleRecord, VehicleSource,
 };
+use crate::report::explain::Schema;
+use crate::report::{self, Position, Target, locate};
 
 /// The extension of a JSON vehicle record that carries used-vehicle
 /// evidence (`inventory-cells.schema.json#/$defs/jsonUsedVehicleEvidence`;
 /// DAP's vehicle has no room for it outside `extensions`).
 pub const EVIDENCE_EXTENSION: &str = "dealergateway.used-vehicle-evidence";
 
-/// Read the array one record at a time (only the current record is held
-/// as a JSON tree, never the whole document), handing each valid vehicle
-/// to `sink`.
+/// Read the array one record at a time (only the current record is held,
+/// as text and as a JSON tree, never the whole document), handing each
+/// valid vehicle to `sink`. Every rule runs on every record in one pass:
+/// a record that breaks the schema is still checked against the import's
+/// rules (rooftop, currency, timestamps, duplicates), so a file is
+/// reported whole at once.
+///
+/// The array is split into its records by [`Elements`], which knows the
+/// line and column where each starts; each record is then parsed from its
+/// own text, so a problem is located in that text and reported at its line
+/// and column in the file (docs/inventory-feeds.md "Problem reports").
 pub(crate) fn parse(
-    input: impl std::io::Read,
+    mut input: impl std::io::Read,
     total: u64,
     ctx: &IngestContext,
     source: &FileSource,
@@ -42,34 +53,48 @@ pub(crate) fn parse(
         Ok(v) => &v.json_vehicle,
         Err(e) => return (0, Err(Failure::Unreadable(e))),
     };
-    let counted = Counted {
-        inner: input,
-        read: std::rc::Rc::new(std::cell::Cell::new(0)),
-    };
-    let read = counted.read.clone();
     let mut state = Records {
         validator,
         ctx,
         source,
         progress,
         sink,
-        read,
+        read: 0,
         total,
         problems: Collector::default(),
         duplicates: Duplicates::default(),
         vehicle_ids: HashSet::new(),
         count: 0,
     };
-    let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::new(counted));
-    let outcome = serde::Deserializer::deserialize_any(&mut de, &mut state).and_then(|()| de.end());
-    if let Err(e) = outcome {
-        let reason = if e.to_string().contains(NOT_AN_ARRAY) {
-            "the document must be a JSON array of DAP vehicle records".to_owned()
-        } else if e.is_io() {
-            format!("cannot be read: {e}")
-        } else {
-            format!("not valid JSON (line {}, column {})", e.line(), e.column())
+    let mut elements = Elements::new();
+    let mut chunk = vec![0; CHUNK];
+    let outcome = loop {
+        let n = match input.read(&mut chunk) {
+            Ok(0) => break elements.end(),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => break Err(format!("cannot be read: {e}")),
         };
+        state.read += n as u64;
+        let fed = elements.feed(&chunk[..n], &mut |start, text| {
+            let record: Value = serde_json::from_slice(text).map_err(|e| {
+                let at = Position {
+                    line: e.line(),
+                    column: e.column().max(1),
+                }
+                .within(start);
+                format!("not valid JSON (line {}, column {})", at.line, at.column)
+            })?;
+            let i = state.count;
+            state.count += 1;
+            state.record(i, &record, start, text);
+            Ok(())
+        });
+        if let Err(reason) = fed {
+            break Err(reason);
+        }
+    };
+    if let Err(reason) = outcome {
         return (0, Err(Failure::Unreadable(reason)));
     }
     let rows = state.count;
@@ -85,31 +110,192 @@ pub(crate) fn parse(
     }
 }
 
-/// The failure raised when the top-level value is not an array.
-const NOT_AN_ARRAY: &str = "dealer-gateway: the document is not an array";
+/// Bytes read from the file at once.
+const CHUNK: usize = 64 * 1024;
 
-/// Counts the bytes read, for progress.
-struct Counted<R> {
-    inner: R,
-    read: std::rc::Rc<std::cell::Cell<u64>>,
+/// Receives each record's text with where it starts; an error is the
+/// reason the file is unreadable (a record that is not valid JSON).
+type OnRecord<'a> = dyn FnMut(Position, &[u8]) -> Result<(), String> + 'a;
+
+/// Where the array splitter is in the document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Before the `[`.
+    Document,
+    /// After the `[`: a record or `]`.
+    First,
+    /// After a `,`: a record.
+    Next,
+    /// Inside a record.
+    Record,
+    /// After a record: `,` or `]`.
+    After,
+    /// After the `]`: only whitespace.
+    Done,
 }
 
-impl<R: std::io::Read> std::io::Read for Counted<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.read.set(self.read.get() + n as u64);
-        Ok(n)
+/// Splits the top-level JSON array of a feed into the text of each record,
+/// chunk by chunk, counting lines and columns (columns in characters) as it
+/// goes: one tight loop over the bytes, so the records are then parsed from
+/// their text at slice speed. Only JSON's structure is followed here
+/// (strings, escapes, nesting); each record's own syntax is serde_json's
+/// to check.
+struct Elements {
+    phase: Phase,
+    line: usize,
+    column: usize,
+    /// Inside a record: nesting depth, in a string, after a backslash, a
+    /// scalar record (ends at a delimiter).
+    depth: usize,
+    in_string: bool,
+    escape: bool,
+    scalar: bool,
+    /// Where the current record starts in the file.
+    start: Position,
+    /// The current record's bytes from earlier chunks.
+    text: Vec<u8>,
+}
+
+impl Elements {
+    fn new() -> Self {
+        Self {
+            phase: Phase::Document,
+            line: 1,
+            column: 1,
+            depth: 0,
+            in_string: false,
+            escape: false,
+            scalar: false,
+            start: Position { line: 1, column: 1 },
+            text: Vec::new(),
+        }
+    }
+
+    fn here(&self) -> Position {
+        Position {
+            line: self.line,
+            column: self.column,
+        }
+    }
+
+    fn syntax(&self) -> String {
+        format!(
+            "not valid JSON (line {}, column {})",
+            self.line, self.column
+        )
+    }
+
+    /// Split `bytes`, the next chunk of the file, handing each complete
+    /// record to `record` with where it starts.
+    fn feed(&mut self, bytes: &[u8], record: &mut OnRecord<'_>) -> Result<(), String> {
+        let mut from = 0;
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            let whitespace = matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+            match self.phase {
+                Phase::Record if self.scalar => {
+                    if whitespace || matches!(b, b',' | b']' | b'}') {
+                        // The delimiter is not part of the record: read it
+                        // again after the record.
+                        self.end_record(&bytes[from..i], record)?;
+                        continue;
+                    }
+                }
+                Phase::Record if self.in_string => {
+                    if self.escape {
+                        self.escape = false;
+                    } else if b == b'\\' {
+                        self.escape = true;
+                    } else if b == b'"' {
+                        self.in_string = false;
+                        if self.depth == 0 {
+                            self.end_record(&bytes[from..=i], record)?;
+                        }
+                    }
+                }
+                Phase::Record => match b {
+                    b'"' => self.in_string = true,
+                    b'{' | b'[' => self.depth += 1,
+                    b'}' | b']' => {
+                        self.depth -= 1;
+                        if self.depth == 0 {
+                            self.end_record(&bytes[from..=i], record)?;
+                        }
+                    }
+                    _ => {}
+                },
+                _ if whitespace => {}
+                Phase::Document if b == b'[' => self.phase = Phase::First,
+                Phase::Document
+                    if matches!(b, b'{' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n') =>
+                {
+                    return Err("the document must be a JSON array of DAP vehicle records".into());
+                }
+                Phase::First if b == b']' => self.phase = Phase::Done,
+                Phase::After if b == b']' => self.phase = Phase::Done,
+                Phase::After if b == b',' => self.phase = Phase::Next,
+                Phase::First | Phase::Next if b != b']' && b != b',' => {
+                    from = i;
+                    self.start = self.here();
+                    self.text.clear();
+                    self.phase = Phase::Record;
+                    self.depth = usize::from(matches!(b, b'{' | b'['));
+                    self.in_string = b == b'"';
+                    self.escape = false;
+                    self.scalar = !matches!(b, b'{' | b'[' | b'"');
+                }
+                _ => return Err(self.syntax()),
+            }
+            if b == b'\n' {
+                self.line += 1;
+                self.column = 1;
+            } else if b & 0xC0 != 0x80 {
+                // UTF-8 continuation bytes are not characters.
+                self.column += 1;
+            }
+            i += 1;
+        }
+        if self.phase == Phase::Record {
+            self.text.extend_from_slice(&bytes[from..]);
+        }
+        Ok(())
+    }
+
+    /// The record ended with `tail`, the last of its bytes in this chunk.
+    fn end_record(&mut self, tail: &[u8], record: &mut OnRecord<'_>) -> Result<(), String> {
+        self.phase = Phase::After;
+        self.scalar = false;
+        if self.text.is_empty() {
+            record(self.start, tail)
+        } else {
+            self.text.extend_from_slice(tail);
+            let text = std::mem::take(&mut self.text);
+            let done = record(self.start, &text);
+            self.text = text;
+            self.text.clear();
+            done
+        }
+    }
+
+    /// The end of the file: the array must be closed.
+    fn end(&mut self) -> Result<(), String> {
+        match self.phase {
+            Phase::Done => Ok(()),
+            _ => Err(self.syntax()),
+        }
     }
 }
 
 /// The per-file state of the record-by-record walk.
 struct Records<'a, 'p, 's> {
-    validator: &'a jsonschema::Validator,
+    validator: &'a Schema,
     ctx: &'a IngestContext,
     source: &'a FileSource,
     progress: &'p mut dyn FnMut(Progress),
     sink: Sink<'s>,
-    read: std::rc::Rc<std::cell::Cell<u64>>,
+    /// Bytes read so far, for progress.
+    read: u64,
     total: u64,
     problems: Collector,
     duplicates: Duplicates,
@@ -118,17 +304,22 @@ struct Records<'a, 'p, 's> {
 }
 
 impl Records<'_, '_, '_> {
-    fn record(&mut self, i: usize, record: &Value) {
-        rules::report_progress(self.progress, i + 1, self.read.get(), self.total);
+    fn record(&mut self, i: usize, record: &Value, start: Position, text: &[u8]) {
+        rules::report_progress(self.progress, i + 1, self.read, self.total);
+        let root = format!("/{i}");
         let problems = &mut self.problems;
-        let schema = rules::schema_problems(self.validator, record);
-        if !schema.is_empty() {
-            for (at, rule) in schema {
-                problems.add(i, &format!("/{i}{at}"), format!("{rule} (DAP vehicle)"));
-            }
-            return;
-        }
         let before = problems.len();
+        let mut schema_pointers = Vec::new();
+        let mut keys = Vec::new();
+        for l in rules::schema_problems(self.validator, record) {
+            let pointer = format!("{root}{}", l.problem.pointer);
+            if l.target == Target::Key {
+                keys.push(pointer.clone());
+            }
+            problems.add(i, &pointer, rules::rule_text(&l.problem, "DAP vehicle"));
+            schema_pointers.push(pointer);
+        }
+        let after_schema = problems.len();
         let v = convert(
             i,
             record,
@@ -137,61 +328,54 @@ impl Records<'_, '_, '_> {
             &mut self.duplicates,
             problems,
         );
-        if let Some(v) = v {
-            if !self.vehicle_ids.insert(v.vehicle_id.clone()) {
+        // A rule that restates a schema problem (the same field, or one
+        // inside it) adds nothing to the report.
+        problems.drop_since(after_schema, |p| {
+            schema_pointers.iter().any(|s| {
+                report::is_at_or_under(&p.column, s)
+                    || (p.column != root && report::is_at_or_under(s, &p.column))
+            })
+        });
+        match v {
+            Some(v) if !self.vehicle_ids.insert(v.vehicle_id.clone()) => {
                 problems.add(
                     i,
-                    &format!("/{i}/vehicle_id"),
+                    &format!("{root}/vehicle_id"),
                     "duplicate vehicle_id: already used by an earlier record of this file",
                 );
-            } else if problems.len() == before {
-                (self.sink)(v);
             }
+            Some(v) if problems.len() == before => (self.sink)(v),
+            Some(_) => {}
+            // Never drop a record in silence: every way convert gives up
+            // should have said why; if one did not, say so.
+            None if problems.len() == before => problems.add(
+                i,
+                &root,
+                "the record cannot be read as a vehicle: a member the gateway needs is not in \
+                 the form it reads (see docs/inventory-feeds.md, Format 3)",
+            ),
+            None => {}
+        }
+        let Ok(text) = std::str::from_utf8(text) else {
+            return;
+        };
+        for p in problems.since_mut(before) {
+            let Some(inner) = p.column.strip_prefix(&root) else {
+                continue;
+            };
+            let target = if keys.contains(&p.column) {
+                Target::Key
+            } else {
+                Target::Value
+            };
+            p.position = locate::in_json(text, inner, target).map(|at| at.within(start));
         }
     }
 }
 
-impl<'de> serde::de::Visitor<'de> for &mut Records<'_, '_, '_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON array of DAP vehicle records")
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(record) = seq.next_element::<Value>()? {
-            let i = self.count;
-            self.count += 1;
-            self.record(i, &record);
-        }
-        Ok(())
-    }
-
-    // Anything but an array.
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, _: A) -> Result<(), A::Error> {
-        Err(serde::de::Error::custom(NOT_AN_ARRAY))
-    }
-    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<(), E> {
-        Err(E::custom(NOT_AN_ARRAY))
-    }
-    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<(), E> {
-        Err(E::custom(NOT_AN_ARRAY))
-    }
-    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<(), E> {
-        Err(E::custom(NOT_AN_ARRAY))
-    }
-    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<(), E> {
-        Err(E::custom(NOT_AN_ARRAY))
-    }
-    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<(), E> {
-        Err(E::custom(NOT_AN_ARRAY))
-    }
-    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
-        Err(E::custom(NOT_AN_ARRAY))
-    }
-}
-
-/// Convert one schema-valid record; `None` with problems when a rule fails.
+/// Convert one record; `None` with problems when a rule fails. The record
+/// need not be schema-valid (its schema problems are reported beside these
+/// in one pass): every member is read defensively.
 fn convert(
     i: usize,
     r: &Value,
@@ -519,4 +703,69 @@ fn convert(
             transformations: transformations.into_vec(),
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Split `text` fed in chunks of `size` bytes: each record's start and
+    /// text, or the error.
+    fn split(text: &str, size: usize) -> Result<Vec<(Position, String)>, String> {
+        let mut elements = Elements::new();
+        let mut out = Vec::new();
+        for chunk in text.as_bytes().chunks(size) {
+            elements.feed(chunk, &mut |start, bytes| {
+                out.push((start, String::from_utf8(bytes.to_vec()).unwrap()));
+                Ok(())
+            })?;
+        }
+        elements.end()?;
+        Ok(out)
+    }
+
+    fn at(line: usize, column: usize) -> Position {
+        Position { line, column }
+    }
+
+    #[test]
+    fn the_array_is_split_into_records_with_their_positions_whatever_the_chunks() {
+        let text = "[\n  {\"a\": \"x]}\\\"\", \"b\": [1, {\"c\": 2}]},\n  \"\u{e9}\u{e9}\", 12.5e3 ,true,\n{}]\n";
+        let expected = vec![
+            (
+                at(2, 3),
+                "{\"a\": \"x]}\\\"\", \"b\": [1, {\"c\": 2}]}".to_owned(),
+            ),
+            (at(3, 3), "\"\u{e9}\u{e9}\"".to_owned()),
+            (at(3, 9), "12.5e3".to_owned()),
+            (at(3, 17), "true".to_owned()),
+            (at(4, 1), "{}".to_owned()),
+        ];
+        for size in [1, 2, 3, 7, text.len()] {
+            assert_eq!(split(text, size), Ok(expected.clone()), "chunks of {size}");
+        }
+        assert_eq!(split(" [ ] ", 2), Ok(Vec::new()));
+    }
+
+    #[test]
+    fn a_document_that_is_no_array_of_records_is_refused_with_its_position() {
+        let not_array = "the document must be a JSON array of DAP vehicle records";
+        assert_eq!(split("{\"a\": 1}", 4), Err(not_array.into()));
+        assert_eq!(split("  12", 4), Err(not_array.into()));
+        for (text, line, column) in [
+            ("[1,]", 1, 4),
+            ("[1 2]", 1, 4),
+            ("[{}]x", 1, 5),
+            ("[{}", 1, 4),
+            ("", 1, 1),
+            ("[\n{},\n", 3, 1),
+            ("x", 1, 1),
+        ] {
+            assert_eq!(
+                split(text, 2),
+                Err(format!("not valid JSON (line {line}, column {column})")),
+                "{text:?}"
+            );
+        }
+    }
 }

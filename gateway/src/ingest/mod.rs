@@ -10,8 +10,9 @@
 //!
 //! All three share the rules of [`rules`]. Parsing is pure: nothing is
 //! written here. A file with any problem yields [`IngestError::Invalid`]
-//! with every problem (row, column, rule; never an input value), sorted by
-//! row, and no vehicle at all, so the caller writes nothing.
+//! with every problem (row, column, rule in words: docs/inventory-feeds.md
+//! "Problem reports"), sorted by row, and no vehicle at all, so the caller
+//! writes nothing.
 //!
 //! Every format is read record by record from a reader (issue 11 item 6:
 //! a 134 MB feed took 1.46 GB to import). [`parse_feed_reader`] keeps the
@@ -201,7 +202,10 @@ fn file_source_record(
     }
 }
 
-/// One problem of a feed. Never carries an input value.
+/// One problem of a feed. Carries no input value, except a key the
+/// operator's file has but the format does not, and what a number written
+/// `299.00` would be in minor units (docs/inventory-feeds.md "Problem
+/// reports").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowProblem {
     /// CSV: the 1-based line number where the record starts (1 = the
@@ -210,8 +214,11 @@ pub struct RowProblem {
     /// CSV: the column name (as the format names it). JSON: a JSON pointer
     /// from the document root.
     pub column: String,
-    /// The rule that failed.
+    /// The rule that failed, in words.
     pub rule: String,
+    /// JSON: where the pointer is in the file (line and column), when it
+    /// can be found. CSV: `None` (the row's line is `row`).
+    pub position: Option<crate::report::Position>,
 }
 
 /// Parse progress, for an indicator.
@@ -268,7 +275,11 @@ impl fmt::Display for IngestError {
                     match format {
                         FeedFormat::Json => {
                             let at = if p.column.is_empty() { "/" } else { &p.column };
-                            writeln!(f, "  {file}: record {}: {at}: {}", p.row, p.rule)?;
+                            let line = p
+                                .position
+                                .map(|l| format!(":{}:{}", l.line, l.column))
+                                .unwrap_or_default();
+                            writeln!(f, "  {file}{line}: record {}: {at}: {}", p.row, p.rule)?;
                         }
                         FeedFormat::DapCsv | FeedFormat::DealerComCsv => {
                             writeln!(f, "  {file}:{}: {}: {}", p.row, p.column, p.rule)?;
@@ -497,7 +508,7 @@ fn run_pass(
             });
         }
         Err(Failure::Problems(mut problems)) => {
-            problems.sort_by_key(|p| p.row);
+            problems.sort_by_key(|p| (p.row, p.position));
             return Err(IngestError::Invalid {
                 file: file_name.to_owned(),
                 format,

@@ -1,15 +1,18 @@
 //! Validation rules shared by every feed format.
 //!
 //! Each check returns `Result<T, String>` where the error is the rule that
-//! failed, written without the offending value (a problem report never
-//! echoes input: "not a valid VIN", not the VIN). [`Collector`] attaches the
+//! failed, written without the offending value ("not a valid VIN", not the
+//! VIN); only a refused amount names the number written and the minor units
+//! it would be (docs/inventory-feeds.md "Money"). [`Collector`] attaches the
 //! row and column.
 //!
-//! JSON cells and JSON records are validated with validators compiled once
-//! per process ([`validators`]) from the schema files shipped in the binary
-//! (`catalog::SCHEMA_FILES`).
+//! JSON cells and JSON records are validated with the shared reporter's
+//! schemas ([`crate::report::explain`]), compiled once per process
+//! ([`validators`]) from the schema files shipped in the binary
+//! (`catalog::SCHEMA_FILES`), so their problems are in words and name an
+//! unexpected key.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use chrono::{DateTime, Utc};
@@ -19,6 +22,8 @@ use sha2::{Digest, Sha256};
 
 use super::{IngestContext, Progress, RowProblem};
 use crate::inventory::model::DistanceUnit;
+use crate::report::explain::{Located, Schema};
+use crate::report::{Target, money};
 use crate::store::RooftopSettings;
 
 /// DAP vehicle conditions. `demo` is in the DAP vehicle enum although the
@@ -90,6 +95,7 @@ impl Collector {
             row,
             column: column.to_owned(),
             rule: rule.into(),
+            position: None,
         });
     }
 
@@ -114,6 +120,21 @@ impl Collector {
 
     pub fn into_problems(self) -> Vec<RowProblem> {
         self.problems
+    }
+
+    /// The problems recorded since the collector held `from` of them.
+    pub fn since_mut(&mut self, from: usize) -> &mut [RowProblem] {
+        let from = from.min(self.problems.len());
+        &mut self.problems[from..]
+    }
+
+    /// Drop the problems recorded since `from` for which `drop` says so.
+    pub fn drop_since(&mut self, from: usize, mut drop: impl FnMut(&RowProblem) -> bool) {
+        let mut i = 0;
+        self.problems.retain(|p| {
+            i += 1;
+            i <= from || !drop(p)
+        });
     }
 }
 
@@ -213,6 +234,38 @@ pub fn non_negative_integer(s: &str) -> Result<i64, String> {
     }
     s.parse::<i64>()
         .map_err(|_| "too large: it does not fit in a signed 64-bit integer".into())
+}
+
+/// An amount in minor units of `currency` written in a CSV cell
+/// (`advertised_price_minor`): digits only, at least 0, within the range
+/// served exactly ([`money::MAX_SAFE_MINOR`]). A cell written as a decimal
+/// (`299.00`) or with an exponent (`2.99e4`) is refused naming the minor
+/// units it would be (docs/inventory-feeds.md "Money"); `currency` is the
+/// rooftop's, when known.
+pub fn minor_units(s: &str, currency: Option<Currency>) -> Result<i64, String> {
+    if let Ok(minor) = non_negative_integer(s) {
+        return match money::out_of_range(minor, currency, money::Range::Safe) {
+            None => Ok(minor),
+            Some(why) => Err(why),
+        };
+    }
+    // Only a JSON number with a point or an exponent is explained here;
+    // anything else keeps the digits-only rule's words.
+    match serde_json::from_str::<serde_json::Number>(s) {
+        Ok(n) if s.contains(['.', 'e', 'E']) => {
+            if n.as_f64().is_some_and(f64::is_sign_negative) {
+                Err("must not be negative".into())
+            } else {
+                Err(money::number_words(
+                    &n,
+                    currency,
+                    money::Range::Safe,
+                    "advertised_price_minor",
+                ))
+            }
+        }
+        _ => non_negative_integer(s),
+    }
 }
 
 /// Free text of at most `max` characters, without control characters; an
@@ -463,13 +516,14 @@ impl Cell {
     ];
 }
 
-/// Validators compiled once per process.
+/// Schemas compiled once per process, each with the shared reporter's
+/// words for its problems ([`crate::report::explain`]).
 pub struct Validators {
-    cells: Vec<(Cell, jsonschema::Validator)>,
+    cells: Vec<(Cell, Schema)>,
     /// `vehicle.schema.json#/$defs/vehicle` with the gateway-computed parts
     /// (`vehicle_id`, `organization_id`, `rooftop_id`, `availability`,
     /// `provenance`, `freshness`) no longer required.
-    pub(crate) json_vehicle: jsonschema::Validator,
+    pub(crate) json_vehicle: Schema,
 }
 
 impl std::fmt::Debug for Validators {
@@ -487,109 +541,68 @@ pub fn validators() -> Result<&'static Validators, String> {
 
 const INVENTORY_CELLS: &str = "inventory-cells.schema.json";
 
+/// Where the feed formats are described, named by a rule without words of
+/// its own.
+const GUIDE: &str = "docs/inventory-feeds.md";
+
 fn compile_validators() -> Result<Validators, String> {
-    let mut documents = BTreeMap::new();
-    for (file, text) in crate::catalog::SCHEMA_FILES {
-        let doc: Value =
-            serde_json::from_str(text).map_err(|e| format!("{file} is not valid JSON: {e}"))?;
-        documents.insert((*file).to_owned(), doc);
-    }
-    let build = |reference: &str| -> Result<(Value, jsonschema::Validator), String> {
-        let schema =
-            crate::catalog::bundle_reference(&documents, reference).map_err(|e| e.to_string())?;
-        let validator = compile(&schema).map_err(|e| format!("{reference}: {e}"))?;
-        Ok((schema, validator))
-    };
     let mut cells = Vec::new();
     for cell in Cell::ALL {
-        let (_, v) = build(&format!("{INVENTORY_CELLS}#/$defs/{}", cell.definition()))?;
-        cells.push((cell, v));
+        let reference = format!("{INVENTORY_CELLS}#/$defs/{}", cell.definition());
+        cells.push((cell, Schema::compile(&reference, GUIDE, |_| {})?));
     }
-    let (mut vehicle, _) = build("vehicle.schema.json#/$defs/vehicle")?;
-    if let Some(required) = vehicle["$defs"]["vehicle"]["required"].as_array_mut() {
-        required.retain(|r| {
-            !matches!(
-                r.as_str(),
-                Some(
-                    "vehicle_id"
-                        | "organization_id"
-                        | "rooftop_id"
-                        | "availability"
-                        | "provenance"
-                        | "freshness"
+    let json_vehicle = Schema::compile("vehicle.schema.json#/$defs/vehicle", GUIDE, |vehicle| {
+        if let Some(required) = vehicle["$defs"]["vehicle"]["required"].as_array_mut() {
+            required.retain(|r| {
+                !matches!(
+                    r.as_str(),
+                    Some(
+                        "vehicle_id"
+                            | "organization_id"
+                            | "rooftop_id"
+                            | "availability"
+                            | "provenance"
+                            | "freshness"
+                    )
                 )
-            )
-        });
-    }
-    let json_vehicle = compile(&vehicle).map_err(|e| format!("vehicle (relaxed): {e}"))?;
+            });
+        }
+    })
+    .map_err(|e| format!("vehicle (relaxed): {e}"))?;
     Ok(Validators {
         cells,
         json_vehicle,
     })
 }
 
-fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
-    jsonschema::draft202012::options()
-        .should_validate_formats(true)
-        .build(schema)
-        .map_err(|e| e.to_string())
-}
-
 /// At most this many schema problems are reported per cell or record.
 const MAX_SCHEMA_PROBLEMS: usize = 20;
 
-/// Value-free schema violations of `instance`: `(instance pointer, rule)`.
-pub(crate) fn schema_problems(
-    validator: &jsonschema::Validator,
-    instance: &Value,
-) -> Vec<(String, String)> {
-    if validator.is_valid(instance) {
-        return Vec::new();
-    }
-    let mut out: Vec<(String, String)> = Vec::new();
-    for error in validator.iter_errors(instance) {
-        let item = (error.instance_path().to_string(), explain(error.kind()));
-        if !out.contains(&item) {
-            out.push(item);
-        }
-        if out.len() == MAX_SCHEMA_PROBLEMS {
-            break;
-        }
-    }
+/// Money in feeds: integers within the range served exactly; currencies
+/// are tied to the rooftop's by [`same_currency`] and the cells' own rule.
+pub(crate) const MONEY: money::Checks = money::Checks {
+    range: money::Range::Safe,
+    currencies: false,
+};
+
+/// The schema problems of `instance` in words, and the money problems
+/// ([`crate::report::money`]), which replace the schema's at the same
+/// pointer: each with its pointer relative to `instance` and what to
+/// locate.
+pub(crate) fn schema_problems(schema: &Schema, instance: &Value) -> Vec<Located> {
+    let (mut out, money) = schema.problems_with_money(instance, MAX_SCHEMA_PROBLEMS, MONEY);
+    out.extend(money.into_iter().map(|problem| Located {
+        problem,
+        target: Target::Value,
+    }));
     out
 }
 
-/// A value-free explanation of one failed keyword; only names that come
-/// from the schema (a required property) are quoted.
-fn explain(kind: &jsonschema::error::ValidationErrorKind) -> String {
-    use jsonschema::error::ValidationErrorKind as K;
-    match kind {
-        K::Required { property } => match property.as_str() {
-            Some(name) => format!("required property '{name}' is missing"),
-            None => "a required property is missing".to_owned(),
-        },
-        K::AdditionalProperties { .. } | K::UnevaluatedProperties { .. } => {
-            "has a property that the schema does not allow".to_owned()
-        }
-        K::FalseSchema => "is a property that the schema does not allow here".to_owned(),
-        other => {
-            let keyword = other.keyword();
-            let what = match keyword {
-                "type" => "has the wrong JSON type",
-                "enum" => "is not one of the allowed values",
-                "const" => "is not the value the schema fixes",
-                "pattern" | "format" => "does not have the required form",
-                "minLength" | "maxLength" => "has a length outside the allowed range",
-                "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => {
-                    "is outside the allowed range"
-                }
-                "minItems" | "maxItems" => "has a number of items outside the allowed range",
-                "uniqueItems" => "repeats an item",
-                _ => "failed validation",
-            };
-            format!("{what} (schema keyword '{keyword}')")
-        }
-    }
+/// A problem of a cell or record as one rule text: what was expected,
+/// then the rule (`type`, `additionalProperties`, `amount_minor`, ...) and
+/// the definition it belongs to.
+pub(crate) fn rule_text(problem: &crate::report::Problem, definition: &str) -> String {
+    format!("{} ({}, {definition})", problem.explanation, problem.rule)
 }
 
 /// Results of [`json_cell`] by (cell, text), for one file: feeds repeat the
@@ -651,21 +664,30 @@ pub fn json_value(
         .cells
         .iter()
         .find(|(c, _)| *c == cell)
-        .map(|(_, v)| v)
+        .map(|(_, schema)| schema)
         .ok_or_else(|| vec![format!("no validator for {}", cell.definition())])?;
     let mut rules: Vec<String> = schema_problems(validator, &value)
         .into_iter()
-        .map(|(at, rule)| {
-            // The one property a false schema refuses in these cells: a
-            // history summary without authorization (DAP-UV-012).
-            let why = if at.ends_with("/summary") && rule.contains("does not allow here") {
+        .map(|l| {
+            let at = if l.problem.pointer.is_empty() {
+                "/".to_owned()
+            } else {
+                l.problem.pointer.clone()
+            };
+            // The one key a false schema refuses in these cells: a history
+            // summary without authorization (DAP-UV-012).
+            let why = if at.ends_with("/summary") && l.problem.rule == "falseSchema" {
                 ": summary_sharing_authorized is false, and a summary is published only where \
                  the provider agreement authorizes sharing it (DAP-UV-012)"
             } else {
                 ""
             };
-            let at = if at.is_empty() { "/".to_owned() } else { at };
-            format!("at {at}: {rule}{why} ({})", cell.definition())
+            format!(
+                "at {at}: {}{why} ({}, {})",
+                l.problem.explanation,
+                l.problem.rule,
+                cell.definition()
+            )
         })
         .collect();
     if rules.is_empty() {

@@ -255,7 +255,7 @@ fn price_is_required_exact_and_non_negative() {
         dap(&[row(&[("advertised_price_minor", "34295.00")])]),
         2,
         "advertised_price_minor",
-        "not a whole number",
+        "written without a decimal point or exponent; the number written equals 34295 (write 34295 if that counts minor units); 34295.00 USD would be 3429500",
     );
     one_problem(
         dap(&[row(&[("advertised_price_minor", "-1")])]),
@@ -605,11 +605,8 @@ fn json_cells_must_be_json_of_their_shape() {
         p.iter()
             .all(|p| p.row == 2 && p.column == "required_dealer_charges_json")
     );
-    assert!(
-        p.iter()
-            .any(|p| p.rule
-                == "at /0: required property 'name' is missing (csvRequiredDealerCharges)")
-    );
+    assert!(p.iter().any(|p| p.rule
+        == "at /0: missing required property 'name' (required, csvRequiredDealerCharges)"));
     one_problem(
         dap(&[row(&[(
             "image_urls_json",
@@ -617,7 +614,7 @@ fn json_cells_must_be_json_of_their_shape() {
         )])]),
         2,
         "image_urls_json",
-        "at /0: does not have the required form",
+        "at /0: must be an https:// URL, matching ^https://",
     );
     let with_summary = json!([{
         "provider_id": "com.carfax", "provider_name": "CARFAX", "status": "available",
@@ -628,7 +625,7 @@ fn json_cells_must_be_json_of_their_shape() {
         dap(&[row(&[("history_reports_json", &with_summary)])]),
         2,
         "history_reports_json",
-        "does not allow",
+        "this key is not allowed here: summary_sharing_authorized is false",
     );
     let adjustment = json!([{
         "adjustment_id": "loyalty", "name": "Loyalty", "direction": "discount",
@@ -641,7 +638,7 @@ fn json_cells_must_be_json_of_their_shape() {
         dap(&[row(&[("conditional_adjustments_json", &adjustment)])]),
         2,
         "conditional_adjustments_json",
-        "required property 'amount' is missing",
+        "missing required property 'amount'",
     );
 }
 
@@ -863,12 +860,15 @@ fn json_records_follow_the_same_rules() {
     );
     let mut bad = json_vehicle();
     bad["vin"] = json!("nope");
-    one_problem(
-        json_feed(json!([json_vehicle(), bad])),
-        1,
-        "/1/vin",
-        "required form",
+    // One pass: the schema's problem and the import's own rules together.
+    let p = problems(json_feed(json!([json_vehicle(), bad])));
+    let at: Vec<(usize, &str)> = p.iter().map(|p| (p.row, p.column.as_str())).collect();
+    assert_eq!(at, [(1, "/1/vin"), (1, "/1/stock_number")], "{p:#?}");
+    assert!(
+        p[0].rule.starts_with("must be a VIN: 17 characters"),
+        "{p:#?}"
     );
+    assert!(p[1].rule.starts_with("duplicate stock number"), "{p:#?}");
     let mut nothing = json_vehicle();
     nothing.as_object_mut().unwrap().remove("vin");
     one_problem(json_feed(json!([nothing])), 0, "/0/vehicle_id", "no vin");
@@ -879,6 +879,58 @@ fn json_records_follow_the_same_rules() {
         json_feed(json!({"not": "an array"})),
         Err(IngestError::Unreadable { .. })
     ));
+}
+
+#[test]
+fn json_problems_are_located_in_the_file_even_past_a_read_buffer() {
+    // Enough valid records before the bad one that the tap refills its
+    // 64 KiB buffer in between; multi-byte characters count as one column.
+    let mut records: Vec<serde_json::Value> = (0..400)
+        .map(|n| {
+            let mut v = json_vehicle();
+            v["vin"] = json!(format!("2T3P1RFV8RC{n:06}"));
+            v["stock_number"] = json!(format!("S{n}"));
+            v["model"] = json!(format!("RAV4 {}", "\u{e9}".repeat(n % 7)));
+            v
+        })
+        .collect();
+    let mut bad = json_vehicle();
+    bad["vin"] = json!("2T3P1RFV8RC999999");
+    bad["stock_number"] = json!("BAD");
+    bad["model"] = json!("\u{e9}t\u{e9}");
+    bad["trmi"] = json!("XLE");
+    bad["year"] = json!(2024.0);
+    records.push(bad);
+    let text = serde_json::to_string_pretty(&records).unwrap();
+    assert!(text.len() > 3 * 64 * 1024, "{}", text.len());
+    let p = problems(parse_feed(
+        FeedFormat::Json,
+        "v.json",
+        text.as_bytes(),
+        &ctx(None),
+    ));
+    let at = |needle: &str| {
+        let (i, line) = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.contains(needle))
+            .last()
+            .unwrap();
+        crate::report::Position {
+            line: i + 1,
+            column: line[..line.find(needle).unwrap()].chars().count() + 1,
+        }
+    };
+    let got: Vec<(&str, Option<crate::report::Position>)> =
+        p.iter().map(|p| (p.column.as_str(), p.position)).collect();
+    assert_eq!(
+        got,
+        [
+            ("/400/year", Some(at("2024.0"))),
+            ("/400/trmi", Some(at("\"trmi\""))),
+        ],
+        "{p:#?}"
+    );
 }
 
 /// Parse speed on a generated feed: `INGEST_BENCH_FILE=path cargo test -p
@@ -1396,7 +1448,7 @@ fn bad_evidence_cells_name_the_column_the_place_and_the_rule() {
         )])]),
         2,
         "title_json",
-        "at /brands/0: is not one of the allowed values",
+        "at /brands/0: must be one of: salvage, rebuilt, flood, lemon, junk, fire, hail, odometer, manufacturer_buyback, other (enum, csvTitle)",
     );
     one_problem(
         dap(&[used(&[(
@@ -1432,7 +1484,7 @@ fn bad_evidence_cells_name_the_column_the_place_and_the_rule() {
         )])]),
         2,
         "inspection_json",
-        "at /grade: required property 'system' is missing",
+        "at /grade: missing required property 'system'",
     );
     one_problem(
         dap(&[used(&[
@@ -1468,8 +1520,7 @@ fn bad_evidence_cells_name_the_column_the_place_and_the_rule() {
         dap(&[used(&[("history_reports_json", &unauthorized)])]),
         2,
         "history_reports_json",
-        "at /0/summary: is a property that the schema does not allow here: \
-         summary_sharing_authorized is false",
+        "at /0/summary: this key is not allowed here: summary_sharing_authorized is false",
     );
     let late = json!([
         {"provider_id": "com.carfax", "provider_name": "CARFAX", "status": "available",

@@ -686,7 +686,7 @@ pub fn check_program_set(records: &[ProgramRecord]) -> Result<(), Vec<String>> {
                         .strip_prefix("/programs/")
                         .and_then(|rest| rest.find('/').map(|i| &rest[i..]))
                         .unwrap_or("");
-                    let text = format!("{field}: {}", problem.rule);
+                    let text = format!("{field}: {}", problem.explanation);
                     if !conflicts.iter().any(|c| c.starts_with(&text)) {
                         conflicts.push(format!("{text} (when evaluated {period})"));
                     }

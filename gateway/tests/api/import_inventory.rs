@@ -456,3 +456,118 @@ async fn problems_name_the_right_line_with_crlf_and_lf_line_endings() {
     }
     assert_eq!(snapshot_count(&db, LAKESHORE, CHICAGO).await, 0);
 }
+
+/// `lakeshore.csv`'s first vehicle alone, its charges cell replaced by one
+/// "VIN etching" charge of `amount_minor` written as `amount`.
+fn one_row_with_etching(amount: &str) -> String {
+    let original = std::fs::read_to_string(fixture("lakeshore.csv")).unwrap();
+    let mut lines = original.lines();
+    let header = lines.next().unwrap();
+    let row = lines.next().unwrap();
+    let cell = r#""[{""charge_id"":""doc-fee"",""name"":""Documentary fee"",""amount"":{""amount_minor"":35800,""currency"":""USD""},""payee"":""dealer"",""included_in_advertised_price"":false,""required"":true}]""#;
+    assert!(row.contains(cell), "fixture layout: {row}");
+    let etching = format!(
+        r#""[{{""charge_id"":""etch"",""name"":""VIN etching"",""amount"":{{""amount_minor"":{amount},""currency"":""USD""}},""payee"":""dealer"",""included_in_advertised_price"":false,""required"":true}}]""#
+    );
+    format!("{header}\n{}\n", row.replacen(cell, &etching, 1))
+}
+
+// What operators feed in is what agents are told (docs/inventory-feeds.md
+// "Money"): `"amount_minor": 299.00` in a charges cell was imported with exit
+// 0, and agents were then told "VIN etching (an unknown amount)". It is
+// refused naming the minor units it would be; 29900 is served as 299.00 USD.
+#[tokio::test]
+async fn a_charge_written_299_00_is_refused_and_29900_is_served_exactly() {
+    let (dir, db) = store_with_dealers().await;
+    let path = dir.join("etching.csv");
+    std::fs::write(&path, one_row_with_etching("299.00")).unwrap();
+    let file = path.display().to_string();
+    let out = import(&db, &file, LAKESHORE, &[]);
+    let report = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{report}");
+    assert!(
+        report.contains(&format!(
+            "{file}:2: required_dealer_charges_json: at /0/amount/amount_minor: amount_minor must be a whole number of minor units written without a decimal point or exponent; the number written equals 299 (write 299 if that counts minor units); 299.00 USD would be 29900 (amount_minor, csvRequiredDealerCharges)"
+        )),
+        "{report}"
+    );
+    assert_eq!(snapshot_count(&db, LAKESHORE, CHICAGO).await, 0);
+
+    std::fs::write(&path, one_row_with_etching("29900")).unwrap();
+    let out = import(&db, &file, LAKESHORE, &["--rooftop", CHICAGO]);
+    assert!(out.status.success(), "{}", text(&out));
+    let vehicle = latest_vehicles(&db, LAKESHORE, CHICAGO).await.remove(0);
+    let app = crate::common::spawn_on(dir, db, |_| {}).await;
+    let result = app
+        .call_tool(
+            "dealeragent.pricing.get_disclosure",
+            serde_json::json!({"organization_id": LAKESHORE, "rooftop_id": CHICAGO, "vehicle_id": vehicle.vehicle_id}),
+        )
+        .await;
+    let doc = &result["structuredContent"];
+    let disclosure = doc["disclosure_text"].as_str().unwrap_or_default();
+    assert!(disclosure.contains("VIN etching (299.00 USD)"), "{result}");
+    assert!(!disclosure.contains("unknown amount"), "{result}");
+    let charge = doc["required_dealer_charges"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["charge_id"] == "etch"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        charge["amount"],
+        serde_json::json!({"amount_minor": 29900, "currency": "USD"}),
+        "{result}"
+    );
+}
+
+// A JSON feed is reported whole in one run (docs/inventory-feeds.md "Problem
+// reports"): a record that breaks the schema is still checked against the
+// import's rules, an unexpected key is named with the keys allowed and the
+// closest one, and each problem has its line and column in the file.
+#[tokio::test]
+async fn a_json_feed_reports_every_problem_in_one_round_naming_the_unexpected_key() {
+    let (dir, db) = store_with_dealers().await;
+    let original = std::fs::read_to_string(fixture("maplecrest-toronto.json")).unwrap();
+    // Record 0: a misspelt key (schema) and a price in USD for a CAD
+    // rooftop (an import rule); record 1 (line 23 on): a float year.
+    let broken = original
+        .replacen("\"trim\": \"XLE\"", "\"trmi\": \"XLE\"", 1)
+        .replacen(
+            "\"amount_minor\": 4199000, \"currency\": \"CAD\"",
+            "\"amount_minor\": 4199000, \"currency\": \"USD\"",
+            1,
+        )
+        .replacen("\"year\": 2023", "\"year\": 2023.0", 1);
+    assert_ne!(broken, original);
+    let path = dir.join("broken.json");
+    std::fs::write(&path, &broken).unwrap();
+    let file = path.display().to_string();
+    let out = import(&db, &file, MAPLECREST, &[]);
+    let report = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{report}");
+    let line_of = |needle: &str| {
+        broken
+            .lines()
+            .position(|l| l.contains(needle))
+            .map(|i| i + 1)
+            .unwrap()
+    };
+    for expected in [
+        format!(
+            "{file}:{}:5: record 0: /0/trmi: unexpected key 'trmi' (did you mean 'trim'?): this object does not allow it; allowed keys here: ",
+            line_of("\"trmi\"")
+        ),
+        format!(
+            "{file}:{}:56: record 0: /0/advertised_price/amount/currency: differs from the rooftop's configured currency CAD",
+            line_of("\"amount_minor\": 4199000")
+        ),
+        format!(
+            "{file}:{}:13: record 1: /1/year: must be written as a whole number, without a decimal point or exponent: the number written equals 2023 (write 2023) (whole_number, DAP vehicle)",
+            line_of("\"year\": 2023.0")
+        ),
+    ] {
+        assert!(report.contains(&expected), "no {expected:?} in\n{report}");
+    }
+    assert!(report.contains("3 problem(s)"), "{report}");
+    assert_eq!(snapshot_count(&db, MAPLECREST, TORONTO).await, 0);
+}

@@ -402,8 +402,20 @@ async fn bad_file_reports_every_problem_exits_2_and_writes_nothing() {
     );
     assert!(report.contains("program 'b-stackable'"), "{report}");
     assert!(report.contains("program 'b-dup'"), "{report}");
+    // One line per problem, each with its line and column in the file.
+    let file = fixture("bad.yaml");
+    assert_eq!(
+        report
+            .lines()
+            .filter(|l| l.starts_with(&format!("{file}:")) && l.contains(": /programs/"))
+            .count(),
+        3,
+        "{report}"
+    );
     assert!(
-        report.lines().filter(|l| l.contains("bad.yaml: /")).count() == 3,
+        report.contains(&format!(
+            "{file}:14:13: /programs/0/stacking/rule: program: program 'b-rule': "
+        )),
         "{report}"
     );
     assert!(current(&db).await.is_empty());
@@ -413,14 +425,17 @@ async fn bad_file_reports_every_problem_exits_2_and_writes_nothing() {
     let report = text(&out);
     assert_eq!(out.status.code(), Some(2), "{report}");
     assert!(
-        report.contains("bad-schema.json: /programs/0/revision"),
+        report.contains("bad-schema.json:2:37: /programs/0/revision: minimum: must be at least 0"),
         "{report}"
     );
     assert!(
-        report.contains("bad-schema.json: /programs/1/kind"),
+        report.contains("bad-schema.json:5:68: /programs/1/kind: enum: must be one of: cash, bonus_cash, finance_rate, lease_cash, dealer_discount, fee_waiver, surcharge, other"),
         "{report}"
     );
-    assert!(report.contains("bad-schema.json: /programs/0:"), "{report}");
+    assert!(
+        report.contains("bad-schema.json:4:64: /programs/0/secret_note: additionalProperties: unexpected key 'secret_note': this object does not allow it; allowed keys here: program_id, revision, name, kind, direction, amount, cap, applies_to,"),
+        "{report}"
+    );
     assert!(
         !report.contains("do-not-echo-me") && !report.contains("teleport"),
         "{report}"
@@ -732,4 +747,186 @@ async fn demo_seed_writes_through_the_whole_set_check() {
         current(&db).await,
         [("w-excluder".to_owned(), 1), ("w-loyalty".to_owned(), 1)]
     );
+}
+
+/// `line:column` of the first `marker` on the first line holding `line`.
+fn at(text: &str, line: &str, marker: &str) -> String {
+    let (i, l) = text
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.contains(line))
+        .unwrap_or_else(|| panic!("no line with {line:?}"));
+    let column = l[..l.find(marker).unwrap()].chars().count() + 1;
+    format!("{}:{column}", i + 1)
+}
+
+// docs/pricing.md "Validation": the programs file is reported like the
+// dealers file, every problem at once, each with its line and column, the
+// JSON pointer, the rule and what was expected in words: an unexpected key
+// named with the keys allowed and the closest one, `currency: usd` as an
+// ISO 4217 code in capitals (did you mean USD), and the two stacking
+// mistakes JSON Schema can only call `not` in sentences.
+#[tokio::test]
+async fn schema_problems_name_the_key_the_place_and_the_rule_in_words() {
+    let db = store_with_dealers().await;
+    let yaml = r#"programs:
+  - program_id: s-key
+    revision: 1
+    nmae: Misspelt name
+    name: Cash
+    kind: cash
+    direction: discount
+    amount: {status: known, amount: {amount_minor: 50000, currency: usd}}
+    stacking: {group: oem, combinability: stackable, rule: "stack.len() <= 1"}
+  - program_id: s-limit
+    revision: 1
+    name: Limited
+    kind: cash
+    direction: discount
+    amount: {status: known, amount: {amount_minor: 10000, currency: USD}}
+    stacking:
+      group: oem
+      combinability: rule_defined
+      limits: [{group: oem, tag: loyalty, max_programs: 1}]
+"#;
+    let file = programs_file("schema.yaml", yaml);
+    let out = import(&db, &file, &[]);
+    let report = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{report}");
+    for expected in [
+        format!("{file}: 4 problem(s); nothing was imported"),
+        format!(
+            "{file}:{}: /programs/0/nmae: additionalProperties: unexpected key 'nmae' (did you mean 'name'?): this object does not allow it; allowed keys here: program_id, revision, name, kind, direction, amount, cap, applies_to, jurisdictions, excluded_postal_prefixes, valid_from, valid_until, payment_modes, criteria, criteria_mode, stacking, tags, disclosure, provenance",
+            at(yaml, "nmae", "nmae")
+        ),
+        format!(
+            "{file}:{}: /programs/0/amount/amount/currency: pattern: must be an ISO 4217 code in capitals such as USD, matching ^[A-Z]{{3}}$ (did you mean 'USD'?)",
+            at(yaml, "currency: usd", "usd")
+        ),
+        format!(
+            "{file}:{}: /programs/0/stacking: not: rule is allowed only with combinability rule_defined, and this program's combinability is stackable: remove it, or make the program rule_defined",
+            at(
+                yaml,
+                "stacking: {group: oem, combinability: stackable",
+                "{group"
+            )
+        ),
+        format!(
+            "{file}:{}: /programs/1/stacking/limits/0: not: a limit selects the members of one group or of one tag, not both: keep group or tag (with neither, the limit counts every member of the stack)",
+            at(yaml, "limits: [", "{group")
+        ),
+    ] {
+        assert!(report.contains(&expected), "no {expected:?} in\n{report}");
+    }
+    assert!(
+        !report.contains("failed validation for keyword"),
+        "{report}"
+    );
+    assert!(current(&db).await.is_empty());
+}
+
+// An unknown currency is reported at its own pointer beside every other
+// problem of the file (it used to be one problem at `/` hiding the rest
+// until it was fixed), and so is an amount written 299.00.
+#[tokio::test]
+async fn an_unknown_currency_is_reported_at_its_own_pointer_beside_every_other_problem() {
+    let db = store_with_dealers().await;
+    let bad = std::fs::read_to_string(fixture("bad.yaml")).unwrap();
+    let yaml = format!(
+        "{bad}  - program_id: b-currency
+    revision: 1
+    name: Unknown currency
+    kind: cash
+    direction: discount
+    amount: {{status: known, amount: {{amount_minor: 10000, currency: XYZ}}}}
+    stacking: {{group: oem, combinability: stackable}}
+  - program_id: b-float
+    revision: 1
+    name: Float amount
+    kind: cash
+    direction: discount
+    amount: {{status: known, amount: {{amount_minor: 299.00, currency: USD}}}}
+    stacking: {{group: oem, combinability: stackable}}
+  - program_id: b-window
+    revision: 1
+    name: Ends before it starts
+    kind: cash
+    direction: discount
+    valid_from: 2026-06-01T00:00:00Z
+    valid_until: 2026-05-01T00:00:00Z
+    amount: {{status: known, amount: {{amount_minor: 100, currency: USD}}}}
+    stacking: {{group: oem, combinability: stackable}}
+"
+    );
+    let file = programs_file("every.yaml", &yaml);
+    let out = import(&db, &file, &[]);
+    let report = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{report}");
+    for expected in [
+        format!(
+            "{file}:{}: /programs/4/amount/amount/currency: iso_4217: not an active ISO 4217 currency code with a minor unit",
+            at(&yaml, "currency: XYZ", "XYZ")
+        ),
+        format!(
+            "{file}:{}: /programs/5/amount/amount/amount_minor: amount_minor: amount_minor must be a whole number of minor units written without a decimal point or exponent; the number written equals 299 (write 299 if that counts minor units); 299.00 USD would be 29900",
+            at(&yaml, "amount_minor: 299.00", "299.00")
+        ),
+        format!(
+            "{file}:{}: /programs/0/stacking/rule: program: program 'b-rule': ",
+            at(&yaml, "rule: \"stack.len(", "\"stack")
+        ),
+        // The engine's problems, their pointers and words carried unchanged.
+        ": /programs/1/stacking/not_combinable_with".to_owned(),
+        ": /programs/3/revision: program: program 'b-dup': ".to_owned(),
+        ": /programs/6/valid_until: program: program 'b-window': ".to_owned(),
+    ] {
+        assert!(report.contains(&expected), "no {expected:?} in\n{report}");
+    }
+    assert!(report.contains("6 problem(s)"), "{report}");
+    assert!(current(&db).await.is_empty());
+}
+
+// The amount bound names the sum of the currency and every program that
+// contributes to it, not one program.
+#[tokio::test]
+async fn the_amount_bound_names_the_sum_and_every_contributing_program() {
+    let db = store_with_dealers().await;
+    let fee = |id: &str, minor: &str| {
+        format!(
+            "  - program_id: {id}
+    revision: 1
+    name: Fee {id}
+    kind: surcharge
+    direction: surcharge
+    amount: {{status: known, amount: {{amount_minor: {minor}, currency: USD}}}}
+    stacking: {{group: addons, combinability: stackable}}
+"
+        )
+    };
+    let yaml = format!(
+        "programs:\n{}{}{}",
+        fee("fee-a", "3000000000000000000"),
+        fee("fee-b", "2000000000000000000"),
+        fee("fee-c", "100")
+    );
+    let file = programs_file("sum.yaml", &yaml);
+    let out = import(&db, &file, &[]);
+    let report = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{report}");
+    let bound = gateway::offers::import::MAX_PROGRAM_SUM_MINOR;
+    let words = format!(
+        "the fixed amounts in USD of the programs evaluated together sum to 5000000000000000100 minor units, beyond {bound} (i64::MAX / 2), the most that can be summed with a vehicle's price without overflow; contributing: 'fee-a' 3000000000000000000, 'fee-b' 2000000000000000000, 'fee-c' 100"
+    );
+    assert!(
+        report.contains(&format!(
+            "{file}:{}: /programs/1/amount/amount/amount_minor: amount_bound: program 'fee-b': {words}",
+            at(&yaml, "amount_minor: 2000000000000000000", "2000000000000000000")
+        )),
+        "{report}"
+    );
+    assert!(
+        !report.contains("/programs/0/"),
+        "fee-a alone is within the bound: {report}"
+    );
+    assert!(current(&db).await.is_empty());
 }

@@ -312,8 +312,11 @@ fn amounts_that_cannot_be_summed_are_refused_at_import() {
     );
     let bound = gateway::offers::import::MAX_PROGRAM_SUM_MINOR;
     assert_eq!(bound, i64::MAX / 2);
-    assert!(err.problems[0].rule.contains("fee-a"), "{err}");
-    assert!(err.problems[0].rule.contains(&bound.to_string()), "{err}");
+    assert!(err.problems[0].explanation.contains("fee-a"), "{err}");
+    assert!(
+        err.problems[0].explanation.contains(&bound.to_string()),
+        "{err}"
+    );
     assert!(err.to_string().contains("nothing was imported"), "{err}");
     // Each within the bound but not their sum: the second is refused.
     let Err(err) = parse(bound / 2 + 1) else {

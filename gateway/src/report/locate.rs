@@ -1,4 +1,4 @@
-//! Line and column of a JSON pointer in the dealers file as written.
+//! Line and column of a JSON pointer in an operator file as written.
 //!
 //! Problems are found on the parsed JSON data model, which has no
 //! positions. To tell an operator where to look, the file is read once more
@@ -7,7 +7,7 @@
 //! position of the node it is on (yaml_serde: the node's start mark;
 //! serde_json: its reader position). Only public parser APIs are used, so
 //! this keeps working across parser versions; a pointer that cannot be
-//! walked simply has no position.
+//! walked simply has no position. Columns count characters, as editors do.
 
 use std::fmt;
 
@@ -30,7 +30,66 @@ pub enum Target {
 
 /// The failure the seed raises on reaching its target; anything else the
 /// parser reports means "not found".
-const FOUND: &str = "dealers-file locate: target reached";
+const FOUND: &str = "dealer-gateway locate: target reached";
+
+/// How an operator file is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syntax {
+    Yaml,
+    Json,
+}
+
+impl Syntax {
+    /// By file name: `.json` is JSON, anything else YAML (which also reads
+    /// JSON).
+    pub fn of(file_name: &str) -> Self {
+        if file_name.to_ascii_lowercase().ends_with(".json") {
+            Self::Json
+        } else {
+            Self::Yaml
+        }
+    }
+}
+
+/// The position of `pointer` in `text` written in `syntax`.
+pub fn find(text: &str, syntax: Syntax, pointer: &str, target: Target) -> Option<Position> {
+    match syntax {
+        Syntax::Yaml => in_yaml(text, pointer, target),
+        Syntax::Json => in_json(text, pointer, target),
+    }
+}
+
+/// The position of byte `offset` of `text` (clamped to its end).
+pub fn at_offset(text: &str, offset: usize) -> Position {
+    let mut end = offset.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let before = &text[..end];
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    Position {
+        line: before.matches('\n').count() + 1,
+        column: before[line_start..].chars().count() + 1,
+    }
+}
+
+impl Position {
+    /// This position, found in a text that itself starts at `origin` of
+    /// the file (a JSON feed record inside its array).
+    pub fn within(self, origin: Position) -> Position {
+        if self.line == 1 {
+            Position {
+                line: origin.line,
+                column: origin.column + self.column - 1,
+            }
+        } else {
+            Position {
+                line: origin.line + self.line - 1,
+                column: self.column,
+            }
+        }
+    }
+}
 
 /// Split an RFC 6901 pointer into unescaped segments (`""` = the root).
 pub fn segments(pointer: &str) -> Vec<String> {
