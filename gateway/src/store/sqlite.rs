@@ -29,6 +29,9 @@ const MIGRATIONS: &[(i64, &str, &str)] =
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a caller waits for a pooled connection.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How many times opening the database waits [`ACQUIRE_TIMEOUT`] for its
+/// first connection before giving up (30 s in all).
+const OPEN_ATTEMPTS: u32 = 6;
 /// WAL allows concurrent readers beside the single writer.
 const MAX_CONNECTIONS: u32 = 8;
 /// `vehicles` rows per multi-row insert: 1 + 4 × 500 bound parameters, far
@@ -86,10 +89,27 @@ impl SqliteStore {
             }
             pool_options.max_connections(MAX_CONNECTIONS)
         };
-        let pool = pool_options
-            .connect_with(options)
-            .await
-            .map_err(|e| StoreError::Unavailable(format!("cannot open SQLite database: {e}")))?;
+        // Opening is not a request: on a host busy enough that the first
+        // connection takes longer than a request may wait for one
+        // (ACQUIRE_TIMEOUT), try again rather than fail the start-up.
+        let mut attempts = 0;
+        let pool = loop {
+            attempts += 1;
+            match pool_options.clone().connect_with(options.clone()).await {
+                Ok(pool) => break pool,
+                Err(sqlx::Error::PoolTimedOut) if attempts < OPEN_ATTEMPTS => {
+                    tracing::warn!(
+                        attempts,
+                        "opening the SQLite database timed out; trying again"
+                    );
+                }
+                Err(e) => {
+                    return Err(StoreError::Unavailable(format!(
+                        "cannot open SQLite database: {e}"
+                    )));
+                }
+            }
+        };
         embedded_migrator(MIGRATIONS)
             .run(&pool)
             .await
