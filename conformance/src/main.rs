@@ -140,7 +140,10 @@ async fn cmd_audit(args: &AuditArgs) -> i32 {
     if let Some(path) = &args.report
         && let Err(e) = std::fs::write(path, &output.report_bytes)
     {
-        eprintln!("dap-conformance audit: cannot write {}: {e}", path.display());
+        eprintln!(
+            "dap-conformance audit: cannot write {}: {e}",
+            path.display()
+        );
         return 2;
     }
     if args.json {
@@ -150,9 +153,7 @@ async fn cmd_audit(args: &AuditArgs) -> i32 {
     }
     match args.min_score {
         Some(min) if output.score_hundredths < u64::from(min) * 100 => {
-            eprintln!(
-                "dap-conformance audit: the weighted score is below --min-score {min}"
-            );
+            eprintln!("dap-conformance audit: the weighted score is below --min-score {min}");
             1
         }
         _ => 0,

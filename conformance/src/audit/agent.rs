@@ -15,8 +15,7 @@ use serde_json::{Value, json};
 
 use super::answer::{Citation, Read};
 use super::wire::{
-    AvailabilityResult, Dealer, Disclosure, Freshness, Provenance, SearchPage, UsedDetails,
-    Vehicle,
+    AvailabilityResult, Dealer, Disclosure, Freshness, Provenance, SearchPage, UsedDetails, Vehicle,
 };
 use crate::client::{Caller, Client, ClientError, Exchange};
 use crate::context::{DEALER_GET, DISCLOSURE, GET_VEHICLE, SEARCH, VERIFY};
@@ -218,7 +217,10 @@ impl<'e> Session<'e> {
     }
 
     /// `dealer.get` of one rooftop of the organization.
-    pub async fn dealer(&mut self, rooftop_id: &str) -> Result<(usize, Option<Dealer>), ClientError> {
+    pub async fn dealer(
+        &mut self,
+        rooftop_id: &str,
+    ) -> Result<(usize, Option<Dealer>), ClientError> {
         let args = json!({"organization_id": self.env.organization_id,
             "rooftop_ids": [rooftop_id]});
         let i = self.call(DEALER_GET, args).await?;
@@ -262,7 +264,9 @@ impl<'e> Session<'e> {
 
     /// When read `read` arrived.
     pub fn received_at(&self, read: usize) -> chrono::DateTime<Utc> {
-        self.reads.get(read).map_or_else(Utc::now, |r| r.received_at)
+        self.reads
+            .get(read)
+            .map_or_else(Utc::now, |r| r.received_at)
     }
 }
 

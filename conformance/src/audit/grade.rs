@@ -89,6 +89,21 @@ pub enum Verdict {
     NotApplicable,
 }
 
+/// The rules whose failure the public rubric calls critical: directing a
+/// shopper to a wrong or invented unit, a materially wrong price, or
+/// fabricated current availability. A critical failure costs the question
+/// everything it had in that dimension.
+pub const CRITICAL_RULES: [&str; 8] = [
+    "INV-LISTED-EXISTS",
+    "INV-VIN-IDENTITY",
+    "INV-NO-FABRICATED-UNIT",
+    "PRC-PRICE-MATCHES",
+    "PRC-SUM-CORRECT",
+    "PRC-OUT-THE-DOOR",
+    "PRC-NO-UNKNOWN-TOTALLED",
+    "AVL-AVAILABLE-NOW-SUPPORTED",
+];
+
 /// One graded rule of one answer.
 #[derive(Debug, Clone, Serialize)]
 pub struct Check {
@@ -96,10 +111,17 @@ pub struct Check {
     /// Stable rule id, e.g. `AVL-AVAILABLE-NOW`.
     pub rule: &'static str,
     pub verdict: Verdict,
+    /// Whether the rule is one of [`CRITICAL_RULES`].
+    pub critical: bool,
     pub detail: String,
 }
 
 impl Check {
+    /// Whether this is a failed critical rule ([`CRITICAL_RULES`]).
+    pub fn critical_failure(&self) -> bool {
+        self.critical && self.verdict == Verdict::Failed
+    }
+
     /// Passed when `problems` is empty, else failed with them.
     pub fn judge(
         dimension: Dimension,
@@ -112,6 +134,7 @@ impl Check {
                 dimension,
                 rule,
                 verdict: Verdict::Passed,
+                critical: CRITICAL_RULES.contains(&rule),
                 detail: ok.into(),
             }
         } else {
@@ -125,6 +148,7 @@ impl Check {
                 dimension,
                 rule,
                 verdict: Verdict::Failed,
+                critical: CRITICAL_RULES.contains(&rule),
                 detail,
             }
         }
@@ -135,6 +159,7 @@ impl Check {
             dimension,
             rule,
             verdict: Verdict::NotApplicable,
+            critical: CRITICAL_RULES.contains(&rule),
             detail: why.into(),
         }
     }
@@ -304,7 +329,12 @@ pub fn common_checks(answer: &Answer, budget_tokens: usize) -> Vec<Check> {
                 x.source_name.is_empty() || x.authority.is_empty() || x.observed_at.is_empty()
             })
         })
-        .map(|c| format!("a {} claim cites no source and as-of time", fact_kind(&c.fact)))
+        .map(|c| {
+            format!(
+                "a {} claim cites no source and as-of time",
+                fact_kind(&c.fact)
+            )
+        })
         .collect();
     if answer.claims.is_empty() {
         out.push(Check::na(Cit, "CIT-CITED", "the answer makes no claim"));
@@ -325,7 +355,10 @@ pub fn common_checks(answer: &Answer, budget_tokens: usize) -> Vec<Check> {
     for c in citations(answer) {
         cited += 1;
         let Some(record) = cited_record(answer, c) else {
-            mismatched.push(format!("a citation points at no record of its {} read", c.tool));
+            mismatched.push(format!(
+                "a citation points at no record of its {} read",
+                c.tool
+            ));
             continue;
         };
         let provenance: Option<Provenance> = record
@@ -402,7 +435,13 @@ pub fn common_checks(answer: &Answer, budget_tokens: usize) -> Vec<Check> {
         .iter()
         .filter_map(|r| r.ok.as_ref().map(|ok| (r, wire::unknown_with_amount(ok))))
         .filter(|(_, found)| !found.is_empty())
-        .map(|(r, found)| format!("{} gives an amount to an unknown at {}", r.tool, found.join(", ")))
+        .map(|(r, found)| {
+            format!(
+                "{} gives an amount to an unknown at {}",
+                r.tool,
+                found.join(", ")
+            )
+        })
         .collect();
     if contradictions.is_empty() {
         out.push(Check::na(
@@ -461,13 +500,18 @@ pub fn vehicle_differences(stated: &VehicleFact, record: &Vehicle) -> Vec<String
     if (stated.year, &stated.make, &stated.model, &stated.condition)
         != (record.year, &record.make, &record.model, &record.condition)
     {
-        out.push(format!("{id}: stated as another vehicle than {}", record.title()));
+        out.push(format!(
+            "{id}: stated as another vehicle than {}",
+            record.title()
+        ));
     }
     if stated.vin != record.vin {
         out.push(format!("{id}: stated with another VIN than its record"));
     }
     if stated.odometer != record.odometer {
-        out.push(format!("{id}: stated with another odometer than its record"));
+        out.push(format!(
+            "{id}: stated with another odometer than its record"
+        ));
     }
     if stated.advertised_price != record.advertised_price.amount {
         out.push(format!(
@@ -483,7 +527,10 @@ pub fn vehicle_differences(stated: &VehicleFact, record: &Vehicle) -> Vec<String
 /// or withdrawn from the dealer's feed.
 pub fn off_sale(record: &Vehicle) -> Option<String> {
     if record.freshness.state == "withdrawn" {
-        return Some(format!("{} is withdrawn from the dealer's feed", record.vehicle_id));
+        return Some(format!(
+            "{} is withdrawn from the dealer's feed",
+            record.vehicle_id
+        ));
     }
     matches!(record.availability.status.as_str(), "sold" | "unavailable").then(|| {
         format!(
@@ -527,21 +574,29 @@ pub fn available_now_problems(
         out.push(format!(
             "{id}: the check's freshness is {} (valid until {})",
             result.freshness.state,
-            result.freshness.valid_until.as_deref().unwrap_or("unstated")
+            result
+                .freshness
+                .valid_until
+                .as_deref()
+                .unwrap_or("unstated")
         ));
     }
     let supported = result.provenance.sources.iter().any(|s| {
         s.authority == AUTHORITATIVE_SOURCE
-            && wire::time(&s.observed_at).is_some_and(|t| {
-                (at - t).num_seconds() <= wire::VERIFIED_CURRENT_MAX_AGE_S
-            })
+            && wire::time(&s.observed_at)
+                .is_some_and(|t| (at - t).num_seconds() <= wire::VERIFIED_CURRENT_MAX_AGE_S)
     });
     if !supported {
         let named: Vec<String> = result
             .provenance
             .sources
             .iter()
-            .map(|s| format!("{} ({}, observed {})", s.source_name, s.authority, s.observed_at))
+            .map(|s| {
+                format!(
+                    "{} ({}, observed {})",
+                    s.source_name, s.authority, s.observed_at
+                )
+            })
             .collect();
         out.push(format!(
             "{id}: no dealer-system source observed within {} s supports it (sources: {})",
@@ -619,7 +674,11 @@ pub fn disclosure_fee_problems(d: &Disclosure) -> Vec<String> {
 /// government total.
 fn accounted_amounts(d: &Disclosure) -> Vec<i64> {
     let mut out = vec![d.advertised_price.amount.amount_minor];
-    out.extend(d.required_dealer_charges.iter().map(|c| c.amount.amount_minor));
+    out.extend(
+        d.required_dealer_charges
+            .iter()
+            .map(|c| c.amount.amount_minor),
+    );
     out.extend(
         d.conditional_adjustments
             .iter()
@@ -651,4 +710,142 @@ pub fn unknown_totalled(raw: &Value) -> Vec<String> {
         .into_iter()
         .map(|at| format!("an amount is given to an unknown at {at}"))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Duration;
+
+    fn disclosure(text: &str, charges: Value, includes: bool) -> Disclosure {
+        serde_json::from_value(json!({
+            "vehicle_id": "veh.1", "organization_id": "org.a", "rooftop_id": "roof.a",
+            "advertised_price": {"amount": {"amount_minor": 610_000, "currency": "USD"},
+                "availability": "generally_available", "includes_required_dealer_charges": includes},
+            "required_dealer_charges": charges,
+            "conditional_adjustments": [],
+            "government_charges": {"status": "unknown"},
+            "provenance": {"sources": [], "authority_status": "asserted"},
+            "freshness": {"observed_at": "2026-12-01T00:00:00Z", "state": "current"},
+            "disclosure_text": text,
+        }))
+        .expect("a disclosure")
+    }
+
+    fn doc_fee(included: bool) -> Value {
+        json!({"charge_id": "doc-fee", "name": "Documentation fee",
+            "amount": {"amount_minor": 49_900, "currency": "USD"}, "payee": "dealer",
+            "included_in_advertised_price": included, "required": true})
+    }
+
+    const TEXT: &str = "Advertised price: 6,100.00 USD. NOT included: Documentation fee (499.00 USD). \
+                        Advertised price plus required dealer charges: 6,599.00 USD.";
+
+    #[test]
+    fn a_consistent_disclosure_has_no_fee_problem() {
+        let d = disclosure(TEXT, json!([doc_fee(false)]), false);
+        assert_eq!(disclosure_fee_problems(&d), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_charge_its_text_names_but_its_list_lacks_is_found() {
+        let d = disclosure(TEXT, json!([]), false);
+        let problems = disclosure_fee_problems(&d);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].contains("499.00 USD, 6,599.00 USD"),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn a_price_said_to_include_an_excluded_charge_is_found() {
+        let d = disclosure("", json!([doc_fee(false)]), true);
+        assert_eq!(disclosure_fee_problems(&d).len(), 1);
+        let d = disclosure("", json!([doc_fee(true)]), false);
+        assert_eq!(disclosure_fee_problems(&d).len(), 1);
+    }
+
+    fn check(authority: &str, source_authority: &str, age_s: i64, band: &str) -> Vec<String> {
+        let now = Utc::now();
+        let at = (now - Duration::seconds(age_s)).to_rfc3339();
+        let until = (now + Duration::seconds(60)).to_rfc3339();
+        let result: AvailabilityResult = serde_json::from_value(json!({
+            "vehicle_id": "veh.1", "organization_id": "org.a", "rooftop_id": "roof.a",
+            "availability": {"status": "available", "authority_status": authority,
+                "observed_at": at, "valid_until": until},
+            "provenance": {"sources": [{"source_name": "dms", "authority": source_authority,
+                "observed_at": at}], "authority_status": authority},
+            "freshness": {"observed_at": at, "state": "current", "valid_until": until},
+        }))
+        .expect("a result");
+        let meta = json!({"dealergateway.availability": {"band": band}});
+        available_now_problems(&result, Some(&meta), now)
+    }
+
+    #[test]
+    fn available_now_needs_a_recent_dealer_system_check() {
+        assert!(
+            check(
+                "authoritative",
+                "authoritative_dealer_system",
+                30,
+                "verified_current"
+            )
+            .is_empty()
+        );
+        // The dealer's own feed, however labelled, is not a dealer system.
+        assert_eq!(
+            check("authoritative", "dealer_asserted", 30, "verified_current").len(),
+            1
+        );
+        // Older than the band's 120 s.
+        assert!(
+            !check(
+                "authoritative",
+                "authoritative_dealer_system",
+                600,
+                "recent_authoritative"
+            )
+            .is_empty()
+        );
+        // Asserted is never "available now".
+        assert!(!check("asserted", "dealer_asserted", 5, "asserted").is_empty());
+        // The gateway's own label must agree where it gives one.
+        assert_eq!(
+            check(
+                "authoritative",
+                "authoritative_dealer_system",
+                30,
+                "asserted"
+            )
+            .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn critical_rules_are_marked_on_every_verdict() {
+        let failed = Check::judge(
+            Dimension::PriceAccuracy,
+            "PRC-OUT-THE-DOOR",
+            vec!["x".into()],
+            "",
+        );
+        assert!(failed.critical_failure());
+        let passed = Check::judge(
+            Dimension::PriceAccuracy,
+            "PRC-OUT-THE-DOOR",
+            Vec::new(),
+            "ok",
+        );
+        assert!(passed.critical && !passed.critical_failure());
+        let minor = Check::judge(
+            Dimension::FeeAndConditionDisclosure,
+            "FEE-DOC-FEE",
+            vec!["x".into()],
+            "",
+        );
+        assert!(!minor.critical_failure());
+    }
 }

@@ -74,7 +74,9 @@ impl AuditOptions {
         let parsed = reqwest::Url::parse(&a.url)
             .map_err(|e| AuditError::Usage(format!("--url is not a URL: {e}")))?;
         if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(AuditError::Usage("--url must be http:// or https://".into()));
+            return Err(AuditError::Usage(
+                "--url must be http:// or https://".into(),
+            ));
         }
         if a.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
             return Err(AuditError::Usage("--token is empty".into()));
@@ -225,9 +227,10 @@ async fn discover(
                     .into(),
             ));
         }
-        None => organizations.into_iter().next().ok_or_else(|| {
-            AuditError::NotAuditable("the manifest lists no organization".into())
-        })?,
+        None => organizations
+            .into_iter()
+            .next()
+            .ok_or_else(|| AuditError::NotAuditable("the manifest lists no organization".into()))?,
     };
     let dealer = call_patiently(
         &client,
@@ -317,10 +320,73 @@ fn apply_budget_rule(checks: &mut [Check]) {
         .filter(|c| c.dimension == Dimension::CitationQuality && c.verdict == Verdict::Passed)
     {
         c.verdict = Verdict::Failed;
-        c.detail = format!("lost: the question's reads exceed its token budget ({})", c.detail);
+        c.detail = format!(
+            "lost: the question's reads exceed its token budget ({})",
+            c.detail
+        );
     }
 }
 
 fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn over_budget_loses_every_citation_point_and_nothing_else() {
+        let cit = Dimension::CitationQuality;
+        let mut checks = vec![
+            Check::judge(cit, "CIT-CITED", Vec::new(), "ok"),
+            Check::judge(cit, "CIT-WITHIN-BUDGET", vec!["over".into()], ""),
+            Check::judge(
+                Dimension::PriceAccuracy,
+                "PRC-SUM-CORRECT",
+                Vec::new(),
+                "ok",
+            ),
+            Check::na(cit, "CIT-AS-OF-FRESH", "nothing cited"),
+        ];
+        apply_budget_rule(&mut checks);
+        let verdicts: Vec<Verdict> = checks.iter().map(|c| c.verdict).collect();
+        assert_eq!(
+            verdicts,
+            [
+                Verdict::Failed,
+                Verdict::Failed,
+                Verdict::Passed,
+                Verdict::NotApplicable
+            ]
+        );
+        let mut within = vec![
+            Check::judge(cit, "CIT-CITED", Vec::new(), "ok"),
+            Check::judge(cit, "CIT-WITHIN-BUDGET", Vec::new(), "ok"),
+        ];
+        apply_budget_rule(&mut within);
+        assert!(within.iter().all(|c| c.verdict == Verdict::Passed));
+    }
+
+    #[test]
+    fn bad_arguments_are_usage_errors() {
+        let args = |url: &str, budget: Option<usize>| AuditArgs {
+            url: url.to_owned(),
+            token: None,
+            organization: None,
+            json: false,
+            budget_tokens: budget,
+            min_score: None,
+            report: None,
+        };
+        assert!(matches!(
+            AuditOptions::from_args(&args("ftp://x/mcp", None)),
+            Err(AuditError::Usage(_))
+        ));
+        assert!(matches!(
+            AuditOptions::from_args(&args("http://x/mcp", Some(0))),
+            Err(AuditError::Usage(_))
+        ));
+        assert!(AuditOptions::from_args(&args("http://x/mcp", Some(5))).is_ok());
+    }
 }

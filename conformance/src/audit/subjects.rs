@@ -66,7 +66,11 @@ pub async fn choose(env: &Env, nonce: &str) -> Result<Subjects, ClientError> {
             env.organization_id
         ));
     }
-    s.currency = most_common(vehicles.iter().map(|v| v.advertised_price.amount.currency.clone()));
+    s.currency = most_common(
+        vehicles
+            .iter()
+            .map(|v| v.advertised_price.amount.currency.clone()),
+    );
     let in_currency: Vec<&Vehicle> = vehicles
         .iter()
         .filter(|v| Some(&v.advertised_price.amount.currency) == s.currency.as_ref())
@@ -127,7 +131,9 @@ pub async fn choose(env: &Env, nonce: &str) -> Result<Subjects, ClientError> {
         .iter()
         .filter(|v| matches!(v.condition.as_str(), "used" | "certified"))
         .find(|v| {
-            v.used_vehicle.as_ref().and_then(|u| u.history_report_status.as_deref())
+            v.used_vehicle
+                .as_ref()
+                .and_then(|u| u.history_report_status.as_deref())
                 == Some("conflicting")
         })
         .or_else(|| {

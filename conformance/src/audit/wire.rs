@@ -625,10 +625,7 @@ mod tests {
             valid_until: None,
             human_verification_required: None,
         };
-        assert_eq!(
-            at(100, "authoritative").band_at(now),
-            Band::VerifiedCurrent
-        );
+        assert_eq!(at(100, "authoritative").band_at(now), Band::VerifiedCurrent);
         assert_eq!(
             at(121, "authoritative").band_at(now),
             Band::RecentAuthoritative

@@ -2,8 +2,7 @@
 //! is its status, and when was it last verified (AUD-13 to AUD-16).
 
 use super::{
-    Avl, Inv, availability_claims, availability_sentence, grade_availability_reports,
-    unanswerable,
+    Avl, Inv, availability_claims, availability_sentence, grade_availability_reports, unanswerable,
 };
 use crate::audit::agent::Session;
 use crate::audit::answer::{Answer, Claim, Fact, RiskFlag};
@@ -226,7 +225,10 @@ pub async fn grade_last_verified(
         _ => None,
     });
     match stated {
-        None => problems.push(format!("no last-verified time is stated for {}", v.vehicle_id)),
+        None => problems.push(format!(
+            "no last-verified time is stated for {}",
+            v.vehicle_id
+        )),
         Some((observed_at, source, authoritative, cit)) => {
             let result: Option<AvailabilityResult> = a
                 .reads
@@ -243,12 +245,16 @@ pub async fn grade_last_verified(
                             r.availability.observed_at
                         ));
                     }
-                    if !r.provenance.sources.iter().any(|x| &x.source_name == source) {
+                    if !r
+                        .provenance
+                        .sources
+                        .iter()
+                        .any(|x| &x.source_name == source)
+                    {
                         problems.push(format!("{source} is not a source of the check"));
                     }
                     let backed = r.availability.authority_status == "authoritative"
-                        && r
-                            .provenance
+                        && r.provenance
                             .sources
                             .iter()
                             .any(|x| x.authority == "authoritative_dealer_system");
@@ -272,4 +278,3 @@ pub async fn grade_last_verified(
         "the time, source and authority given are the availability check's",
     )])
 }
-

@@ -70,16 +70,26 @@ pub async fn under_price(session: &mut Session<'_>, s: &Subjects) -> Result<Answ
     a.text = if page.vehicles.is_empty() {
         a.claims.push(Claim {
             fact: Fact::NotListed {
-                what: format!("a vehicle listed as available at {} or less", ceiling.display()),
+                what: format!(
+                    "a vehicle listed as available at {} or less",
+                    ceiling.display()
+                ),
             },
             citation: session.cite(read, "", &page.provenance, &page.freshness),
         });
-        format!("The dealer lists nothing as available at {} or less.", ceiling.display())
+        format!(
+            "The dealer lists nothing as available at {} or less.",
+            ceiling.display()
+        )
     } else {
         format!(
             "Listed as available at {} or less, cheapest first{}: {}. These are the dealer's listings, not verified availability; prices exclude required dealer fees unless stated, and taxes and registration.",
             ceiling.display(),
-            if page.page.has_more { " (more match)" } else { "" },
+            if page.page.has_more {
+                " (more match)"
+            } else {
+                ""
+            },
             names(&page.vehicles, page.vehicles.len())
         )
     };
@@ -107,7 +117,10 @@ async fn grade_listed(a: &Answer, g: &mut Grader<'_>) -> Result<Vec<Check>, Clie
         }
     }
     for (v, _) in listed.iter().take(SAMPLE) {
-        match g.vehicle(&v.rooftop_id, "vehicle_id", &v.vehicle_id).await? {
+        match g
+            .vehicle(&v.rooftop_id, "vehicle_id", &v.vehicle_id)
+            .await?
+        {
             Lookup::Found(record) => {
                 identity.extend(vehicle_differences(v, &record));
                 off.extend(off_sale(&record));
@@ -116,10 +129,9 @@ async fn grade_listed(a: &Answer, g: &mut Grader<'_>) -> Result<Vec<Check>, Clie
                 "{}: get_vehicle does not find the listed vehicle",
                 v.vehicle_id
             )),
-            Lookup::Unreadable(code) => identity.push(format!(
-                "{}: get_vehicle answered {code}",
-                v.vehicle_id
-            )),
+            Lookup::Unreadable(code) => {
+                identity.push(format!("{}: get_vehicle answered {code}", v.vehicle_id))
+            }
         }
     }
     Ok(vec![
@@ -265,10 +277,10 @@ pub async fn used_under_mileage(
         .vehicles
         .iter()
         .map(|v| {
-            let odo = v
-                .odometer
-                .as_ref()
-                .map_or_else(|| "odometer unknown".to_owned(), |o| format!("{} {}", o.value, o.unit));
+            let odo = v.odometer.as_ref().map_or_else(
+                || "odometer unknown".to_owned(),
+                |o| format!("{} {}", o.value, o.unit),
+            );
             format!("{} ({odo}, listed {})", v.title(), v.availability.status)
         })
         .collect();
@@ -276,7 +288,11 @@ pub async fn used_under_mileage(
         "Used vehicles under {} {}, lowest first{}: {}. Statuses are the dealer's listings, not verified.",
         ceiling.value,
         ceiling.unit,
-        if page.page.has_more { " (more match)" } else { "" },
+        if page.page.has_more {
+            " (more match)"
+        } else {
+            ""
+        },
         shown.join("; ")
     );
     if page.vehicles.is_empty() {
@@ -316,9 +332,10 @@ pub async fn grade_used_under_mileage(
                     "{} is {} with {} on the odometer",
                     v.vehicle_id,
                     v.condition,
-                    v.odometer
-                        .as_ref()
-                        .map_or_else(|| "no reading".into(), |o| format!("{} {}", o.value, o.unit))
+                    v.odometer.as_ref().map_or_else(
+                        || "no reading".into(),
+                        |o| format!("{} {}", o.value, o.unit)
+                    )
                 )
             })
         })
@@ -327,7 +344,10 @@ pub async fn grade_used_under_mileage(
         Inv,
         "INV-MATCHES-ASK",
         wrong,
-        format!("every listed unit is used and under {} {}", ceiling.value, ceiling.unit),
+        format!(
+            "every listed unit is used and under {} {}",
+            ceiling.value, ceiling.unit
+        ),
     ));
     // Asked another way: used units by odometer, no reading bound.
     let other_way = g
@@ -476,7 +496,12 @@ pub async fn grade_vin_in_stock(
         },
         Lookup::NotFound => stated
             .iter()
-            .map(|(v, _)| format!("{} is stated but get_vehicle finds no such VIN", v.vehicle_id))
+            .map(|(v, _)| {
+                format!(
+                    "{} is stated but get_vehicle finds no such VIN",
+                    v.vehicle_id
+                )
+            })
             .collect(),
         Lookup::Unreadable(code) => vec![format!("get_vehicle by VIN answered {code}")],
     };
@@ -532,7 +557,12 @@ pub async fn grade_absent_vin(
 ) -> Result<Vec<Check>, ClientError> {
     let mut problems: Vec<String> = listed(a)
         .iter()
-        .map(|(v, _)| format!("{} is stated for a VIN the dealer does not list", v.vehicle_id))
+        .map(|(v, _)| {
+            format!(
+                "{} is stated for a VIN the dealer does not list",
+                v.vehicle_id
+            )
+        })
         .collect();
     let rooftops: Vec<String> = g
         .env
@@ -641,9 +671,14 @@ pub async fn grade_stock_number_price(
         None => problems.push("the answer states no advertised price".to_owned()),
         Some((id, amount, includes)) => {
             if id != &subject.vehicle_id {
-                problems.push(format!("the price is stated for {id}, not the stock number's unit"));
+                problems.push(format!(
+                    "the price is stated for {id}, not the stock number's unit"
+                ));
             }
-            match g.vehicle(&subject.rooftop_id, "vehicle_id", &subject.vehicle_id).await? {
+            match g
+                .vehicle(&subject.rooftop_id, "vehicle_id", &subject.vehicle_id)
+                .await?
+            {
                 Lookup::Found(r) => {
                     if &r.advertised_price.amount != amount
                         || r.advertised_price.includes_required_dealer_charges != includes
@@ -668,7 +703,10 @@ pub async fn grade_stock_number_price(
                 Lookup::NotFound => problems.push("get_vehicle does not find the unit".into()),
                 Lookup::Unreadable(code) => problems.push(format!("get_vehicle answered {code}")),
             }
-            match g.disclosure(&subject.rooftop_id, &subject.vehicle_id, None).await? {
+            match g
+                .disclosure(&subject.rooftop_id, &subject.vehicle_id, None)
+                .await?
+            {
                 Some((d, _)) if &d.advertised_price.amount != amount => problems.push(format!(
                     "the price disclosure says {}",
                     d.advertised_price.amount.display()
@@ -699,7 +737,10 @@ pub async fn cheapest_make_model(
     s: &Subjects,
 ) -> Result<Answer, ClientError> {
     let (Some((make, model)), Some(currency)) = (&s.make_model, &s.currency) else {
-        return Ok(unanswerable(session, "no make and model to ask about".into()));
+        return Ok(unanswerable(
+            session,
+            "no make and model to ask about".into(),
+        ));
     };
     let zero = Money {
         amount_minor: 0,
@@ -770,7 +811,11 @@ pub async fn grade_cheapest_make_model(
             if !v.make.eq_ignore_ascii_case(make) || !v.model.eq_ignore_ascii_case(model) {
                 problems.push(format!("the unit named is a {} {}", v.make, v.model));
             }
-            for c in page.vehicles.iter().filter(|c| c.model.eq_ignore_ascii_case(model)) {
+            for c in page
+                .vehicles
+                .iter()
+                .filter(|c| c.model.eq_ignore_ascii_case(model))
+            {
                 if c.advertised_price.amount.amount_minor < v.advertised_price.amount_minor {
                     problems.push(format!(
                         "{} is cheaper ({})",
@@ -802,7 +847,10 @@ pub async fn grade_cheapest_make_model(
 }
 
 /// AUD-20.
-pub async fn rooftop_contact(session: &mut Session<'_>, s: &Subjects) -> Result<Answer, ClientError> {
+pub async fn rooftop_contact(
+    session: &mut Session<'_>,
+    s: &Subjects,
+) -> Result<Answer, ClientError> {
     let Some(vin) = s.in_stock.as_ref().and_then(|v| v.vin.clone()) else {
         return Ok(unanswerable(session, "no VIN to ask about".into()));
     };
@@ -818,7 +866,11 @@ pub async fn rooftop_contact(session: &mut Session<'_>, s: &Subjects) -> Result<
         let why = format!("dealer.get answered {}", session.error(dread));
         return Ok(unanswerable(session, why));
     };
-    let Some(rooftop) = dealer.rooftops.iter().find(|r| r.rooftop_id == v.rooftop_id) else {
+    let Some(rooftop) = dealer
+        .rooftops
+        .iter()
+        .find(|r| r.rooftop_id == v.rooftop_id)
+    else {
         return Ok(unanswerable(
             session,
             "dealer.get does not describe the vehicle's store".into(),
@@ -899,15 +951,20 @@ pub async fn grade_rooftop_contact(
                 if &r.name != name {
                     where_problems.push(format!("dealer.get names the store {}", r.name));
                 }
-                let published: Vec<&str> =
-                    r.sales_contacts().iter().map(|c| c.value.as_str()).collect();
+                let published: Vec<&str> = r
+                    .sales_contacts()
+                    .iter()
+                    .map(|c| c.value.as_str())
+                    .collect();
                 for c in contacts {
                     if !published.contains(&c.as_str()) {
-                        contact_problems.push(format!("{c} is not a public sales contact of the store"));
+                        contact_problems
+                            .push(format!("{c} is not a public sales contact of the store"));
                     }
                 }
                 if contacts.is_empty() && !published.is_empty() {
-                    contact_problems.push("the store publishes sales contacts the answer leaves out".into());
+                    contact_problems
+                        .push("the store publishes sales contacts the answer leaves out".into());
                 }
             }
             None => where_problems.push(format!("dealer.get has no store {rooftop_id}")),

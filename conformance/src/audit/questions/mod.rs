@@ -257,7 +257,10 @@ pub fn wording(q: QuestionId, env: &Env, s: &Subjects) -> Result<String, String>
             )
         }
         QuestionId::AbsentVin => {
-            format!("Is the vehicle with VIN {} in stock at {org}?", s.absent_vin)
+            format!(
+                "Is the vehicle with VIN {} in stock at {org}?",
+                s.absent_vin
+            )
         }
         QuestionId::StockNumberPrice => {
             let v = named(&s.by_stock, "vehicle with a stock number")?;
@@ -309,10 +312,9 @@ pub fn wording(q: QuestionId, env: &Env, s: &Subjects) -> Result<String, String>
             "Is {} available right now?",
             unit(&named(&s.in_stock, "vehicle listed as available")?)
         ),
-        QuestionId::StillAvailable => format!(
-            "Is {} still available?",
-            unit(&named(&s.stale, "vehicle")?)
-        ),
+        QuestionId::StillAvailable => {
+            format!("Is {} still available?", unit(&named(&s.stale, "vehicle")?))
+        }
         QuestionId::SoldInTransitOrOnLot => format!(
             "Is {} sold, in transit, or on the lot?",
             unit(&named(
@@ -330,7 +332,8 @@ pub fn wording(q: QuestionId, env: &Env, s: &Subjects) -> Result<String, String>
         ),
         QuestionId::UsedHistory => {
             let v = named(&s.used, "used vehicle")?;
-            if !env.advertises(super::agent::USED_PROFILE) || !env.offers(super::agent::USED_DETAILS)
+            if !env.advertises(super::agent::USED_PROFILE)
+                || !env.offers(super::agent::USED_DETAILS)
             {
                 return Err(format!(
                     "the gateway does not offer the optional DAP profile {}",
@@ -358,7 +361,11 @@ pub fn wording(q: QuestionId, env: &Env, s: &Subjects) -> Result<String, String>
 }
 
 /// The scripted agent's answer to `q`.
-pub async fn ask(q: QuestionId, session: &mut Session<'_>, s: &Subjects) -> Result<Answer, ClientError> {
+pub async fn ask(
+    q: QuestionId,
+    session: &mut Session<'_>,
+    s: &Subjects,
+) -> Result<Answer, ClientError> {
     match q {
         QuestionId::UnderPrice => inventory::under_price(session, s).await,
         QuestionId::UsedUnderMileage => inventory::used_under_mileage(session, s).await,
@@ -374,7 +381,9 @@ pub async fn ask(q: QuestionId, session: &mut Session<'_>, s: &Subjects) -> Resu
         QuestionId::NoEligibilityPrice => pricing::no_eligibility_price(session, s).await,
         QuestionId::AvailableNow => availability::available_now(session, s.in_stock.as_ref()).await,
         QuestionId::StillAvailable => availability::available_now(session, s.stale.as_ref()).await,
-        QuestionId::SoldInTransitOrOnLot => availability::sold_in_transit_or_on_lot(session, s).await,
+        QuestionId::SoldInTransitOrOnLot => {
+            availability::sold_in_transit_or_on_lot(session, s).await
+        }
         QuestionId::LastVerified => availability::last_verified(session, s).await,
         QuestionId::PriceSource => pricing::price_source(session, s).await,
         QuestionId::UsedHistory => used::history(session, s).await,

@@ -10,9 +10,7 @@ use serde_json::{Value, json};
 use super::{Cit, Fee, Prc, Rsk, unanswerable};
 use crate::audit::agent::{OFFERS_EVALUATE, Session};
 use crate::audit::answer::{Answer, Claim, Condition, Fact, Outcome, RiskFlag};
-use crate::audit::grade::{
-    Check, Grader, Lookup, disclosure_fee_problems, unknown_totalled,
-};
+use crate::audit::grade::{Check, Grader, Lookup, disclosure_fee_problems, unknown_totalled};
 use crate::audit::subjects::Subjects;
 use crate::audit::wire::{self, Disclosure, Money, Vehicle};
 use crate::client::ClientError;
@@ -35,7 +33,10 @@ async fn read_disclosure(
         .disclosure(&v.rooftop_id, &v.vehicle_id, jurisdiction)
         .await?;
     let Some(d) = d else {
-        return Ok(Err(format!("get_disclosure answered {}", session.error(read))));
+        return Ok(Err(format!(
+            "get_disclosure answered {}",
+            session.error(read)
+        )));
     };
     if !d.freshness.current_at(session.received_at(read)) {
         a.risk_flags.insert(RiskFlag::StaleRecord);
@@ -47,7 +48,11 @@ async fn read_disclosure(
     Ok(Ok((read, d)))
 }
 
-fn cite_disclosure(session: &Session<'_>, read: usize, d: &Disclosure) -> Option<crate::audit::answer::Citation> {
+fn cite_disclosure(
+    session: &Session<'_>,
+    read: usize,
+    d: &Disclosure,
+) -> Option<crate::audit::answer::Citation> {
     session.cite(read, "", &d.provenance, &d.freshness)
 }
 
@@ -146,7 +151,9 @@ async fn both_disclosures(
     v: &Vehicle,
     jurisdiction: Option<&Value>,
 ) -> Result<(Option<(Disclosure, Value)>, Option<(Disclosure, Value)>), ClientError> {
-    let mine = g.disclosure(&v.rooftop_id, &v.vehicle_id, jurisdiction).await?;
+    let mine = g
+        .disclosure(&v.rooftop_id, &v.vehicle_id, jurisdiction)
+        .await?;
     let theirs = a
         .reads
         .iter()
@@ -241,9 +248,14 @@ fn charge_differences(a: &Answer, d: &Disclosure, only_excluded: bool) -> Vec<St
     let mut out = Vec::new();
     for (id, (amount, included)) in &record {
         match stated.get(id) {
-            None => out.push(format!("the required charge {id} ({}) is left out", amount.display())),
+            None => out.push(format!(
+                "the required charge {id} ({}) is left out",
+                amount.display()
+            )),
             Some((m, i)) if m != amount || i != included => {
-                out.push(format!("the charge {id} is stated differently from the disclosure"));
+                out.push(format!(
+                    "the charge {id} is stated differently from the disclosure"
+                ));
             }
             Some(_) => {}
         }
@@ -302,9 +314,9 @@ pub async fn grade_required_fees(
         "FEE-DOC-FEE",
         match stated {
             None => vec!["the answer does not say whether a documentation fee applies".into()],
-            Some(s) if s != expected => vec![
-                "the documentation fee answer differs from the disclosure".into(),
-            ],
+            Some(s) if s != expected => {
+                vec!["the documentation fee answer differs from the disclosure".into()]
+            }
             Some(_) => Vec::new(),
         },
         "the documentation fee, and whether the price includes it, as disclosed",
@@ -313,7 +325,10 @@ pub async fn grade_required_fees(
 }
 
 /// AUD-07.
-pub async fn price_with_fees(session: &mut Session<'_>, s: &Subjects) -> Result<Answer, ClientError> {
+pub async fn price_with_fees(
+    session: &mut Session<'_>,
+    s: &Subjects,
+) -> Result<Answer, ClientError> {
     let v = match priced(session, s) {
         Ok(v) => v,
         Err(a) => return Ok(a),
@@ -465,7 +480,11 @@ pub async fn grade_price_with_fees(
         "PRC-SUM-CORRECT",
         match (stated, &expected) {
             (Some(s), Some(e)) if s == e => Vec::new(),
-            (Some(s), Some(e)) => vec![format!("{} stated, the disclosure adds up to {}", s.display(), e.display())],
+            (Some(s), Some(e)) => vec![format!(
+                "{} stated, the disclosure adds up to {}",
+                s.display(),
+                e.display()
+            )],
             (None, _) => vec!["no price with fees is stated".into()],
             (Some(_), None) => vec!["a total is stated over charges in another currency".into()],
         },
@@ -512,7 +531,10 @@ pub async fn out_the_door(session: &mut Session<'_>, s: &Subjects) -> Result<Ans
         ("estimated" | "calculated", Some(_), None) => {
             (None, vec!["a government total (none is given)".to_owned()])
         }
-        (_, None, _) => (None, vec!["required charges in another currency".to_owned()]),
+        (_, None, _) => (
+            None,
+            vec!["required charges in another currency".to_owned()],
+        ),
         (other, Some(_), _) => (None, vec![format!("government charges ({other})")]),
     };
     let estimate = g.status == "estimated";
@@ -535,9 +557,8 @@ pub async fn out_the_door(session: &mut Session<'_>, s: &Subjects) -> Result<Ans
         None => {
             a.outcome = Outcome::NotComputable;
             format!(
-                "An out-the-door price cannot be computed: {} {} unknown. The known part is {} (advertised price plus required dealer fees); ask the store for a quote for your address.",
+                "An out-the-door price cannot be computed: missing {}. The known part is {} (advertised price plus required dealer fees); ask the store for a quote for your address.",
                 missing.join(", "),
-                if missing.len() == 1 { "is" } else { "are" },
                 with_fees
                     .as_ref()
                     .map_or_else(|| "not computable either".into(), Money::display)
@@ -585,14 +606,17 @@ pub async fn grade_out_the_door(
             if amount != &expected {
                 problems.push(format!(
                     "{} stated where the disclosure supports {}",
-                    amount.as_ref().map_or_else(|| "no figure".into(), Money::display),
+                    amount
+                        .as_ref()
+                        .map_or_else(|| "no figure".into(), Money::display),
                     expected
                         .as_ref()
                         .map_or_else(|| "no figure (not computable)".into(), Money::display)
                 ));
             }
             if amount.is_none() && a.outcome != Outcome::NotComputable {
-                problems.push("no figure is given but the answer is not marked not computable".into());
+                problems
+                    .push("no figure is given but the answer is not marked not computable".into());
             }
         }
     }
@@ -665,7 +689,10 @@ pub async fn grade_government_charges(
     let line_amounts: Option<Vec<Money>> = gov
         .lines
         .iter()
-        .map(|l| l.get("amount").and_then(|m| serde_json::from_value(m.clone()).ok()))
+        .map(|l| {
+            l.get("amount")
+                .and_then(|m| serde_json::from_value(m.clone()).ok())
+        })
         .collect();
     match (gov.status.as_str(), &gov.total, line_amounts) {
         ("estimated" | "calculated", Some(total), Some(lines)) if !lines.is_empty() => {
@@ -679,12 +706,19 @@ pub async fn grade_government_charges(
                 if sum.as_ref() == Some(total) {
                     Vec::new()
                 } else {
-                    vec![format!("the lines do not add up to the total {}", total.display())]
+                    vec![format!(
+                        "the lines do not add up to the total {}",
+                        total.display()
+                    )]
                 },
                 "the government lines add up to the stated total",
             ));
         }
-        _ => out.push(Check::na(Fee, "FEE-LINES-SUM", "no itemized government total")),
+        _ => out.push(Check::na(
+            Fee,
+            "FEE-LINES-SUM",
+            "no itemized government total",
+        )),
     }
     Ok(out)
 }
@@ -737,7 +771,10 @@ fn offer_sentence(d: &Disclosure) -> String {
                 .criteria
                 .iter()
                 .map(|c| {
-                    let what = c.description.clone().unwrap_or_else(|| c.criterion.replace('_', " "));
+                    let what = c
+                        .description
+                        .clone()
+                        .unwrap_or_else(|| c.criterion.replace('_', " "));
                     match c.evidence_status.as_str() {
                         "required" => format!("{what} (proof required)"),
                         "claimed" => format!("{what} (buyer's claim)"),
@@ -745,7 +782,12 @@ fn offer_sentence(d: &Disclosure) -> String {
                     }
                 })
                 .collect();
-            format!("{} ({}, {amount}): {}", adj.name, adj.direction, needs.join(" and "))
+            format!(
+                "{} ({}, {amount}): {}",
+                adj.name,
+                adj.direction,
+                needs.join(" and ")
+            )
         })
         .collect();
     if parts.is_empty() {
@@ -840,7 +882,10 @@ pub async fn grade_discount_eligibility(
                 evidence_status: c.evidence_status.clone(),
             })
             .collect();
-        if amount != &expected_amount || conditions != &expected_conditions || direction != &adj.direction {
+        if amount != &expected_amount
+            || conditions != &expected_conditions
+            || direction != &adj.direction
+        {
             problems.push(format!(
                 "the offer {} is stated with other conditions or amount than disclosed",
                 adj.adjustment_id
@@ -848,7 +893,11 @@ pub async fn grade_discount_eligibility(
         }
     }
     for id in stated.keys() {
-        if !d.conditional_adjustments.iter().any(|x| x.adjustment_id == *id) {
+        if !d
+            .conditional_adjustments
+            .iter()
+            .any(|x| x.adjustment_id == *id)
+        {
             problems.push(format!("the offer {id} is not disclosed"));
         }
     }
@@ -887,8 +936,7 @@ fn grade_offer_flags(a: &Answer, d: &Disclosure) -> Vec<Check> {
             "offers needing proof of eligibility are flagged",
         ));
     }
-    if d
-        .conditional_adjustments
+    if d.conditional_adjustments
         .iter()
         .any(|x| x.amount_status != "known")
     {
@@ -942,10 +990,10 @@ async fn best_stack(
         ));
         return Ok(None);
     }
-    let country = session
-        .env
-        .rooftop(&v.rooftop_id)
-        .map_or_else(|| json!({"country": "US"}), super::super::wire::Rooftop::jurisdiction);
+    let country = session.env.rooftop(&v.rooftop_id).map_or_else(
+        || json!({"country": "US"}),
+        super::super::wire::Rooftop::jurisdiction,
+    );
     let args = json!({"organization_id": session.env.organization_id,
         "rooftop_id": v.rooftop_id, "vehicle_id": v.vehicle_id,
         "profile": {"payment_mode": payment_mode,
@@ -963,7 +1011,11 @@ async fn best_stack(
         ));
         return Ok(None);
     };
-    let ids: Vec<String> = report.program_ids.iter().map(|p| p.program_id.clone()).collect();
+    let ids: Vec<String> = report
+        .program_ids
+        .iter()
+        .map(|p| p.program_id.clone())
+        .collect();
     a.claims.push(Claim {
         fact: Fact::BestStack {
             vehicle_id: v.vehicle_id.clone(),
@@ -1007,7 +1059,10 @@ pub async fn discount_combination(
                 "exclusive" if x.stacking.combinable_with.is_empty() => {
                     "cannot be combined with any other offer".to_owned()
                 }
-                "exclusive" => format!("combines only with {}", x.stacking.combinable_with.join(", ")),
+                "exclusive" => format!(
+                    "combines only with {}",
+                    x.stacking.combinable_with.join(", ")
+                ),
                 _ => "combines as the dealer's rule decides".to_owned(),
             };
             format!("{} {how} (group {})", x.name, x.stacking.group)
@@ -1050,10 +1105,13 @@ pub async fn discount_combination(
     Ok(finish(session, a))
 }
 
-/// Where a best stack breaks the disclosure's own stacking data: a member
-/// that is not a disclosed discount, an exclusive member combined with one
-/// it does not name, or a net price that is not the advertised price less
-/// the discount plus surcharges (floored at zero).
+/// Where a best stack contradicts the disclosure: a member that is not a
+/// disclosed discount (or, for the no-eligibility price, one that needs
+/// proof), or a net price that is not the advertised price less the
+/// discount plus surcharges (floored at zero). DAP's `stacking` object is a
+/// summary (a `rule_defined` rule is opaque, and a gateway's richer
+/// semantics such as an always-stackable program do not show in
+/// `combinable_with`), so pairwise exclusivity is not judged from it.
 fn stack_problems(stack: &Fact, d: &Disclosure, no_eligibility: bool) -> Vec<String> {
     let Fact::BestStack {
         program_ids,
@@ -1067,21 +1125,20 @@ fn stack_problems(stack: &Fact, d: &Disclosure, no_eligibility: bool) -> Vec<Str
         return Vec::new();
     };
     let mut out = Vec::new();
-    let find = |id: &str| d.conditional_adjustments.iter().find(|x| x.adjustment_id == id);
+    let find = |id: &str| {
+        d.conditional_adjustments
+            .iter()
+            .find(|x| x.adjustment_id == id)
+    };
     for id in program_ids {
         match find(id) {
             None => out.push(format!("{id} is stacked but is not a disclosed offer")),
-            Some(x) if x.direction != "discount" => out.push(format!("{id} is stacked but is not a discount")),
+            Some(x) if x.direction != "discount" => {
+                out.push(format!("{id} is stacked but is not a discount"))
+            }
             Some(x) => {
                 if no_eligibility && x.needs_evidence() {
                     out.push(format!("{id} needs proof of eligibility"));
-                }
-                if x.stacking.combinability == "exclusive" {
-                    for other in program_ids.iter().filter(|o| *o != id) {
-                        if !x.stacking.combinable_with.contains(other) {
-                            out.push(format!("{id} is exclusive yet stacked with {other}"));
-                        }
-                    }
                 }
             }
         }
@@ -1129,7 +1186,9 @@ fn grade_stack(a: &Answer, g: &Grader<'_>, d: &Disclosure, no_eligibility: bool)
         None => Check::judge(
             dimension,
             rule,
-            vec![format!("{OFFERS_EVALUATE} is offered but gave no usable best stack")],
+            vec![format!(
+                "{OFFERS_EVALUATE} is offered but gave no usable best stack"
+            )],
             "",
         ),
         Some(c) => Check::judge(
@@ -1173,7 +1232,10 @@ pub async fn grade_discount_combination(
                     || group != &adj.stacking.group
                     || combinable_with != &adj.stacking.combinable_with
                 {
-                    problems.push(format!("{}: stacking stated otherwise than disclosed", adj.adjustment_id));
+                    problems.push(format!(
+                        "{}: stacking stated otherwise than disclosed",
+                        adj.adjustment_id
+                    ));
                 }
             }
             _ => problems.push(format!("{}: its stacking is not stated", adj.adjustment_id)),
@@ -1255,7 +1317,10 @@ pub async fn grade_no_eligibility_price(
     let Some(v) = &s.priced else {
         return Ok(Vec::new());
     };
-    let Some((d, _)) = g.disclosure(&v.rooftop_id, &v.vehicle_id, s.jurisdiction.as_ref()).await? else {
+    let Some((d, _)) = g
+        .disclosure(&v.rooftop_id, &v.vehicle_id, s.jurisdiction.as_ref())
+        .await?
+    else {
         return Ok(vec![Check::judge(
             Prc,
             "PRC-GENERALLY-AVAILABLE",
@@ -1302,7 +1367,10 @@ pub async fn price_source(session: &mut Session<'_>, s: &Subjects) -> Result<Ans
     };
     let mut a = Answer::new(Vec::new());
     let Some(cite) = session.cite(read, "", &record.provenance, &record.freshness) else {
-        return Ok(unanswerable(session, "the vehicle record names no source".into()));
+        return Ok(unanswerable(
+            session,
+            "the vehicle record names no source".into(),
+        ));
     };
     if !record.freshness.current_at(session.received_at(read)) {
         a.risk_flags.insert(RiskFlag::StaleRecord);
@@ -1318,7 +1386,9 @@ pub async fn price_source(session: &mut Session<'_>, s: &Subjects) -> Result<Ans
         citation: Some(cite.clone()),
     });
     let who = match cite.authority.as_str() {
-        "dealer_asserted" => "the dealer's own feed (the dealer's assertion, not independently verified)",
+        "dealer_asserted" => {
+            "the dealer's own feed (the dealer's assertion, not independently verified)"
+        }
         "authoritative_dealer_system" => "the dealer's system of record",
         "oem" => "the manufacturer",
         "third_party" => "a third party (not the dealer)",
@@ -1368,13 +1438,21 @@ pub async fn grade_price_source(
     };
     let mut price = Vec::new();
     let mut cited = Vec::new();
-    match g.vehicle(&v.rooftop_id, "vehicle_id", &v.vehicle_id).await? {
+    match g
+        .vehicle(&v.rooftop_id, "vehicle_id", &v.vehicle_id)
+        .await?
+    {
         Lookup::Found(r) => {
             if &r.advertised_price.amount != amount {
-                price.push(format!("get_vehicle says {}", r.advertised_price.amount.display()));
+                price.push(format!(
+                    "get_vehicle says {}",
+                    r.advertised_price.amount.display()
+                ));
             }
             let there = r.provenance.sources.iter().any(|x| {
-                &x.source_name == source && &x.authority == authority && &x.observed_at == observed_at
+                &x.source_name == source
+                    && &x.authority == authority
+                    && &x.observed_at == observed_at
             });
             if !there {
                 cited.push(format!(
@@ -1388,7 +1466,10 @@ pub async fn grade_price_source(
     if let Some((d, _)) = g.disclosure(&v.rooftop_id, &v.vehicle_id, None).await?
         && &d.advertised_price.amount != amount
     {
-        price.push(format!("the disclosure says {}", d.advertised_price.amount.display()));
+        price.push(format!(
+            "the disclosure says {}",
+            d.advertised_price.amount.display()
+        ));
     }
     Ok(vec![
         Check::judge(

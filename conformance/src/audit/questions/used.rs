@@ -141,7 +141,10 @@ pub async fn grade_history(
             if discrepancies != &fields {
                 read_problems.push("the discrepancies stated are not the record's".into());
             }
-            match g.vehicle(&v.rooftop_id, "vehicle_id", &v.vehicle_id).await? {
+            match g
+                .vehicle(&v.rooftop_id, "vehicle_id", &v.vehicle_id)
+                .await?
+            {
                 Lookup::Found(r) if r.odometer.as_ref() != Some(odometer) => {
                     odometer_problems.push(format!(
                         "the used-vehicle odometer ({} {}) differs from get_vehicle's",
@@ -149,7 +152,9 @@ pub async fn grade_history(
                     ));
                 }
                 Lookup::Found(_) => {}
-                Lookup::NotFound => odometer_problems.push("get_vehicle does not find the unit".into()),
+                Lookup::NotFound => {
+                    odometer_problems.push("get_vehicle does not find the unit".into())
+                }
                 Lookup::Unreadable(code) => {
                     odometer_problems.push(format!("get_vehicle answered {code}"));
                 }
