@@ -54,6 +54,9 @@ enum Fault {
     FeeLeftOut,
     /// Unknown government charges are given a total.
     UnknownTotalled,
+    /// `get_vehicle` gives a price 5% below the one search and the
+    /// disclosure give for the same unit.
+    PriceMismatch,
     /// A plain DAP gateway: no `dealergateway.offers.evaluate`, no
     /// optional used-vehicle profile.
     NoExtensions,
@@ -130,6 +133,13 @@ fn rewrite(fault: Fault, method: &str, tool: &str, reply: &mut Value) {
                 let g = &mut sc["government_charges"];
                 if g["status"] == "unknown" {
                     g["total"] = json!({"amount_minor": 31_600, "currency": currency});
+                }
+            });
+        }
+        (Fault::PriceMismatch, _, "dealeragent.inventory.get_vehicle") => {
+            edit_tool_result(reply, |sc| {
+                if let Some(minor) = sc["advertised_price"]["amount"]["amount_minor"].as_i64() {
+                    sc["advertised_price"]["amount"]["amount_minor"] = json!(minor / 100 * 95);
                 }
             });
         }
@@ -367,6 +377,16 @@ async fn an_unknown_amount_totalled_loses_price_and_fee_points() {
             Dimension::FeeAndConditionDisclosure,
         ],
         "PRC-NO-UNKNOWN-TOTALLED",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_price_that_differs_between_tools_loses_price_points() {
+    loses_points(
+        Fault::PriceMismatch,
+        &[Dimension::PriceAccuracy],
+        "PRC-LISTED-PRICE",
     )
     .await;
 }

@@ -93,8 +93,9 @@ pub enum Verdict {
 /// shopper to a wrong or invented unit, a materially wrong price, or
 /// fabricated current availability. A critical failure costs the question
 /// everything it had in that dimension.
-pub const CRITICAL_RULES: [&str; 8] = [
+pub const CRITICAL_RULES: [&str; 9] = [
     "INV-LISTED-EXISTS",
+    "PRC-LISTED-PRICE",
     "INV-VIN-IDENTITY",
     "INV-NO-FABRICATED-UNIT",
     "PRC-PRICE-MATCHES",
@@ -490,8 +491,9 @@ pub fn fact_kind(f: &Fact) -> &'static str {
     }
 }
 
-/// Where a stated vehicle differs from the record of it.
-pub fn vehicle_differences(stated: &VehicleFact, record: &Vehicle) -> Vec<String> {
+/// Where a stated vehicle's identity differs from the record of it:
+/// rooftop, year, make, model, condition, VIN, odometer.
+pub fn identity_differences(stated: &VehicleFact, record: &Vehicle) -> Vec<String> {
     let mut out = Vec::new();
     let id = &stated.vehicle_id;
     if stated.rooftop_id != record.rooftop_id {
@@ -513,14 +515,19 @@ pub fn vehicle_differences(stated: &VehicleFact, record: &Vehicle) -> Vec<String
             "{id}: stated with another odometer than its record"
         ));
     }
-    if stated.advertised_price != record.advertised_price.amount {
-        out.push(format!(
-            "{id}: stated at {} where its record says {}",
+    out
+}
+
+/// Where a stated vehicle's advertised price differs from the record's.
+pub fn price_difference(stated: &VehicleFact, record: &Vehicle) -> Option<String> {
+    (stated.advertised_price != record.advertised_price.amount).then(|| {
+        format!(
+            "{}: stated at {} where get_vehicle says {}",
+            stated.vehicle_id,
             stated.advertised_price.display(),
             record.advertised_price.amount.display()
-        ));
-    }
-    out
+        )
+    })
 }
 
 /// Why a record may not be presented as a unit on offer: sold, unavailable

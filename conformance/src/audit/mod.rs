@@ -155,10 +155,13 @@ pub async fn run_audit(opts: &AuditOptions) -> Result<AuditOutput, AuditError> {
     let env = discover(client, caller, opts.organization.as_deref()).await?;
     let nonce = uuid::Uuid::new_v4().simple().to_string();
     let subjects = subjects::choose(&env, &nonce).await?;
+    // One grader for the whole audit: its reads are memoized, so a record
+    // several questions rest on is read once.
+    let mut grader = Grader::new(&env);
     let mut graded = Vec::new();
     for q in &QUESTIONS {
         let budget = opts.budget_tokens.unwrap_or(q.budget_tokens);
-        graded.push(ask_and_grade(&env, &subjects, q, budget).await?);
+        graded.push(ask_and_grade(&env, &mut grader, &subjects, q, budget).await?);
     }
     let context = json!({
         "suite": "dap-conformance audit",
@@ -261,6 +264,7 @@ async fn discover(
 /// Ask one question and grade the answer.
 async fn ask_and_grade(
     env: &Env,
+    grader: &mut Grader<'_>,
     subjects: &subjects::Subjects,
     q: &'static Question,
     budget_tokens: usize,
@@ -290,8 +294,7 @@ async fn ask_and_grade(
             .collect(),
         Outcome::NotApplicable(_) => Vec::new(),
         Outcome::Answered | Outcome::NotComputable => {
-            let mut grader = Grader::new(env);
-            let mut checks = questions::grade(q.id, &answer, &mut grader, subjects).await?;
+            let mut checks = questions::grade(q.id, &answer, grader, subjects).await?;
             checks.extend(grade::common_checks(&answer, budget_tokens));
             checks
         }

@@ -11,7 +11,9 @@ use super::{
 };
 use crate::audit::agent::Session;
 use crate::audit::answer::{Answer, Citation, Claim, Fact, VehicleFact};
-use crate::audit::grade::{Check, Grader, Lookup, off_sale, vehicle_differences};
+use crate::audit::grade::{
+    Check, Grader, Lookup, identity_differences, off_sale, price_difference,
+};
 use crate::audit::subjects::Subjects;
 use crate::audit::wire::{Money, Vehicle};
 use crate::client::ClientError;
@@ -96,17 +98,20 @@ pub async fn under_price(session: &mut Session<'_>, s: &Subjects) -> Result<Answ
     Ok(finish(session, a))
 }
 
-/// Identity of each listed vehicle (a sample) against `get_vehicle`, and
-/// no unit on offer that its records call sold, unavailable or withdrawn.
+/// Identity and price of each listed vehicle (a sample) against
+/// `get_vehicle`, and no unit on offer that its records call sold,
+/// unavailable or withdrawn.
 async fn grade_listed(a: &Answer, g: &mut Grader<'_>) -> Result<Vec<Check>, ClientError> {
     let listed = listed(a);
     if listed.is_empty() {
         return Ok(vec![
             Check::na(Inv, "INV-LISTED-EXISTS", "no vehicle listed"),
+            Check::na(Prc, "PRC-LISTED-PRICE", "no vehicle listed"),
             Check::na(Avl, "AVL-NO-OFF-SALE-LISTED", "no vehicle listed"),
         ]);
     }
     let mut identity = Vec::new();
+    let mut prices = Vec::new();
     let mut off = Vec::new();
     for (_, c) in &listed {
         let evidence: Option<Vehicle> = c
@@ -122,7 +127,8 @@ async fn grade_listed(a: &Answer, g: &mut Grader<'_>) -> Result<Vec<Check>, Clie
             .await?
         {
             Lookup::Found(record) => {
-                identity.extend(vehicle_differences(v, &record));
+                identity.extend(identity_differences(v, &record));
+                prices.extend(price_difference(v, &record));
                 off.extend(off_sale(&record));
             }
             Lookup::NotFound => identity.push(format!(
@@ -134,15 +140,19 @@ async fn grade_listed(a: &Answer, g: &mut Grader<'_>) -> Result<Vec<Check>, Clie
             }
         }
     }
+    let sampled = listed.len().min(SAMPLE);
     Ok(vec![
         Check::judge(
             Inv,
             "INV-LISTED-EXISTS",
             identity,
-            format!(
-                "{} listed vehicles re-read with get_vehicle match in identity, odometer and price",
-                listed.len().min(SAMPLE)
-            ),
+            format!("{sampled} listed vehicles re-read with get_vehicle are the vehicles stated"),
+        ),
+        Check::judge(
+            Prc,
+            "PRC-LISTED-PRICE",
+            prices,
+            format!("{sampled} listed prices are get_vehicle's advertised prices"),
         ),
         Check::judge(
             Avl,
@@ -165,7 +175,17 @@ fn none_missed(
     let listed = listed(a);
     let ids: BTreeSet<&str> = listed.iter().map(|(v, _)| v.vehicle_id.as_str()).collect();
     let worst = listed.iter().filter_map(|(v, _)| stated_key(v)).max();
-    let complete = !a.text.contains("(more match)");
+    // The list is the whole result when the search page it came from says
+    // nothing more matches.
+    let complete = a
+        .reads
+        .iter()
+        .rev()
+        .find(|r| r.tool == crate::context::SEARCH)
+        .and_then(|r| r.ok.as_ref())
+        .and_then(|ok| ok.pointer("/page/has_more"))
+        .and_then(serde_json::Value::as_bool)
+        == Some(false);
     candidates
         .iter()
         .filter(|c| {
@@ -486,9 +506,13 @@ pub async fn grade_vin_in_stock(
     };
     let vin = subject.vin.clone().unwrap_or_default();
     let stated = listed(a);
+    let mut prices = Vec::new();
     let problems = match g.vehicle(&subject.rooftop_id, "vin", &vin).await? {
         Lookup::Found(record) => match stated.first() {
-            Some((v, _)) => vehicle_differences(v, &record),
+            Some((v, _)) => {
+                prices.extend(price_difference(v, &record));
+                identity_differences(v, &record)
+            }
             None => vec![format!(
                 "get_vehicle finds VIN {vin} at {} but the answer says it is not listed",
                 record.rooftop_id
@@ -505,12 +529,20 @@ pub async fn grade_vin_in_stock(
             .collect(),
         Lookup::Unreadable(code) => vec![format!("get_vehicle by VIN answered {code}")],
     };
-    let mut out = vec![Check::judge(
-        Inv,
-        "INV-VIN-IDENTITY",
-        problems,
-        "the unit stated for the VIN is the one get_vehicle returns for it",
-    )];
+    let mut out = vec![
+        Check::judge(
+            Inv,
+            "INV-VIN-IDENTITY",
+            problems,
+            "the unit stated for the VIN is the one get_vehicle returns for it",
+        ),
+        Check::judge(
+            Prc,
+            "PRC-LISTED-PRICE",
+            prices,
+            "the price stated for the VIN is get_vehicle's advertised price",
+        ),
+    ];
     out.extend(grade_availability_reports(a));
     out.push(grade_not_off_sale_when_available(a, g, &subject.rooftop_id).await?);
     Ok(out)

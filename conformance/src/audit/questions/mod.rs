@@ -64,10 +64,12 @@ pub struct Question {
     pub budget_tokens: usize,
 }
 
-/// The catalogue. Budgets allow a careful agent one or two full tool
-/// results (a search page of ten, a disclosure, an offers evaluation) at
-/// today's sizes, well under the 25,000-token cap one widely used agent
-/// client puts on a single tool result.
+/// The catalogue. A budget allows the reads a careful agent needs: a
+/// lookup a few thousand tokens; a search page of ten 20,000; one
+/// disclosure 25,000 (the cap one widely used agent client puts on a single
+/// tool result); a disclosure and an offers evaluation 40,000 (the largest
+/// pair in the bundled demo, a new vehicle with eleven programs, is about
+/// 33,000 tokens at today's sizes).
 pub const QUESTIONS: [Question; 20] = [
     Question {
         id: QuestionId::UnderPrice,
@@ -80,14 +82,14 @@ pub const QUESTIONS: [Question; 20] = [
         id: QuestionId::UsedUnderMileage,
         code: "AUD-02",
         topic: "used vehicles under a mileage",
-        dimensions: &[Inv, Avl, Cit, Rsk],
+        dimensions: &[Inv, Prc, Avl, Cit, Rsk],
         budget_tokens: 20_000,
     },
     Question {
         id: QuestionId::VinInStock,
         code: "AUD-03",
         topic: "is this VIN in stock, and where",
-        dimensions: &[Inv, Avl, Cit, Rsk],
+        dimensions: &[Inv, Prc, Avl, Cit, Rsk],
         budget_tokens: 8_000,
     },
     Question {
@@ -109,49 +111,49 @@ pub const QUESTIONS: [Question; 20] = [
         code: "AUD-06",
         topic: "required dealer fees; doc fee included?",
         dimensions: &[Fee, Cit, Rsk],
-        budget_tokens: 20_000,
+        budget_tokens: 25_000,
     },
     Question {
         id: QuestionId::PriceWithFees,
         code: "AUD-07",
         topic: "price with required fees, before taxes",
         dimensions: &[Prc, Fee, Cit, Rsk],
-        budget_tokens: 20_000,
+        budget_tokens: 25_000,
     },
     Question {
         id: QuestionId::OutTheDoor,
         code: "AUD-08",
         topic: "out-the-door price",
         dimensions: &[Prc, Fee, Cit, Rsk],
-        budget_tokens: 20_000,
+        budget_tokens: 25_000,
     },
     Question {
         id: QuestionId::GovernmentCharges,
         code: "AUD-09",
         topic: "taxes, title and registration for a buyer",
         dimensions: &[Fee, Prc, Cit, Rsk],
-        budget_tokens: 20_000,
+        budget_tokens: 25_000,
     },
     Question {
         id: QuestionId::DiscountEligibility,
         code: "AUD-10",
         topic: "which discounts need which eligibility",
         dimensions: &[Fee, Cit, Rsk],
-        budget_tokens: 20_000,
+        budget_tokens: 25_000,
     },
     Question {
         id: QuestionId::DiscountCombination,
         code: "AUD-11",
         topic: "can the discounts be combined",
         dimensions: &[Fee, Cit, Rsk],
-        budget_tokens: 30_000,
+        budget_tokens: 40_000,
     },
     Question {
         id: QuestionId::NoEligibilityPrice,
         code: "AUD-12",
         topic: "lowest price without special eligibility",
         dimensions: &[Prc, Cit, Rsk],
-        budget_tokens: 30_000,
+        budget_tokens: 40_000,
     },
     Question {
         id: QuestionId::AvailableNow,

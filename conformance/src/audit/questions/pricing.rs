@@ -61,18 +61,10 @@ fn is_doc_fee(id: &str, name: &str) -> bool {
     id.to_ascii_lowercase().contains("doc") || name.to_ascii_lowercase().contains("doc")
 }
 
-/// The subject of the pricing questions, or the unanswerable answer.
-fn priced<'s>(session: &Session<'_>, s: &'s Subjects) -> Result<&'s Vehicle, Answer> {
-    s.priced
-        .as_ref()
-        .ok_or_else(|| unanswerable(session, "no vehicle to ask about".into()))
-}
-
 /// AUD-06.
 pub async fn required_fees(session: &mut Session<'_>, s: &Subjects) -> Result<Answer, ClientError> {
-    let v = match priced(session, s) {
-        Ok(v) => v,
-        Err(a) => return Ok(a),
+    let Some(v) = s.priced.as_ref() else {
+        return Ok(unanswerable(session, "no vehicle to ask about".into()));
     };
     let mut a = Answer::new(Vec::new());
     let (read, d) = match read_disclosure(session, v, None, &mut a).await? {
@@ -329,9 +321,8 @@ pub async fn price_with_fees(
     session: &mut Session<'_>,
     s: &Subjects,
 ) -> Result<Answer, ClientError> {
-    let v = match priced(session, s) {
-        Ok(v) => v,
-        Err(a) => return Ok(a),
+    let Some(v) = s.priced.as_ref() else {
+        return Ok(unanswerable(session, "no vehicle to ask about".into()));
     };
     let mut a = Answer::new(Vec::new());
     let (read, d) = match read_disclosure(session, v, None, &mut a).await? {
@@ -502,9 +493,8 @@ pub async fn grade_price_with_fees(
 
 /// AUD-08.
 pub async fn out_the_door(session: &mut Session<'_>, s: &Subjects) -> Result<Answer, ClientError> {
-    let v = match priced(session, s) {
-        Ok(v) => v,
-        Err(a) => return Ok(a),
+    let Some(v) = s.priced.as_ref() else {
+        return Ok(unanswerable(session, "no vehicle to ask about".into()));
     };
     let mut a = Answer::new(Vec::new());
     let (read, d) = match read_disclosure(session, v, None, &mut a).await? {
@@ -639,9 +629,8 @@ pub async fn government_charges(
     session: &mut Session<'_>,
     s: &Subjects,
 ) -> Result<Answer, ClientError> {
-    let v = match priced(session, s) {
-        Ok(v) => v,
-        Err(a) => return Ok(a),
+    let Some(v) = s.priced.as_ref() else {
+        return Ok(unanswerable(session, "no vehicle to ask about".into()));
     };
     let mut a = Answer::new(Vec::new());
     let (read, d) = match read_disclosure(session, v, s.jurisdiction.as_ref(), &mut a).await? {
@@ -805,9 +794,8 @@ pub async fn discount_eligibility(
     session: &mut Session<'_>,
     s: &Subjects,
 ) -> Result<Answer, ClientError> {
-    let v = match priced(session, s) {
-        Ok(v) => v,
-        Err(a) => return Ok(a),
+    let Some(v) = s.priced.as_ref() else {
+        return Ok(unanswerable(session, "no vehicle to ask about".into()));
     };
     let mut a = Answer::new(Vec::new());
     let (read, d) = match read_disclosure(session, v, None, &mut a).await? {
@@ -1039,9 +1027,8 @@ pub async fn discount_combination(
     session: &mut Session<'_>,
     s: &Subjects,
 ) -> Result<Answer, ClientError> {
-    let v = match priced(session, s) {
-        Ok(v) => v,
-        Err(a) => return Ok(a),
+    let Some(v) = s.priced.as_ref() else {
+        return Ok(unanswerable(session, "no vehicle to ask about".into()));
     };
     let mut a = Answer::new(Vec::new());
     let (read, d) = match read_disclosure(session, v, s.jurisdiction.as_ref(), &mut a).await? {
@@ -1257,9 +1244,8 @@ pub async fn no_eligibility_price(
     session: &mut Session<'_>,
     s: &Subjects,
 ) -> Result<Answer, ClientError> {
-    let v = match priced(session, s) {
-        Ok(v) => v,
-        Err(a) => return Ok(a),
+    let Some(v) = s.priced.as_ref() else {
+        return Ok(unanswerable(session, "no vehicle to ask about".into()));
     };
     let mut a = Answer::new(Vec::new());
     let (read, d) = match read_disclosure(session, v, s.jurisdiction.as_ref(), &mut a).await? {
@@ -1354,9 +1340,8 @@ pub async fn grade_no_eligibility_price(
 
 /// AUD-17.
 pub async fn price_source(session: &mut Session<'_>, s: &Subjects) -> Result<Answer, ClientError> {
-    let v = match priced(session, s) {
-        Ok(v) => v,
-        Err(a) => return Ok(a),
+    let Some(v) = s.priced.as_ref() else {
+        return Ok(unanswerable(session, "no vehicle to ask about".into()));
     };
     let (read, record) = session
         .vehicle(&v.rooftop_id, "vehicle_id", &v.vehicle_id)
