@@ -201,7 +201,7 @@ pub const QUESTIONS: [Question; 20] = [
         id: QuestionId::CheapestMakeModel,
         code: "AUD-19",
         topic: "cheapest of a make and model",
-        dimensions: &[Inv, Prc, Avl, Cit],
+        dimensions: &[Inv, Prc, Avl, Cit, Rsk],
         budget_tokens: 12_000,
     },
     Question {
