@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 use serde_json::json;
 
 use super::{
-    Avl, Inv, Prc, availability_claims, availability_sentence, grade_availability_reports,
-    list_vehicles, unanswerable,
+    Avl, Inv, Prc, availability_claims, availability_sentence, flag_if_stale,
+    grade_availability_reports, list_vehicles, unanswerable,
 };
 use crate::audit::agent::Session;
 use crate::audit::answer::{Answer, Citation, Claim, Fact, VehicleFact};
@@ -79,6 +79,7 @@ pub async fn under_price(session: &mut Session<'_>, s: &Subjects) -> Result<Answ
             },
             citation: session.cite(read, "", &page.provenance, &page.freshness),
         });
+        flag_if_stale(session, read, &page.freshness, &mut a);
         format!(
             "The dealer lists nothing as available at {} or less.",
             ceiling.display()
@@ -322,6 +323,7 @@ pub async fn used_under_mileage(
             },
             citation: session.cite(read, "", &page.provenance, &page.freshness),
         });
+        flag_if_stale(session, read, &page.freshness, &mut a);
     }
     Ok(finish(session, a))
 }
@@ -431,6 +433,7 @@ pub async fn vin_in_stock(session: &mut Session<'_>, s: &Subjects) -> Result<Ans
             },
             citation: session.cite(read, "", &page.provenance, &page.freshness),
         });
+        flag_if_stale(session, read, &page.freshness, &mut a);
         a.text = format!("No: the dealer lists no vehicle with VIN {vin}.");
         return Ok(finish(session, a));
     };
@@ -564,13 +567,12 @@ pub async fn absent_vin(session: &mut Session<'_>, s: &Subjects) -> Result<Answe
             },
             citation: session.cite(read, "", &page.provenance, &page.freshness),
         });
+        flag_if_stale(session, read, &page.freshness, &mut a);
         a.text = format!(
             "No: none of the dealer's stores lists a vehicle with VIN {vin} (inventory as of {}).",
             page.freshness.observed_at
         );
-        if !page.freshness.current_at(session.received_at(read)) {
-            a.risk_flags
-                .insert(crate::audit::answer::RiskFlag::StaleRecord);
+        if a.flagged(crate::audit::answer::RiskFlag::StaleRecord) {
             a.text
                 .push_str(" Some of the inventory it searched is stale, so ask the store.");
         }
@@ -798,6 +800,7 @@ pub async fn cheapest_make_model(
             },
             citation: session.cite(read, "", &page.provenance, &page.freshness),
         });
+        flag_if_stale(session, read, &page.freshness, &mut a);
         a.text = format!("The dealer lists no {make} {model} as available.");
         return Ok(finish(session, a));
     };

@@ -1,13 +1,14 @@
 //! The twenty shopper questions: what each asks, which rubric dimensions it
 //! exercises, its token budget, how the scripted agent answers it
 //! ([`ask`]) and how the answer is graded ([`grade`]). One module per
-//! theme: inventory, pricing, availability, used-vehicle evidence.
+//! theme: inventory, pricing, offers, availability, used-vehicle evidence.
 //!
 //! The catalogue is documented question by question in docs/conformance.md
 //! "Shopper's audit"; keep the two in step.
 
 mod availability;
 mod inventory;
+mod offers;
 mod pricing;
 mod used;
 
@@ -378,9 +379,9 @@ pub async fn ask(
         QuestionId::PriceWithFees => pricing::price_with_fees(session, s).await,
         QuestionId::OutTheDoor => pricing::out_the_door(session, s).await,
         QuestionId::GovernmentCharges => pricing::government_charges(session, s).await,
-        QuestionId::DiscountEligibility => pricing::discount_eligibility(session, s).await,
-        QuestionId::DiscountCombination => pricing::discount_combination(session, s).await,
-        QuestionId::NoEligibilityPrice => pricing::no_eligibility_price(session, s).await,
+        QuestionId::DiscountEligibility => offers::discount_eligibility(session, s).await,
+        QuestionId::DiscountCombination => offers::discount_combination(session, s).await,
+        QuestionId::NoEligibilityPrice => offers::no_eligibility_price(session, s).await,
         QuestionId::AvailableNow => availability::available_now(session, s.in_stock.as_ref()).await,
         QuestionId::StillAvailable => availability::available_now(session, s.stale.as_ref()).await,
         QuestionId::SoldInTransitOrOnLot => {
@@ -412,9 +413,9 @@ pub async fn grade(
         QuestionId::PriceWithFees => pricing::grade_price_with_fees(answer, g, s).await,
         QuestionId::OutTheDoor => pricing::grade_out_the_door(answer, g, s).await,
         QuestionId::GovernmentCharges => pricing::grade_government_charges(answer, g, s).await,
-        QuestionId::DiscountEligibility => pricing::grade_discount_eligibility(answer, g, s).await,
-        QuestionId::DiscountCombination => pricing::grade_discount_combination(answer, g, s).await,
-        QuestionId::NoEligibilityPrice => pricing::grade_no_eligibility_price(answer, g, s).await,
+        QuestionId::DiscountEligibility => offers::grade_discount_eligibility(answer, g, s).await,
+        QuestionId::DiscountCombination => offers::grade_discount_combination(answer, g, s).await,
+        QuestionId::NoEligibilityPrice => offers::grade_no_eligibility_price(answer, g, s).await,
         QuestionId::AvailableNow => {
             availability::grade_available_now(answer, g, s.in_stock.as_ref()).await
         }
@@ -456,6 +457,19 @@ fn unanswerable(session: &Session<'_>, reason: String) -> Answer {
     a.text = format!("I cannot answer that from the dealer's tools: {reason}.");
     a.outcome = Outcome::Unanswerable(reason);
     a
+}
+
+/// Raise [`RiskFlag::StaleRecord`] when a record the answer cites was not
+/// current when read.
+fn flag_if_stale(
+    session: &Session<'_>,
+    read: usize,
+    freshness: &super::wire::Freshness,
+    a: &mut Answer,
+) {
+    if !freshness.current_at(session.received_at(read)) {
+        a.risk_flags.insert(RiskFlag::StaleRecord);
+    }
 }
 
 /// Listing vehicles from search hits of read `read`: one claim per vehicle,
