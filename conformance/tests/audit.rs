@@ -42,9 +42,9 @@ fn options(url: &str) -> AuditOptions {
     }
 }
 
-/// What a proxy breaks.
+/// What a proxy changes in the gateway's answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Fault {
+enum Rewrite {
     /// A unit whose availability was last observed long ago is reported
     /// available and verified just now: band, status and freshness
     /// rewritten (the provenance is left as the gateway gave it).
@@ -60,10 +60,15 @@ enum Fault {
     /// A plain DAP gateway: no `dealergateway.offers.evaluate`, no
     /// optional used-vehicle profile.
     NoExtensions,
+    /// Not a fault: a gateway whose rooftops have a live dealer system
+    /// (DAP availability sources of authority `authoritative_dealer_system`)
+    /// that confirms every unit available as it is asked, consistently in
+    /// status, authority, time, freshness, provenance and band label.
+    VerifiedByDealerSystem,
 }
 
 struct Proxy {
-    fault: Fault,
+    fault: Rewrite,
     upstream: String,
     http: reqwest::Client,
 }
@@ -88,9 +93,9 @@ fn edit_tool_result(body: &mut Value, edit: impl FnOnce(&mut Value)) {
     }
 }
 
-fn rewrite(fault: Fault, method: &str, tool: &str, reply: &mut Value) {
+fn rewrite(fault: Rewrite, method: &str, tool: &str, reply: &mut Value) {
     match (fault, method, tool) {
-        (Fault::StaleCalledAvailable, _, "dealeragent.inventory.verify_availability") => {
+        (Rewrite::StaleCalledAvailable, _, "dealeragent.inventory.verify_availability") => {
             let now = Utc::now();
             let mut rewritten = false;
             edit_tool_result(reply, |sc| {
@@ -116,7 +121,7 @@ fn rewrite(fault: Fault, method: &str, tool: &str, reply: &mut Value) {
                     "checked_live": true, "source": "http"});
             }
         }
-        (Fault::FeeLeftOut, _, "dealeragent.pricing.get_disclosure") => {
+        (Rewrite::FeeLeftOut, _, "dealeragent.pricing.get_disclosure") => {
             edit_tool_result(reply, |sc| {
                 if let Some(charges) = sc["required_dealer_charges"].as_array_mut()
                     && let Some(at) = charges
@@ -127,7 +132,7 @@ fn rewrite(fault: Fault, method: &str, tool: &str, reply: &mut Value) {
                 }
             });
         }
-        (Fault::UnknownTotalled, _, "dealeragent.pricing.get_disclosure") => {
+        (Rewrite::UnknownTotalled, _, "dealeragent.pricing.get_disclosure") => {
             edit_tool_result(reply, |sc| {
                 let currency = sc["advertised_price"]["amount"]["currency"].clone();
                 let g = &mut sc["government_charges"];
@@ -136,14 +141,38 @@ fn rewrite(fault: Fault, method: &str, tool: &str, reply: &mut Value) {
                 }
             });
         }
-        (Fault::PriceMismatch, _, "dealeragent.inventory.get_vehicle") => {
+        (Rewrite::PriceMismatch, _, "dealeragent.inventory.get_vehicle") => {
             edit_tool_result(reply, |sc| {
                 if let Some(minor) = sc["advertised_price"]["amount"]["amount_minor"].as_i64() {
                     sc["advertised_price"]["amount"]["amount_minor"] = json!(minor / 100 * 95);
                 }
             });
         }
-        (Fault::NoExtensions, "tools/list", _) => {
+        (Rewrite::VerifiedByDealerSystem, _, "dealeragent.inventory.verify_availability") => {
+            let now = Utc::now();
+            let at = now.to_rfc3339_opts(SecondsFormat::Secs, true);
+            let until = (now + Duration::seconds(120)).to_rfc3339_opts(SecondsFormat::Secs, true);
+            let mut rewritten = false;
+            edit_tool_result(reply, |sc| {
+                if sc.get("availability").is_none() {
+                    return;
+                }
+                sc["availability"] = json!({"status": "available", "authority_status": "authoritative",
+                    "observed_at": at, "valid_until": until, "human_verification_required": false,
+                    "reason": "The dealer system reported available just now."});
+                sc["provenance"] = json!({"sources": [{"source_name": "dealer-system:https://dms.example",
+                    "authority": "authoritative_dealer_system", "observed_at": at}],
+                    "authority_status": "authoritative"});
+                sc["freshness"] = json!({"observed_at": at, "state": "current",
+                    "valid_until": until, "max_age_seconds": 120});
+                rewritten = true;
+            });
+            if rewritten && let Some(meta) = reply["result"].get_mut("_meta") {
+                meta["dealergateway.availability"] = json!({"band": "verified_current",
+                    "checked_live": true, "source": "http"});
+            }
+        }
+        (Rewrite::NoExtensions, "tools/list", _) => {
             if let Some(tools) = reply["result"]["tools"].as_array_mut() {
                 tools.retain(|t| {
                     let name = t["name"].as_str().unwrap_or("");
@@ -152,7 +181,7 @@ fn rewrite(fault: Fault, method: &str, tool: &str, reply: &mut Value) {
                 });
             }
         }
-        (Fault::NoExtensions, _, "dealeragent.discovery.get_manifest") => {
+        (Rewrite::NoExtensions, _, "dealeragent.discovery.get_manifest") => {
             edit_tool_result(reply, |sc| {
                 if let Some(caps) = sc["capabilities"].as_array_mut() {
                     caps.retain(|c| c["profile"] != "dealeragent.used-vehicle.read/0.1");
@@ -203,7 +232,7 @@ async fn forward(State(p): State<Arc<Proxy>>, headers: HeaderMap, body: Bytes) -
 }
 
 /// A proxy with `fault` in front of `upstream`; returns its MCP URL.
-async fn proxy(upstream: &str, fault: Fault) -> String {
+async fn proxy(upstream: &str, fault: Rewrite) -> String {
     let state = Arc::new(Proxy {
         fault,
         upstream: upstream.to_owned(),
@@ -241,7 +270,7 @@ fn lost(out: &AuditOutput) -> Vec<String> {
 /// Audit through a proxy with `fault`: the dimensions in `broken` lose
 /// points, every other dimension keeps all of them, and `rule` is among the
 /// failed rules.
-async fn loses_points(fault: Fault, broken: &[Dimension], rule: &str) {
+async fn loses_points(fault: Rewrite, broken: &[Dimension], rule: &str) {
     let app = demo_gateway().await;
     let url = proxy(&app.url, fault).await;
     let out = run_audit(&options(&url)).await.expect("the audit runs");
@@ -351,7 +380,7 @@ async fn the_real_gateway_answers_all_twenty_and_scores_100() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_unit_called_available_loses_phantom_availability_points() {
     loses_points(
-        Fault::StaleCalledAvailable,
+        Rewrite::StaleCalledAvailable,
         &[Dimension::PhantomAvailability],
         "AVL-AVAILABLE-NOW-SUPPORTED",
     )
@@ -361,7 +390,7 @@ async fn a_stale_unit_called_available_loses_phantom_availability_points() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_required_fee_left_out_loses_fee_disclosure_points() {
     loses_points(
-        Fault::FeeLeftOut,
+        Rewrite::FeeLeftOut,
         &[Dimension::FeeAndConditionDisclosure],
         "FEE-RECORD-CONSISTENT",
     )
@@ -371,7 +400,7 @@ async fn a_required_fee_left_out_loses_fee_disclosure_points() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_amount_totalled_loses_price_and_fee_points() {
     loses_points(
-        Fault::UnknownTotalled,
+        Rewrite::UnknownTotalled,
         &[
             Dimension::PriceAccuracy,
             Dimension::FeeAndConditionDisclosure,
@@ -384,7 +413,7 @@ async fn an_unknown_amount_totalled_loses_price_and_fee_points() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_price_that_differs_between_tools_loses_price_points() {
     loses_points(
-        Fault::PriceMismatch,
+        Rewrite::PriceMismatch,
         &[Dimension::PriceAccuracy],
         "PRC-LISTED-PRICE",
     )
@@ -397,7 +426,7 @@ async fn a_price_that_differs_between_tools_loses_price_points() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plain_dap_gateway_loses_nothing_dap_does_not_require() {
     let app = demo_gateway().await;
-    let url = proxy(&app.url, Fault::NoExtensions).await;
+    let url = proxy(&app.url, Rewrite::NoExtensions).await;
     let out = run_audit(&options(&url)).await.expect("the audit runs");
     assert_eq!(out.score_hundredths, 10_000, "{}", out.table);
     let of = |code: &str| {
@@ -425,12 +454,42 @@ async fn a_plain_dap_gateway_loses_nothing_dap_does_not_require() {
     ));
 }
 
+/// The positive path of "available now": where a dealer system verifies a
+/// unit just before the answer, the agent says so and loses nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unit_a_dealer_system_just_verified_is_called_available_now() {
+    let app = demo_gateway().await;
+    let url = proxy(&app.url, Rewrite::VerifiedByDealerSystem).await;
+    let out = run_audit(&options(&url)).await.expect("the audit runs");
+    assert_eq!(out.score_hundredths, 10_000, "{}", out.table);
+    for code in ["AUD-03", "AUD-13", "AUD-14", "AUD-15"] {
+        let g = out
+            .graded
+            .iter()
+            .find(|g| g.question.code == code)
+            .expect(code);
+        assert!(
+            g.answer.claims.iter().any(|c| matches!(
+                c.fact,
+                conformance::audit::answer::Fact::AvailableNow { .. }
+            )),
+            "{code}: {}",
+            g.answer.text
+        );
+        assert!(
+            g.checks
+                .iter()
+                .any(|c| c.rule == "AVL-AVAILABLE-NOW-SUPPORTED" && c.verdict == Verdict::Passed)
+        );
+    }
+}
+
 /// The binary's exit status: 0 when the audit ran, 1 below `--min-score`,
 /// 2 when it could not run; `--json` prints the report.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_command_exits_by_whether_it_ran_and_the_minimum_score() {
     let app = demo_gateway().await;
-    let broken = proxy(&app.url, Fault::FeeLeftOut).await;
+    let broken = proxy(&app.url, Rewrite::FeeLeftOut).await;
     let bin = env!("CARGO_BIN_EXE_dap-conformance");
     let run = |args: Vec<String>| {
         tokio::task::spawn_blocking(move || {
