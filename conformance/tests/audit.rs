@@ -340,6 +340,23 @@ async fn the_real_gateway_answers_all_twenty_and_scores_100() {
         otd.answer.outcome,
         conformance::audit::answer::Outcome::NotComputable
     );
+    // AUD-14 asks about a stale listing the dealer still advertises (the
+    // demo has stale units listed as available), not one already listed as
+    // off sale: only the former tests phantom availability.
+    let still = out
+        .graded
+        .iter()
+        .find(|g| g.question.code == "AUD-14")
+        .expect("AUD-14");
+    assert!(
+        still.answer.claims.iter().any(|c| matches!(
+            &c.fact,
+            conformance::audit::answer::Fact::AvailabilityStatus { status, .. }
+                if !matches!(status.as_str(), "sold" | "unavailable")
+        )),
+        "AUD-14 asks about a unit listed as off sale: {}",
+        still.answer.text
+    );
     // The extension part ran: a best stack was stated and graded.
     let combined = out
         .graded

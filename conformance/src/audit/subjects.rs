@@ -43,7 +43,7 @@ pub struct Subjects {
     pub priced: Option<Vehicle>,
     /// The buyer jurisdiction of `priced`'s rooftop.
     pub jurisdiction: Option<Value>,
-    /// A unit whose record is stale (or the oldest one).
+    /// The stalest record listed as available (else the stalest record).
     pub stale: Option<Vehicle>,
     /// A unit listed as neither available nor missing: in transit, on hold,
     /// pending sale, sold or unavailable.
@@ -109,15 +109,20 @@ pub async fn choose(env: &Env, nonce: &str) -> Result<Subjects, ClientError> {
         .find(|v| Some(&v.vehicle_id) != s.in_stock.as_ref().map(|x| &x.vehicle_id))
         .or_else(|| vehicles.iter().find(|v| v.stock_number.is_some()))
         .cloned();
-    s.stale = vehicles
-        .iter()
-        .find(|v| matches!(v.freshness.state.as_str(), "stale" | "unknown"))
-        .or_else(|| {
-            vehicles
-                .iter()
-                .min_by_key(|v| time(&v.freshness.observed_at))
-        })
-        .cloned();
+    // AUD-14 asks whether an old listing is still available: the phantom
+    // case is a stale record that still says "available" (docs/conformance.md
+    // "The twenty questions"), so such a unit is preferred over a stale one
+    // already listed as off sale, whose answer is no test of phantom
+    // availability (and the choice must not depend on the walk's order).
+    let stale = |v: &&Vehicle| matches!(v.freshness.state.as_str(), "stale" | "unknown");
+    let says_available = |v: &&Vehicle| v.availability.status == "available";
+    let oldest = |vs: &mut dyn Iterator<Item = &Vehicle>| {
+        vs.min_by_key(|v| time(&v.freshness.observed_at)).cloned()
+    };
+    s.stale = oldest(&mut vehicles.iter().filter(stale).filter(says_available))
+        .or_else(|| oldest(&mut vehicles.iter().filter(stale)))
+        .or_else(|| oldest(&mut vehicles.iter().filter(says_available)))
+        .or_else(|| oldest(&mut vehicles.iter()));
     s.not_on_sale = vehicles
         .iter()
         .find(|v| {
