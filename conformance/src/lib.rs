@@ -3,7 +3,10 @@
 //!
 //! The suite speaks only HTTP to the gateway under test: it never reads a
 //! store or links gateway code, so it runs against any DAP 0.1 gateway.
+//! [`audit`] is the shopper's audit: twenty questions answered by a
+//! scripted agent and graded on DAP's answer-audit rubric.
 
+pub mod audit;
 pub mod checks;
 pub mod claim;
 pub mod client;
