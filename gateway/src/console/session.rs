@@ -54,8 +54,6 @@ const MAX_RETRY_AFTER_SECONDS: i64 = 300;
 pub struct Session {
     pub grant: Arc<Grant>,
     pub expires_at: DateTime<Utc>,
-    /// Order of opening on this replica (the oldest has the smallest).
-    serial: u64,
 }
 
 /// Who a session belongs to: a subject of an organization (the same
@@ -70,8 +68,6 @@ struct Table {
     by_owner: HashMap<Owner, Vec<[u8; 32]>>,
     /// Sessions per organization.
     by_organization: HashMap<String, usize>,
-    /// The serial of the next session opened.
-    next_serial: u64,
 }
 
 fn owner(grant: &Grant) -> Owner {
@@ -129,7 +125,10 @@ impl Table {
     }
 
     fn of_organization(&self, organization_id: &str) -> usize {
-        self.by_organization.get(organization_id).copied().unwrap_or(0)
+        self.by_organization
+            .get(organization_id)
+            .copied()
+            .unwrap_or(0)
     }
 }
 
@@ -175,10 +174,7 @@ impl SessionError {
 
 /// Seconds until the soonest of `expiries` (at least 1, at most
 /// [`MAX_RETRY_AFTER_SECONDS`]).
-fn retry_after<'a>(
-    expiries: impl Iterator<Item = &'a DateTime<Utc>>,
-    now: DateTime<Utc>,
-) -> u64 {
+fn retry_after<'a>(expiries: impl Iterator<Item = &'a DateTime<Utc>>, now: DateTime<Utc>) -> u64 {
     let soonest = expiries
         .min()
         .map_or(MAX_RETRY_AFTER_SECONDS, |t| (*t - now).num_seconds());
@@ -244,12 +240,9 @@ impl Sessions {
                 });
             }
         }
-        let serial = table.next_serial;
-        table.next_serial += 1;
         let session = Session {
             expires_at: (now + SESSION_LIFETIME).min(grant.expires_at),
             grant,
-            serial,
         };
         table.insert(digest(&handle), session.clone());
         Ok((handle, session))
@@ -365,7 +358,11 @@ mod tests {
         for i in 0..5 {
             let refused = sessions
                 .open(
-                    grant_of("org.new", &format!("manager:new{i}"), later + Duration::days(1)),
+                    grant_of(
+                        "org.new",
+                        &format!("manager:new{i}"),
+                        later + Duration::days(1),
+                    ),
                     later,
                 )
                 .unwrap_err();
@@ -383,7 +380,11 @@ mod tests {
         sessions.open(first, later).unwrap();
         assert_eq!(sessions.len(), MAX_SESSIONS);
         assert!(sessions.get(&handles[0], later).is_none());
-        assert!(handles[1..].iter().all(|h| sessions.get(h, later).is_some()));
+        assert!(
+            handles[1..]
+                .iter()
+                .all(|h| sessions.get(h, later).is_some())
+        );
     }
 
     /// 10,100 sign-ins of one manager (the red team's flood) sign out only
@@ -436,7 +437,10 @@ mod tests {
                 .unwrap();
         }
         let refused = sessions
-            .open(grant_of("org.big", "manager:new", now + Duration::days(1)), now)
+            .open(
+                grant_of("org.big", "manager:new", now + Duration::days(1)),
+                now,
+            )
             .unwrap_err();
         assert!(
             matches!(refused, SessionError::OrganizationFull { .. }),
@@ -444,7 +448,10 @@ mod tests {
         );
         assert_eq!(refused.retry_after_seconds(), Some(300));
         sessions
-            .open(grant_of("org.small", "manager:x", now + Duration::days(1)), now)
+            .open(
+                grant_of("org.small", "manager:x", now + Duration::days(1)),
+                now,
+            )
             .unwrap();
         assert_eq!(sessions.len(), MAX_SESSIONS_PER_ORGANIZATION + 1);
     }
