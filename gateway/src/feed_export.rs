@@ -546,7 +546,16 @@ mod tests {
 
     #[test]
     fn plain_text_and_a_leading_apostrophe_without_a_trigger_are_left_alone() {
-        for value in ["Lariat", "'71 Classic", "'", "''", "", "Mid-Line", "A=B", " =x"] {
+        for value in [
+            "Lariat",
+            "'71 Classic",
+            "'",
+            "''",
+            "",
+            "Mid-Line",
+            "A=B",
+            " =x",
+        ] {
             assert_eq!(neutralised(value), value);
             assert_eq!(restore_formula_text(value), value);
         }

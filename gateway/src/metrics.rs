@@ -455,11 +455,20 @@ mod tests {
         let kept = |grant: &Grant, rooftops: &[&str]| {
             visible_to(text, grant, |r: &str| rooftops.contains(&r))
         };
-        let group = kept(&grant(crate::auth::RooftopScope::Group), &["roof.a1", "roof.a2"]);
-        assert!(group.contains("roof.a1\"} 1") && group.contains("roof.a2\"} 2"), "{group}");
+        let group = kept(
+            &grant(crate::auth::RooftopScope::Group),
+            &["roof.a1", "roof.a2"],
+        );
+        assert!(
+            group.contains("roof.a1\"} 1") && group.contains("roof.a2\"} 2"),
+            "{group}"
+        );
         assert!(group.contains("source=\"roof.a1\""), "{group}");
         assert!(group.contains("r{method"), "{group}");
-        assert!(group.starts_with("# HELP g gauge\n# TYPE g gauge\n"), "{group}");
+        assert!(
+            group.starts_with("# HELP g gauge\n# TYPE g gauge\n"),
+            "{group}"
+        );
         for hidden in ["org.b", "roof.b1", "novel", "broken"] {
             assert!(!group.contains(hidden), "{hidden}: {group}");
         }
@@ -471,7 +480,12 @@ mod tests {
         );
         assert!(one.contains("roof.a1") && !one.contains("roof.a2"), "{one}");
         // Without the directory no rooftop series is placed.
-        let blind = visible_to(text, &grant(crate::auth::RooftopScope::Group), |_: &str| false);
-        assert!(!blind.contains("roof.") && blind.contains("r{method"), "{blind}");
+        let blind = visible_to(text, &grant(crate::auth::RooftopScope::Group), |_: &str| {
+            false
+        });
+        assert!(
+            !blind.contains("roof.") && blind.contains("r{method"),
+            "{blind}"
+        );
     }
 }

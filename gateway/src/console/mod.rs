@@ -755,7 +755,9 @@ async fn sign_in(
     if let Err(retry) = state.ip_limiter.check(&peer.ip()) {
         let mut r = sign_in_page(
             StatusCode::TOO_MANY_REQUESTS,
-            Some("Too many attempts from your address; wait for the time your browser was given (Retry-After) and try again."),
+            Some(
+                "Too many attempts from your address; wait for the time your browser was given (Retry-After) and try again.",
+            ),
         );
         with_retry_after(&mut r, retry.seconds());
         return r;
@@ -854,10 +856,12 @@ fn form_refused(rejection: &FormRejection) -> Response {
             StatusCode::BAD_REQUEST,
             "The sign-in form must carry one field, token, holding the credential as text.",
         ),
-        FormRejection::BytesRejection(_) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => (
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "The sign-in form is larger than 64 KiB; a token is at most 16 KiB.",
-        ),
+        FormRejection::BytesRejection(_) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "The sign-in form is larger than 64 KiB; a token is at most 16 KiB.",
+            )
+        }
         _ => (
             StatusCode::BAD_REQUEST,
             "The sign-in form could not be read; send it again from the console's own page.",

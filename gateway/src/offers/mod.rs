@@ -699,8 +699,8 @@ fn redact_evaluation(evaluation: &mut pricing::Evaluation) {
         .unusable_rules
         .iter_mut()
         .filter_map(|u| {
-            let public = public_rule_failure(&u.reason)
-                .unwrap_or_else(|| "the rule failed".to_owned());
+            let public =
+                public_rule_failure(&u.reason).unwrap_or_else(|| "the rule failed".to_owned());
             (public != u.reason).then(|| (std::mem::replace(&mut u.reason, public.clone()), public))
         })
         .collect();
@@ -715,10 +715,12 @@ fn redact_evaluation(evaluation: &mut pricing::Evaluation) {
         }
     };
     evaluation.trace.iter_mut().for_each(redact);
-    let reports = evaluation
-        .programs
-        .iter_mut()
-        .chain(evaluation.branches.iter_mut().flat_map(|b| b.programs.iter_mut()));
+    let reports = evaluation.programs.iter_mut().chain(
+        evaluation
+            .branches
+            .iter_mut()
+            .flat_map(|b| b.programs.iter_mut()),
+    );
     for report in reports {
         if let Applicability::NotApplicable { reason } = &mut report.applicability {
             redact(reason);
@@ -964,7 +966,10 @@ mod tests {
         };
         let records = [
             record("good", program("good", json!({}))),
-            record("corrupt", program("corrupt", json!({"kind": "SECRET-KIND"}))),
+            record(
+                "corrupt",
+                program("corrupt", json!({"kind": "SECRET-KIND"})),
+            ),
             record("no-compile", ruled("no-compile", "SECRET_FN(1,")),
             record("thrower", ruled("thrower", "throw \"SECRET-THROWN\"")),
             record("plus-one", ruled("plus-one", "stack.len() + 1")),
@@ -1020,7 +1025,8 @@ mod tests {
             "{text}"
         );
         assert!(
-            problems("plus-one").contains("the rule returned an integer, not a boolean, for the stack [plus-one]"),
+            problems("plus-one")
+                .contains("the rule returned an integer, not a boolean, for the stack [plus-one]"),
             "{text}"
         );
         assert_eq!(
