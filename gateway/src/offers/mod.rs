@@ -98,7 +98,7 @@ pub struct Selection {
 }
 
 /// How much of why a stored program cannot be evaluated a reader is told
-/// (docs/pricing.md "Who reads why a rule failed"). A rule's failure text
+/// (docs/security.md "Who reads why a rule failed"). A rule's failure text
 /// carries the rhai engine's message, which quotes the operator's script
 /// (its identifiers, the strings it throws) and its line and position;
 /// decoding errors quote the stored document. That is the organization's

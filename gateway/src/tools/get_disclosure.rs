@@ -128,7 +128,7 @@ impl super::Tool for GetDisclosure {
                             .pool()
                             .run(move |deadline| {
                                 // One document for every reader of the
-                                // vehicle: public detail (docs/pricing.md
+                                // vehicle: public detail (docs/security.md
                                 // "Who reads why a rule failed").
                                 disclosure::programs_input(
                                     &job_record,

@@ -61,7 +61,7 @@ impl super::Tool for OffersEvaluate {
         // item 1); the evaluation is valid at most until another one takes over.
         let job_profile = profile;
         // Why a stored rule fails is the organization's own business
-        // (docs/pricing.md "Who reads why a rule failed").
+        // (docs/security.md "Who reads why a rule failed").
         let detail = crate::offers::Detail::for_caller(
             &ctx.principal,
             &target.tenant.organization().organization_id,
