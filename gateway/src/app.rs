@@ -153,7 +153,24 @@ pub fn router(state: Arc<AppState>) -> Router {
         // Outermost, so the line covers every answer the router gives,
         // refusals of the layers above included (issue 15 item 2).
         .layer(axum::middleware::from_fn(access_log))
+        .layer(axum::middleware::map_response(no_sniff))
         .with_state(state)
+}
+
+/// `X-Content-Type-Options: nosniff` on every answer of the router, the
+/// layers' refusals and the framework's own included (docs/security.md
+/// "Hardening"): a browser must take each body for the media type it is
+/// sent with, never guess. The published CSV feed, the discovery documents
+/// and every JSON error are fetched by browsers too, and a body a dealer
+/// wrote into (a vehicle's text) must never be sniffed into HTML or
+/// script. The transport's own refusals, written before the router runs
+/// (`mcp::connections`), carry the header too.
+async fn no_sniff(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .entry(header::X_CONTENT_TYPE_OPTIONS)
+        .or_insert(HeaderValue::from_static("nosniff"));
+    response
 }
 
 /// Paths probed by load balancers and scrapers every few seconds: their
@@ -223,10 +240,12 @@ async fn access_log(req: Request, next: Next) -> Response {
     response
 }
 
-/// `GET /metrics` on the main listener (issue 15 item 1). The metrics name
-/// every organization and rooftop id, private rooftops included, so here
-/// they need a credential with `dealergateway:metrics:read`; with
-/// `--metrics-listen` they live on that address only and this path is 404.
+/// `GET /metrics` on the main listener. It needs a credential with
+/// `dealergateway:metrics:read`, and a grant is bound to its organization:
+/// the scrape shows the series of the rooftops it covers and the
+/// gateway-wide totals, never another organization's ids
+/// ([`crate::metrics::Audience`], docs/operations.md "Metrics"). With
+/// `--metrics-listen` (the operator's every-series view) this path is 404.
 async fn metrics_public(State(state): State<Arc<AppState>>, req: Request) -> Response {
     if state.settings.metrics_listen.is_some() {
         return StatusCode::NOT_FOUND.into_response();
@@ -245,7 +264,7 @@ async fn metrics_public(State(state): State<Arc<AppState>>, req: Request) -> Res
         };
     match principal {
         crate::auth::Principal::Authenticated(grant) if grant.has_scope(METRICS_SCOPE) => {
-            metrics_text(&state).await
+            metrics_text(&state, crate::metrics::Audience::Grant(&grant)).await
         }
         crate::auth::Principal::Authenticated(_) => {
             metrics_challenge(&state, StatusCode::FORBIDDEN, "insufficient_scope")
@@ -285,9 +304,10 @@ fn metrics_challenge(state: &AppState, status: StatusCode, error: &'static str) 
     response
 }
 
-/// The Prometheus text exposition (format 0.0.4), never cached.
-async fn metrics_text(state: &AppState) -> Response {
-    match crate::metrics::render(state).await {
+/// The Prometheus text exposition (format 0.0.4) for `audience`, never
+/// cached.
+async fn metrics_text(state: &AppState, audience: crate::metrics::Audience<'_>) -> Response {
+    match crate::metrics::render_for(state, audience).await {
         Some(text) => (
             [
                 (
@@ -323,10 +343,11 @@ pub async fn bind_metrics(settings: &ServeSettings) -> Result<Option<TcpListener
 /// Serves the metrics listener until the task is aborted.
 fn spawn_metrics(listener: TcpListener, state: Arc<AppState>) -> tokio::task::JoinHandle<()> {
     async fn scrape(State(state): State<Arc<AppState>>) -> Response {
-        metrics_text(&state).await
+        metrics_text(&state, crate::metrics::Audience::Operator).await
     }
     let router = Router::new()
         .route("/metrics", get(scrape))
+        .layer(axum::middleware::map_response(no_sniff))
         .with_state(state);
     tokio::spawn(async move {
         if let Err(error) = axum::serve(listener, router).await {

@@ -20,6 +20,17 @@
 //!   `dealeragent.inventory.get_used_vehicle_details`;
 //! - RFC 4180 quoting by the `csv` crate; an unknown value is an empty
 //!   cell, never 0, false or "included" (DAP CSV 0.1 "Empty means unknown");
+//! - a free-text cell ([`Column::is_free_text`]: stock number, make,
+//!   model, trim, body style, colours) that a spreadsheet would run as a
+//!   formula (it begins, after any apostrophes, with `=`, `+`, `-`, `@`,
+//!   tab, carriage return, line feed or NUL:
+//!   [`crate::ingest::dap_csv::FORMULA_TRIGGERS`]) is written with one more
+//!   leading apostrophe, the spreadsheets' text mark (OWASP "CSV
+//!   Injection"); our importer takes it off again, so the file reads back
+//!   as the same vehicles. The file is public and cacheable and whoever
+//!   opens it in a spreadsheet must not run a dealer-supplied formula
+//!   (docs/inventory-feeds.md "Cells a spreadsheet would run"). Numbers,
+//!   identifiers, enums, timestamps, URLs and JSON cells are never touched;
 //! - `required_dealer_charges_json` carries the charges the gateway
 //!   discloses for the vehicle: the rooftop's configured charges merged
 //!   with the vehicle's own by `charge_id`, the vehicle's winning (as
@@ -56,7 +67,7 @@ use tokio::sync::mpsc;
 
 use crate::auth::Principal;
 use crate::directory::DirectorySnapshot;
-use crate::ingest::dap_csv::Column;
+use crate::ingest::dap_csv::{Column, starts_like_a_formula};
 use crate::inventory::index::SnapshotIndex;
 use crate::inventory::model::VehicleRecord;
 use crate::store::OrganizationRecord;
@@ -309,6 +320,7 @@ fn cells(record: &VehicleRecord, rooftop: &ExportRooftop) -> Result<Vec<String>,
         return Err(Omission::DemoCondition);
     }
     let opt = |v: &Option<String>| v.clone().unwrap_or_default();
+    let text = |v: &Option<String>| v.as_deref().map(neutralised).unwrap_or_default();
     let images: Vec<&Value> = {
         let mut media: Vec<&Value> = record
             .media
@@ -324,10 +336,10 @@ fn cells(record: &VehicleRecord, rooftop: &ExportRooftop) -> Result<Vec<String>,
             Column::OrganizationId => record.organization_id.clone(),
             Column::RooftopId => record.rooftop_id.clone(),
             Column::Vin => vin.to_owned(),
-            Column::StockNumber => stock.to_owned(),
+            Column::StockNumber => neutralised(stock),
             Column::Year => record.year.to_string(),
-            Column::Make => record.make.clone(),
-            Column::Model => record.model.clone(),
+            Column::Make => neutralised(&record.make),
+            Column::Model => neutralised(&record.model),
             Column::Condition => record.condition.clone(),
             Column::ListingUrl => listing_url.to_owned(),
             Column::ObservedAt => time(record.source.observed_at),
@@ -346,11 +358,11 @@ fn cells(record: &VehicleRecord, rooftop: &ExportRooftop) -> Result<Vec<String>,
                 .unwrap_or_default(),
             Column::GovernmentChargesStatus => opt(&record.government_charges_status),
             Column::AvailabilityStatus => csv_availability(&record.availability_status).to_owned(),
-            Column::Trim => opt(&record.trim),
+            Column::Trim => text(&record.trim),
             Column::VehicleType => opt(&record.vehicle_type),
-            Column::BodyStyle => opt(&record.body_style),
-            Column::ExteriorColor => opt(&record.exterior_color),
-            Column::InteriorColor => opt(&record.interior_color),
+            Column::BodyStyle => text(&record.body_style),
+            Column::ExteriorColor => text(&record.exterior_color),
+            Column::InteriorColor => text(&record.interior_color),
             Column::OdometerValue => record
                 .odometer
                 .map(|o| o.value.to_string())
@@ -394,11 +406,29 @@ fn cells(record: &VehicleRecord, rooftop: &ExportRooftop) -> Result<Vec<String>,
     Ok(row)
 }
 
+/// A free-text cell as the feed writes it: with one more leading
+/// apostrophe when a spreadsheet would take it for a formula (see the
+/// module doc); as it is otherwise.
+fn neutralised(text: &str) -> String {
+    if starts_like_a_formula(text) {
+        format!("'{text}")
+    } else {
+        text.to_owned()
+    }
+}
+
+/// Bumped whenever the writer writes the same vehicles as other bytes
+/// (2: formula neutralising), so a cached copy is not revalidated by an
+/// ETag of the older bytes within one version.
+const WRITER_REVISION: &[u8] = b"2";
+
 fn etag(organization_id: &str, rooftops: &[ExportRooftop]) -> String {
     let mut h = Sha256::new();
     h.update(FORMAT.as_bytes());
     h.update([0]);
     h.update(env!("CARGO_PKG_VERSION").as_bytes());
+    h.update([0]);
+    h.update(WRITER_REVISION);
     h.update([0]);
     h.update(organization_id.as_bytes());
     for r in rooftops {
@@ -486,5 +516,51 @@ impl hyper::body::Body for ChannelBody {
         self.rx
             .poll_recv(cx)
             .map(|chunk| chunk.map(|c| Ok(hyper::body::Frame::data(c))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ingest::dap_csv::{FORMULA_TRIGGERS, restore_formula_text};
+
+    #[test]
+    fn every_trigger_is_neutralised_with_one_apostrophe_and_restored() {
+        for trigger in FORMULA_TRIGGERS {
+            for value in [
+                format!("{trigger}HYPERLINK(\"https://x.example\")"),
+                format!("'{trigger}1+1"),
+                format!("''{trigger}"),
+                trigger.to_string(),
+            ] {
+                let written = neutralised(&value);
+                assert_eq!(written, format!("'{value}"), "{value:?}");
+                assert!(
+                    !written.starts_with(FORMULA_TRIGGERS.as_slice()),
+                    "{written:?}"
+                );
+                assert_eq!(restore_formula_text(&written), value, "{value:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn plain_text_and_a_leading_apostrophe_without_a_trigger_are_left_alone() {
+        for value in [
+            "Lariat",
+            "'71 Classic",
+            "'",
+            "''",
+            "",
+            "Mid-Line",
+            "A=B",
+            " =x",
+        ] {
+            assert_eq!(neutralised(value), value);
+            assert_eq!(restore_formula_text(value), value);
+        }
+        // What the feed never writes still reads back as a dealer would
+        // expect from a spreadsheet: the text mark is dropped.
+        assert_eq!(restore_formula_text("'-Line"), "-Line");
     }
 }

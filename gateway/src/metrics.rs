@@ -13,6 +13,15 @@
 //! the catalog, outcome codes from the closed DAP error enum: never a token,
 //! a vehicle, a caller's address or anything a caller typed (an unknown tool
 //! name is counted as `unknown`, not echoed).
+//!
+//! Who reads which series ([`Audience`], docs/operations.md "Metrics"): the
+//! operator, on the `--metrics-listen` address, reads everything. A grant
+//! carrying `dealergateway:metrics:read` on the main listener is bound to
+//! its organization like every grant (DAP spec 7): it reads the series of
+//! the rooftops it covers and the gateway-wide totals, which name no
+//! tenant; a series naming another organization or a rooftop it does not
+//! cover is left out, as is any series with a label this module does not
+//! know to be tenant-free (a new label stays private until it is listed).
 
 use std::cell::RefCell;
 use std::sync::OnceLock;
@@ -21,6 +30,7 @@ use std::time::Instant;
 use chrono::Utc;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
+use crate::auth::Grant;
 use crate::availability::BreakerState;
 use crate::state::AppState;
 use crate::store::{ImportKind, ImportOutcome};
@@ -135,6 +145,113 @@ pub const BREAKER_FAILURES: &str = "dealer_gateway_availability_breaker_failures
 pub const IMPORTS: &str = "dealer_gateway_imports_total";
 pub const BUILD_INFO: &str = "dealer_gateway_build_info";
 pub const SCRAPE_ERRORS: &str = "dealer_gateway_scrape_error";
+
+/// Who a scrape is for.
+#[derive(Debug, Clone, Copy)]
+pub enum Audience<'a> {
+    /// The operator (`--metrics-listen`): every series.
+    Operator,
+    /// A grant with the metrics scope: its own tenancy only.
+    Grant(&'a Grant),
+}
+
+/// Labels whose values name no tenant: catalog tool and MCP method names,
+/// outcome codes, histogram bounds, fixed words.
+const TENANT_FREE_LABELS: [&str; 11] = [
+    "method", "tool", "outcome", "le", "quantile", "version", "reason", "limit", "status", "kind",
+    "result",
+];
+
+/// [`render`] for `audience`: everything for the operator; for a grant,
+/// only what [`visible_to`] keeps. `None` when no recorder renders.
+pub async fn render_for(state: &AppState, audience: Audience<'_>) -> Option<String> {
+    let text = render(state).await?;
+    match audience {
+        Audience::Operator => Some(text),
+        Audience::Grant(grant) => {
+            // Without a directory no rooftop label can be placed: every
+            // tenant series is then left out (never shown by default).
+            let directory = state.directory.snapshot().await.ok();
+            let organization = directory
+                .as_deref()
+                .and_then(|d| d.organization(&grant.organization_id));
+            let of_organization = |rooftop: &str| {
+                organization.is_some_and(|o| o.rooftops.iter().any(|r| r.rooftop_id == rooftop))
+            };
+            Some(visible_to(&text, grant, of_organization))
+        }
+    }
+}
+
+/// The lines of exposition `text` that `grant` may read: comments (HELP
+/// and TYPE, the same for everyone) and each sample whose every label is
+/// tenant-free or names the grant's organization or a rooftop of it
+/// (`of_organization`, from the directory) that the grant covers. A line
+/// that does not parse is left out.
+pub fn visible_to(text: &str, grant: &Grant, of_organization: impl Fn(&str) -> bool) -> String {
+    let covers =
+        |rooftop: &str| of_organization(rooftop) && grant.covers(&grant.organization_id, rooftop);
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let keep = line.is_empty()
+            || line.starts_with('#')
+            || sample_labels(line).is_some_and(|labels| {
+                labels.iter().all(|(name, value)| match name.as_str() {
+                    "organization_id" => *value == grant.organization_id,
+                    // `source` is the rooftop of an availability source.
+                    "rooftop_id" | "source" => covers(value),
+                    other => TENANT_FREE_LABELS.contains(&other),
+                })
+            });
+        if keep {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The labels of one sample line (`name{a="x",b="y"} value` or `name
+/// value`), values unescaped (`\\`, `\"`, `\n`); `None` when the line is
+/// not a sample.
+fn sample_labels(line: &str) -> Option<Vec<(String, String)>> {
+    let name_end = line.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))?;
+    if name_end == 0 {
+        return None;
+    }
+    let rest = &line[name_end..];
+    let Some(mut rest) = rest.strip_prefix('{') else {
+        return rest.starts_with(' ').then(Vec::new);
+    };
+    let mut labels = Vec::new();
+    loop {
+        if let Some(after) = rest.strip_prefix('}') {
+            return after.starts_with(' ').then_some(labels);
+        }
+        let end = rest.find('=')?;
+        let name = &rest[..end];
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return None;
+        }
+        rest = rest[end + 1..].strip_prefix('"')?;
+        let mut value = String::new();
+        let mut chars = rest.char_indices();
+        let close = loop {
+            match chars.next()? {
+                (i, '"') => break i,
+                (_, '\\') => match chars.next()?.1 {
+                    'n' => value.push('\n'),
+                    c @ ('\\' | '"') => value.push(c),
+                    _ => return None,
+                },
+                (_, c) => value.push(c),
+            }
+        };
+        labels.push((name.to_owned(), value));
+        rest = &rest[close + 1..];
+        rest = rest.strip_prefix(',').unwrap_or(rest);
+    }
+}
 
 /// The Prometheus text exposition of everything counted so far, after the
 /// state gauges are brought up to date. `None` when no recorder renders.
@@ -280,4 +397,95 @@ pub fn known_method(method: &str) -> &'static str {
         .find(|k| **k == method)
         .copied()
         .unwrap_or("other")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grant(rooftops: crate::auth::RooftopScope) -> Grant {
+        Grant {
+            subject: "ops:a".into(),
+            audience: "http://127.0.0.1/mcp".into(),
+            organization_id: "org.a".into(),
+            rooftops,
+            scopes: std::collections::BTreeSet::new(),
+            purpose: "test".into(),
+            expires_at: Utc::now(),
+            delegation: vec![],
+            credential: crate::auth::Credential::ApiToken {
+                token_id: "0123456789abcdef".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_sample_line_parses_with_escaped_values_and_junk_does_not() {
+        assert_eq!(
+            sample_labels(r#"m{a="x\"y",b="p\\q\nr"} 1"#),
+            Some(vec![
+                ("a".into(), "x\"y".into()),
+                ("b".into(), "p\\q\nr".into())
+            ])
+        );
+        assert_eq!(sample_labels("m 1"), Some(vec![]));
+        for junk in [
+            "m{a=\"x} 1",
+            "m{a=x} 1",
+            "{a=\"x\"} 1",
+            "m{a=\"x\"}1",
+            "m{=\"x\"} 1",
+            "m{a=\"\\q\"} 1",
+        ] {
+            assert_eq!(sample_labels(junk), None, "{junk}");
+        }
+    }
+
+    #[test]
+    fn a_grant_reads_its_own_rooftops_and_tenant_free_totals_only() {
+        let text = "# HELP g gauge\n# TYPE g gauge\n\
+            g{organization_id=\"org.a\",rooftop_id=\"roof.a1\"} 1\n\
+            g{organization_id=\"org.a\",rooftop_id=\"roof.a2\"} 2\n\
+            g{organization_id=\"org.b\",rooftop_id=\"roof.b1\"} 3\n\
+            u{source=\"roof.a1\",outcome=\"ok\"} 4\n\
+            u{source=\"roof.b1\",outcome=\"ok\"} 5\n\
+            r{method=\"tools/call\",tool=\"t\",outcome=\"ok\"} 6\n\
+            n{novel=\"org.b\"} 7\n\
+            broken{organization_id=\"org.a\" 8\n";
+        let kept = |grant: &Grant, rooftops: &[&str]| {
+            visible_to(text, grant, |r: &str| rooftops.contains(&r))
+        };
+        let group = kept(
+            &grant(crate::auth::RooftopScope::Group),
+            &["roof.a1", "roof.a2"],
+        );
+        assert!(
+            group.contains("roof.a1\"} 1") && group.contains("roof.a2\"} 2"),
+            "{group}"
+        );
+        assert!(group.contains("source=\"roof.a1\""), "{group}");
+        assert!(group.contains("r{method"), "{group}");
+        assert!(
+            group.starts_with("# HELP g gauge\n# TYPE g gauge\n"),
+            "{group}"
+        );
+        for hidden in ["org.b", "roof.b1", "novel", "broken"] {
+            assert!(!group.contains(hidden), "{hidden}: {group}");
+        }
+        let one = kept(
+            &grant(crate::auth::RooftopScope::Rooftops(
+                ["roof.a1".to_owned()].into(),
+            )),
+            &["roof.a1", "roof.a2"],
+        );
+        assert!(one.contains("roof.a1") && !one.contains("roof.a2"), "{one}");
+        // Without the directory no rooftop series is placed.
+        let blind = visible_to(text, &grant(crate::auth::RooftopScope::Group), |_: &str| {
+            false
+        });
+        assert!(
+            !blind.contains("roof.") && blind.contains("r{method"),
+            "{blind}"
+        );
+    }
 }

@@ -152,6 +152,77 @@ pub fn respond(status: StatusCode, markup: &Markup) -> Response {
     r
 }
 
+/// The console's own answer to what the framework answered itself on a
+/// console route (axum's 405 for a method a route does not take, a 413 or
+/// 415 for a body it would not read, a 404 of a path parameter it could
+/// not decode): recognised by having no `Content-Security-Policy`, since
+/// every page of the console is written by [`respond`]. A refusal becomes
+/// a console page saying what was refused, in the console's headers, the
+/// framework's text never shown; any other answer without the headers (a
+/// redirect, the stylesheet) gets those it lacks (docs/console.md
+/// "Forged requests").
+pub async fn framework_refusal(mut response: Response) -> Response {
+    if response
+        .headers()
+        .contains_key(header::CONTENT_SECURITY_POLICY)
+    {
+        return response;
+    }
+    let status = response.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        let h = response.headers_mut();
+        let mut complete = axum::http::HeaderMap::new();
+        secure_headers(&mut complete);
+        for (name, value) in complete {
+            if let Some(name) = name {
+                h.entry(name).or_insert(value);
+            }
+        }
+        return response;
+    }
+    let (title, words) = match status {
+        StatusCode::METHOD_NOT_ALLOWED => (
+            "Method not allowed",
+            "This address does not take this request method: the console's pages are read with GET, and its sign-in and sign-out forms are sent with POST.",
+        ),
+        StatusCode::PAYLOAD_TOO_LARGE => (
+            "Request too large",
+            "The request body is larger than this address accepts.",
+        ),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => (
+            "Unsupported request body",
+            "The request body is not of the media type this address reads: the console's forms are sent as application/x-www-form-urlencoded.",
+        ),
+        StatusCode::NOT_FOUND => (
+            "Not found",
+            "There is no such page among the rooftops you can see.",
+        ),
+        s if s.is_client_error() => (
+            "Request refused",
+            "The request could not be read. Go back to the console's own page and try again.",
+        ),
+        _ => (
+            "Temporarily unavailable",
+            "The gateway could not answer this request. Try again shortly.",
+        ),
+    };
+    let mut r = respond(
+        status,
+        &page(
+            title,
+            None,
+            &[],
+            &html! { h1 { (title) } p { (words) } p { a href="/console/" { "Back to the console" } } },
+        ),
+    );
+    for name in [header::ALLOW, header::RETRY_AFTER] {
+        if let Some(value) = response.headers().get(&name) {
+            r.headers_mut().insert(name, value.clone());
+        }
+    }
+    r
+}
+
 /// The headers every console answer carries.
 pub fn secure_headers(h: &mut axum::http::HeaderMap) {
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

@@ -35,7 +35,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{ConnectInfo, Extension, Form, State};
+use axum::extract::rejection::FormRejection;
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Extension, Form, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -91,8 +92,14 @@ pub fn router() -> Router<Arc<AppState>> {
         .route("/console", get(|| async { Redirect::permanent(SURFACE) }))
         .route("/console/", get(home))
         .route("/console/console.css", get(stylesheet))
-        .route("/console/sign-in", post(sign_in))
-        .route("/console/sign-out", post(sign_out))
+        .route(
+            "/console/sign-in",
+            post(sign_in).layer(DefaultBodyLimit::max(FORM_BODY_LIMIT)),
+        )
+        .route(
+            "/console/sign-out",
+            post(sign_out).layer(DefaultBodyLimit::max(FORM_BODY_LIMIT)),
+        )
         .route("/console/programs", get(records::programs))
         .route("/console/rooftop/{rooftop_id}/", get(overview::handler))
         .route(
@@ -125,7 +132,13 @@ pub fn router() -> Router<Arc<AppState>> {
         )
         .route("/console/{*rest}", get(unknown_page))
         .layer(Extension(console))
+        .layer(axum::middleware::map_response(html::framework_refusal))
 }
+
+/// The largest sign-in or sign-out form body: a token is at most 16 KiB
+/// (`auth::verify`), three times that when form-encoded, with room to
+/// spare. A larger body is refused (413) before it is read whole.
+const FORM_BODY_LIMIT: usize = 64 * 1024;
 
 /// A signed-in request: the session's handle and grant.
 pub struct Signed {
@@ -457,18 +470,55 @@ fn same_origin(state: &AppState, headers: &HeaderMap) -> bool {
         .is_some_and(|host| origin == format!("{scheme}://{}", host.to_ascii_lowercase()))
 }
 
-/// The session handle from the `Cookie` header(s).
-fn cookie_handle(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
-        .map(|(_, value)| value.trim().to_owned())
-        .filter(|v| !v.is_empty())
+/// What the `Cookie` header(s) say of the session.
+#[derive(Debug, PartialEq, Eq)]
+enum SessionCookie {
+    /// No `dgw_console` cookie, or an empty one.
+    None,
+    /// Exactly one, with this handle.
+    One(String),
+    /// More than one `dgw_console` cookie. A browser sends two when a page
+    /// of a sibling host, or an earlier insecure response, planted one of
+    /// its own with another `Domain` or `Path`: whichever came first would
+    /// be somebody else's session (login CSRF by cookie planting). So
+    /// none of them counts, and sign-in is refused until they are cleared.
+    Several(Vec<String>),
 }
+
+impl SessionCookie {
+    fn of(headers: &HeaderMap) -> Self {
+        let mut values: Vec<String> = headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|pair| pair.trim().split_once('='))
+            .filter(|(name, _)| *name == COOKIE)
+            .map(|(_, value)| value.trim().to_owned())
+            .collect();
+        match values.len() {
+            0 => SessionCookie::None,
+            1 => match values.pop() {
+                Some(v) if !v.is_empty() => SessionCookie::One(v),
+                _ => SessionCookie::None,
+            },
+            _ => SessionCookie::Several(values),
+        }
+    }
+}
+
+/// The session handle, when the request names exactly one.
+fn cookie_handle(headers: &HeaderMap) -> Option<String> {
+    match SessionCookie::of(headers) {
+        SessionCookie::One(handle) => Some(handle),
+        SessionCookie::None | SessionCookie::Several(_) => None,
+    }
+}
+
+/// What the sign-in page says to a browser sending several session cookies.
+const SEVERAL_COOKIES: &str = "Your browser sent more than one console session cookie (dgw_console) \
+     for this site, so the console accepts none of them: another site may have set one. Delete \
+     this site's cookies in your browser, then sign in again.";
 
 /// `Secure` when the gateway's public URL is https (behind a TLS proxy).
 fn secure(state: &AppState) -> bool {
@@ -603,7 +653,10 @@ async fn home(
 ) -> Response {
     let signed = match signed_in(&state, &console, &headers, peer).await {
         Ok(s) => s,
-        Err(NotSigned::SignIn) => return sign_in_page(StatusCode::OK, None),
+        Err(NotSigned::SignIn) => {
+            let several = matches!(SessionCookie::of(&headers), SessionCookie::Several(_));
+            return sign_in_page(StatusCode::OK, several.then_some(SEVERAL_COOKIES));
+        }
         Err(NotSigned::Refused(r)) => return r,
     };
     let rooftops = match covered_rooftops(&state, &signed.grant).await {
@@ -686,7 +739,7 @@ async fn sign_in(
     Extension(console): Extension<Arc<Console>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
-    Form(form): Form<SignInForm>,
+    form: Result<Form<SignInForm>, FormRejection>,
 ) -> Response {
     if let Some(refusal) = host_refused(&state, &headers) {
         return refusal;
@@ -698,13 +751,24 @@ async fn sign_in(
         );
     }
     // Guessing tokens is throttled like any other flood (the per-address
-    // limit of /mcp).
-    if state.ip_limiter.check(&peer.ip()).is_err() {
-        return sign_in_page(
+    // limit of /mcp), with the delay the limiter computed.
+    if let Err(retry) = state.ip_limiter.check(&peer.ip()) {
+        let mut r = sign_in_page(
             StatusCode::TOO_MANY_REQUESTS,
-            Some("Too many attempts from your address; wait a minute and try again."),
+            Some(
+                "Too many attempts from your address; wait for the time your browser was given (Retry-After) and try again.",
+            ),
         );
+        with_retry_after(&mut r, retry.seconds());
+        return r;
     }
+    if matches!(SessionCookie::of(&headers), SessionCookie::Several(_)) {
+        return sign_in_page(StatusCode::BAD_REQUEST, Some(SEVERAL_COOKIES));
+    }
+    let Form(form) = match form {
+        Ok(form) => form,
+        Err(rejection) => return form_refused(&rejection),
+    };
     let mut bearer = HeaderMap::new();
     let Ok(value) = HeaderValue::from_str(&format!("Bearer {}", form.token.trim())) else {
         return sign_in_page(StatusCode::UNAUTHORIZED, Some(REFUSED));
@@ -738,7 +802,27 @@ async fn sign_in(
     let now = Utc::now();
     let (handle, session) = match console.sessions.open(grant, now) {
         Ok(opened) => opened,
-        Err(e) => return ConsoleError::from(e).page(None),
+        Err(e) => match e.retry_after_seconds() {
+            // Full: refused rather than making room by signing somebody
+            // else out (console::session).
+            Some(seconds) => {
+                tracing::warn!(error = %e, "console sign-in refused: the session table is full");
+                let mut r = sign_in_page(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    Some(match e {
+                        session::SessionError::OrganizationFull { .. } => {
+                            "Your organization has as many console sessions open as this gateway keeps for one organization; try again after the time your browser was given (Retry-After), or ask a colleague to sign out."
+                        }
+                        _ => {
+                            "This gateway has as many console sessions open as it keeps; try again after the time your browser was given (Retry-After)."
+                        }
+                    }),
+                );
+                with_retry_after(&mut r, seconds);
+                return r;
+            }
+            None => return ConsoleError::from(e).page(None),
+        },
     };
     tracing::info!(auth.subject = %session.grant.subject, "console sign-in");
     let mut r = Redirect::to(SURFACE).into_response();
@@ -750,6 +834,41 @@ async fn sign_in(
 }
 
 const REFUSED: &str = "The token was not accepted: it is invalid, expired or revoked.";
+
+/// `Retry-After: seconds` on a refusal.
+fn with_retry_after(r: &mut Response, seconds: u64) {
+    if let Ok(v) = HeaderValue::from_str(&seconds.to_string()) {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+}
+
+/// A sign-in form the framework could not read, as the sign-in page with
+/// the rule it breaks, in the console's headers (never the framework's
+/// bare text, never an echo of the body).
+fn form_refused(rejection: &FormRejection) -> Response {
+    let (status, problem) = match rejection {
+        FormRejection::InvalidFormContentType(_) => (
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "The sign-in form must be sent as application/x-www-form-urlencoded, as the console's own form is.",
+        ),
+        FormRejection::FailedToDeserializeForm(_)
+        | FormRejection::FailedToDeserializeFormBody(_) => (
+            StatusCode::BAD_REQUEST,
+            "The sign-in form must carry one field, token, holding the credential as text.",
+        ),
+        FormRejection::BytesRejection(_) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "The sign-in form is larger than 64 KiB; a token is at most 16 KiB.",
+            )
+        }
+        _ => (
+            StatusCode::BAD_REQUEST,
+            "The sign-in form could not be read; send it again from the console's own page.",
+        ),
+    };
+    sign_in_page(status, Some(problem))
+}
 
 /// `POST /console/sign-out`: forget the session and expire the cookie.
 async fn sign_out(
@@ -766,8 +885,16 @@ async fn sign_out(
             Some("This form can only be sent from the gateway's own console page."),
         );
     }
-    if let Some(handle) = cookie_handle(&headers) {
-        console.sessions.close(&handle);
+    // Every session the browser names ends, a planted one included: the
+    // browser is to hold none afterwards.
+    match SessionCookie::of(&headers) {
+        SessionCookie::None => {}
+        SessionCookie::One(handle) => console.sessions.close(&handle),
+        SessionCookie::Several(handles) => {
+            for handle in handles.iter().filter(|h| !h.is_empty()) {
+                console.sessions.close(handle);
+            }
+        }
     }
     let mut r = Redirect::to(SURFACE).into_response();
     r.headers_mut()

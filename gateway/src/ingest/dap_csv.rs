@@ -158,6 +158,58 @@ impl Column {
     fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|c| c.name() == name)
     }
+
+    /// The columns of free text a dealer writes (stock number, make, model,
+    /// trim, body style, colours, certification program): the only cells of
+    /// a file whose first character the dealer chooses freely. Every other
+    /// column is an identifier, an enum, a number, a timestamp, an HTTPS URL
+    /// or a JSON array, none of which can begin with a formula trigger
+    /// (docs/inventory-feeds.md "Cells a spreadsheet would run").
+    pub fn is_free_text(self) -> bool {
+        matches!(
+            self,
+            Self::StockNumber
+                | Self::Make
+                | Self::Model
+                | Self::Trim
+                | Self::BodyStyle
+                | Self::ExteriorColor
+                | Self::InteriorColor
+                | Self::CertificationProgram
+        )
+    }
+}
+
+/// First characters that make a spreadsheet read a cell as a formula
+/// rather than text: `=`, `+`, `-`, `@` and tab and carriage return
+/// (OWASP "CSV Injection"), NUL (OWASP ASVS 1.2.10) and line feed (like
+/// carriage return). The published feed writes a free-text cell that
+/// begins with one of them, after any apostrophes, with one more leading
+/// apostrophe, the spreadsheets' "this is text" mark
+/// ([`crate::feed_export`]); [`restore_formula_text`] takes it off again
+/// (docs/inventory-feeds.md "Cells a spreadsheet would run").
+pub const FORMULA_TRIGGERS: [char; 8] = ['=', '+', '-', '@', '\t', '\r', '\n', '\0'];
+
+/// Does `cell` need (export) or carry (import, after its first
+/// apostrophe) the apostrophe mark: its first character after any
+/// leading apostrophes is a [`FORMULA_TRIGGERS`] character?
+pub fn starts_like_a_formula(cell: &str) -> bool {
+    cell.trim_start_matches('\'')
+        .starts_with(FORMULA_TRIGGERS.as_slice())
+}
+
+/// A free-text cell as the dealer wrote it: one leading apostrophe is
+/// dropped when what follows it starts like a formula (apostrophes, then a
+/// trigger). The exact inverse of the feed's neutralising: a value the
+/// feed wrote with an added apostrophe gets it back off, and a value that
+/// merely begins with an apostrophe ("'71 classic") is kept as written.
+/// The importer accepts cells that begin with a trigger (a trim "-Line"
+/// is a dealer's real data); it is the exporter's duty to neutralise them.
+pub fn restore_formula_text(cell: &str) -> &str {
+    match cell.strip_prefix('\'') {
+        Some(rest) if starts_like_a_formula(rest) => rest,
+        _ => cell,
+    }
 }
 
 /// Counts line terminators in the bytes the CSV reader pulls, so record
@@ -376,11 +428,19 @@ struct Row<'a> {
 }
 
 impl<'a> Row<'a> {
-    /// The cell, or `""` when the column is absent.
+    /// The cell, or `""` when the column is absent. A free-text cell comes
+    /// without the apostrophe our published feed adds before a formula
+    /// trigger ([`restore_formula_text`]), so the feed reads back as the
+    /// vehicles it was written from.
     fn get(&self, c: Column) -> &'a str {
-        self.layout.index[c as usize]
+        let cell = self.layout.index[c as usize]
             .and_then(|i| self.cells.get(i).copied())
-            .unwrap_or("")
+            .unwrap_or("");
+        if c.is_free_text() {
+            restore_formula_text(cell)
+        } else {
+            cell
+        }
     }
 
     /// A non-empty cell; `None` when empty (unknown) or absent.

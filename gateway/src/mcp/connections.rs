@@ -143,6 +143,11 @@ impl HeadRefusal {
             super::transport_refusal(self.status(), RpcError::InvalidRequest(self.message()));
         r.headers_mut()
             .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        // As every answer of the router (docs/security.md "Hardening").
+        r.headers_mut().insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
         r
     }
 }
@@ -427,7 +432,8 @@ async fn refuse_busy(mut stream: TcpStream) {
     let body = serde_json::to_vec(&body).unwrap_or_default();
     let head = format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
-         cache-control: no-store\r\nretry-after: {BUSY_RETRY_AFTER_SECONDS}\r\n\
+         cache-control: no-store\r\nx-content-type-options: nosniff\r\n\
+         retry-after: {BUSY_RETRY_AFTER_SECONDS}\r\n\
          content-length: {}\r\nconnection: close\r\n\r\n",
         body.len()
     );

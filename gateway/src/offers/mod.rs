@@ -97,6 +97,36 @@ pub struct Selection {
     pub unusable: Vec<UnusableProgram>,
 }
 
+/// How much of why a stored program cannot be evaluated a reader is told
+/// (docs/security.md "Who reads why a rule failed"). A rule's failure text
+/// carries the rhai engine's message, which quotes the operator's script
+/// (its identifiers, the strings it throws) and its line and position;
+/// decoding errors quote the stored document. That is the organization's
+/// own business, never an anonymous agent's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Detail {
+    /// Every word: the organization's own credentials, its console, the
+    /// operator's CLI.
+    #[default]
+    Full,
+    /// Without engine messages and stored text ([`public_problem`]): what
+    /// the rule did ("raised an error", "returned an integer, not a
+    /// boolean"), on which stack and in which payment mode, never how.
+    /// Anonymous callers, other organizations' grants, and the disclosure
+    /// (one document cached for every reader of the vehicle).
+    Public,
+}
+
+impl Detail {
+    /// `Full` for a grant of `organization_id`, `Public` for anybody else.
+    pub fn for_caller(principal: &crate::auth::Principal, organization_id: &str) -> Detail {
+        match principal.grant() {
+            Some(grant) if grant.organization_id == organization_id => Detail::Full,
+            _ => Detail::Public,
+        }
+    }
+}
+
 /// A [`Selection`] at one `as_of`, with the next instant at which the
 /// choice may change.
 #[derive(Debug, Clone)]
@@ -111,6 +141,8 @@ pub struct ProgramsAt {
     /// this value (`pricing::stacking::UnusableRule`): reported with the
     /// selection's own unusable programs by [`ProgramsAt::unusable`].
     failed_rules: Arc<Mutex<Vec<UnusableProgram>>>,
+    /// What the reader of the evaluations is told ([`Detail`]).
+    detail: Detail,
 }
 
 impl ProgramsAt {
@@ -130,6 +162,14 @@ impl ProgramsAt {
     #[must_use]
     pub fn with_deadline(mut self, deadline: pool::Deadline) -> Self {
         self.deadline = Some(deadline);
+        self
+    }
+
+    /// The same programs, told to a reader at `detail`: evaluations,
+    /// [`ProgramsAt::unusable`] and its sentences at that detail.
+    #[must_use]
+    pub fn with_detail(mut self, detail: Detail) -> Self {
+        self.detail = detail;
         self
     }
 
@@ -199,6 +239,9 @@ impl ProgramsAt {
                 });
             }
         }
+        if self.detail == Detail::Public {
+            redact_evaluation(&mut evaluation);
+        }
         Ok(evaluation)
     }
 
@@ -213,6 +256,13 @@ impl ProgramsAt {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         all.extend(failed.iter().cloned());
         all.sort_by(|a, b| (&a.program_id, a.revision).cmp(&(&b.program_id, b.revision)));
+        if self.detail == Detail::Public {
+            for u in &mut all {
+                for problem in &mut u.problems {
+                    *problem = public_problem(problem);
+                }
+            }
+        }
         all
     }
 
@@ -257,7 +307,7 @@ impl OrgPrograms {
                 program_id: r.program_id.clone(),
                 revision: r.revision,
                 program: serde_json::from_value::<Program>(r.doc.clone())
-                    .map_err(|e| format!("the stored document does not decode: {e}")),
+                    .map_err(|e| format!("{STORED_DOES_NOT_DECODE}: {e}")),
             })
             .collect();
         let mut boundaries: Vec<DateTime<Utc>> = revisions
@@ -336,6 +386,7 @@ impl OrgPrograms {
             next_change,
             deadline: None,
             failed_rules: Arc::default(),
+            detail: Detail::Full,
         }
     }
 }
@@ -579,6 +630,107 @@ fn validate_usable(chosen: Vec<&Program>) -> (ValidatedPrograms, Vec<UnusablePro
     }
 }
 
+/// What a rule did, in words that quote nothing of the script: the
+/// engine's message after "raised an error" and "ran out of its budget" is
+/// dropped (it holds the script's identifiers, thrown text, line and
+/// position); a non-boolean result ("returned an integer, not a boolean")
+/// names only a rhai type and is kept. `words` is
+/// `pricing::rules::failure_words` output; anything else is "failed".
+fn public_failure_words(words: &str) -> &str {
+    if words.starts_with("raised an error") {
+        "raised an error"
+    } else if words.starts_with("ran out of its budget") {
+        "ran out of its budget"
+    } else if words.starts_with("returned ") {
+        words
+    } else {
+        "failed"
+    }
+}
+
+/// `text`, a rule failure of the engine ("the rule <what it did>, for the
+/// stack [..] ..."), with only [`public_failure_words`] of what it did;
+/// `None` when `text` is no such sentence. The stack and the payment mode
+/// are this gateway's words (program ids and a mode), so the last ", for
+/// the stack " is where the engine's message ended.
+fn public_rule_failure(text: &str) -> Option<String> {
+    let what_and_rest = text.strip_prefix("the rule ")?;
+    let end = what_and_rest.rfind(", for the stack ")?;
+    let what = public_failure_words(&what_and_rest[..end]);
+    Some(format!("the rule {what}{}", &what_and_rest[end..]))
+}
+
+/// One problem of an unusable program as a [`Detail::Public`] reader reads
+/// it: the JSON pointer and this gateway's own words, without the rhai
+/// engine's messages (a rule that fails or does not compile) or the text
+/// of a stored document that does not decode.
+pub fn public_problem(problem: &str) -> String {
+    let (pointer, text) = match problem.split_once(": ") {
+        Some((pointer, text)) if pointer.starts_with('/') => (Some(pointer), text),
+        _ => (None, problem),
+    };
+    let text = if let Some(public) = public_rule_failure(text) {
+        public
+    } else if let Some(at) = text.find(" does not compile: ") {
+        format!("{} does not compile", &text[..at])
+    } else if text.starts_with(STORED_DOES_NOT_DECODE) {
+        STORED_DOES_NOT_DECODE.to_owned()
+    } else {
+        text.to_owned()
+    };
+    match pointer {
+        Some(pointer) => format!("{pointer}: {text}"),
+        None => text,
+    }
+}
+
+/// The start of a decoding problem (its serde message quotes the stored
+/// document).
+const STORED_DOES_NOT_DECODE: &str = "the stored document does not decode";
+
+/// The evaluation as a [`Detail::Public`] reader gets it: every reason of a
+/// rule that failed on a real stack (in the trace, in each program's
+/// applicability and eligibility, in every branch) in public words. The
+/// reasons are replaced where they occur verbatim, so no sentence the
+/// engine built around them is touched.
+fn redact_evaluation(evaluation: &mut pricing::Evaluation) {
+    use pricing::stacking::{Applicability, Eligibility};
+    let replacements: Vec<(String, String)> = evaluation
+        .unusable_rules
+        .iter_mut()
+        .filter_map(|u| {
+            let public =
+                public_rule_failure(&u.reason).unwrap_or_else(|| "the rule failed".to_owned());
+            (public != u.reason).then(|| (std::mem::replace(&mut u.reason, public.clone()), public))
+        })
+        .collect();
+    if replacements.is_empty() {
+        return;
+    }
+    let redact = |text: &mut String| {
+        for (full, public) in &replacements {
+            if text.contains(full.as_str()) {
+                *text = text.replace(full.as_str(), public);
+            }
+        }
+    };
+    evaluation.trace.iter_mut().for_each(redact);
+    let reports = evaluation.programs.iter_mut().chain(
+        evaluation
+            .branches
+            .iter_mut()
+            .flat_map(|b| b.programs.iter_mut()),
+    );
+    for report in reports {
+        if let Applicability::NotApplicable { reason } = &mut report.applicability {
+            redact(reason);
+        }
+        if let Eligibility::Ineligible { reason } = &mut report.eligibility {
+            redact(reason);
+        }
+    }
+}
+
 /// At most 1,000 characters (`offersUnusableProgram.problems`), cut on a
 /// character boundary.
 fn bounded(text: &str) -> String {
@@ -798,6 +950,89 @@ mod tests {
         assert!(now.selection.unusable[0].problems[0].contains("/stacking/rule"));
         assert_eq!(now.unusable_sentences().len(), 2);
         assert!(check_program_set(&records).is_err());
+    }
+
+    /// A public reader learns which program cannot be evaluated and what
+    /// its rule did, never the engine's message (script identifiers,
+    /// thrown text, line and position) nor a stored document's text; the
+    /// organization itself reads everything.
+    #[test]
+    fn public_readers_get_what_a_rule_did_never_the_engines_text_or_the_document() {
+        let ruled = |id: &str, rule: &str| {
+            program(
+                id,
+                json!({"stacking": {"group": id, "combinability": "rule_defined", "rule": rule}}),
+            )
+        };
+        let records = [
+            record("good", program("good", json!({}))),
+            record(
+                "corrupt",
+                program("corrupt", json!({"kind": "SECRET-KIND"})),
+            ),
+            record("no-compile", ruled("no-compile", "SECRET_FN(1,")),
+            record("thrower", ruled("thrower", "throw \"SECRET-THROWN\"")),
+            record("plus-one", ruled("plus-one", "stack.len() + 1")),
+        ];
+        let org = OrgPrograms::from_records(&records, Utc::now());
+        let as_of = at("2026-11-21T12:00:00Z");
+        let said = |p: &ProgramsAt| {
+            format!(
+                "{}\n{}",
+                serde_json::to_string(&p.unusable()).unwrap(),
+                p.unusable_sentences().join("\n")
+            )
+        };
+        let full = said(&org.at(as_of));
+        // What the public must not read is there for the organization.
+        for secret in [
+            "SECRET-KIND",
+            "SECRET-THROWN",
+            "Script is incomplete",
+            "line 1, position",
+        ] {
+            assert!(full.contains(secret), "{secret}: {full}");
+        }
+        let public = org.at(as_of).with_detail(Detail::Public);
+        let text = said(&public);
+        for secret in [
+            "SECRET",
+            "line 1",
+            "position",
+            "Runtime error",
+            "Script is incomplete",
+        ] {
+            assert!(!text.contains(secret), "{secret}: {text}");
+        }
+        let problems = |id: &str| {
+            public
+                .unusable()
+                .into_iter()
+                .find(|u| u.program_id == id)
+                .unwrap_or_else(|| panic!("{id} not unusable: {text}"))
+                .problems
+                .join("; ")
+        };
+        assert_eq!(problems("corrupt"), STORED_DOES_NOT_DECODE);
+        assert_eq!(
+            problems("no-compile"),
+            "/stacking/rule: rule of program no-compile does not compile"
+        );
+        assert!(
+            problems("thrower").starts_with(
+                "/stacking/rule: the rule raised an error, for the stack [thrower]; a rule must return true or false"
+            ),
+            "{text}"
+        );
+        assert!(
+            problems("plus-one")
+                .contains("the rule returned an integer, not a boolean, for the stack [plus-one]"),
+            "{text}"
+        );
+        assert_eq!(
+            Detail::for_caller(&crate::auth::Principal::Anonymous, "org.a"),
+            Detail::Public
+        );
     }
 
     #[test]

@@ -127,9 +127,15 @@ impl super::Tool for GetDisclosure {
                             .offers()
                             .pool()
                             .run(move |deadline| {
+                                // One document for every reader of the
+                                // vehicle: public detail (docs/security.md
+                                // "Who reads why a rule failed").
                                 disclosure::programs_input(
                                     &job_record,
-                                    &job_programs.at(now.fixed_offset()).with_deadline(deadline),
+                                    &job_programs
+                                        .at(now.fixed_offset())
+                                        .with_deadline(deadline)
+                                        .with_detail(crate::offers::Detail::Public),
                                     job_programs.loaded_at,
                                     j,
                                     job_mode.as_deref(),

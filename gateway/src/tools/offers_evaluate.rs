@@ -60,11 +60,20 @@ impl super::Tool for OffersEvaluate {
         // The revision of each program live at the profile's `as_of` (issue 12
         // item 1); the evaluation is valid at most until another one takes over.
         let job_profile = profile;
+        // Why a stored rule fails is the organization's own business
+        // (docs/security.md "Who reads why a rule failed").
+        let detail = crate::offers::Detail::for_caller(
+            &ctx.principal,
+            &target.tenant.organization().organization_id,
+        );
         let (selected, evaluation) = ctx
             .offers()
             .pool()
             .run(move |deadline| {
-                let selected = programs.at(job_profile.as_of).with_deadline(deadline);
+                let selected = programs
+                    .at(job_profile.as_of)
+                    .with_deadline(deadline)
+                    .with_detail(detail);
                 let evaluation = selected.evaluate(&vehicle, &job_profile, SearchBudget::default());
                 (selected, evaluation)
             })

