@@ -14,6 +14,7 @@ mod cli_ops;
 mod console;
 mod disclosure;
 mod discovery;
+mod errors_teach;
 mod get_vehicle;
 mod import_dealers;
 mod import_inventory;
