@@ -561,11 +561,7 @@ impl Catalog {
 
     /// Validate a dealers file document (already parsed from YAML or JSON).
     pub fn validate_dealers_file(&self, doc: &Value) -> Result<(), Vec<FieldError>> {
-        explain::collect_errors(
-            &self.dealers_file_validator,
-            &self.dealers_file_schema,
-            doc,
-        )
+        explain::collect_errors(&self.dealers_file_validator, &self.dealers_file_schema, doc)
     }
 
     /// Every resource URI or template the catalog's profiles declare.

@@ -177,7 +177,9 @@ fn explain(schema: &Value, error: &jsonschema::ValidationError<'_>, out: &mut Ve
             }
             text
         }
-        K::Constant { expected_value } => format!("{it} must be exactly {}.", literal(expected_value)),
+        K::Constant { expected_value } => {
+            format!("{it} must be exactly {}.", literal(expected_value))
+        }
         K::Pattern { pattern } => match words::pattern_meaning(pattern) {
             Some(meaning) => format!("{it} must be {meaning} (pattern {pattern})."),
             None => format!("{it} must match the pattern {pattern}."),
@@ -220,7 +222,10 @@ fn explain(schema: &Value, error: &jsonschema::ValidationError<'_>, out: &mut Ve
         K::AdditionalItems { .. } | K::UnevaluatedItems { .. } => {
             format!("{it} has more items than allowed{}.", within())
         }
-        K::Contains => format!("{it} must contain an item that is allowed here{}.", within()),
+        K::Contains => format!(
+            "{it} must contain an item that is allowed here{}.",
+            within()
+        ),
         K::OneOfNotValid { .. } | K::OneOfMultipleValid { .. } | K::AnyOf { .. } => {
             alternatives(schema, kind, holder.as_ref(), &at)
         }
@@ -239,7 +244,9 @@ fn explain(schema: &Value, error: &jsonschema::ValidationError<'_>, out: &mut Ve
             }
             None => format!("{it} has a form this place does not allow."),
         },
-        K::Custom { keyword: custom, .. } if custom == words::WHOLE_LITERAL => {
+        K::Custom {
+            keyword: custom, ..
+        } if custom == words::WHOLE_LITERAL => {
             // The rule behind it is the schema's `type: integer`, as this
             // gateway reads it (docs/mcp.md "What a tool error says").
             keyword = "type".to_owned();
@@ -291,9 +298,7 @@ fn alternatives(schema: &Value, kind: &K, holder: Option<&Value>, at: &str) -> S
             K::OneOfMultipleValid { .. } => "more than one of them was given",
             _ => "none of them was given",
         };
-        let within = place(at)
-            .map(|p| format!(" in {p}"))
-            .unwrap_or_default();
+        let within = place(at).map(|p| format!(" in {p}")).unwrap_or_default();
         return format!("Give {rule} {}{within}; {given}.", or_list(&names));
     }
     let forms: Vec<String> = branches
@@ -305,7 +310,10 @@ fn alternatives(schema: &Value, kind: &K, holder: Option<&Value>, at: &str) -> S
     if forms.is_empty() {
         format!("{it} must match {rule} the allowed forms.")
     } else if matches!(kind, K::OneOfMultipleValid { .. }) {
-        format!("{it} must match {rule} these forms, not several: {}.", forms.join("; or "))
+        format!(
+            "{it} must match {rule} these forms, not several: {}.",
+            forms.join("; or ")
+        )
     } else {
         format!("{it} must be {}.", forms.join(", or "))
     }
@@ -688,7 +696,10 @@ mod tests {
                 }
             }
         }
-        assert!(used.contains("oneOf") && used.contains("pattern"), "{used:?}");
+        assert!(
+            used.contains("oneOf") && used.contains("pattern"),
+            "{used:?}"
+        );
     }
 
     /// Every object of an input schema is closed, so every member name on a
@@ -739,12 +750,18 @@ mod tests {
                 "sort.field must be one of: advertised_price, year, odometer, inventory_age_days, observed_at."
             )]
         );
-        let e = errors(search, json!({"organization_id": org, "page": {"limit": 500}}));
+        let e = errors(
+            search,
+            json!({"organization_id": org, "page": {"limit": 500}}),
+        );
         assert_eq!(
             e[0].explanation,
             "page.limit must be at most 100 (accepted: a whole number from 1 to 100)."
         );
-        let e = errors(search, json!({"organization_id": org, "page": {"limit": 20.0}}));
+        let e = errors(
+            search,
+            json!({"organization_id": org, "page": {"limit": 20.0}}),
+        );
         assert_eq!(e[0].keyword, "type");
         assert!(
             e[0].explanation

@@ -381,19 +381,16 @@ fn mask(
     };
     let mut m = 0u16;
     for value in values {
-        let code = table
-            .iter()
-            .position(|t| t == value)
-            .ok_or_else(|| {
-                err(
-                    pointer,
-                    format!(
-                        "{} lists a value this filter does not take: only the values of its \
+        let code = table.iter().position(|t| t == value).ok_or_else(|| {
+            err(
+                pointer,
+                format!(
+                    "{} lists a value this filter does not take: only the values of its \
                          enum in the input schema.",
-                        path(pointer)
-                    ),
-                )
-            })?;
+                    path(pointer)
+                ),
+            )
+        })?;
         m |= 1 << code;
     }
     Ok(Some(m))
@@ -401,34 +398,32 @@ fn mask(
 
 fn int(n: Option<&Number>, pointer: &str) -> Result<Option<i64>, SearchError> {
     n.map(|n| {
-        n.as_i64()
-            .ok_or_else(|| {
-                err(
-                    pointer,
-                    format!(
-                        "{} must be a whole number written without a decimal point or \
+        n.as_i64().ok_or_else(|| {
+            err(
+                pointer,
+                format!(
+                    "{} must be a whole number written without a decimal point or \
                          exponent, within the signed 64-bit range.",
-                        path(pointer)
-                    ),
-                )
-            })
+                    path(pointer)
+                ),
+            )
+        })
     })
     .transpose()
 }
 
 fn uint(n: Option<&Number>, pointer: &str) -> Result<Option<u64>, SearchError> {
     n.map(|n| {
-        n.as_u64()
-            .ok_or_else(|| {
-                err(
-                    pointer,
-                    format!(
-                        "{} must be a whole number of at least 0, written without a decimal \
+        n.as_u64().ok_or_else(|| {
+            err(
+                pointer,
+                format!(
+                    "{} must be a whole number of at least 0, written without a decimal \
                          point or exponent.",
-                        path(pointer)
-                    ),
-                )
-            })
+                    path(pointer)
+                ),
+            )
+        })
     })
     .transpose()
 }
@@ -451,19 +446,16 @@ fn money(m: Option<&MoneyBound>, pointer: &str) -> Result<Option<(String, i64)>,
 
 fn distance_mm(d: Option<&DistanceBound>, pointer: &str) -> Result<Option<i128>, SearchError> {
     let Some(d) = d else { return Ok(None) };
-    let value = d
-        .value
-        .as_i64()
-        .ok_or_else(|| {
-            err(
-                pointer,
-                format!(
-                    "{}.value must be a whole number of at most 9223372036854775807 (the signed \
+    let value = d.value.as_i64().ok_or_else(|| {
+        err(
+            pointer,
+            format!(
+                "{}.value must be a whole number of at most 9223372036854775807 (the signed \
                      64-bit range), written without a decimal point or exponent.",
-                    path(pointer)
-                ),
-            )
-        })?;
+                path(pointer)
+            ),
+        )
+    })?;
     // Exact conversion to millimetres (module doc: 1 mi = 1,609,344 mm).
     let unit: i128 = match d.unit {
         DistanceUnit::Mi => 1_609_344,

@@ -21,8 +21,7 @@ use super::suggest;
 // The schema vocabulary shared with tool-input errors; the operator's own
 // wording (naming keys, YAML hints, the number written) stays here.
 use crate::catalog::words::{
-    WHOLE_LITERAL, WholeLiteral, article, format_meaning, mark_integers, plural,
-    type_names,
+    WHOLE_LITERAL, WholeLiteral, article, format_meaning, mark_integers, plural, type_names,
 };
 
 /// At most this many schema problems are reported per document (each one
