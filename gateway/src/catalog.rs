@@ -17,6 +17,8 @@
 //! `outputSchema`; [`compact`] says how and why.
 
 mod compact;
+mod explain;
+pub mod words;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -359,6 +361,7 @@ pub struct Catalog {
     by_name: HashMap<String, usize>,
     /// The schema files as parsed, by file name (served at `/schemas/`).
     pub schema_documents: BTreeMap<String, Value>,
+    dealers_file_schema: Value,
     dealers_file_validator: jsonschema::Validator,
 }
 
@@ -411,7 +414,7 @@ impl Catalog {
             }
             // Arguments are checked against the published schema, so what a
             // client reads is exactly what is enforced.
-            let input_validator = compile(&t.input_schema, &published_input_schema)?;
+            let input_validator = compile_input(&t.input_schema, &published_input_schema)?;
             let output_validator = compile(&t.output_schema, &output_schema)?;
             let tool_error_schema = match t.error_model {
                 ErrorModel::Dap => &error_schema,
@@ -464,6 +467,7 @@ impl Catalog {
             tools,
             by_name,
             schema_documents: documents,
+            dealers_file_schema,
             dealers_file_validator,
         };
         catalog.check_consistency()?;
@@ -557,7 +561,7 @@ impl Catalog {
 
     /// Validate a dealers file document (already parsed from YAML or JSON).
     pub fn validate_dealers_file(&self, doc: &Value) -> Result<(), Vec<FieldError>> {
-        collect_errors(&self.dealers_file_validator, doc)
+        explain::collect_errors(&self.dealers_file_validator, &self.dealers_file_schema, doc)
     }
 
     /// Every resource URI or template the catalog's profiles declare.
@@ -593,13 +597,13 @@ impl Tool {
     /// Check tool arguments against the input schema (DAP-ERR-002: the
     /// returned errors never carry input values).
     pub fn validate_input(&self, args: &Value) -> Result<(), Vec<FieldError>> {
-        collect_errors(&self.input_validator, args)
+        explain::collect_errors(&self.input_validator, &self.published_input_schema, args)
     }
 
     /// Check a tool result against the output schema. The errors are for the
     /// log only; callers see `dealeragent.internal`.
     pub fn validate_output(&self, output: &Value) -> Result<(), Vec<FieldError>> {
-        collect_errors(&self.output_validator, output)
+        explain::collect_errors(&self.output_validator, &self.output_schema, output)
     }
 }
 
@@ -609,80 +613,6 @@ pub fn valid_tool_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
-}
-
-const MAX_FIELD_ERRORS: usize = 100;
-
-fn collect_errors(
-    validator: &jsonschema::Validator,
-    instance: &Value,
-) -> Result<(), Vec<FieldError>> {
-    if validator.is_valid(instance) {
-        return Ok(());
-    }
-    let mut out: Vec<FieldError> = Vec::new();
-    for error in validator.iter_errors(instance) {
-        let keyword = error.kind().keyword().to_owned();
-        let explanation = explain(error.kind());
-        let fe = FieldError::new(
-            locate(error.kind(), &error.instance_path().to_string()),
-            keyword,
-            explanation,
-        );
-        if !out.contains(&fe) {
-            out.push(fe);
-        }
-        if out.len() == MAX_FIELD_ERRORS {
-            break;
-        }
-    }
-    Err(out)
-}
-
-/// Where a failure points (DAP 0.1 errors.md section 3: a JSON Pointer per
-/// violation). `at` is the validator's location, `""` for the root.
-///
-/// - `required`: the missing member itself (`/organization_id`). Its name
-///   comes from the schema, not from the caller.
-/// - `additionalProperties` / `unevaluatedProperties` / a `false` schema:
-///   the object holding the unexpected member, never the member. Its name
-///   is caller input and docs/security.md forbids echoing input in errors
-///   (DAP-ERR-002: a name can carry a secret as well as a value can).
-/// - Anything else: the failing value's location. The request schemas
-///   close every object (`additionalProperties: false`) and have no map
-///   members, so each segment there is a schema-defined name or an index.
-fn locate(kind: &jsonschema::error::ValidationErrorKind, at: &str) -> String {
-    use jsonschema::error::ValidationErrorKind as K;
-    match kind {
-        K::Required { property } => match property.as_str() {
-            Some(name) => child_pointer(at, name),
-            None => at.to_owned(),
-        },
-        K::AdditionalProperties { .. } | K::UnevaluatedProperties { .. } => at.to_owned(),
-        K::FalseSchema => at
-            .rsplit_once('/')
-            .map_or_else(String::new, |(parent, _)| parent.to_owned()),
-        _ => at.to_owned(),
-    }
-}
-
-/// A value-free explanation of one failed keyword. Only names that come from
-/// the schema itself (a required property) are quoted; nothing from the input.
-fn explain(kind: &jsonschema::error::ValidationErrorKind) -> String {
-    use jsonschema::error::ValidationErrorKind as K;
-    match kind {
-        K::Required { property } => match property.as_str() {
-            Some(name) => format!("Required property '{name}' is missing."),
-            None => "A required property is missing.".to_owned(),
-        },
-        K::AdditionalProperties { .. } | K::UnevaluatedProperties { .. } => {
-            "The object has an unexpected member that this schema does not allow (its name is not repeated).".to_owned()
-        }
-        K::FalseSchema => {
-            "The object has a member that this schema does not allow (its name is not repeated).".to_owned()
-        }
-        other => format!("Value failed validation for keyword '{}'.", other.keyword()),
-    }
 }
 
 /// Index every `$defs` entry of every file by name, refusing duplicates.
@@ -913,6 +843,26 @@ fn rewrite_refs(
         _ => {}
     }
     Ok(())
+}
+
+/// The validator of a tool's input: the published schema, plus the one
+/// rule this gateway reads into it: an integer is written as an integer
+/// (`20`, not `20.0` or `2e1`; [`words::WHOLE_LITERAL`]). JSON Schema calls
+/// a whole-valued float an integer, but the tools read integers, and such
+/// a literal otherwise failed inside the tool as an internal error.
+fn compile_input(reference: &str, schema: &Value) -> Result<jsonschema::Validator, CatalogError> {
+    let mut marked = schema.clone();
+    words::mark_integers(&mut marked);
+    jsonschema::draft202012::options()
+        .should_validate_formats(true)
+        .with_keyword(words::WHOLE_LITERAL, |_, _, _| {
+            Ok(Box::new(words::WholeLiteral))
+        })
+        .build(&marked)
+        .map_err(|e| CatalogError::Compile {
+            reference: reference.to_owned(),
+            message: e.to_string(),
+        })
 }
 
 fn compile(reference: &str, schema: &Value) -> Result<jsonschema::Validator, CatalogError> {

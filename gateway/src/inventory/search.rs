@@ -56,6 +56,7 @@
 //!   and models are grouped case-insensitively and shown in their most
 //!   frequent spelling.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::Arc;
@@ -78,20 +79,41 @@ pub const MAX_LIMIT: usize = 100;
 use super::pieces::DAY_US;
 
 /// A cross-field rule the schema cannot express. The message never echoes
-/// a value (DAP-ERR-002); `pointer` is the JSON pointer of the offending
-/// field in the request.
+/// a value (DAP-ERR-002); it names the member by its path and says what
+/// would be accepted, as the schema errors do (docs/security.md "What a
+/// tool error says"); `pointer` is the JSON pointer of the offending field
+/// in the request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct SearchError {
     pub pointer: String,
-    pub message: &'static str,
+    pub message: Cow<'static, str>,
 }
 
-fn err(pointer: &str, message: &'static str) -> SearchError {
+fn err(pointer: &str, message: impl Into<Cow<'static, str>>) -> SearchError {
     SearchError {
         pointer: pointer.to_owned(),
-        message,
+        message: message.into(),
     }
+}
+
+/// `/filters/year_min` as a model reads it: `filters.year_min`.
+fn path(pointer: &str) -> String {
+    pointer.trim_start_matches('/').replace('/', ".")
+}
+
+/// A minimum above its maximum (docs/inventory.md "Search rules": bounds
+/// are inclusive, and the error points at the `_min` field).
+fn reversed(min: &str, max: &str, how: &str) -> SearchError {
+    err(
+        min,
+        format!(
+            "{} must not be greater than {}{how}: give a minimum at most the maximum (swap the \
+             two if they are reversed), or leave one out.",
+            path(min),
+            path(max)
+        ),
+    )
 }
 
 /// The sort field of a search.
@@ -359,10 +381,16 @@ fn mask(
     };
     let mut m = 0u16;
     for value in values {
-        let code = table
-            .iter()
-            .position(|t| t == value)
-            .ok_or_else(|| err(pointer, "Contains a value that is not allowed."))?;
+        let code = table.iter().position(|t| t == value).ok_or_else(|| {
+            err(
+                pointer,
+                format!(
+                    "{} lists a value this filter does not take: only the values of its \
+                         enum in the input schema.",
+                    path(pointer)
+                ),
+            )
+        })?;
         m |= 1 << code;
     }
     Ok(Some(m))
@@ -370,16 +398,32 @@ fn mask(
 
 fn int(n: Option<&Number>, pointer: &str) -> Result<Option<i64>, SearchError> {
     n.map(|n| {
-        n.as_i64()
-            .ok_or_else(|| err(pointer, "Must be an integer."))
+        n.as_i64().ok_or_else(|| {
+            err(
+                pointer,
+                format!(
+                    "{} must be a whole number written without a decimal point or \
+                         exponent, within the signed 64-bit range.",
+                    path(pointer)
+                ),
+            )
+        })
     })
     .transpose()
 }
 
 fn uint(n: Option<&Number>, pointer: &str) -> Result<Option<u64>, SearchError> {
     n.map(|n| {
-        n.as_u64()
-            .ok_or_else(|| err(pointer, "Must be a non-negative integer."))
+        n.as_u64().ok_or_else(|| {
+            err(
+                pointer,
+                format!(
+                    "{} must be a whole number of at least 0, written without a decimal \
+                         point or exponent.",
+                    path(pointer)
+                ),
+            )
+        })
     })
     .transpose()
 }
@@ -389,7 +433,12 @@ fn money(m: Option<&MoneyBound>, pointer: &str) -> Result<Option<(String, i64)>,
     let amount = m.amount_minor.as_i64().ok_or_else(|| {
         err(
             pointer,
-            "Must be a money object with an integer amount_minor.",
+            format!(
+                "{}.amount_minor must be a whole number of minor units of at most \
+                 9223372036854775807 (the signed 64-bit range), written without a decimal point \
+                 or exponent.",
+                path(pointer)
+            ),
         )
     })?;
     Ok(Some((m.currency.clone(), amount)))
@@ -397,10 +446,16 @@ fn money(m: Option<&MoneyBound>, pointer: &str) -> Result<Option<(String, i64)>,
 
 fn distance_mm(d: Option<&DistanceBound>, pointer: &str) -> Result<Option<i128>, SearchError> {
     let Some(d) = d else { return Ok(None) };
-    let value = d
-        .value
-        .as_i64()
-        .ok_or_else(|| err(pointer, "Must be a distance with an integer value."))?;
+    let value = d.value.as_i64().ok_or_else(|| {
+        err(
+            pointer,
+            format!(
+                "{}.value must be a whole number of at most 9223372036854775807 (the signed \
+                     64-bit range), written without a decimal point or exponent.",
+                path(pointer)
+            ),
+        )
+    })?;
     // Exact conversion to millimetres (module doc: 1 mi = 1,609,344 mm).
     let unit: i128 = match d.unit {
         DistanceUnit::Mi => 1_609_344,
@@ -522,14 +577,13 @@ impl SearchQuery {
                 if c1 != c2 {
                     return Err(err(
                         "/filters/price_max/currency",
-                        "price_min and price_max must use the same currency.",
+                        "filters.price_max.currency must be the currency of filters.price_min: a \
+                         price filter matches only vehicles priced in its currency and amounts \
+                         are never converted, so both bounds use one ISO 4217 code.",
                     ));
                 }
                 if a1 > a2 {
-                    return Err(err(
-                        "/filters/price_min",
-                        "price_min must not be greater than price_max.",
-                    ));
+                    return Err(reversed("/filters/price_min", "/filters/price_max", ""));
                 }
                 Some(PriceRange {
                     currency: pack_currency(&c1),
@@ -541,17 +595,15 @@ impl SearchQuery {
         if let (Some(a), Some(b)) = (filters.year_min, filters.year_max)
             && a > b
         {
-            return Err(err(
-                "/filters/year_min",
-                "year_min must not be greater than year_max.",
-            ));
+            return Err(reversed("/filters/year_min", "/filters/year_max", ""));
         }
         if let (Some(a), Some(b)) = (filters.odometer_min_mm, filters.odometer_max_mm)
             && a > b
         {
-            return Err(err(
+            return Err(reversed(
                 "/filters/odometer_min",
-                "odometer_min must not be greater than odometer_max.",
+                "/filters/odometer_max",
+                " (compared exactly, a mile being 1.609344 km)",
             ));
         }
         if let (Some(a), Some(b)) = (
@@ -559,9 +611,10 @@ impl SearchQuery {
             filters.inventory_age_max_days,
         ) && a > b
         {
-            return Err(err(
+            return Err(reversed(
                 "/filters/inventory_age_min_days",
-                "inventory_age_min_days must not be greater than inventory_age_max_days.",
+                "/filters/inventory_age_max_days",
+                "",
             ));
         }
 
@@ -586,7 +639,15 @@ impl SearchQuery {
                 .as_u64()
                 .and_then(|l| usize::try_from(l).ok())
                 .filter(|l| (1..=MAX_LIMIT).contains(l))
-                .ok_or_else(|| err("/page/limit", "Must be an integer from 1 to 100."))?,
+                .ok_or_else(|| {
+                    err(
+                        "/page/limit",
+                        format!(
+                            "page.limit must be a whole number from 1 to {MAX_LIMIT}, written \
+                             without a decimal point or exponent."
+                        ),
+                    )
+                })?,
         };
         let cursor = page.and_then(|p| p.cursor.clone());
 
@@ -1358,5 +1419,52 @@ mod typed {
             .expect_err("refused");
         assert_eq!(e.pointer, "");
         assert!(!e.message.contains("secret") && !e.message.contains("nickname"));
+    }
+
+    /// The cross-field rules say which members disagree and what would be
+    /// accepted, and repeat no value (DAP-ERR-002).
+    #[test]
+    fn cross_field_errors_name_both_members_and_the_fix() {
+        let cases = [
+            (
+                json!({"year_min": 2030, "year_max": 2010}),
+                "/filters/year_min",
+                "filters.year_min must not be greater than filters.year_max: give a minimum at most the maximum (swap the two if they are reversed), or leave one out.",
+            ),
+            (
+                json!({"price_min": {"amount_minor": 900, "currency": "USD"},
+                       "price_max": {"amount_minor": 100, "currency": "USD"}}),
+                "/filters/price_min",
+                "filters.price_min must not be greater than filters.price_max",
+            ),
+            (
+                json!({"price_min": {"amount_minor": 100, "currency": "USD"},
+                       "price_max": {"amount_minor": 900, "currency": "CAD"}}),
+                "/filters/price_max/currency",
+                "filters.price_max.currency must be the currency of filters.price_min",
+            ),
+            (
+                json!({"odometer_min": {"value": 9, "unit": "km"},
+                       "odometer_max": {"value": 5, "unit": "mi"}}),
+                "/filters/odometer_min",
+                "filters.odometer_min must not be greater than filters.odometer_max (compared exactly",
+            ),
+            (
+                json!({"inventory_age_min_days": 31, "inventory_age_max_days": 30}),
+                "/filters/inventory_age_min_days",
+                "filters.inventory_age_min_days must not be greater than filters.inventory_age_max_days",
+            ),
+        ];
+        for (filters, pointer, words) in cases {
+            let e = SearchQuery::compile(&args(
+                &json!({"organization_id": "org.a", "filters": filters}),
+            ))
+            .expect_err("refused");
+            assert_eq!(e.pointer, pointer, "{filters}");
+            assert!(e.message.starts_with(words), "{}", e.message);
+            for value in ["2030", "2010", "900", "CAD", "31"] {
+                assert!(!e.message.contains(value), "{value} echoed: {}", e.message);
+            }
+        }
     }
 }

@@ -1,13 +1,14 @@
 //! Schema failures of an operator file, in words.
 //!
-//! The catalog's validator serves tool input, where DAP-ERR-002 forbids
-//! echoing anything the caller sent, so its explanations are generic
-//! ("Value failed validation for keyword 'pattern'") and an unexpected
-//! member is never named. An operator file is the operator's own: here the
-//! rule is spelled out, a misspelt key is named with the keys allowed
+//! Tool input is explained by `catalog::explain` in caller-input mode
+//! (DAP-ERR-002: nothing the caller sent is repeated, not even an
+//! unexpected member's name). An operator file is the operator's own: here
+//! the rule is spelled out, a misspelt key is named with the keys allowed
 //! there, and a misspelt key or enum value gets the closest allowed name
 //! (docs/dealers-file.md "Error report"). Values are otherwise not
-//! repeated: the pointer and the line find them.
+//! repeated: the pointer and the line find them. The words of a rule
+//! (pattern meanings, formats, types, the did-you-mean) are shared with
+//! tool input through `catalog::words`.
 
 use std::collections::BTreeMap;
 
@@ -17,6 +18,11 @@ use serde_json::Value;
 use super::Problem;
 use super::locate::Target;
 use super::suggest;
+// The schema vocabulary shared with tool-input errors; the operator's own
+// wording (naming keys, YAML hints, the number written) stays here.
+use crate::catalog::words::{
+    WHOLE_LITERAL, WholeLiteral, article, format_meaning, mark_integers, plural, type_names,
+};
 
 /// At most this many schema problems are reported per document (each one
 /// is located by re-reading the file).
@@ -197,14 +203,7 @@ impl Schema {
             K::MaxProperties { limit } => {
                 value(format!("must have at most {limit} key{}", plural(*limit)))
             }
-            K::Format { format } => value(match format.as_str() {
-                "uri" => "must be an absolute URI such as https://dealer.example/".to_owned(),
-                "date-time" => {
-                    "must be an RFC 3339 date-time such as 2026-01-31T09:00:00Z".to_owned()
-                }
-                "date" => "must be a date such as 2026-01-31".to_owned(),
-                other => format!("must be a valid {other}"),
-            }),
+            K::Format { format } => value(format!("must be {}", format_meaning(format))),
             K::OneOfNotValid { context } | K::AnyOf { context } => {
                 self.one_of(&at, &keyword, context, out);
                 return;
@@ -397,60 +396,8 @@ impl Schema {
     }
 }
 
-/// The keyword added beside every `type: integer` of an operator-file
-/// schema: JSON Schema calls `2024.0` and `2.024e3` integers (their value
-/// has no fraction), but serde_json reads them as floats, and a reader
-/// asking for an integer then finds none, so the record, the amount or the
-/// setting would silently go missing. The literal must be written as an
-/// integer.
-const WHOLE_LITERAL: &str = "x-dealergateway-whole-literal";
-
 /// The rule name of a [`WHOLE_LITERAL`] problem.
 pub const WHOLE_RULE: &str = "whole_number";
-
-fn mark_integers(schema: &mut Value) {
-    match schema {
-        Value::Object(map) => {
-            let integer = match map.get("type") {
-                Some(Value::String(t)) => t == "integer",
-                Some(Value::Array(types)) => types.iter().any(|t| t == "integer"),
-                _ => false,
-            };
-            if integer {
-                map.insert(WHOLE_LITERAL.to_owned(), Value::Bool(true));
-            }
-            map.values_mut().for_each(mark_integers);
-        }
-        Value::Array(items) => items.iter_mut().for_each(mark_integers),
-        _ => {}
-    }
-}
-
-/// Is `value` a number written with a decimal point or an exponent whose
-/// value has no fraction (one `type: integer` accepts)? serde_json reads
-/// exactly those literals as floats, and a float prints without an
-/// exponent, so a whole one prints without a point.
-fn is_whole_float(value: &Value) -> bool {
-    matches!(value, Value::Number(n) if n.is_f64() && !super::money::plain(n).contains('.'))
-}
-
-struct WholeLiteral;
-
-impl<'i> jsonschema::Keyword<'i> for WholeLiteral {
-    fn validate(&self, instance: &'i Value) -> Result<(), jsonschema::ValidationError<'i>> {
-        if self.is_valid(instance) {
-            Ok(())
-        } else {
-            Err(jsonschema::ValidationError::custom(
-                "a whole number written with a decimal point or an exponent",
-            ))
-        }
-    }
-
-    fn is_valid(&self, instance: &'i Value) -> bool {
-        !is_whole_float(instance)
-    }
-}
 
 fn whole_words(instance: &Value) -> String {
     let text = match instance {
@@ -494,36 +441,10 @@ fn child(parent: &str, name: &str) -> String {
 /// follows, so nothing is hidden), with the spelling meant when the value
 /// only has the wrong case (`usd` for `USD`).
 fn pattern_words(pattern: &str, instance: &Value) -> String {
-    let what = match pattern {
-        "^[a-z0-9][a-z0-9._-]{0,127}$" => Some("must be lower case"),
-        "^[A-Za-z0-9][A-Za-z0-9._:-]*$" => Some(
-            "must be a DAP identifier: letters, digits and . _ : -, starting with a letter or digit",
-        ),
-        "^[A-Z]{3}$" => Some("must be an ISO 4217 code in capitals such as USD"),
-        "^[A-Z]{2}$" => Some("must be an ISO 3166-1 alpha-2 country code in capitals such as US"),
-        "^[A-Z]{2}(-[A-Z0-9]{1,3})?$" | "^[A-Z]{2}(?:-[A-Z0-9]{1,3})?$" => Some(
-            "must be an ISO 3166-1 country code or ISO 3166-2 subdivision code in capitals \
-             such as US or US-IL",
-        ),
-        "^[A-Z]{2}-[A-Z0-9]{1,3}$" => {
-            Some("must be an ISO 3166-2 subdivision code in capitals such as US-IL")
-        }
-        "^[A-HJ-NPR-Z0-9]{17}$" => {
-            Some("must be a VIN: 17 characters, digits and upper-case letters except I, O and Q")
-        }
-        "^([01][0-9]|2[0-3]):[0-5][0-9]$" => {
-            Some("must be a local time HH:MM from 00:00 to 23:59, quoted in YAML")
-        }
-        "^[a-z]{2,3}(?:-[A-Z]{2})?$" => Some("must be a language tag such as en-US or fr-CA"),
-        "^https?://" => Some("must be an http:// or https:// URL"),
-        "^https://" => Some("must be an https:// URL"),
-        "^[0-9]+(\\.[0-9]+)?$" => {
-            Some("must be a plain decimal number such as 2.5: digits, an optional point, no sign")
-        }
-        _ => None,
-    };
+    // The table is shared with tool-input errors (catalog::words).
+    let what = crate::catalog::words::pattern_meaning(pattern);
     let mut text = match what {
-        Some(w) => format!("{w}, matching {pattern}"),
+        Some(w) => format!("must be {w}, matching {pattern}"),
         None => format!("must match {pattern}"),
     };
     if let Some(written) = instance.as_str() {
@@ -569,23 +490,6 @@ fn enum_words(options: &Value, instance: &Value) -> String {
     format!("must be one of: {}{hint}", names.join(", "))
 }
 
-/// The JSON types a `type` allows, in words (`whole number or string`).
-fn type_names(kind: &TypeKind) -> String {
-    let expected: Vec<String> = match kind {
-        TypeKind::Single(t) => vec![t.to_string()],
-        TypeKind::Multiple(set) => set.iter().map(|t| t.to_string()).collect(),
-    };
-    expected
-        .iter()
-        .map(|t| match t.as_str() {
-            "integer" => "whole number",
-            "array" => "list",
-            other => other,
-        })
-        .collect::<Vec<_>>()
-        .join(" or ")
-}
-
 fn type_words(kind: &TypeKind, instance: &Value) -> String {
     let expected: Vec<String> = match kind {
         TypeKind::Single(t) => vec![t.to_string()],
@@ -608,17 +512,6 @@ fn type_words(kind: &TypeKind, instance: &Value) -> String {
         text.push_str("; quote it in YAML");
     }
     text
-}
-
-fn article(noun: &str) -> String {
-    match noun.chars().next() {
-        Some('a' | 'e' | 'i' | 'o' | 'u') => format!("an {noun}"),
-        _ => format!("a {noun}"),
-    }
-}
-
-fn plural(n: u64) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }
 
 #[cfg(test)]

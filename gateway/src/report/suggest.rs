@@ -1,57 +1,8 @@
 //! Did-you-mean: the allowed name closest to a misspelt key or enum value.
 
-/// The allowed name closest to `written`: at most 2 edits (3 for names of
-/// 12 characters or more), compared case-insensitively, and unambiguous
-/// (two candidates at the same distance suggest nothing). A name that is
-/// already allowed suggests nothing.
-pub fn closest<'a, S: AsRef<str>>(written: &str, allowed: &'a [S]) -> Option<&'a str> {
-    let limit = if written.chars().count() >= 12 { 3 } else { 2 };
-    let written_lower = written.to_lowercase();
-    let mut best: Option<(usize, &str)> = None;
-    let mut tie = false;
-    for candidate in allowed {
-        let candidate = candidate.as_ref();
-        if candidate == written {
-            return None;
-        }
-        let d = edit_distance(&written_lower, &candidate.to_lowercase());
-        match best {
-            Some((b, _)) if d > b => {}
-            Some((b, _)) if d == b => tie = true,
-            _ => {
-                best = Some((d, candidate));
-                tie = false;
-            }
-        }
-    }
-    match best {
-        Some((d, name)) if d <= limit && !tie => Some(name),
-        _ => None,
-    }
-}
-
-/// ` (did you mean 'name'?)`, or nothing.
-pub fn hint<S: AsRef<str>>(written: &str, allowed: &[S]) -> String {
-    closest(written, allowed)
-        .map(|name| format!(" (did you mean '{name}'?)"))
-        .unwrap_or_default()
-}
-
-/// Levenshtein distance over characters.
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut previous = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = previous + usize::from(ca != *cb);
-            previous = row[j + 1];
-            row[j + 1] = substitution.min(row[j] + 1).min(previous + 1);
-        }
-    }
-    row[b.len()]
-}
+// One did-you-mean for operator files and tool input alike: it lives
+// with the schema vocabulary both explainers share.
+pub use crate::catalog::words::{closest, edit_distance, hint};
 
 #[cfg(test)]
 mod tests {

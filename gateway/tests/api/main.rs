@@ -15,6 +15,7 @@ mod console;
 mod console_sessions;
 mod disclosure;
 mod discovery;
+mod errors_teach;
 mod get_vehicle;
 mod hardening;
 mod import_dealers;
