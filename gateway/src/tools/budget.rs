@@ -74,12 +74,29 @@ pub fn push_vehicle_link(
     vehicle_id: &str,
 ) {
     use crate::inventory::render::json_string;
+    let plain = |s: &str| {
+        s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
+    };
     out.push_str(",{\"type\":\"resource_link\",\"uri\":");
-    out.push_str(&json_string(&format!(
-        "dealeragent://organization/{organization_id}/rooftop/{rooftop_id}/vehicle/{vehicle_id}"
-    )));
-    out.push_str(",\"name\":");
-    out.push_str(&json_string(vehicle_id));
+    if plain(organization_id) && plain(rooftop_id) && plain(vehicle_id) {
+        // Identifiers need no escaping: written in place, no allocation.
+        out.push_str("\"dealeragent://organization/");
+        out.push_str(organization_id);
+        out.push_str("/rooftop/");
+        out.push_str(rooftop_id);
+        out.push_str("/vehicle/");
+        out.push_str(vehicle_id);
+        out.push_str("\",\"name\":\"");
+        out.push_str(vehicle_id);
+        out.push('"');
+    } else {
+        out.push_str(&json_string(&format!(
+            "dealeragent://organization/{organization_id}/rooftop/{rooftop_id}/vehicle/{vehicle_id}"
+        )));
+        out.push_str(",\"name\":");
+        out.push_str(&json_string(vehicle_id));
+    }
     out.push_str(",\"mimeType\":\"application/json\"}");
 }
 
@@ -101,6 +118,14 @@ mod tests {
                    "name": "veh.c", "mimeType": "application/json"})
         );
         assert!(out.starts_with(','));
+        // An identifier that would need escaping is escaped.
+        let mut odd = String::new();
+        push_vehicle_link(&mut odd, "org.a", "roof\"b", "veh.c");
+        let block: Value = serde_json::from_str(&odd[1..]).unwrap();
+        assert_eq!(
+            block["uri"],
+            "dealeragent://organization/org.a/rooftop/roof\"b/vehicle/veh.c"
+        );
         const { assert!(RESULT_BYTES < TEXT_CHARS && TEXT_CHARS < STRUCTURED_BYTES) };
     }
 }

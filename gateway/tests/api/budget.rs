@@ -134,9 +134,7 @@ async fn every_default_answer_fits_the_budget_on_the_demo() {
             .call_tool("dealeragent.dealer.get", json!({"organization_id": org}))
             .await;
         largest.check(&catalog, "dealeragent.dealer.get", &dealer);
-        let default = app
-            .call_tool(SEARCH, json!({"organization_id": org}))
-            .await;
+        let default = app.call_tool(SEARCH, json!({"organization_id": org})).await;
         largest.check(&catalog, SEARCH, &default);
         assert_eq!(
             default["structuredContent"]["vehicles"]
@@ -261,7 +259,10 @@ async fn a_page_asked_for_more_than_fits_ends_early_and_its_cursors_yield_the_re
     let app = demo().await;
     let org = "org.lakeshore-auto-group";
     let facets = app
-        .call_tool(SEARCH, json!({"organization_id": org, "page": {"limit": 1}}))
+        .call_tool(
+            SEARCH,
+            json!({"organization_id": org, "page": {"limit": 1}}),
+        )
         .await;
     let total: u64 = facets["structuredContent"]["facets"]["make"]
         .as_array()
@@ -304,10 +305,16 @@ async fn a_page_asked_for_more_than_fits_ends_early_and_its_cursors_yield_the_re
     assert_eq!(full.len() as u64, total, "a vehicle was lost");
 
     // The same order as the default concise pages and as `limit: 1`.
-    let (concise, concise_counts, _) =
-        paginate(&app, json!({"organization_id": org, "page": {"limit": 100}})).await;
+    let (concise, concise_counts, _) = paginate(
+        &app,
+        json!({"organization_id": org, "page": {"limit": 100}}),
+    )
+    .await;
     assert_eq!(concise, full);
-    assert!(concise_counts[0] > counts[0], "{concise_counts:?} {counts:?}");
+    assert!(
+        concise_counts[0] > counts[0],
+        "{concise_counts:?} {counts:?}"
+    );
     let (one_by_one, _, _) = paginate(
         &app,
         json!({"organization_id": org, "rooftop_ids": ["roof.lakeshore-chicago"], "page": {"limit": 1}}),
@@ -347,9 +354,7 @@ async fn concise_vehicles_keep_provenance_and_freshness_and_link_to_the_full_rec
     let catalog = Catalog::load().unwrap();
     let vehicle_schema = catalog.tool(GET_VEHICLE).unwrap();
     let org = "org.maplecrest-motor-group";
-    let page = app
-        .call_tool(SEARCH, json!({"organization_id": org}))
-        .await;
+    let page = app.call_tool(SEARCH, json!({"organization_id": org})).await;
     let sc = &page["structuredContent"];
     let notes = sc["provenance"]["transformations"].to_string();
     assert!(notes.contains("concise vehicles"), "{notes}");
@@ -394,7 +399,10 @@ async fn concise_vehicles_keep_provenance_and_freshness_and_link_to_the_full_rec
         assert_eq!(link["uri"], uri.as_str());
         assert_eq!(link["name"], v["vehicle_id"]);
         let read = app.modern("resources/read", json!({"uri": uri})).await;
-        let text = read.result()["contents"][0]["text"].as_str().unwrap().to_owned();
+        let text = read.result()["contents"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned();
         let record: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(record["vehicle_id"], v["vehicle_id"]);
         assert_eq!(record["advertised_price"], v["advertised_price"]);
@@ -429,7 +437,10 @@ async fn concise_vehicles_keep_provenance_and_freshness_and_link_to_the_full_rec
     let mut without_note = one.clone();
     without_note.as_object_mut().unwrap().remove("extensions");
     assert_eq!(without_note["provenance"], vehicles[0]["provenance"]);
-    assert_eq!(without_note["advertised_price"], vehicles[0]["advertised_price"]);
+    assert_eq!(
+        without_note["advertised_price"],
+        vehicles[0]["advertised_price"]
+    );
 }
 
 /// The disclosure's offers extension is trimmed by default to what decides
@@ -441,9 +452,7 @@ async fn offers_are_concise_by_default_and_whole_on_request() {
     let app = demo().await;
     let catalog = Catalog::load().unwrap();
     let org = "org.lakeshore-auto-group";
-    let page = app
-        .call_tool(SEARCH, json!({"organization_id": org}))
-        .await;
+    let page = app.call_tool(SEARCH, json!({"organization_id": org})).await;
     let v = &page["structuredContent"]["vehicles"][0];
     let target = json!({"organization_id": org, "rooftop_id": v["rooftop_id"], "vehicle_id": v["vehicle_id"]});
 
@@ -478,7 +487,11 @@ async fn offers_are_concise_by_default_and_whole_on_request() {
             .contains("dealergateway.offers.evaluate"),
         "{c}"
     );
-    assert!(c["omitted"]["left_out"].to_string().contains("3 payment-mode branches"));
+    assert!(
+        c["omitted"]["left_out"]
+            .to_string()
+            .contains("3 payment-mode branches")
+    );
     assert!(sizes(&concise).1 < sizes(&full).1);
     // The rest of the disclosure is the same document.
     for member in [
