@@ -204,8 +204,9 @@ pub async fn search(
         })
         .collect();
     let provenance = render::search_provenance(&indexes, now);
-    // The facets are not part of the checked envelope tree (issue 13
-    // item 4: as a `Value` they were about a third of a search): they are
+    // The facets are not part of the checked envelope tree (as a `Value`
+    // they were about a third of a search; docs/benchmarks.md
+    // "Instruction counts"): they are
     // serialized straight from their type, whose shape is the schema's
     // `facetValue` by construction (an integer or string value, an
     // unsigned count; the values are makes and models of vehicles
