@@ -345,6 +345,26 @@ async def check_protected_search(client: Client, p: str, report: Report, expect_
             and all(v.get("rooftop_id") == PROTECTED_ROOFTOP for v in vehicles),
             dump,
         )
+        # The result budget (docs/mcp.md "Content blocks and the result
+        # budget"): the text block fits 25,000 characters, and each vehicle
+        # has a resource_link the SDK parses and can read back in full.
+        text = text_of(r) or ""
+        links = [b for b in r.content if getattr(b, "type", None) == "resource_link"]
+        report.check(
+            f"{p} {SEARCH_TOOL} text block within 25,000 characters, one resource_link per vehicle",
+            len(text) <= 25_000 and isinstance(vehicles, list) and len(links) == len(vehicles),
+            f"text={len(text)} links={len(links)}",
+        )
+        if links:
+            uri = str(links[0].uri)
+            rr = await client.read_resource(uri)
+            record = json.loads(rr.contents[0].text) if rr.contents and hasattr(rr.contents[0], "text") else {}
+            report.check(
+                f"{p} the first resource_link reads back its full vehicle",
+                uri.endswith("/vehicle/" + str(vehicles[0].get("vehicle_id")))
+                and record.get("vehicle_id") == vehicles[0].get("vehicle_id"),
+                brief(rr.model_dump(by_alias=True, exclude_none=True)),
+            )
     else:
         report.check(
             f"{p} {SEARCH_TOOL} {brief(args)} without a token -> isError {NOT_FOUND_CODE}",

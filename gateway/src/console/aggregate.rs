@@ -238,6 +238,7 @@ impl ScoreCache {
                     vehicle_id: record.vehicle_id.clone(),
                     jurisdiction: jurisdiction.clone(),
                     payment_mode: None,
+                    detail: None,
                 };
                 match <get_disclosure::GetDisclosure as crate::tools::Tool>::call(&ctx, args)
                     .await

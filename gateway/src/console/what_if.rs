@@ -123,11 +123,14 @@ pub async fn what_if(
             };
             profile["as_of"] = json!(with_seconds);
         }
+        // The waterfall and the program table read every branch's reports
+        // and the trace: the full evaluation (docs/pricing.md section 2).
         let args = json!({
             "organization_id": organization_id,
             "rooftop_id": rooftop.id(),
             "vehicle_id": vehicle_id,
             "profile": profile,
+            "detail": "full",
         });
         let result = signed.tool(&state, offers_evaluate::NAME, &args).await;
         if matches!(&result, Err(e) if h::text(e, "code") == "dealeragent.resource.not_found") {

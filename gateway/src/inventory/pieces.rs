@@ -83,6 +83,52 @@ pub fn inventory_age_days(basis: DateTime<Utc>, now: DateTime<Utc>) -> Option<u6
     u64::try_from(elapsed / DAY_US).ok()
 }
 
+/// How much of a vehicle a result carries (the `detail` argument of the
+/// vehicle tools; docs/inventory.md "Detail and the result budget").
+///
+/// Both forms are DAP `vehicle` objects: the concise one leaves out
+/// [`FULL_ONLY`], every one of which is optional in the vehicle
+/// definition, and keeps identity, price, availability, provenance and
+/// freshness (DAP 6.4: every record says where it came from and how old
+/// it is).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Detail {
+    /// Identity, what a buyer compares first, the advertised price,
+    /// availability, provenance and freshness.
+    #[default]
+    Concise,
+    /// Every member the gateway knows.
+    Full,
+}
+
+impl Detail {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Detail::Concise => "concise",
+            Detail::Full => "full",
+        }
+    }
+}
+
+/// The members of the DAP vehicle only the full form carries, in wire
+/// order (all optional in `vehicle.schema.json#/$defs/vehicle`).
+pub const FULL_ONLY: [&str; 7] = [
+    "body_style",
+    "interior_color",
+    "powertrain",
+    "features",
+    "media",
+    "window_sticker_url",
+    "used_vehicle",
+];
+
+/// Separates, in [`Pieces::head`], the members of the concise form from
+/// those only the full form carries. serde_json never writes a raw NUL
+/// (control characters in strings are escaped), so the byte cannot occur
+/// in the JSON around it.
+const DETAIL_MARK: char = '\0';
+
 /// Which availability and freshness a vehicle is written with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -114,7 +160,9 @@ fn json_text(v: &Value) -> String {
 pub struct Pieces {
     /// `{` and every member except `used_vehicle`, `availability`,
     /// `provenance` and `freshness`, comma-separated, without a closing
-    /// brace.
+    /// brace: first the members of the concise form, then [`DETAIL_MARK`],
+    /// then those only the full form carries ([`FULL_ONLY`]), each after
+    /// its comma.
     pub head: String,
     /// The `provenance` object.
     pub provenance: String,
@@ -159,9 +207,17 @@ impl Pieces {
     pub fn of(record: &VehicleRecord, sla_seconds: u32) -> Pieces {
         let observed = record.source.observed_at;
         let until = valid_until(observed, sla_seconds);
-        let mut head = json_text(&Value::Object(static_members(record)));
+        let (concise, full_only) = static_members(record);
+        let mut head = json_text(&Value::Object(concise));
         // `{…}` → `{…` (the request appends the rest and the brace).
         head.pop();
+        head.push(DETAIL_MARK);
+        if !full_only.is_empty() {
+            let rest = json_text(&Value::Object(full_only));
+            // `{"a":…,"b":…}` → `,"a":…,"b":…`
+            head.push(',');
+            head.push_str(&rest[1..rest.len() - 1]);
+        }
         let used = matches!(record.condition.as_str(), "used" | "certified" | "demo");
         let (tenure, used_tail, stocked_us) = match record.stocked_at.filter(|_| used) {
             None => (String::new(), String::new(), None),
@@ -215,15 +271,36 @@ impl Pieces {
 }
 
 impl PiecesRef<'_> {
-    /// Append the vehicle's JSON object as of `now` (`now_text` is
+    /// Append the vehicle's full JSON object as of `now` (`now_text` is
     /// `json_string(&timestamp(now))`, formatted once per response).
     pub fn write(&self, out: &mut String, now: DateTime<Utc>, now_text: &str, mode: Mode) {
+        self.write_detail(out, now, now_text, mode, Detail::Full);
+    }
+
+    /// Append the vehicle's JSON object in the form `detail` asks for: the
+    /// concise form is a prefix of the head and the same availability,
+    /// provenance and freshness, so it costs no more per vehicle than the
+    /// full one (docs/benchmarks.md "Result sizes and the token budget").
+    pub fn write_detail(
+        &self,
+        out: &mut String,
+        now: DateTime<Utc>,
+        now_text: &str,
+        mode: Mode,
+        detail: Detail,
+    ) {
         let state = match mode {
             Mode::Withdrawn => "withdrawn",
             Mode::Live if now.timestamp_micros() <= self.valid_until_us => "current",
             Mode::Live => "stale",
         };
-        out.push_str(self.head);
+        let (concise, full_only) = self.head.split_once(DETAIL_MARK).unwrap_or((self.head, ""));
+        out.push_str(concise);
+        if detail == Detail::Concise {
+            self.write_tail(out, state, mode);
+            return;
+        }
+        out.push_str(full_only);
         if let Some(age_days) = self
             .stocked_us
             .and_then(DateTime::from_timestamp_micros)
@@ -243,6 +320,11 @@ impl PiecesRef<'_> {
             out.push_str(self.used_tail);
             out.push('}');
         }
+        self.write_tail(out, state, mode);
+    }
+
+    /// `availability`, `provenance`, `freshness` and the closing brace.
+    fn write_tail(&self, out: &mut String, state: &str, mode: Mode) {
         let (status, reason) = match mode {
             Mode::Live => (self.status, ASSERTED_REASON_JSON),
             Mode::Withdrawn => ("unknown", WITHDRAWN_REASON_JSON),
@@ -292,11 +374,17 @@ call dealeragent.inventory.verify_availability before presenting it as available
 );
 
 /// Every member of the vehicle object that depends on nothing but the
-/// record, in wire order.
-fn static_members(record: &VehicleRecord) -> Map<String, Value> {
+/// record, in wire order: those of the concise form, then those only the
+/// full form carries ([`FULL_ONLY`]).
+fn static_members(record: &VehicleRecord) -> (Map<String, Value>, Map<String, Value>) {
     let mut v = Map::new();
+    let mut full_only = Map::new();
     let mut put = |k: &str, val: Value| {
-        v.insert(k.to_owned(), val);
+        if FULL_ONLY.contains(&k) {
+            full_only.insert(k.to_owned(), val);
+        } else {
+            v.insert(k.to_owned(), val);
+        }
     };
     put("vehicle_id", record.vehicle_id.clone().into());
     put("organization_id", record.organization_id.clone().into());
@@ -375,7 +463,7 @@ fn static_members(record: &VehicleRecord) -> Map<String, Value> {
             "includes_required_dealer_charges": includes_required_dealer_charges(record),
         }),
     );
-    v
+    (v, full_only)
 }
 
 #[cfg(test)]

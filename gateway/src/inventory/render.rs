@@ -28,10 +28,11 @@ use serde_json::{Map, Value, json};
 
 use super::index::SnapshotIndex;
 use super::model::VehicleRecord;
-use super::pieces::{MAX_AGE_LIMIT, truncate, valid_until};
 pub use super::pieces::{
-    Mode, Pieces, PiecesRef, includes_required_dealer_charges, json_string, timestamp,
+    Detail, FULL_ONLY, Mode, Pieces, PiecesRef, includes_required_dealer_charges, json_string,
+    timestamp,
 };
+use super::pieces::{MAX_AGE_LIMIT, truncate, valid_until};
 
 /// What rendering needs beyond the record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +66,19 @@ pub fn vehicle(record: &VehicleRecord, ctx: &RenderContext) -> Value {
     // (tests parse every shape); a parse failure would be a bug here, and
     // the output schema check would then refuse the empty object.
     serde_json::from_str(&out).unwrap_or_default()
+}
+
+/// A rendered vehicle tree in the form `detail` asks for: the concise form
+/// drops [`FULL_ONLY`] (the members [`PiecesRef::write_detail`] leaves out
+/// of the pre-rendered concise form), for the vehicles built as trees (a
+/// newer availability check, a withdrawn vehicle).
+pub fn with_detail(mut vehicle: Value, detail: Detail) -> Value {
+    if detail == Detail::Concise
+        && let Value::Object(members) = &mut vehicle
+    {
+        members.retain(|key, _| !FULL_ONLY.contains(&key.as_str()));
+    }
+    vehicle
 }
 
 /// Like [`vehicle`]; kept for callers that own the record.

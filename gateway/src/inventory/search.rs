@@ -48,7 +48,11 @@
 //!     inventory-age basis) come LAST in both directions, by `vehicle_id`.
 //! * **Pages** are keyset pages: the page after a [`PageKey`] holds the
 //!   first `limit` vehicles strictly after it in the total order. `limit`
-//!   defaults to [`DEFAULT_LIMIT`] (25), at most [`MAX_LIMIT`] (100).
+//!   defaults to [`DEFAULT_LIMIT`] (10), at most [`MAX_LIMIT`] (100). It is
+//!   a maximum: the tool may end a page sooner to keep its result within
+//!   the budget ([`SearchPage::key_of`] gives the cursor position after any
+//!   vehicle of the page; docs/inventory.md "Detail and the result
+//!   budget").
 //! * **Facets** (`make`, `model`, `condition`, `year`, `vehicle_type`,
 //!   `availability`) count the WHOLE filtered set, not the page; each
 //!   facet's counts sum to `total`; a missing value counts as `"unknown"`;
@@ -71,12 +75,14 @@ use super::index::{
     VEHICLE_TYPES, pack_currency,
 };
 
-/// Page size when the request gives none.
-pub const DEFAULT_LIMIT: usize = 25;
+/// Page size when the request gives none: ten concise vehicles and the
+/// facets stay well within a result budget of 25,000 characters
+/// (docs/benchmarks.md "Result sizes and the token budget").
+pub const DEFAULT_LIMIT: usize = 10;
 /// Largest page size (the schema's `pageRequest.limit` maximum).
 pub const MAX_LIMIT: usize = 100;
 
-use super::pieces::DAY_US;
+use super::pieces::{DAY_US, Detail};
 
 /// A cross-field rule the schema cannot express. The message never echoes
 /// a value (DAP-ERR-002); it names the member by its path and says what
@@ -189,6 +195,10 @@ pub struct SearchArgs {
     pub sort: Option<SearchSort>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub page: Option<PageRequest>,
+    /// How much of each vehicle to return (default concise); it selects
+    /// nothing, so it is not part of the cursor's query fingerprint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<Detail>,
 }
 
 /// `searchFilters`. The enumerated list filters stay strings: their
@@ -317,6 +327,8 @@ pub struct SearchQuery {
     pub filters: Filters,
     pub sort: Option<Sort>,
     pub limit: usize,
+    /// The form of the page's vehicles (`detail`, default concise).
+    pub detail: Detail,
     /// `page.cursor` as given (open it with `cursor::open`).
     pub cursor: Option<String>,
     /// SHA-256 of the canonical request without `page` (see
@@ -325,11 +337,13 @@ pub struct SearchQuery {
 }
 
 /// SHA-256 of the canonical form of a search request: object keys sorted
-/// recursively, compact JSON, with the whole `page` member removed.
+/// recursively, compact JSON, with the whole `page` member and `detail`
+/// removed.
 ///
-/// `page.limit` is deliberately NOT part of the fingerprint: a keyset
-/// position does not depend on the page size, so a client may change the
-/// limit between pages without skipping or repeating vehicles. Everything
+/// `page.limit` and `detail` are deliberately NOT part of the fingerprint:
+/// a keyset position depends on neither the page size nor how much of each
+/// vehicle is shown, so a client may change them between pages without
+/// skipping or repeating vehicles. Everything
 /// that selects or orders vehicles (organization, rooftops, query,
 /// filters, sort) is included, so a cursor from any other query is
 /// rejected. Array order is kept as given (a reordered filter list is a
@@ -338,6 +352,7 @@ pub fn query_fingerprint(args: &Value) -> [u8; 32] {
     let mut copy = args.clone();
     if let Value::Object(map) = &mut copy {
         map.remove("page");
+        map.remove("detail");
         // An empty list filter is the same query as an absent one
         // (docs/inventory.md), and so is an empty `filters` object: they
         // must fingerprint alike, or a cursor breaks when a client sends
@@ -658,6 +673,7 @@ impl SearchQuery {
             filters,
             sort,
             limit,
+            detail: args.detail.unwrap_or_default(),
             cursor,
             fingerprint: args.fingerprint(),
         })
@@ -713,6 +729,9 @@ pub struct SearchPage {
     pub facets: BTreeMap<&'static str, Vec<FacetValue>>,
     /// Key of the page's last vehicle when more follow; `None` at the end.
     pub next: Option<PageKey>,
+    /// The position of each vehicle of the page in the total order, for a
+    /// page the tool ends sooner ([`SearchPage::key_of`]).
+    pub sort_keys: Vec<SortKey>,
     /// Per searched snapshot with at least one match (its position in
     /// `indexes`): the oldest `observed_at` among ALL its matches, in
     /// microseconds. The response's freshness is judged on these, so a
@@ -1244,6 +1263,7 @@ pub fn search_with_overlay(
         .iter()
         .map(|c| (Arc::clone(&indexes[c.slot as usize]), c.row as usize))
         .collect();
+    let sort_keys = page.iter().map(|c| c.key).collect();
 
     let mut years: Vec<(FacetKey, u64)> = counts
         .year
@@ -1276,7 +1296,22 @@ pub fn search_with_overlay(
         total,
         facets,
         next,
+        sort_keys,
         oldest_match_us,
+    }
+}
+
+impl SearchPage {
+    /// The keyset position just after the page's vehicle `k`: where the
+    /// next page starts when this one ends after `k` (a page cut short by
+    /// the result budget continues there, skipping and repeating nothing).
+    pub fn key_of(&self, k: usize) -> Option<PageKey> {
+        let (index, row) = self.vehicles.get(k)?;
+        Some(PageKey {
+            sort: *self.sort_keys.get(k)?,
+            vehicle_id: index.vehicle_id(*row).to_owned(),
+            rooftop_id: index.rooftop_id().to_owned(),
+        })
     }
 }
 

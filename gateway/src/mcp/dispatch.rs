@@ -22,11 +22,21 @@ pub struct MethodResult {
     pub cache: Option<(u64, &'static str)>,
     /// A tool result's structured content, serialized once by the tool
     /// pipeline (issue 13 item 3): written as `structuredContent` and, as a
-    /// JSON string, as the text content block, without being parsed again.
-    pub structured: Option<tools::JsonText>,
+    /// JSON string, as the text content block, without being parsed again;
+    /// with the content blocks that follow the text block.
+    pub structured: Option<ToolContent>,
     /// A tool's DAP error code when it refused or failed (`isError`), for
     /// the metrics and the access log.
     pub code: Option<tools::ErrorCode>,
+}
+
+/// What a tool result writes besides its other members (docs/mcp.md
+/// "Content blocks"): the structured content, which is also the text
+/// block, and the `resource_link` blocks after it.
+pub struct ToolContent {
+    pub structured: tools::JsonText,
+    /// Serialized content blocks, each after its comma (empty for none).
+    pub links: String,
 }
 
 /// Instructions for agents, sent by `server/discover` and `initialize`.
@@ -412,17 +422,21 @@ async fn tools_call(
     Ok(MethodResult {
         body,
         cache: None,
-        structured: Some(outcome.structured),
+        structured: Some(ToolContent {
+            structured: outcome.structured,
+            links: outcome.links,
+        }),
         code: outcome.code,
     })
 }
 
 /// A decorated result, ready to write: the members of `body`, then, for a
 /// tool result, `content` (the structured content as one text block, for
-/// clients that read text only) and `structuredContent`.
+/// clients that read text only, then its `resource_link` blocks) and
+/// `structuredContent`.
 pub struct Decorated {
     body: Map<String, Value>,
-    structured: Option<tools::JsonText>,
+    structured: Option<ToolContent>,
 }
 
 impl Decorated {
@@ -437,8 +451,8 @@ impl Decorated {
         // search page about 70,000 instructions). Pages never touched are
         // never resident.
         let extra = self.structured.as_ref().map_or(0, |s| {
-            let n = s.get().len();
-            7 * n + 128
+            let n = s.structured.get().len();
+            7 * n + 128 + s.links.len()
         });
         let mut out = Vec::with_capacity(256 + extra);
         out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
@@ -446,11 +460,14 @@ impl Decorated {
         let _ = serde_json::to_writer(&mut out, id);
         out.extend_from_slice(b",\"result\":{");
         let mut first = true;
-        if let Some(structured) = &self.structured {
+        if let Some(content) = &self.structured {
+            let structured = content.structured.get();
             out.extend_from_slice(b"\"content\":[{\"type\":\"text\",\"text\":");
-            write_json_string(&mut out, structured.get());
-            out.extend_from_slice(b"}],\"structuredContent\":");
-            out.extend_from_slice(structured.get().as_bytes());
+            write_json_string(&mut out, structured);
+            out.push(b'}');
+            out.extend_from_slice(content.links.as_bytes());
+            out.extend_from_slice(b"],\"structuredContent\":");
+            out.extend_from_slice(structured.as_bytes());
             first = false;
         }
         for (key, value) in &self.body {

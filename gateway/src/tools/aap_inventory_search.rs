@@ -15,7 +15,7 @@
 use serde_json::{Value, json};
 
 use super::args::AapSearchArgs;
-use super::{Produced, ToolContext, ToolError, aap_map, inventory_search};
+use super::{Produced, ToolContext, ToolError, aap_map, budget, inventory_search};
 
 pub const NAME: &str = "aap_inventory_search";
 
@@ -57,10 +57,12 @@ impl super::Tool for AapInventorySearch {
                 None => json!({"limit": wanted.clamp(1, DAP_PAGE)}),
                 Some(c) => json!({"limit": (wanted - seen).clamp(1, DAP_PAGE), "cursor": c}),
             };
-            let page =
-                inventory_search::InventorySearch::call(ctx, super::args::parse(&page_args)?)
-                    .await?
-                    .into_value();
+            // Every member the AAP vehicle maps from, in pages the adapter
+            // assembles itself (its own answer is held to the budget below).
+            page_args["detail"] = json!("full");
+            let page = inventory_search::search(ctx, super::args::parse(&page_args)?, None)
+                .await?
+                .into_value();
             if total.is_none() {
                 total = Some(aap_map::total(&page));
             }
@@ -78,6 +80,33 @@ impl super::Tool for AapInventorySearch {
                 break;
             }
         }
+        // The result budget (tools::budget): a page whose vehicles would
+        // pass it keeps the first that fit (at least one), and `data.limit`
+        // is that effective size, so a client paging by `skip + limit` skips
+        // nothing; the message says so.
+        let mut kept = collected.len();
+        let vehicles_bytes: Vec<usize> = collected
+            .iter()
+            .map(|v| serde_json::to_string(v).map_or(0, |t| t.len() + 1))
+            .collect();
+        while kept > 1
+            && AAP_ENVELOPE_BYTES + vehicles_bytes[..kept].iter().sum::<usize>()
+                > budget::RESULT_BYTES
+        {
+            kept -= 1;
+        }
+        let mut message = MESSAGE.to_owned();
+        let effective_limit = if kept < collected.len() {
+            collected.truncate(kept);
+            message.push_str(&format!(
+                " This page holds {kept} of the {limit} vehicles asked for, to stay within the {}-byte result budget; data.limit is that effective size: ask again with pagination.skip {} for the next.",
+                budget::RESULT_BYTES,
+                skip + kept
+            ));
+            kept
+        } else {
+            limit
+        };
         let resource_ids: Vec<String> = collected
             .iter()
             .filter_map(|v| v["vehicle_id"].as_str().map(str::to_owned))
@@ -87,10 +116,10 @@ impl super::Tool for AapInventorySearch {
             "data": {
                 "total": total.unwrap_or(0),
                 "skip": skip,
-                "limit": limit,
+                "limit": effective_limit,
                 "vehicles": collected,
             },
-            "message": "Compatibility view of dealeragent.inventory.search, not native DAP. Statuses are the dealer's listing, not verified: call dealeragent.inventory.verify_availability before presenting a unit as available. No vehicle carries an AAP price; dealergateway.advertised_price is the advertised price and dealeragent.pricing.get_disclosure its full disclosure.",
+            "message": message,
         });
         // Checked here, against the AAP response schema, because the result is
         // returned with its resource ids for the audit record.
@@ -98,6 +127,14 @@ impl super::Tool for AapInventorySearch {
         Ok(Produced::Assembled {
             json: super::JsonText::of(&response),
             resource_ids,
+            links: String::new(),
         })
     }
 }
+
+/// What every search response says (AAP `message`).
+const MESSAGE: &str = "Compatibility view of dealeragent.inventory.search, not native DAP. Statuses are the dealer's listing, not verified: call dealeragent.inventory.verify_availability before presenting a unit as available. No vehicle carries an AAP price; dealergateway.advertised_price is the advertised price and dealeragent.pricing.get_disclosure its full disclosure.";
+
+/// The response around its vehicles: type, totals, the message with a
+/// budget sentence, keys and punctuation.
+const AAP_ENVELOPE_BYTES: usize = MESSAGE.len() + 512;

@@ -79,6 +79,7 @@ impl super::Tool for AapInventoryVehicle {
                 Ok(Produced::Assembled {
                     json: super::JsonText::of(&response),
                     resource_ids,
+                    links: String::new(),
                 })
             }
             _ => {

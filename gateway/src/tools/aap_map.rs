@@ -41,8 +41,10 @@ pub const AAP_ERROR_TYPE: &str = "https://autoagentprotocol.org/extensions/aap/e
 /// AAP's tool name of a skill this read-only gateway does not serve.
 pub const LEAD_SUBMIT: &str = "aap_lead_submit";
 /// Page size when an AAP search gives no `pagination.limit` (AAP: dealer
-/// defined, at most 50 recommended).
-pub const DEFAULT_LIMIT: usize = 20;
+/// defined, at most 50 recommended): ten AAP vehicles (about 2 KB each on
+/// the demo) fit the result budget (`tools::budget`; docs/benchmarks.md
+/// "Result sizes and the token budget").
+pub const DEFAULT_LIMIT: usize = 10;
 /// The largest AAP page served: DAP's page limit (AAP recommends a cap of
 /// 100; the effective limit is echoed in `data.limit`).
 pub const MAX_LIMIT: usize = 100;

@@ -22,6 +22,9 @@ use serde_json::Value;
 
 use super::ToolError;
 use super::target::{Selector, Target};
+/// The `detail` argument of the tools that have one (`concise` or `full`;
+/// docs/mcp.md "Detail"), one type for all of them.
+pub use crate::inventory::render::Detail;
 
 /// Arguments of one tool, and the input definition they mirror.
 pub trait ToolArgs: DeserializeOwned {
@@ -74,6 +77,8 @@ pub struct VehicleArgs {
     pub vehicle_id: Option<String>,
     pub vin: Option<String>,
     pub stock_number: Option<String>,
+    /// `concise` or `full` (the default here: one vehicle fits the budget).
+    pub detail: Option<Detail>,
 }
 
 impl ToolArgs for VehicleArgs {
@@ -124,6 +129,9 @@ pub struct DisclosureArgs {
     /// `disclosure::profile_jurisdiction` and the document.
     pub jurisdiction: Option<Value>,
     pub payment_mode: Option<String>,
+    /// How much of the offer evaluation the extension carries (default
+    /// concise: docs/pricing.md section 5).
+    pub detail: Option<Detail>,
 }
 
 impl ToolArgs for DisclosureArgs {
@@ -140,6 +148,9 @@ pub struct OffersArgs {
     pub vin: Option<String>,
     pub stock_number: Option<String>,
     pub profile: OffersProfile,
+    /// How much of the evaluation to return (default concise:
+    /// docs/pricing.md section 2, "Output").
+    pub detail: Option<Detail>,
 }
 
 impl ToolArgs for OffersArgs {

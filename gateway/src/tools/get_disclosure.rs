@@ -13,7 +13,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::args::DisclosureArgs;
+use super::args::{Detail, DisclosureArgs};
 use super::target;
 use super::{Produced, ToolContext, ToolError};
 use crate::availability::{self, Band, Observed, band};
@@ -95,14 +95,19 @@ impl super::Tool for GetDisclosure {
         let directory = target.tenant.directory();
         // The whole document is reused while it would be built the same
         // (disclosure::cache; issue 13 item 4): validated when it was built,
-        // only `transformed_at` is this request's.
-        if let Some(document) =
-            ctx.evaluations()
-                .document(&document_key, &org_programs, directory, now)
+        // only `transformed_at` is this request's. Only the default, concise
+        // form is kept; `detail: "full"` is built each time around the
+        // reused evaluation.
+        let detail = args.detail.unwrap_or_default();
+        if detail == Detail::Concise
+            && let Some(document) =
+                ctx.evaluations()
+                    .document(&document_key, &org_programs, directory, now)
         {
             return Ok(Produced::Assembled {
                 json: super::JsonText::trusted(document.with_stamp(&stamp)),
                 resource_ids: vec![record.vehicle_id.clone()],
+                links: String::new(),
             });
         }
         // The offer evaluation is reused per vehicle, program set and profile
@@ -194,6 +199,13 @@ impl super::Tool for GetDisclosure {
         // key), then is written with the evaluation's bytes in its place.
         super::check_part(ctx, NAME, "disclosure", &document)?;
         let evaluation = evaluated.and_then(|e| e.evaluation);
+        // The concise extension keeps what decides the answer and names the
+        // rest (docs/pricing.md section 5); made once per document, which the
+        // cache then serves.
+        let evaluation = match (detail, evaluation) {
+            (Detail::Concise, Some(full)) => Some(concise_extension(&full)?),
+            (_, evaluation) => evaluation,
+        };
         let json = match &evaluation {
             Some(evaluation) => serde_json::to_string(&WithEvaluation {
                 document: &document,
@@ -202,7 +214,9 @@ impl super::Tool for GetDisclosure {
             None => serde_json::to_string(&document),
         }
         .map_err(ToolError::internal)?;
-        if let Some(split) = Document::split(&json, &stamp) {
+        if detail == Detail::Concise
+            && let Some(split) = Document::split(&json, &stamp)
+        {
             ctx.evaluations().keep_document(
                 document_key,
                 &org_programs,
@@ -215,8 +229,22 @@ impl super::Tool for GetDisclosure {
         Ok(Produced::Assembled {
             json: super::JsonText::trusted(json),
             resource_ids: vec![record.vehicle_id.clone()],
+            links: String::new(),
         })
     }
+}
+
+/// The concise offers extension ([`super::offers_evaluate::decisive`]) of
+/// a serialized evaluation. The evaluation was serialized by this gateway,
+/// so it parses; a failure would be a defect.
+fn concise_extension(
+    full: &serde_json::value::RawValue,
+) -> Result<Arc<serde_json::value::RawValue>, ToolError> {
+    let tree: Value = serde_json::from_str(full.get()).map_err(ToolError::internal)?;
+    let summary = super::offers_evaluate::decisive(&tree);
+    serde_json::value::to_raw_value(&summary)
+        .map(Arc::from)
+        .map_err(ToolError::internal)
 }
 
 /// The member of `extensions` that holds the offer evaluation.

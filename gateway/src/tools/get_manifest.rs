@@ -47,6 +47,7 @@ impl super::Tool for GetManifest {
         Ok(Produced::Assembled {
             json: super::JsonText::trusted(json.to_string()),
             resource_ids: Vec::new(),
+            links: String::new(),
         })
     }
 }

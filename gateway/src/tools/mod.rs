@@ -16,6 +16,7 @@ pub mod aap_inventory_search;
 pub mod aap_inventory_vehicle;
 pub mod aap_map;
 pub mod args;
+pub mod budget;
 pub mod dealer_get;
 pub mod error;
 pub mod get_disclosure;
@@ -163,6 +164,10 @@ pub struct ToolOutcome {
     /// as `structuredContent` and, as a string, as the text content.
     pub structured: JsonText,
     pub is_error: bool,
+    /// Content blocks after the text block, serialized, each after its
+    /// comma (`resource_link`s to the records a client may fetch in full;
+    /// docs/mcp.md "Content blocks"); empty for none.
+    pub links: String,
     /// Members for the MCP result's `_meta`: this gateway's additions that
     /// the DAP output schema has no room for (e.g. the availability band).
     pub meta: Option<Value>,
@@ -183,6 +188,9 @@ pub enum Produced {
     Assembled {
         json: JsonText,
         resource_ids: Vec<String>,
+        /// Content blocks for the MCP result after its text block
+        /// ([`ToolOutcome::links`]).
+        links: String,
     },
 }
 
@@ -532,15 +540,20 @@ pub async fn invoke(ctx: &ToolContext, name: &str, args: &Value) -> Option<ToolO
     };
     audit(ctx, tool, args, &result).await;
     Some(match result {
-        Ok(produced) => ToolOutcome {
-            structured: match produced {
-                Produced::Assembled { json, .. } => json,
-                Produced::Tree(tree) => JsonText::of(&tree),
-            },
-            is_error: false,
-            meta,
-            code: None,
-        },
+        Ok(produced) => {
+            let (structured, links) = match produced {
+                Produced::Assembled { json, links, .. } => (json, links),
+                Produced::Tree(tree) => (JsonText::of(&tree), String::new()),
+            };
+            let meta = budget_checked(ctx, name, &structured, meta);
+            ToolOutcome {
+                structured,
+                is_error: false,
+                links,
+                meta,
+                code: None,
+            }
+        }
         Err(error) => {
             let error_id = format!("err.{}", uuid::Uuid::new_v4());
             if let ToolError::Internal { detail } = &error {
@@ -561,11 +574,38 @@ pub async fn invoke(ctx: &ToolContext, name: &str, args: &Value) -> Option<ToolO
             ToolOutcome {
                 structured: JsonText::of(&object),
                 is_error: true,
+                links: String::new(),
                 meta: None,
                 code: Some(error.code()),
             }
         }
     })
+}
+
+/// `meta`, plus [`budget::over_budget_meta`] when a successful result is
+/// larger than the result budget anyway (every tool keeps its default
+/// answer within it; this marks what no rule of the tool could shorten,
+/// such as the manifest of several hundred rooftops), which is logged.
+fn budget_checked(
+    ctx: &ToolContext,
+    name: &str,
+    structured: &JsonText,
+    meta: Option<Value>,
+) -> Option<Value> {
+    let bytes = structured.get().len();
+    if bytes <= budget::STRUCTURED_BYTES {
+        return meta;
+    }
+    tracing::warn!(trace.id = %ctx.trace_id, tool.name = name, result.bytes = bytes, "tool result exceeds the result budget");
+    let mut meta = match meta {
+        Some(Value::Object(members)) => members,
+        _ => serde_json::Map::new(),
+    };
+    meta.insert(
+        budget::OVER_BUDGET_META.into(),
+        budget::over_budget_meta(bytes),
+    );
+    Some(Value::Object(meta))
 }
 
 /// Check `part`, produced per request by tool `tool`, against that tool's

@@ -20,7 +20,9 @@ use pricing::SearchBudget;
 use pricing::incentives::Criterion;
 use pricing::stacking::{ClaimValue, Profile, ProfileJurisdiction, ProfilePaymentMode};
 
-use super::args::{OffersArgs, OffersClaim, OffersPaymentMode, OffersProfile, UnknownWord};
+use serde_json::Value;
+
+use super::args::{Detail, OffersArgs, OffersClaim, OffersPaymentMode, OffersProfile, UnknownWord};
 use super::output::{Freshness, FreshnessState, OffersEvaluation};
 use super::target;
 use super::{ToolContext, ToolError};
@@ -39,7 +41,7 @@ pub struct OffersEvaluate;
 impl super::Tool for OffersEvaluate {
     const NAME: &'static str = NAME;
     type Args = OffersArgs;
-    type Output = OffersEvaluation;
+    type Output = Value;
 
     async fn call(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         // Tenancy first (DAP-CORE-031), then the profile, then the lookup: a
@@ -100,7 +102,7 @@ impl super::Tool for OffersEvaluate {
             FreshnessState::Stale
         };
 
-        Ok(OffersEvaluation {
+        let mut tree = super::output::tree(&OffersEvaluation {
             evaluation,
             revisions: selected.selection.revisions.clone(),
             unusable_programs: selected.unusable(),
@@ -113,7 +115,11 @@ impl super::Tool for OffersEvaluate {
                 max_age_seconds: Some(sla.min(MAX_AGE_LIMIT)),
             },
             trace_id: ctx.trace_id.clone(),
-        })
+        })?;
+        if args.detail.unwrap_or_default() == Detail::Concise {
+            concise(&mut tree);
+        }
+        Ok(tree)
     }
 }
 
@@ -199,4 +205,178 @@ fn invalid(pointer: &str, explanation: &str) -> ToolError {
         message: "The profile is invalid.".into(),
         field_errors: vec![FieldError::new(pointer, "semantic", explanation)],
     }
+}
+
+/// How a caller gets what a concise evaluation leaves out.
+const FULL_EVALUATION: &str =
+    "call dealergateway.offers.evaluate again with the same arguments and detail \"full\"";
+
+/// The concise form of an `offersEvaluation` tree (docs/pricing.md section
+/// 2, "Output"): what decides the answer stays whole (every branch's best
+/// stack, guaranteed floor, potential extra and unknown-amount programs,
+/// the winning mode and its per-program reports in `programs`, revisions,
+/// provenance, unusable programs, freshness); each branch's own
+/// per-program reports and the trace are left out, counted in `omitted`.
+/// Should that still pass the result budget (dozens of programs), the
+/// winning branch's reports of programs in none of its stacks and extras
+/// go too.
+pub fn concise(evaluation: &mut Value) {
+    let Value::Object(members) = evaluation else {
+        return;
+    };
+    let mut left_out = Vec::new();
+    if let Some(Value::Array(trace)) = members.get_mut("trace")
+        && !trace.is_empty()
+    {
+        left_out.push(format!(
+            "the trace of the evaluation's decisions ({} entries)",
+            trace.len()
+        ));
+        trace.clear();
+    }
+    let winning = members
+        .get("winning_payment_mode")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let mut dropped = Vec::new();
+    if let Some(Value::Array(branches)) = members.get_mut("branches") {
+        for branch in branches.iter_mut() {
+            let mode = branch["payment_mode"].as_str().unwrap_or("").to_owned();
+            if let Some(Value::Array(reports)) = branch.get_mut("programs")
+                && !reports.is_empty()
+            {
+                dropped.push(format!("{mode} {}", reports.len()));
+                reports.clear();
+            }
+        }
+    }
+    if !dropped.is_empty() {
+        left_out.push(format!(
+            "each payment-mode branch's per-program reports ({}); the winning branch's ({winning}) are in programs",
+            dropped.join(", ")
+        ));
+    }
+    let size = |members: &serde_json::Map<String, Value>| {
+        serde_json::to_string(members).map_or(usize::MAX, |t| t.len())
+    };
+    if size(members) > super::budget::RESULT_BYTES {
+        let named = stack_members(members);
+        if let Some(Value::Array(reports)) = members.get_mut("programs") {
+            let before = reports.len();
+            reports.retain(|r| {
+                r["program_id"]
+                    .as_str()
+                    .is_some_and(|id| named.iter().any(|n| n == id))
+            });
+            left_out.push(format!(
+                "the winning branch's reports of {} programs in none of its stacks or extras, to stay within the {}-byte result budget",
+                before - reports.len(),
+                super::budget::RESULT_BYTES
+            ));
+        }
+    }
+    if !left_out.is_empty() {
+        members.insert(
+            "omitted".into(),
+            super::budget::omitted(&left_out, FULL_EVALUATION),
+        );
+    }
+}
+
+/// The program ids the winning branch's best stack, guaranteed floor and
+/// potential extra name.
+fn stack_members(members: &serde_json::Map<String, Value>) -> Vec<String> {
+    let member = |key: &str| members.get(key).unwrap_or(&Value::Null);
+    let mut out = Vec::new();
+    for stack in ["best_stack", "guaranteed_floor"] {
+        for list in [
+            "program_ids",
+            "surcharge_ids",
+            "subject_to_evidence",
+            "unknown_amounts",
+        ] {
+            for r in member(stack)[list].as_array().into_iter().flatten() {
+                out.extend(r["program_id"].as_str().map(str::to_owned));
+            }
+        }
+    }
+    for extra in member("potential_extra").as_array().into_iter().flatten() {
+        out.extend(extra["program"]["program_id"].as_str().map(str::to_owned));
+    }
+    for r in member("unknown_amount_programs")
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        out.extend(r["program_id"].as_str().map(str::to_owned));
+    }
+    out
+}
+
+/// The members of an evaluation a disclosure's concise offers extension
+/// keeps (docs/pricing.md section 5): what decides the answer.
+const DECISIVE: [&str; 9] = [
+    "as_of",
+    "payment_mode",
+    "winning_payment_mode",
+    "best_stack",
+    "guaranteed_floor",
+    "potential_extra",
+    "unknown_amount_programs",
+    "unusable_programs",
+    "valid_until",
+];
+
+/// The concise `extensions."dealergateway.offers"` of a disclosure, from
+/// the full evaluation for the default profile: the winning branch's best
+/// stack (with its optimality), guaranteed floor, potential extra and
+/// unknown-amount programs, the unusable programs, `as_of` and validity,
+/// and `omitted` naming the rest and the call that returns it. An
+/// evaluation that could not complete (`{"error": …}`) is kept whole.
+pub fn decisive(evaluation: &Value) -> Value {
+    let Value::Object(members) = evaluation else {
+        return evaluation.clone();
+    };
+    if members.contains_key("error") {
+        return evaluation.clone();
+    }
+    let mut out = serde_json::Map::new();
+    for key in DECISIVE {
+        if let Some(v) = members.get(key) {
+            out.insert(key.into(), v.clone());
+        }
+    }
+    let count = |key: &str| {
+        members
+            .get(key)
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len)
+    };
+    let left_out = vec![
+        format!(
+            "the {} payment-mode branches, each with its own best stack and per-program reports",
+            count("branches")
+        ),
+        format!(
+            "the winning branch's per-program reports ({}), with applicability, eligibility and amount",
+            count("programs")
+        ),
+        format!(
+            "the trace of the evaluation's decisions ({} entries)",
+            count("trace")
+        ),
+        format!(
+            "the revision chosen for each program ({}) and the rule hashes (also in provenance.transformations)",
+            count("revisions")
+        ),
+    ];
+    out.insert(
+        "omitted".into(),
+        super::budget::omitted(
+            &left_out,
+            "call dealeragent.pricing.get_disclosure again with detail \"full\", or dealergateway.offers.evaluate for this vehicle with payment_mode \"unknown\", no claims and this disclosure's jurisdiction (the one asked for, else the rooftop's)",
+        ),
+    );
+    Value::Object(out)
 }

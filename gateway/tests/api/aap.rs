@@ -226,6 +226,9 @@ async fn an_aap_client_makes_every_read_call_against_the_demo() {
     }
     assert!(years.windows(2).all(|w| w[0] >= w[1]), "{years:?}");
 
+    // Paged as AAP says, by the served `data.limit` (a page holds at most
+    // what fits the result budget, docs/benchmarks.md "Result sizes and the
+    // token budget", and echoes that size).
     let mut all = Vec::new();
     let mut skip = 0;
     while skip < total {
@@ -240,22 +243,40 @@ async fn an_aap_client_makes_every_read_call_against_the_demo() {
         .await;
         assert_eq!(page["data"]["total"].as_u64(), Some(total));
         assert_eq!(page["data"]["skip"].as_u64(), Some(skip));
-        all.extend(vehicle_ids(&page));
-        skip += 30;
+        let served = page["data"]["limit"].as_u64().unwrap();
+        assert!((1..=30).contains(&served), "{served}");
+        let ids = vehicle_ids(&page);
+        assert!(ids.len() as u64 == served || skip + ids.len() as u64 == total);
+        all.extend(ids);
+        skip += served;
     }
     let distinct: BTreeSet<&String> = all.iter().collect();
     assert_eq!(all.len() as u64, total, "pages reach every match");
     assert_eq!(distinct.len(), all.len(), "pages never overlap");
-    assert_eq!(all[..20], vehicle_ids(&first)[..], "page one is the same");
-    // A limit over 100 is served as 100 and echoed so.
+    let first_ids = vehicle_ids(&first);
+    assert_eq!(
+        first["data"]["limit"].as_u64(),
+        Some(first_ids.len() as u64)
+    );
+    assert_eq!(
+        all[..first_ids.len()],
+        first_ids[..],
+        "page one is the same"
+    );
+    // A limit over 100 is served as at most 100 (here: what fits the
+    // result budget) and echoed so.
     let capped = ok(
         &app,
         SEARCH,
         json!({"type": "inventory.search.request", "dealer_id": ORG, "pagination": {"limit": 500}}),
     )
     .await;
-    assert_eq!(capped["data"]["limit"], json!(100));
-    assert_eq!(capped["data"]["vehicles"].as_array().unwrap().len(), 100);
+    let served = capped["data"]["limit"].as_u64().unwrap();
+    assert!(served > 0 && served <= 100, "{served}");
+    assert_eq!(
+        capped["data"]["vehicles"].as_array().unwrap().len() as u64,
+        served
+    );
 
     // inventory.vehicle by each identifier AAP allows, both dealers.
     for dealer in [ORG, MAPLECREST] {
@@ -670,15 +691,34 @@ async fn samples(app: &TestApp) -> Vec<Sample> {
         let request = json!({"type": "inventory.search.request", "dealer_id": dealer,
                              "pagination": {"skip": 0, "limit": 60}});
         let search = ok(app, SEARCH, request.clone()).await;
+        // The DAP vehicles the AAP page was mapped from: full ones, as many
+        // as the AAP page holds (each side ends its pages where its result
+        // budget says, docs/benchmarks.md "Result sizes and the token
+        // budget"), so the DAP pages are followed by cursor.
+        let wanted = search["data"]["vehicles"].as_array().unwrap().len();
+        let mut dap_args = json!({"organization_id": dealer, "filters": in_stock,
+                                  "page": {"limit": 60}, "detail": "full"});
+        let mut dap_page = dap(app, "dealeragent.inventory.search", dap_args.clone()).await;
+        let mut dap_vehicles: Vec<Value> = dap_page["vehicles"].as_array().unwrap().clone();
+        while dap_vehicles.len() < wanted {
+            let cursor = dap_page["page"]["next_cursor"].clone();
+            assert!(cursor.is_string(), "the DAP pages ended first");
+            dap_args["page"]["cursor"] = cursor;
+            dap_page = dap(app, "dealeragent.inventory.search", dap_args.clone()).await;
+            dap_vehicles.extend(dap_page["vehicles"].as_array().unwrap().iter().cloned());
+        }
+        dap_vehicles.truncate(wanted);
+        let mut dap_search = dap(
+            app,
+            "dealeragent.inventory.search",
+            json!({"organization_id": dealer, "filters": in_stock, "page": {"limit": 1}}),
+        )
+        .await;
+        dap_search["vehicles"] = Value::Array(dap_vehicles);
         out.push(Sample {
             tool: SEARCH,
             aap: search.clone(),
-            dap: dap(
-                app,
-                "dealeragent.inventory.search",
-                json!({"organization_id": dealer, "filters": in_stock, "page": {"limit": 60}}),
-            )
-            .await,
+            dap: dap_search,
             request,
         });
         // Every listed unit's detail, with its DAP vehicle; a search item is
@@ -1422,7 +1462,7 @@ async fn the_aap_endpoint_lists_exactly_the_aap_tools_with_the_binding_metadata(
                     BTreeSet::from(["new".to_owned(), "used".to_owned(), "cpo".to_owned()])
                 );
                 assert_eq!(capabilities["pagination"]["max_limit"], json!(100));
-                assert_eq!(capabilities["pagination"]["default_limit"], json!(20));
+                assert_eq!(capabilities["pagination"]["default_limit"], json!(10));
                 assert_eq!(capabilities["pagination"]["max_skip"], json!(10_000));
                 assert_eq!(capabilities["price"], json!(false));
                 assert_eq!(capabilities["facets_in_search"], json!(false));

@@ -763,14 +763,18 @@ fn usd_minor(text: &str) -> i64 {
 
 /// Chicago's first vehicles matching `filters` (the search tool's order).
 async fn vehicles(app: &TestApp, token: &str, rooftop: &str, filters: Value) -> Vec<Value> {
-    let found = tool(
-        app,
-        token,
-        "dealeragent.inventory.search",
-        json!({"organization_id": ORG, "rooftop_ids": [rooftop], "filters": filters, "page": {"limit": 100}}),
-    )
-    .await;
-    found["vehicles"].as_array().cloned().unwrap_or_default()
+    // Every page: a page ends where the result budget says, even below
+    // its limit (docs/inventory.md "Detail and the result budget").
+    let mut args = json!({"organization_id": ORG, "rooftop_ids": [rooftop], "filters": filters, "page": {"limit": 100}});
+    let mut all = Vec::new();
+    loop {
+        let found = tool(app, token, "dealeragent.inventory.search", args.clone()).await;
+        all.extend(found["vehicles"].as_array().cloned().unwrap_or_default());
+        match found["page"]["next_cursor"].as_str() {
+            Some(cursor) => args["page"]["cursor"] = json!(cursor),
+            None => return all,
+        }
+    }
 }
 
 // Regression: the console asked for every disclosure without a buyer
@@ -892,11 +896,13 @@ async fn what_if_names_every_program_says_why_it_is_out_and_draws_a_waterfall_th
         "jurisdiction": {"country": "US", "subdivision": "US-IL"},
         "claims": {"military": true}
     });
+    // The full evaluation, as the what-if page asks for it (every branch's
+    // per-program reports; docs/pricing.md section 2, "Output").
     let evaluation = tool(
         &app,
         &token,
         "dealergateway.offers.evaluate",
-        json!({"organization_id": ORG, "rooftop_id": CHICAGO, "vehicle_id": vehicle, "profile": profile}),
+        json!({"organization_id": ORG, "rooftop_id": CHICAGO, "vehicle_id": vehicle, "profile": profile, "detail": "full"}),
     )
     .await;
     let disclosure = tool(

@@ -571,8 +571,26 @@ async fn published_programs_become_conditional_adjustments_with_the_evaluation()
         transformations.contains("rule sha256:"),
         "{transformations}"
     );
-    // The evaluation for the default profile rides in the extension.
+    // The evaluation for the default profile rides in the extension:
+    // concise by default (what decides the answer, and what is left out)...
     let offers = &d["extensions"]["dealergateway.offers"];
+    assert_eq!(offers["payment_mode"], "unknown");
+    assert!(offers.get("branches").is_none(), "{offers}");
+    assert!(
+        offers["omitted"]["left_out"]
+            .to_string()
+            .contains("the 3 payment-mode branches"),
+        "{offers}"
+    );
+    assert!(
+        offers["best_stack"]["net_price"]["amount_minor"].is_i64(),
+        "{offers}"
+    );
+    // ...and whole with `detail: "full"` (docs/pricing.md section 5).
+    let mut full = args(&v[1]);
+    full["detail"] = json!("full");
+    let full = disclose(&fx.app, full).await;
+    let offers = &full["extensions"]["dealergateway.offers"];
     assert_eq!(offers["payment_mode"], "unknown");
     assert_eq!(offers["branches"].as_array().unwrap().len(), 3);
     assert!(
@@ -892,9 +910,11 @@ async fn the_default_profile_never_guesses_the_buyers_postal_code() {
         .as_str()
         .expect("a demo vehicle at Chicago")
         .to_owned();
+    // The full offers extension: its per-program reports are read below
+    // (the default, concise one leaves them out; docs/pricing.md section 5).
     let request = |jurisdiction: Option<Value>| {
-        let mut a =
-            json!({"organization_id": DEMO_ORG, "rooftop_id": CHICAGO, "vehicle_id": vehicle_id});
+        let mut a = json!({"organization_id": DEMO_ORG, "rooftop_id": CHICAGO,
+                           "vehicle_id": vehicle_id, "detail": "full"});
         if let Some(j) = jurisdiction {
             a["jurisdiction"] = j;
         }

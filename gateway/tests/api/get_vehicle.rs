@@ -221,12 +221,13 @@ async fn a_vehicle_is_found_by_vehicle_id_by_vin_and_by_stock_number_alike() {
         json!(true)
     );
 
-    // The same document as the vehicle in a search.
+    // The same document as the vehicle in a full search (the default page
+    // is concise: docs/inventory.md "Detail and the result budget").
     let search = fx
         .app
         .call_tool(
             SEARCH,
-            json!({"organization_id": ORG, "filters": {"vin": target.vin}}),
+            json!({"organization_id": ORG, "filters": {"vin": target.vin}, "detail": "full"}),
         )
         .await;
     assert_eq!(tool_error_code(&search), None);

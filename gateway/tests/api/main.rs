@@ -9,6 +9,7 @@ mod common;
 
 mod aap;
 mod availability;
+mod budget;
 mod catalog;
 mod cli_ops;
 mod console;

@@ -479,11 +479,14 @@ async fn revisions_coexist_and_every_evaluation_names_the_revision_it_used() {
 async fn a_stored_program_that_cannot_be_evaluated_is_reported_to_callers() {
     let app = spawn().await;
     let vehicle_id = new_vehicle(&app).await;
+    // The full offers extension: its `revisions` are read below (the
+    // default, concise extension keeps `unusable_programs` but not them;
+    // docs/pricing.md section 5).
     let disclose = || {
         app.call_tool(
             "dealeragent.pricing.get_disclosure",
             json!({"organization_id": ORG, "rooftop_id": CHICAGO, "vehicle_id": vehicle_id,
-                   "jurisdiction": {"country": "US", "subdivision": "US-IL"}}),
+                   "jurisdiction": {"country": "US", "subdivision": "US-IL"}, "detail": "full"}),
         )
     };
     // Before: the Illinois estimate makes the disclosure `estimated`.

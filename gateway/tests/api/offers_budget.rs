@@ -199,9 +199,12 @@ async fn store_unchecked(db: &str, programs: &[Value]) {
         .expect("stored");
 }
 
+/// The full evaluation: these tests read its trace, which the default,
+/// concise form leaves out (docs/pricing.md section 2, "Output").
 fn evaluate_args(vehicle_id: &str) -> Value {
     json!({"organization_id": ORG, "rooftop_id": CHICAGO, "vehicle_id": vehicle_id,
-           "profile": {"payment_mode": "unknown", "jurisdiction": {"country": "US", "subdivision": "US-IL"}}})
+           "profile": {"payment_mode": "unknown", "jurisdiction": {"country": "US", "subdivision": "US-IL"}},
+           "detail": "full"})
 }
 
 #[tokio::test]

@@ -31,29 +31,43 @@ async fn vehicles(
     rooftop: &str,
     conditions: &[&str],
 ) -> Vec<Value> {
-    let body = common::modern_body(
-        1,
-        "tools/call",
-        json!({"name": SEARCH, "arguments": {
-            "organization_id": ORG, "rooftop_ids": [rooftop],
-            "filters": {"condition": conditions}, "page": {"limit": 100}}}),
-    );
-    let mut req = app
-        .http
-        .post(&app.url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", common::MODERN)
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", SEARCH);
-    if let Some(a) = auth {
-        req = req.header("authorization", a);
+    // Full vehicles (their `used_vehicle` summaries are read), every page:
+    // a page ends where the result budget says (docs/inventory.md "Detail
+    // and the result budget").
+    let mut arguments = json!({
+        "organization_id": ORG, "rooftop_ids": [rooftop],
+        "filters": {"condition": conditions}, "page": {"limit": 100}, "detail": "full"});
+    let mut all = Vec::new();
+    loop {
+        let body = common::modern_body(
+            1,
+            "tools/call",
+            json!({"name": SEARCH, "arguments": arguments}),
+        );
+        let mut req = app
+            .http
+            .post(&app.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", common::MODERN)
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", SEARCH);
+        if let Some(a) = auth {
+            req = req.header("authorization", a);
+        }
+        let r = common::send(req.body(body.to_string())).await;
+        let page = &r.result()["structuredContent"];
+        all.extend(
+            page["vehicles"]
+                .as_array()
+                .cloned()
+                .unwrap_or_else(|| panic!("search failed: {}", r.raw)),
+        );
+        match page["page"]["next_cursor"].as_str() {
+            Some(cursor) => arguments["page"]["cursor"] = json!(cursor),
+            None => return all,
+        }
     }
-    let r = common::send(req.body(body.to_string())).await;
-    r.result()["structuredContent"]["vehicles"]
-        .as_array()
-        .cloned()
-        .unwrap_or_else(|| panic!("search failed: {}", r.raw))
 }
 
 async fn details(app: &TestApp, rooftop: &str, vehicle_id: &str) -> Value {
