@@ -235,7 +235,9 @@ impl ScoreCache {
                 let args = crate::tools::args::DisclosureArgs {
                     organization_id: rooftop.organization().organization_id.clone(),
                     rooftop_id: rooftop.id().to_owned(),
-                    vehicle_id: record.vehicle_id.clone(),
+                    vehicle_id: Some(record.vehicle_id.clone()),
+                    vin: None,
+                    stock_number: None,
                     jurisdiction: jurisdiction.clone(),
                     payment_mode: None,
                     detail: None,

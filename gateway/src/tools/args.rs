@@ -118,13 +118,17 @@ impl ToolArgs for AvailabilityArgs {
     const INPUT: &'static str = "vehicle.schema.json#/$defs/availabilityRequest";
 }
 
-/// `dealeragent.pricing.get_disclosure`: `vehicle_id` is the only selector.
+/// `dealeragent.pricing.get_disclosure`: exactly one of `vehicle_id`, `vin`
+/// or `stock_number`, like the other vehicle tools (docs/pricing.md
+/// section 5; the schema's `oneOf` leaves one).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DisclosureArgs {
     pub organization_id: String,
     pub rooftop_id: String,
-    pub vehicle_id: String,
+    pub vehicle_id: Option<String>,
+    pub vin: Option<String>,
+    pub stock_number: Option<String>,
     /// A DAP `jurisdiction` object, kept as given for
     /// `disclosure::profile_jurisdiction` and the document.
     pub jurisdiction: Option<Value>,
@@ -343,12 +347,14 @@ impl AvailabilityArgs {
 }
 
 impl DisclosureArgs {
-    pub fn target(&self) -> Target<'_> {
-        Target {
-            organization_id: &self.organization_id,
-            rooftop_id: &self.rooftop_id,
-            selector: Selector::VehicleId(&self.vehicle_id),
-        }
+    pub fn target(&self) -> Option<Target<'_>> {
+        target(
+            &self.organization_id,
+            &self.rooftop_id,
+            self.vehicle_id.as_deref(),
+            self.vin.as_deref(),
+            self.stock_number.as_deref(),
+        )
     }
 }
 

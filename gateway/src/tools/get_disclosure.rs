@@ -58,9 +58,10 @@ impl super::Tool for GetDisclosure {
     type Output = Produced;
 
     async fn call(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
-        // Tenancy before the lookup (DAP-CORE-031); `vehicle_id` is the only
-        // selector the input schema allows here.
-        let target = target::resolve_vehicle(ctx, Some(args.target())).await?;
+        // Tenancy before the lookup (DAP-CORE-031); the selector is
+        // `vehicle_id`, `vin` or `stock_number`, exactly one (the schema's
+        // `oneOf`), resolved like get_vehicle's.
+        let target = target::resolve_vehicle(ctx, args.target()).await?;
         let (org, rooftop) = (target.tenant.organization(), target.tenant.rooftop());
         let (found, record) = (&target.found, &target.record);
         let now = Utc::now();

@@ -522,13 +522,70 @@ async fn foreign_private_and_absent_vehicles_are_not_found() {
             "{a}: {result}"
         );
     }
-    // Unknown properties are a validation error.
+    // Two selectors are a validation error (exactly one of vehicle_id, vin
+    // or stock_number).
     let mut a = args(&v[0]);
     a["vin"] = json!("1NRTH000000000001");
     let result = fx.app.call_tool(TOOL, a).await;
     assert_eq!(
         tool_error_code(&result).as_deref(),
         Some("dealeragent.validation.invalid")
+    );
+}
+
+/// `get_disclosure` selects a vehicle by `vin` or `stock_number` like the
+/// other vehicle tools (docs/agents.md "Disclosure"): the same document as
+/// by `vehicle_id`; a VIN or stock number of another rooftop, or of none,
+/// is not found, the same answer as a foreign `vehicle_id`; no selector is
+/// a validation error.
+#[tokio::test]
+async fn a_disclosure_is_selected_by_vin_or_stock_number_like_get_vehicle() {
+    let (fx, v) = setup().await;
+    let strip = |mut d: Value| {
+        d["provenance"]
+            .as_object_mut()
+            .expect("provenance")
+            .remove("transformed_at");
+        d
+    };
+    let vehicle = &v[0];
+    let by_id = strip(disclose(&fx.app, args(vehicle)).await);
+    let base =
+        json!({"organization_id": vehicle.organization_id, "rooftop_id": vehicle.rooftop_id});
+    for (member, value) in [
+        ("vin", vehicle.vin.clone().expect("a VIN")),
+        (
+            "stock_number",
+            vehicle.stock_number.clone().expect("a stock number"),
+        ),
+    ] {
+        let mut a = base.clone();
+        a[member] = json!(value);
+        let doc = strip(disclose(&fx.app, a.clone()).await);
+        assert_eq!(doc, by_id, "{a}: {:?}", first_difference(&doc, &by_id, ""));
+        // The same VIN or stock number at another rooftop of the
+        // organization does not reach this vehicle.
+        a["rooftop_id"] = json!(SOUTH);
+        let result = fx.app.call_tool(TOOL, a.clone()).await;
+        assert_eq!(
+            tool_error_code(&result).as_deref(),
+            Some(NOT_FOUND),
+            "{a}: {result}"
+        );
+    }
+    let mut a = base.clone();
+    a["vin"] = json!("1NRTH0000000ZZZZ9");
+    let result = fx.app.call_tool(TOOL, a.clone()).await;
+    assert_eq!(
+        tool_error_code(&result).as_deref(),
+        Some(NOT_FOUND),
+        "{a}: {result}"
+    );
+    let result = fx.app.call_tool(TOOL, base.clone()).await;
+    assert_eq!(
+        tool_error_code(&result).as_deref(),
+        Some("dealeragent.validation.invalid"),
+        "{result}"
     );
 }
 

@@ -8,6 +8,7 @@
 mod common;
 
 mod aap;
+mod agents_guide;
 mod availability;
 mod budget;
 mod catalog;
