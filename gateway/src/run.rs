@@ -369,7 +369,7 @@ async fn dealers_import(
                 attempt.problems = u32::try_from(e.problems.len()).unwrap_or(u32::MAX);
                 record_import(store.as_ref(), &attempt).await;
             }
-            return Err(Error::DealersFile(e).into());
+            return Err(Error::OperatorFile(e).into());
         }
     };
     let store = store::open(database_url).await?;
@@ -1702,7 +1702,7 @@ async fn import_bundle(
             // A bad dealers file stops everything; the document says so.
             if let Some(mut out) = json {
                 let outcome = match &failure {
-                    Failure::BadInput(_) | Failure::Gateway(Error::DealersFile(_)) => "invalid",
+                    Failure::BadInput(_) | Failure::Gateway(Error::OperatorFile(_)) => "invalid",
                     Failure::Gateway(Error::Store(store::StoreError::Query(_))) => "refused",
                     Failure::Gateway(_) => "failed",
                 };
