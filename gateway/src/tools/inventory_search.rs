@@ -257,6 +257,9 @@ impl super::Tool for InventorySearch {
                 ),
                 None => CursorPayload::new(&binding, &versions, key, now),
             };
+            // The cursor's snapshots stay in memory while it can be used
+            // (docs/inventory.md "Cursors").
+            ctx.inventory().pin(&indexes, payload.expires_at);
             page_info["next_cursor"] = json!(cursor::seal(ctx.cursor_key(), &payload));
         }
         // The envelope is small and built per request: it is validated here,

@@ -8,6 +8,7 @@
 mod common;
 
 mod aap;
+mod audit_bounds;
 mod availability;
 mod catalog;
 mod cli_ops;
@@ -17,7 +18,9 @@ mod discovery;
 mod get_vehicle;
 mod import_dealers;
 mod import_inventory;
+mod import_memory;
 mod import_programs;
+mod import_stall;
 mod import_trust;
 mod inventory_search;
 mod mcp_fuzz;
