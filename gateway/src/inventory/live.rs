@@ -233,20 +233,13 @@ impl LiveInventory {
             return;
         };
         let now = Utc::now();
-        let released = {
-            let mut pins = self.shared.pins();
-            for index in indexes {
-                let key = (index.rooftop_id().to_owned(), index.version());
-                let entry = pins.entry(key).or_insert_with(|| (index.clone(), until));
-                entry.1 = entry.1.max(until);
-            }
-            let before = pins.len();
-            expire_pins(&mut pins, now);
-            pins.len() < before
-        };
-        if released {
-            release_memory();
+        let mut pins = self.shared.pins();
+        for index in indexes {
+            let key = (index.rooftop_id().to_owned(), index.version());
+            let entry = pins.entry(key).or_insert_with(|| (index.clone(), until));
+            entry.1 = entry.1.max(until);
         }
+        expire_pins(&mut pins, now);
     }
 
     /// How many indexes are pinned (and how many vehicles they hold), for
@@ -290,7 +283,11 @@ impl LiveInventory {
             return Ok(None);
         };
         let sla = Slas::of(directory).of_snapshot(&meta);
-        let vehicles = self.shared.store.snapshot_vehicles(&meta.snapshot_id).await?;
+        let vehicles = self
+            .shared
+            .store
+            .snapshot_vehicles(&meta.snapshot_id)
+            .await?;
         let index = build_off_workers(
             self.shared.vehicle_check.clone(),
             index_meta(&meta),
@@ -395,7 +392,6 @@ impl Shared {
         drop(base);
         if replaced {
             expire_pins(&mut self.pins(), now);
-            release_memory();
         }
         self.maybe_prune(now).await;
         Ok(view)
@@ -509,10 +505,6 @@ async fn build_off_workers(
     .await
     .map_err(|e| StoreError::Corrupt(format!("indexing a snapshot of {rooftop_id} failed: {e}")))
 }
-
-/// Give memory freed by dropped indexes back to the operating system
-/// (docs/inventory.md "Snapshots").
-fn release_memory() {}
 
 fn index_meta(s: &SnapshotRecord) -> SnapshotMeta {
     SnapshotMeta {

@@ -599,7 +599,10 @@ mod tests {
         assert_eq!(unresolved, 102);
         // Past the inspected ids, everything is counted unread.
         let many = vec![serde_json::Value::from("roof.a"); MAX_ROOFTOPS_INSPECTED + 5];
-        assert_eq!(resolve_rooftops(&many, |_| true), (vec!["roof.a".to_owned()], 5));
+        assert_eq!(
+            resolve_rooftops(&many, |_| true),
+            (vec!["roof.a".to_owned()], 5)
+        );
     }
 
     #[test]

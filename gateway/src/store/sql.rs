@@ -589,9 +589,7 @@ where
             organization_id: row.try_get("organization_id").map_err(map_sqlx_error)?,
             rooftop_ids: json::<D, _>(row, "rooftop_ids")?,
             unresolved_rooftops: {
-                let n: i64 = row
-                    .try_get("unresolved_rooftops")
-                    .map_err(map_sqlx_error)?;
+                let n: i64 = row.try_get("unresolved_rooftops").map_err(map_sqlx_error)?;
                 u32::try_from(n)
                     .map_err(|_| StoreError::Corrupt(format!("audit unresolved_rooftops {n}")))?
             },

@@ -2444,7 +2444,10 @@ async fn audit_one_principal_flooding_keeps_every_other_principals_events(store:
         .await
         .unwrap();
     let of = |subject: &str| -> Vec<AuditEvent> {
-        kept.iter().filter(|e| e.subject == subject).cloned().collect()
+        kept.iter()
+            .filter(|e| e.subject == subject)
+            .cloned()
+            .collect()
     };
     assert_eq!(of("partner:quiet"), quiet);
     assert_eq!(of("anonymous"), anonymous);

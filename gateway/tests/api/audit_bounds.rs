@@ -159,7 +159,8 @@ async fn a_non_public_read_whose_event_cannot_be_written_is_refused_and_public_r
         &[SCOPE_INVENTORY_READ],
     )
     .await;
-    let search = json!({"name": SEARCH, "arguments": {"organization_id": ORG, "rooftop_ids": [CHICAGO]}});
+    let search =
+        json!({"name": SEARCH, "arguments": {"organization_id": ORG, "rooftop_ids": [CHICAGO]}});
     let served = authed(&app, &token, "tools/call", search.clone()).await;
     assert_eq!(tool_error_code(served.result()), None, "{}", served.raw);
     let vehicle = served.result()["structuredContent"]["vehicles"][0]["vehicle_id"]
@@ -178,7 +179,11 @@ async fn a_non_public_read_whose_event_cannot_be_written_is_refused_and_public_r
         refused.raw
     );
     assert_eq!(result["structuredContent"]["retryable"], json!(true));
-    assert!(result["structuredContent"]["retry_after_ms"].as_u64().is_some());
+    assert!(
+        result["structuredContent"]["retry_after_ms"]
+            .as_u64()
+            .is_some()
+    );
     assert!(!refused.raw.contains(&vehicle), "{}", refused.raw);
     // An authenticated resource read: refused with a retryable 503.
     let uri = format!("dealeragent://organization/{ORG}/rooftop/{CHICAGO}/vehicle/{vehicle}");
