@@ -205,7 +205,7 @@ impl LiveInventory {
         &self,
         directory: &DirectorySnapshot,
     ) -> Result<Arc<InventoryView>, StoreError> {
-        self.shared.reload(&Slas::of(directory)).await
+        off_workers(self.shared.clone(), Slas::of(directory)).await
     }
 
     /// Start one background reload unless one is pending.
@@ -216,7 +216,7 @@ impl LiveInventory {
         let shared = self.shared.clone();
         let slas = Slas::of(directory);
         tokio::spawn(async move {
-            let reloaded = shared.reload(&slas).await;
+            let reloaded = off_workers(shared.clone(), slas).await;
             shared.reload_pending.store(false, Ordering::Release);
             if let Err(e) = reloaded {
                 tracing::warn!(error = %e, "reloading the inventory failed; the current view is served and the next reader retries");
@@ -460,6 +460,18 @@ impl Shared {
             Err(e) => tracing::warn!(error = %e, "pruning inventory snapshots failed"),
         }
     }
+}
+
+/// Run one reload on the blocking pool, not on an async worker: decoding a
+/// large rooftop's rows from the store takes long enough (hundreds of
+/// milliseconds in a debug build) that on one of the few async workers it
+/// would hold up the requests scheduled there (docs/inventory.md
+/// "Snapshots": readers never wait for a reload).
+async fn off_workers(shared: Arc<Shared>, slas: Slas) -> Result<Arc<InventoryView>, StoreError> {
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || runtime.block_on(shared.reload(&slas)))
+        .await
+        .map_err(|e| StoreError::Corrupt(format!("reloading the inventory failed: {e}")))?
 }
 
 /// Drop pins whose cursors have expired, then keep at most
