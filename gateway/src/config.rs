@@ -223,6 +223,18 @@ pub struct ServeSettings {
     )]
     pub audit_max_events: u64,
 
+    /// Also refuse public reads whose audit entry cannot be written. A
+    /// non-public read whose event cannot be written is always refused
+    /// (retryable `dealeragent.upstream.unavailable`); this setting can only
+    /// make the gateway stricter (docs/tokens-and-audit.md "When the audit
+    /// log cannot be written").
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_AUDIT_REFUSE_PUBLIC_READS",
+        action = ArgAction::SetTrue
+    )]
+    pub audit_refuse_public_reads: bool,
+
     /// Longest time a request may run before it is answered with 503.
     #[arg(
         long,

@@ -848,6 +848,7 @@ fn programs_event(organization: &str, tool: &str) -> store::AuditEvent {
         credential: None,
         organization_id: Some(organization.to_owned()),
         rooftop_ids: Vec::new(),
+        unresolved_rooftops: 0,
         tool: tool.to_owned(),
         profile: "dealergateway.programs/0.1".to_owned(),
         policy_decision: "allow".to_owned(),

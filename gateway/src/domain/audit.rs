@@ -22,8 +22,14 @@ pub struct AuditEvent {
     pub credential: Option<Credential>,
     /// The organization the call addressed, when it named one.
     pub organization_id: Option<String>,
-    /// The rooftops the call read or was refused.
+    /// The rooftops the call read or was refused, among those that exist in
+    /// the directory (docs/tokens-and-audit.md "Audit events").
     pub rooftop_ids: Vec<String>,
+    /// How many further rooftop ids the call named that name no rooftop of
+    /// the directory: counted, never stored, so a caller cannot grow the log
+    /// with ids of its own making.
+    #[serde(default)]
+    pub unresolved_rooftops: u32,
     /// e.g. `dealeragent.inventory.search`.
     pub tool: String,
     /// e.g. `dealeragent.inventory/0.1`.
@@ -52,6 +58,7 @@ impl AuditEvent {
             credential: grant.map(|g| g.credential.clone()),
             organization_id: None,
             rooftop_ids: Vec::new(),
+            unresolved_rooftops: 0,
             tool: tool.to_owned(),
             profile: profile.to_owned(),
             policy_decision: "allow".to_owned(),

@@ -1,27 +1,39 @@
 //! The live inventory: the immutable per-snapshot indexes this replica
 //! serves, kept in step with the store.
 //!
-//! The store is the system of record. Every `refresh` interval (or at
-//! once after a change notification on PostgreSQL, [`LiveInventory::mark_stale`];
-//! issue 15 item 4) a reader asks the store for the newest snapshot of
-//! each rooftop (one cheap query); a rooftop whose version changed gets a freshly built
-//! [`SnapshotIndex`], swapped in atomically, and the index it replaces is
-//! *retired* but kept for the cursor lifetime so a pagination that began on
-//! it finishes on it. A cursor pinned to a version this replica never held
-//! (another replica, a restart) is served by loading that snapshot from the
-//! store, which keeps superseded snapshots until they are pruned.
+//! The store is the system of record. Readers never wait for it
+//! (docs/inventory.md "Snapshots"): [`LiveInventory::view`] returns the
+//! current view at once, and when that view is older than the refresh
+//! interval (or a change notification on PostgreSQL marked it stale,
+//! [`LiveInventory::mark_stale`]) it starts one reload in a background task
+//! and still answers from the view it has (stale-while-revalidate). The
+//! reload asks the store for the newest snapshot of each rooftop (one cheap
+//! query), builds the index of each rooftop whose version changed off the
+//! async workers (`spawn_blocking`), and swaps each rooftop in as soon as
+//! its index is built, so one organization's import never delays another
+//! organization's reads, nor the rooftops already rebuilt. Only the very
+//! first load (start-up, before traffic is taken) is waited for.
+//!
+//! An index that a newer snapshot replaced is kept only while a cursor can
+//! still use it (docs/inventory.md "Cursors"): a search that issues a
+//! cursor pins the indexes it read until that cursor expires
+//! ([`LiveInventory::pin`]); an index nobody pinned is dropped as soon as
+//! the requests reading it finish, and its memory goes back to the
+//! allocator. A cursor whose index is no longer held (dropped because the
+//! per-rooftop bound was reached, another replica, a restart) is served by
+//! loading that snapshot from the store, which keeps superseded snapshots
+//! until they are pruned.
 //!
 //! Vehicles dropped by the newest snapshot stay answerable as `withdrawn`
-//! for [`WITHDRAWN_GRACE`] after that snapshot landed (issue 4 item 3), then
-//! they are not found.
+//! for [`WITHDRAWN_GRACE`] after that snapshot landed, then they are not
+//! found.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex as StdMutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex as StdMutex, RwLock as StdRwLock};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use tokio::sync::Mutex;
 
 use super::index::{SnapshotIndex, SnapshotMeta};
 use super::model::VehicleRecord;
@@ -32,13 +44,14 @@ use crate::store::{SnapshotRecord, Store, StoreError};
 /// `withdrawn` (availability never `available`), before it is not found.
 pub const WITHDRAWN_GRACE: chrono::Duration = chrono::Duration::hours(24);
 
-/// How long a retired index stays in memory for cursors that began on it.
-/// Matches the cursor lifetime.
-pub const RETIRED_LIFETIME: Duration = Duration::from_secs(15 * 60);
-
 /// Superseded snapshots older than this are pruned from the store: longer
 /// than both the cursor lifetime and the withdrawn grace period.
 pub const PRUNE_AFTER: chrono::Duration = chrono::Duration::hours(25);
+
+/// Pinned indexes kept per rooftop: the newest versions that cursors still
+/// use (normally the current one and the one it replaced). A cursor on an
+/// older version still works: its snapshot is loaded from the store.
+pub const MAX_PINNED_PER_ROOFTOP: usize = 2;
 
 /// One rooftop's current inventory.
 #[derive(Debug, Clone)]
@@ -63,172 +76,183 @@ impl InventoryView {
     }
 }
 
-/// Retired indexes by (rooftop_id, version), with when they retired.
-type RetiredMap = HashMap<(String, i64), (Arc<SnapshotIndex>, Instant)>;
-
-struct Current {
-    view: Arc<InventoryView>,
-    loaded: Option<Instant>,
-    /// The staleness generation read before `view` was loaded.
-    generation: u64,
-}
-
 /// Validates one rendered vehicle against the DAP vehicle schema (the
 /// catalog's; this layer does not know schemas). The error is for the log.
 pub type VehicleCheck = Arc<dyn Fn(&serde_json::Value) -> Result<(), String> + Send + Sync>;
 
-/// The manager shared by every request.
-pub struct LiveInventory {
+/// What readers are handed: replaced whole by a reload, never changed.
+#[derive(Clone)]
+struct Current {
+    view: Arc<InventoryView>,
+    /// When the last complete reload finished (`None`: never).
+    loaded: Option<Instant>,
+    /// The staleness generation read before that reload began.
+    generation: u64,
+}
+
+/// Indexes pinned by issued cursors, by (rooftop_id, version), with the
+/// latest expiry of a cursor that reads them.
+type Pins = HashMap<(String, i64), (Arc<SnapshotIndex>, DateTime<Utc>)>;
+
+/// Each rooftop's inventory SLA by (organization_id, rooftop_id), read from
+/// the directory a reader had when it asked for a reload.
+#[derive(Debug, Default, Clone)]
+pub struct Slas(HashMap<(String, String), u32>);
+
+impl Slas {
+    pub fn of(directory: &DirectorySnapshot) -> Self {
+        Slas(
+            directory
+                .organizations
+                .iter()
+                .flat_map(|o| {
+                    o.rooftops.iter().map(|r| {
+                        (
+                            (o.organization_id.clone(), r.rooftop_id.clone()),
+                            r.settings.freshness_sla_seconds.inventory,
+                        )
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    /// The rooftop's configured inventory SLA (the default when the
+    /// directory does not know the rooftop yet).
+    fn of_snapshot(&self, s: &SnapshotRecord) -> u32 {
+        self.0
+            .get(&(s.organization_id.clone(), s.rooftop_id.clone()))
+            .copied()
+            .unwrap_or(crate::dealers::DEFAULT_SLA.inventory)
+    }
+}
+
+/// What the background task and every reader share.
+struct Shared {
     store: Arc<dyn Store>,
     refresh: Duration,
-    /// Every index built here validates its pre-rendered vehicles once
-    /// with this (issue 13 item 3).
+    /// Every index built here validates its pre-rendered vehicles once.
     vehicle_check: VehicleCheck,
-    current: Mutex<Current>,
-    /// Replaced indexes by (rooftop_id, version), with when they retired.
-    retired: StdMutex<RetiredMap>,
-    last_prune: StdMutex<Option<Instant>>,
+    /// Held only to clone or replace the `Current` (never across an await).
+    current: StdRwLock<Current>,
+    /// Held by the one reload in progress: the background task, the change
+    /// follower or the first load.
+    reload: tokio::sync::Mutex<()>,
+    /// A background reload was started and has not finished.
+    reload_pending: AtomicBool,
     /// Bumped by [`LiveInventory::mark_stale`]; a view loaded under an
-    /// older generation is reloaded by the next reader.
+    /// older generation is reloaded.
     generation: AtomicU64,
+    pins: StdMutex<Pins>,
+    last_prune: StdMutex<Option<Instant>>,
+}
+
+/// The manager shared by every request.
+pub struct LiveInventory {
+    shared: Arc<Shared>,
 }
 
 impl LiveInventory {
     pub fn new(store: Arc<dyn Store>, refresh: Duration, vehicle_check: VehicleCheck) -> Self {
         Self {
-            store,
-            refresh,
-            vehicle_check,
-            current: Mutex::new(Current {
-                view: Arc::new(InventoryView::default()),
-                loaded: None,
-                generation: 0,
+            shared: Arc::new(Shared {
+                store,
+                refresh,
+                vehicle_check,
+                current: StdRwLock::new(Current {
+                    view: Arc::new(InventoryView::default()),
+                    loaded: None,
+                    generation: 0,
+                }),
+                reload: tokio::sync::Mutex::new(()),
+                reload_pending: AtomicBool::new(false),
+                generation: AtomicU64::new(0),
+                pins: StdMutex::new(HashMap::new()),
+                last_prune: StdMutex::new(None),
             }),
-            retired: StdMutex::new(HashMap::new()),
-            last_prune: StdMutex::new(None),
-            generation: AtomicU64::new(0),
         }
     }
 
-    /// Make the next reader ask the store for the newest snapshots (a
-    /// change notification; issue 15 item 4). Does not wait for a refresh
-    /// in progress: that one's result is stale and is refreshed again.
+    /// Make the next reader start a reload (a change notification). Does
+    /// not wait for a reload in progress: that one's result is stale and is
+    /// reloaded again.
     pub fn mark_stale(&self) {
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.shared.generation.fetch_add(1, Ordering::AcqRel);
     }
 
-    fn retired(&self) -> std::sync::MutexGuard<'_, RetiredMap> {
-        // The map stays consistent even if a holder panicked.
-        self.retired
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The current view, refreshed from the store when older than the
-    /// refresh interval. Concurrent callers share one refresh.
+    /// The current view, at once. When it is older than the refresh
+    /// interval or was marked stale, one background reload is started
+    /// (unless one runs) and this reader is still answered from the view it
+    /// has. Only before the first load completes does a reader wait.
     pub async fn view(
         &self,
         directory: &DirectorySnapshot,
     ) -> Result<Arc<InventoryView>, StoreError> {
-        let mut current = self.current.lock().await;
-        // Read before the store is: a snapshot committed after this read
-        // notifies a newer generation, so the view below is reloaded again.
-        let generation = self.generation.load(Ordering::Acquire);
-        if current.loaded.is_some_and(|t| t.elapsed() < self.refresh)
-            && current.generation == generation
-        {
-            return Ok(current.view.clone());
+        let current = self.shared.current();
+        if current.loaded.is_none() {
+            return self.shared.reload(&Slas::of(directory)).await;
         }
-        let latest = self.store.latest_snapshots().await?;
-        let now = Utc::now();
-        let mut rooftops = HashMap::with_capacity(latest.len());
-        for meta in latest {
-            let sla = inventory_sla(directory, &meta);
-            let reuse = current
-                .view
-                .rooftops
-                .get(&meta.rooftop_id)
-                .filter(|r| {
-                    r.latest.version() == meta.version && r.latest.inventory_sla_seconds() == sla
-                })
-                .cloned();
-            let entry = match reuse {
-                Some(mut entry) => {
-                    // Drop the withdrawn set once its grace period is over.
-                    if meta.created_at + WITHDRAWN_GRACE <= now {
-                        entry.withdrawn = None;
-                    }
-                    entry
-                }
-                None => self.load_rooftop(&meta, sla, now).await?,
-            };
-            rooftops.insert(meta.rooftop_id.clone(), entry);
+        if self.shared.is_stale(&current) {
+            self.revalidate(directory);
         }
-        // Retire replaced indexes so in-flight cursors can finish on them.
-        {
-            let mut retired = self.retired();
-            for (rooftop_id, old) in &current.view.rooftops {
-                let replaced = rooftops
-                    .get(rooftop_id)
-                    .is_none_or(|new| new.latest.version() != old.latest.version());
-                if replaced {
-                    retired.insert(
-                        (rooftop_id.clone(), old.latest.version()),
-                        (old.latest.clone(), Instant::now()),
-                    );
-                }
-            }
-            retired.retain(|_, (_, at)| at.elapsed() < RETIRED_LIFETIME);
-        }
-        current.view = Arc::new(InventoryView { rooftops });
-        current.loaded = Some(Instant::now());
-        current.generation = generation;
-        let view = current.view.clone();
-        drop(current);
-        self.maybe_prune(now).await;
-        Ok(view)
+        Ok(current.view)
     }
 
-    async fn load_rooftop(
+    /// Reload now if the view is stale, and wait for it (the change
+    /// follower, which is no reader; start-up). Shares a reload in
+    /// progress.
+    pub async fn reload(
         &self,
-        meta: &SnapshotRecord,
-        sla: u32,
-        now: DateTime<Utc>,
-    ) -> Result<RooftopInventory, StoreError> {
-        let vehicles = self.store.snapshot_vehicles(&meta.snapshot_id).await?;
-        let latest = Arc::new(self.build(index_meta(meta), sla, vehicles));
-        let mut withdrawn = None;
-        if meta.version > 1 && meta.created_at + WITHDRAWN_GRACE > now {
-            let history = self
-                .store
-                .snapshot_history(&meta.organization_id, &meta.rooftop_id, 2)
-                .await?;
-            if let Some(previous) = history.iter().find(|s| s.version < meta.version) {
-                let dropped: Vec<VehicleRecord> = self
-                    .store
-                    .snapshot_vehicles(&previous.snapshot_id)
-                    .await?
-                    .into_iter()
-                    .filter(|v| latest.find_vehicle_id(&v.vehicle_id).is_none())
-                    .collect();
-                if !dropped.is_empty() {
-                    withdrawn = Some(Arc::new(self.build(index_meta(previous), sla, dropped)));
-                }
-            }
+        directory: &DirectorySnapshot,
+    ) -> Result<Arc<InventoryView>, StoreError> {
+        off_workers(self.shared.clone(), Slas::of(directory)).await
+    }
+
+    /// Start one background reload unless one is pending.
+    fn revalidate(&self, directory: &DirectorySnapshot) {
+        if self.shared.reload_pending.swap(true, Ordering::AcqRel) {
+            return;
         }
-        Ok(RooftopInventory { latest, withdrawn })
+        let shared = self.shared.clone();
+        let slas = Slas::of(directory);
+        tokio::spawn(async move {
+            let reloaded = off_workers(shared.clone(), slas).await;
+            shared.reload_pending.store(false, Ordering::Release);
+            if let Err(e) = reloaded {
+                tracing::warn!(error = %e, "reloading the inventory failed; the current view is served and the next reader retries");
+            }
+        });
     }
 
-    /// Index a snapshot and validate its pre-rendered vehicles once.
-    fn build(&self, meta: SnapshotMeta, sla: u32, vehicles: Vec<VehicleRecord>) -> SnapshotIndex {
-        let mut index = SnapshotIndex::build(meta, sla, vehicles);
-        index.check_pieces(Utc::now(), self.vehicle_check.as_ref());
-        index
+    /// Keep `indexes` in memory until `expires_at` (Unix seconds): a cursor
+    /// that reads them was just issued (docs/inventory.md "Cursors"). At
+    /// most [`MAX_PINNED_PER_ROOFTOP`] versions per rooftop are held, the
+    /// newest; a cursor on an older one loads its snapshot from the store.
+    pub fn pin(&self, indexes: &[Arc<SnapshotIndex>], expires_at: i64) {
+        let Some(until) = DateTime::from_timestamp(expires_at, 0) else {
+            return;
+        };
+        let now = Utc::now();
+        let mut pins = self.shared.pins();
+        for index in indexes {
+            let key = (index.rooftop_id().to_owned(), index.version());
+            let entry = pins.entry(key).or_insert_with(|| (index.clone(), until));
+            entry.1 = entry.1.max(until);
+        }
+        expire_pins(&mut pins, now);
     }
 
-    /// The index of `rooftop_id` at `version`: the current one, a retired
-    /// one, or (for a cursor from another replica or before a restart) the
-    /// snapshot loaded from the store. `None` when it no longer exists.
+    /// How many indexes are pinned (and how many vehicles they hold), for
+    /// tests and the log.
+    pub fn pinned(&self) -> (usize, usize) {
+        let pins = self.shared.pins();
+        (pins.len(), pins.values().map(|(i, _)| i.len()).sum())
+    }
+
+    /// The index of `rooftop_id` at `version`: the current one, a pinned
+    /// one, or (for a cursor from another replica, before a restart, or on
+    /// a version no longer held) the snapshot loaded from the store, held
+    /// only while the caller uses it. `None` when it no longer exists.
     pub async fn index_at(
         &self,
         view: &InventoryView,
@@ -242,24 +266,176 @@ impl LiveInventory {
         {
             return Ok(Some(r.latest.clone()));
         }
-        if let Some((index, _)) = self.retired().get(&(rooftop_id.to_owned(), version)) {
+        if let Some((index, _)) = self.shared.pins().get(&(rooftop_id.to_owned(), version)) {
             return Ok(Some(index.clone()));
         }
+        if let Some(r) = self.shared.current().view.rooftop(rooftop_id)
+            && r.latest.version() == version
+        {
+            return Ok(Some(r.latest.clone()));
+        }
         let history = self
+            .shared
             .store
             .snapshot_history(organization_id, rooftop_id, 16)
             .await?;
         let Some(meta) = history.into_iter().find(|s| s.version == version) else {
             return Ok(None);
         };
-        let sla = inventory_sla(directory, &meta);
+        let sla = Slas::of(directory).of_snapshot(&meta);
+        let vehicles = self
+            .shared
+            .store
+            .snapshot_vehicles(&meta.snapshot_id)
+            .await?;
+        let index = build_off_workers(
+            self.shared.vehicle_check.clone(),
+            index_meta(&meta),
+            sla,
+            vehicles,
+        )
+        .await?;
+        Ok(Some(Arc::new(index)))
+    }
+}
+
+impl Shared {
+    fn current(&self) -> Current {
+        // The value is replaced whole; a panicked writer left a valid one.
+        self.current
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    fn pins(&self) -> std::sync::MutexGuard<'_, Pins> {
+        self.pins
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn is_stale(&self, current: &Current) -> bool {
+        current.loaded.is_none_or(|t| t.elapsed() >= self.refresh)
+            || current.generation != self.generation.load(Ordering::Acquire)
+    }
+
+    /// Swap in `view`; `done` marks a complete reload begun under that
+    /// generation (a partial swap keeps the view stale).
+    fn publish(&self, view: Arc<InventoryView>, done: Option<u64>) {
+        let mut current = self
+            .current
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        current.view = view;
+        if let Some(generation) = done {
+            current.loaded = Some(Instant::now());
+            current.generation = generation;
+        }
+    }
+
+    /// One reload: the newest snapshot of every rooftop; each rooftop whose
+    /// version (or SLA) changed is indexed off the async workers and
+    /// swapped in on its own, the others carry over. A reload that finds
+    /// the view fresh (another one just finished) does nothing.
+    async fn reload(&self, slas: &Slas) -> Result<Arc<InventoryView>, StoreError> {
+        let _one = self.reload.lock().await;
+        // Read before the store is: a snapshot committed after this read
+        // notifies a newer generation, so the view below is reloaded again.
+        let generation = self.generation.load(Ordering::Acquire);
+        let base = self.current();
+        if !self.is_stale(&base) {
+            return Ok(base.view);
+        }
+        let latest = self.store.latest_snapshots().await?;
+        let now = Utc::now();
+        let mut rooftops = HashMap::with_capacity(latest.len());
+        let mut changed = Vec::new();
+        for meta in latest {
+            let sla = slas.of_snapshot(&meta);
+            let old = base.view.rooftops.get(&meta.rooftop_id);
+            let same = old.filter(|r| {
+                r.latest.version() == meta.version && r.latest.inventory_sla_seconds() == sla
+            });
+            match same {
+                Some(entry) => {
+                    let mut entry = entry.clone();
+                    // Drop the withdrawn set once its grace period is over.
+                    if meta.created_at + WITHDRAWN_GRACE <= now {
+                        entry.withdrawn = None;
+                    }
+                    rooftops.insert(meta.rooftop_id.clone(), entry);
+                }
+                None => {
+                    // Served as it was until its new index is built.
+                    if let Some(old) = old {
+                        rooftops.insert(meta.rooftop_id.clone(), old.clone());
+                    }
+                    changed.push((meta, sla));
+                }
+            }
+        }
+        let replaced = !changed.is_empty() || rooftops.len() != base.view.rooftops.len();
+        for (meta, sla) in changed {
+            let entry = self.load_rooftop(&meta, sla, now).await?;
+            rooftops.insert(meta.rooftop_id.clone(), entry);
+            // This rooftop's swap; the others are untouched.
+            self.publish(
+                Arc::new(InventoryView {
+                    rooftops: rooftops.clone(),
+                }),
+                None,
+            );
+        }
+        let view = Arc::new(InventoryView { rooftops });
+        self.publish(view.clone(), Some(generation));
+        drop(_one);
+        drop(base);
+        if replaced {
+            expire_pins(&mut self.pins(), now);
+        }
+        self.maybe_prune(now).await;
+        Ok(view)
+    }
+
+    async fn load_rooftop(
+        &self,
+        meta: &SnapshotRecord,
+        sla: u32,
+        now: DateTime<Utc>,
+    ) -> Result<RooftopInventory, StoreError> {
         let vehicles = self.store.snapshot_vehicles(&meta.snapshot_id).await?;
-        let index = Arc::new(self.build(index_meta(&meta), sla, vehicles));
-        self.retired().insert(
-            (rooftop_id.to_owned(), version),
-            (index.clone(), Instant::now()),
+        let latest = Arc::new(
+            build_off_workers(self.vehicle_check.clone(), index_meta(meta), sla, vehicles).await?,
         );
-        Ok(Some(index))
+        let mut withdrawn = None;
+        if meta.version > 1 && meta.created_at + WITHDRAWN_GRACE > now {
+            let history = self
+                .store
+                .snapshot_history(&meta.organization_id, &meta.rooftop_id, 2)
+                .await?;
+            if let Some(previous) = history.iter().find(|s| s.version < meta.version) {
+                let current = latest.clone();
+                let dropped: Vec<VehicleRecord> = self
+                    .store
+                    .snapshot_vehicles(&previous.snapshot_id)
+                    .await?
+                    .into_iter()
+                    .filter(|v| current.find_vehicle_id(&v.vehicle_id).is_none())
+                    .collect();
+                if !dropped.is_empty() {
+                    withdrawn = Some(Arc::new(
+                        build_off_workers(
+                            self.vehicle_check.clone(),
+                            index_meta(previous),
+                            sla,
+                            dropped,
+                        )
+                        .await?,
+                    ));
+                }
+            }
+        }
+        Ok(RooftopInventory { latest, withdrawn })
     }
 
     /// Prune superseded snapshots at most hourly (cheap, idempotent, safe
@@ -286,6 +462,62 @@ impl LiveInventory {
     }
 }
 
+/// Run one reload on the blocking pool, not on an async worker: decoding a
+/// large rooftop's rows from the store takes long enough (hundreds of
+/// milliseconds in a debug build) that on one of the few async workers it
+/// would hold up the requests scheduled there (docs/inventory.md
+/// "Snapshots": readers never wait for a reload).
+async fn off_workers(shared: Arc<Shared>, slas: Slas) -> Result<Arc<InventoryView>, StoreError> {
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || runtime.block_on(shared.reload(&slas)))
+        .await
+        .map_err(|e| StoreError::Corrupt(format!("reloading the inventory failed: {e}")))?
+}
+
+/// Drop pins whose cursors have expired, then keep at most
+/// [`MAX_PINNED_PER_ROOFTOP`] versions per rooftop (the newest).
+fn expire_pins(pins: &mut Pins, now: DateTime<Utc>) {
+    pins.retain(|_, (_, until)| *until > now);
+    let mut versions: HashMap<&str, Vec<i64>> = HashMap::new();
+    for (rooftop_id, version) in pins.keys() {
+        versions.entry(rooftop_id).or_default().push(*version);
+    }
+    let mut over: Vec<(String, i64)> = Vec::new();
+    for (rooftop_id, mut held) in versions {
+        if held.len() > MAX_PINNED_PER_ROOFTOP {
+            held.sort_unstable_by(|a, b| b.cmp(a));
+            over.extend(
+                held[MAX_PINNED_PER_ROOFTOP..]
+                    .iter()
+                    .map(|v| (rooftop_id.to_owned(), *v)),
+            );
+        }
+    }
+    for key in over {
+        pins.remove(&key);
+    }
+}
+
+/// Index a snapshot and validate its pre-rendered vehicles once, on the
+/// blocking pool: building a large rooftop takes long enough (seconds in a
+/// debug build) that on an async worker it would hold up the requests
+/// scheduled there.
+async fn build_off_workers(
+    check: VehicleCheck,
+    meta: SnapshotMeta,
+    sla: u32,
+    vehicles: Vec<VehicleRecord>,
+) -> Result<SnapshotIndex, StoreError> {
+    let rooftop_id = meta.rooftop_id.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut index = SnapshotIndex::build(meta, sla, vehicles);
+        index.check_pieces(Utc::now(), check.as_ref());
+        index
+    })
+    .await
+    .map_err(|e| StoreError::Corrupt(format!("indexing a snapshot of {rooftop_id} failed: {e}")))
+}
+
 fn index_meta(s: &SnapshotRecord) -> SnapshotMeta {
     SnapshotMeta {
         snapshot_id: s.snapshot_id.clone(),
@@ -294,15 +526,4 @@ fn index_meta(s: &SnapshotRecord) -> SnapshotMeta {
         version: s.version,
         created_at: s.created_at,
     }
-}
-
-/// The rooftop's configured inventory SLA (the default when the directory
-/// does not know the rooftop yet).
-fn inventory_sla(directory: &DirectorySnapshot, s: &SnapshotRecord) -> u32 {
-    directory
-        .organization(&s.organization_id)
-        .and_then(|o| o.rooftops.iter().find(|r| r.rooftop_id == s.rooftop_id))
-        .map_or(crate::dealers::DEFAULT_SLA.inventory, |r| {
-            r.settings.freshness_sla_seconds.inventory
-        })
 }

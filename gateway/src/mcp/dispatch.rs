@@ -225,7 +225,14 @@ async fn route(
                 .and_then(Value::as_str)
                 .ok_or_else(|| RpcError::InvalidParams("params.uri must be a string".into()))?;
             let outcome = resources::read(state, principal, uri).await;
-            audit_resource_read(state, caller, trace_id, uri, &outcome).await;
+            // Authenticated reads are answered only once their audit event
+            // is written (docs/tokens-and-audit.md "When the audit log
+            // cannot be written"); anonymous reads are public and unaudited.
+            if !audit_resource_read(state, caller, trace_id, uri, &outcome).await {
+                return Err(RpcError::Unavailable(
+                    "the audit log could not record this read, so it was not answered; retry shortly".into(),
+                ));
+            }
             match outcome {
                 Ok(Some((contents, ttl_ms, scope))) => Ok(MethodResult {
                     body: obj(json!({"contents": [contents]})),
@@ -246,15 +253,16 @@ async fn route(
 
 /// Authenticated resource reads are nonpublic reads like tool calls and
 /// are audited the same way (DAP spec 11): ids only, never the token.
+/// False when the event was due and could not be written.
 async fn audit_resource_read(
     state: &AppState,
     caller: &Caller,
     trace_id: &str,
     uri: &str,
     outcome: &Result<Option<(Value, u64, &'static str)>, crate::store::StoreError>,
-) {
+) -> bool {
     if caller.principal.grant().is_none() {
-        return;
+        return true;
     }
     let mut event = crate::store::AuditEvent::for_principal(
         &caller.principal,
@@ -276,9 +284,10 @@ async fn audit_resource_read(
     }
     let written = state.store.append_audit(&event).await;
     crate::store::audit::count_write("event", &written);
-    if let Err(e) = written {
+    if let Err(e) = &written {
         tracing::error!(error = %e, trace.id = %trace_id, "audit write failed");
     }
+    written.is_ok()
 }
 
 fn internal(detail: &dyn std::fmt::Display) -> RpcError {

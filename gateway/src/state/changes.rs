@@ -1,5 +1,5 @@
-//! Following the store's change notifications (issue 15 item 4: changes
-//! reach every replica on PostgreSQL within one second).
+//! Following the store's change notifications (docs/operations.md
+//! "Replicas": changes reach every replica on PostgreSQL within one second).
 //!
 //! Every writer of what readers see (a dealers import, an inventory
 //! snapshot, a programs import or withdrawal, a token revocation) notifies
@@ -109,11 +109,13 @@ async fn apply(state: &AppState, batch: &[StoreChange]) {
         state.inventory.mark_stale();
     }
     if stale.directory || stale.inventory {
-        // Reload now rather than on the next request. A failure here is
-        // not final: the next request tries again.
+        // Reload now, in this task rather than in a request's background
+        // reload (readers never wait for either; docs/inventory.md
+        // "Snapshots"). A failure here is not final: the next request
+        // starts another reload.
         let reloaded = async {
-            let directory = state.directory.snapshot().await?;
-            state.inventory.view(&directory).await?;
+            let directory = state.directory.reload().await?;
+            state.inventory.reload(&directory).await?;
             Ok::<(), crate::store::StoreError>(())
         };
         if let Err(e) = reloaded.await {

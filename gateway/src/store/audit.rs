@@ -1,13 +1,17 @@
-//! The bounded audit log (issue 11 item 1; docs/security.md "Audit
-//! retention"): what an event may hold, the counters that replace one row
-//! per refused anonymous call, and the retention task.
+//! The bounded audit log (docs/tokens-and-audit.md "Audit events" and
+//! "Retention and size"; docs/security.md "Audit retention"): what an event
+//! may hold, the counters that replace one row per refused anonymous call,
+//! each principal's share of the size bound, and the retention task.
 //!
-//! Why: every event used to copy `organization_id`/`rooftop_id(s)` from the
-//! raw arguments, so one anonymous request with a 900,000-character id grew
-//! the store by about 935 KB. docs/security.md promises an event never holds
-//! the raw arguments (DAP spec 11 asks for ids of what was read, not
-//! request content). Here every field has a bound, the whole event has one
-//! ([`MAX_EVENT_BYTES`]), and the table has a size and an age limit.
+//! Why: an event that copied `organization_id`/`rooftop_id(s)` from the
+//! raw arguments let one request grow the store by its own content (a
+//! 900,000-character id, or a search naming 100 long made-up rooftop ids:
+//! 13.5 KB an event). DAP spec 11 asks for ids of what was read, not request
+//! content: rooftop ids that name no rooftop are counted
+//! ([`resolve_rooftops`]), every field has a bound, the whole event has one
+//! ([`MAX_EVENT_BYTES`]), and the table has a size and an age limit, of
+//! which each principal has its own share ([`share_of`]) so that no caller
+//! can push another's events out of the log.
 
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::Arc;
@@ -53,6 +57,9 @@ pub const MAX_COUNTER_KEYS_PER_WINDOW: u32 = 256;
 pub const OVERFLOW_NETWORK: &str = "overflow";
 /// How often the retention task runs while serving.
 pub const PRUNE_INTERVAL: Duration = Duration::from_secs(60);
+/// Rooftop ids of one call checked against the directory; ids past these
+/// are counted as unresolved without a look.
+pub const MAX_ROOFTOPS_INSPECTED: usize = 1_000;
 /// Counter rows may use at most 1/10 of `--audit-max-events`, so a flood of
 /// refused anonymous calls can never push out the events of authenticated
 /// reads and successful checks.
@@ -137,18 +144,53 @@ fn bounded_list(items: &[String], max: usize, entry: fn(&str) -> String) -> Vec<
         .collect()
 }
 
-/// [`bounded_list`] of identifiers for arguments that are JSON values: a
-/// non-string entry is [`INVALID_MARKER`] too.
-pub fn identifiers_of(values: &[serde_json::Value]) -> Vec<String> {
-    let texts: Vec<String> = values
-        .iter()
-        .take(MAX_LIST_ENTRIES + 1)
-        .map(|v| {
-            v.as_str()
-                .map_or_else(|| INVALID_MARKER.to_owned(), identifier_or_marker)
-        })
-        .collect();
-    bounded_list(&texts, MAX_LIST_ENTRIES, identifier_or_marker)
+/// The rooftop ids an event keeps of those a call named (`named`, raw JSON
+/// values): those that name a rooftop of the directory (`exists`; read or
+/// refused, they identify the decision), once each, and how many others it
+/// named (ids of no rooftop, values that are no identifier, and everything
+/// past [`MAX_ROOFTOPS_INSPECTED`]). The others are a count, so a caller
+/// cannot grow the log with ids of its own making: what is kept is bounded
+/// by the operator's directory (docs/tokens-and-audit.md "Audit events").
+pub fn resolve_rooftops(
+    named: &[serde_json::Value],
+    exists: impl Fn(&str) -> bool,
+) -> (Vec<String>, u32) {
+    let mut kept: Vec<String> = Vec::new();
+    let mut unresolved = named.len().saturating_sub(MAX_ROOFTOPS_INSPECTED);
+    for value in named.iter().take(MAX_ROOFTOPS_INSPECTED) {
+        match value.as_str() {
+            Some(id) if is_identifier(id) && exists(id) => {
+                if !kept.iter().any(|k| k == id) {
+                    kept.push(id.to_owned());
+                }
+            }
+            Some(_) | None => unresolved += 1,
+        }
+    }
+    (kept, u32::try_from(unresolved).unwrap_or(u32::MAX))
+}
+
+/// Each principal's share of `max` events, given how many each holds
+/// (`counts`): the largest share such that every principal kept at most
+/// that many (and all of a smaller count) fits `max` (max-min fairness).
+/// `None` when everything fits. A principal within its share never loses
+/// an event to the size bound, whatever the others send; one past it loses
+/// its own oldest (docs/tokens-and-audit.md "Retention and size").
+pub fn share_of(counts: &[u64], max: u64) -> Option<u64> {
+    if counts.iter().sum::<u64>() <= max {
+        return None;
+    }
+    let mut sorted = counts.to_vec();
+    sorted.sort_unstable();
+    let mut left = max;
+    for (i, count) in sorted.iter().enumerate() {
+        let principals = u64::try_from(sorted.len() - i).unwrap_or(u64::MAX);
+        if count.saturating_mul(principals) > left {
+            return Some(left / principals);
+        }
+        left -= count;
+    }
+    None
 }
 
 impl AuditEvent {
@@ -173,6 +215,7 @@ impl AuditEvent {
             }),
             organization_id: self.organization_id.as_deref().map(identifier_or_marker),
             rooftop_ids: bounded_list(&self.rooftop_ids, MAX_LIST_ENTRIES, identifier_or_marker),
+            unresolved_rooftops: self.unresolved_rooftops,
             tool: bounded_text(&self.tool),
             profile: bounded_text(&self.profile),
             policy_decision: bounded_text(&self.policy_decision),
@@ -297,8 +340,13 @@ pub struct AuditPruneSummary {
     /// Events and counter rows older than the retention period.
     pub events_expired: u64,
     pub counters_expired: u64,
-    /// The oldest events and counter rows deleted for the size bound.
+    /// The events deleted for the size bound (those of
+    /// `events_over_share` included) and the oldest counter rows deleted
+    /// for it.
     pub events_over_limit: u64,
+    /// Of `events_over_limit`, those deleted because their principal held
+    /// more than its share ([`share_of`]).
+    pub events_over_share: u64,
     pub counters_over_limit: u64,
     /// `occurred_at` of the newest event deleted for the size bound: an
     /// export that has not read past it has a gap.
@@ -332,7 +380,9 @@ impl AuditRetention {
     }
 }
 
-/// One pruning pass: retention first, then the size bound (oldest first).
+/// One pruning pass: retention first, then the size bound: each
+/// principal's share ([`share_of`]; its own oldest events past it), then
+/// the oldest of all should the log still be over the bound.
 /// A pass that deletes for the size bound logs a warning naming how far it
 /// deleted, because `audit export --since` earlier than that has a gap.
 pub async fn prune(
@@ -358,13 +408,15 @@ pub async fn prune(
     if summary.events_over_limit + summary.counters_over_limit > 0 {
         tracing::warn!(
             audit.events_deleted = summary.events_over_limit,
+            audit.events_over_share = summary.events_over_share,
             audit.counters_deleted = summary.counters_over_limit,
             audit.max_events = policy.max_events,
             audit.events_pruned_through = ?summary.events_pruned_through,
             audit.counters_pruned_through = ?summary.counters_pruned_through,
-            "the audit log reached --audit-max-events: the oldest entries were deleted; \
-             an `audit export` that had not yet read them has a gap up to the times shown \
-             (raise --audit-max-events or export more often)"
+            "the audit log reached --audit-max-events: the oldest entries of the principals \
+             past their share (then of all) were deleted; an `audit export` that had not yet \
+             read them has a gap up to the times shown (raise --audit-max-events or export \
+             more often)"
         );
     }
     Ok(summary)
@@ -456,6 +508,7 @@ mod tests {
             }),
             organization_id: Some(id.clone()),
             rooftop_ids: vec![id.clone(); 10_000],
+            unresolved_rooftops: u32::MAX,
             tool: huge.clone(),
             profile: huge.clone(),
             policy_decision: huge.clone(),
@@ -502,6 +555,53 @@ mod tests {
             "2026-12-01T10:17:42.123456Z"
                 .parse::<DateTime<Utc>>()
                 .unwrap()
+        );
+    }
+
+    #[test]
+    fn shares_are_max_min_fair() {
+        // Everything fits: nobody is cut.
+        assert_eq!(share_of(&[10, 20], 30), None);
+        assert_eq!(share_of(&[], 0), None);
+        // One principal flooding: the quiet ones keep everything, the
+        // flooder keeps the rest.
+        assert_eq!(share_of(&[10, 1_000_000, 5], 1_000), Some(985));
+        // Two flooders split what the quiet one leaves.
+        assert_eq!(share_of(&[500, 500, 10], 110), Some(50));
+        // The share never lets the kept total exceed the bound.
+        for (counts, max) in [
+            (vec![3u64, 7, 7, 100], 20u64),
+            (vec![1, 1, 1], 2),
+            (vec![50; 7], 101),
+        ] {
+            let share = share_of(&counts, max).expect("over the bound");
+            let kept: u64 = counts.iter().map(|c| (*c).min(share)).sum();
+            assert!(kept <= max, "{counts:?} {max}: share {share} keeps {kept}");
+            assert!(
+                counts.iter().map(|c| (*c).min(share + 1)).sum::<u64>() > max,
+                "{counts:?} {max}: share {share} is not the largest"
+            );
+        }
+    }
+
+    #[test]
+    fn only_rooftops_of_the_directory_are_kept_the_others_are_counted() {
+        let long = "r".repeat(MAX_IDENTIFIER_CHARS);
+        let mut named: Vec<serde_json::Value> = (0..100)
+            .map(|n| serde_json::Value::String(format!("{long}{n}")))
+            .collect();
+        named.push("roof.a".into());
+        named.push("roof.a".into());
+        named.push(serde_json::json!(7));
+        named.push("not an id".into());
+        let (kept, unresolved) = resolve_rooftops(&named, |id| id == "roof.a");
+        assert_eq!(kept, ["roof.a"]);
+        assert_eq!(unresolved, 102);
+        // Past the inspected ids, everything is counted unread.
+        let many = vec![serde_json::Value::from("roof.a"); MAX_ROOFTOPS_INSPECTED + 5];
+        assert_eq!(
+            resolve_rooftops(&many, |_| true),
+            (vec!["roof.a".to_owned()], 5)
         );
     }
 

@@ -165,8 +165,8 @@ const API_TOKEN_COLUMNS: &str = "token_id, secret_hash, subject, organization_id
                                  scopes, purpose, created_at, expires_at, revoked_at";
 /// The columns of an `AuditEvent`, for `audit_from_row`.
 const AUDIT_COLUMNS: &str = "event_id, occurred_at, trace_id, subject, credential, \
-                             organization_id, rooftop_ids, tool, profile, policy_decision, \
-                             resource_ids, outcome, delegation";
+                             organization_id, rooftop_ids, unresolved_rooftops, tool, profile, \
+                             policy_decision, resource_ids, outcome, delegation";
 /// The columns of an `AuditCount`, for `audit_count_from_row`.
 const AUDIT_COUNTER_COLUMNS: &str = "window_start, client_network, tool, outcome, profile, \
                                      policy_decision, count, first_trace_id, last_at";
@@ -268,6 +268,63 @@ where
                 .await
                 .map_err(map_sqlx_error)?
                 .rows_affected();
+            tx.commit().await.map_err(map_sqlx_error)?;
+            deleted += n;
+            through = Some(D::parse_time(at)?);
+        }
+    }
+
+    /// While `subject` has more than `max` events, delete its oldest, at
+    /// most [`AUDIT_PRUNE_BATCH`] per transaction (the principal's share of
+    /// the size bound, docs/tokens-and-audit.md "Retention and size").
+    /// Returns how many were deleted, and the time of the newest of them.
+    async fn bound_audit_share(
+        &self,
+        subject: &str,
+        max: u64,
+    ) -> Result<(u64, Option<DateTime<Utc>>), StoreError> {
+        let max = i64::try_from(max).unwrap_or(i64::MAX);
+        let batch = i64::try_from(AUDIT_PRUNE_BATCH).unwrap_or(i64::MAX);
+        let mut deleted = 0;
+        let mut through = None;
+        loop {
+            let mut tx = D::begin_write(&self.pool).await?;
+            // Two replicas pruning at once must not both delete the excess.
+            D::serialize(&mut tx, Writers::Audit).await?;
+            let total: i64 =
+                sqlx::query_scalar("select count(*) from audit_events where subject = $1")
+                    .bind(subject)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(map_sqlx_error)?;
+            let excess = (total - max).min(batch);
+            if excess <= 0 {
+                tx.commit().await.map_err(map_sqlx_error)?;
+                return Ok((deleted, through));
+            }
+            // The newest of the principal's `excess` oldest events.
+            let key = sqlx::query(
+                "select occurred_at, event_id from audit_events where subject = $1
+                 order by occurred_at, event_id limit 1 offset $2",
+            )
+            .bind(subject)
+            .bind(excess - 1)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?;
+            let at: D::Time = key.try_get(0).map_err(map_sqlx_error)?;
+            let event_id: String = key.try_get(1).map_err(map_sqlx_error)?;
+            let n = sqlx::query(
+                "delete from audit_events
+                 where subject = $1 and (occurred_at, event_id) <= ($2, $3)",
+            )
+            .bind(subject)
+            .bind(&at)
+            .bind(&event_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(map_sqlx_error)?
+            .rows_affected();
             tx.commit().await.map_err(map_sqlx_error)?;
             deleted += n;
             through = Some(D::parse_time(at)?);
@@ -428,9 +485,9 @@ where
         sqlx::query(AssertSqlSafe(format!(
             "insert into audit_events (event_id, occurred_at, trace_id, subject, credential,
                  organization_id, rooftop_ids, tool, profile, policy_decision, resource_ids,
-                 outcome, delegation)
+                 outcome, delegation, unresolved_rooftops)
              values ($1, $2, $3, $4, $5{json}, $6, $7{json}, $8, $9, $10, $11{json}, $12,
-                 $13{json})",
+                 $13{json}, $14)",
             json = D::JSON
         )))
         .bind(&event.event_id)
@@ -446,6 +503,7 @@ where
         .bind(json_text(&event.resource_ids)?)
         .bind(&event.outcome)
         .bind(json_text(&event.delegation)?)
+        .bind(i64::from(event.unresolved_rooftops))
         .execute(executor)
         .await
         .map_err(map_sqlx_error)?;
@@ -530,6 +588,11 @@ where
             credential: D::read_json(row, "credential")?,
             organization_id: row.try_get("organization_id").map_err(map_sqlx_error)?,
             rooftop_ids: json::<D, _>(row, "rooftop_ids")?,
+            unresolved_rooftops: {
+                let n: i64 = row.try_get("unresolved_rooftops").map_err(map_sqlx_error)?;
+                u32::try_from(n)
+                    .map_err(|_| StoreError::Corrupt(format!("audit unresolved_rooftops {n}")))?
+            },
             tool: row.try_get("tool").map_err(map_sqlx_error)?,
             profile: row.try_get("profile").map_err(map_sqlx_error)?,
             policy_decision: row.try_get("policy_decision").map_err(map_sqlx_error)?,
@@ -1040,6 +1103,29 @@ where
                 &cutoff,
             )
             .await?;
+        // Each principal's share first (docs/tokens-and-audit.md "Retention
+        // and size"): a principal past its share loses its own oldest
+        // events, so no principal can push out another's.
+        let per_subject: Vec<(String, i64)> =
+            sqlx::query_as("select subject, count(*) from audit_events group by subject")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(map_sqlx_error)?;
+        let counts: Vec<u64> = per_subject
+            .iter()
+            .map(|(_, n)| u64::try_from(*n).unwrap_or(0))
+            .collect();
+        let mut events_over_share = 0;
+        let mut share_through: Option<DateTime<Utc>> = None;
+        if let Some(share) = super::audit::share_of(&counts, max_events) {
+            for ((subject, _), count) in per_subject.iter().zip(&counts) {
+                if *count > share {
+                    let (n, through) = self.bound_audit_share(subject, share).await?;
+                    events_over_share += n;
+                    share_through = share_through.max(through);
+                }
+            }
+        }
         let (events_over_limit, events_pruned_through) = self
             .bound_audit(
                 max_events,
@@ -1062,9 +1148,10 @@ where
         Ok(AuditPruneSummary {
             events_expired,
             counters_expired,
-            events_over_limit,
+            events_over_limit: events_over_share + events_over_limit,
+            events_over_share,
             counters_over_limit,
-            events_pruned_through,
+            events_pruned_through: events_pruned_through.max(share_through),
             counters_pruned_through,
         })
     }

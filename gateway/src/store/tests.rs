@@ -229,6 +229,7 @@ backend_suite! {
         audit_counters_add_up_and_cap_the_keys_of_a_window,
         audit_retention_prunes_entries_older_than_the_cutoff,
         audit_size_bound_prunes_the_oldest_entries_first,
+        audit_one_principal_flooding_keeps_every_other_principals_events,
         availability_observations_round_trip_newest_first,
         stored_settings_without_an_availability_source_decode_as_feed,
         programs_revisions_coexist_and_import_counts,
@@ -1843,6 +1844,7 @@ fn audit_event(n: u32, occurred_at: &str) -> AuditEvent {
         }),
         organization_id: Some("org-a".into()),
         rooftop_ids: vec!["a-1".into(), "a-2".into()],
+        unresolved_rooftops: 0,
         tool: "dealeragent.inventory.search".into(),
         profile: "dealeragent.inventory/0.1".into(),
         policy_decision: "allow".into(),
@@ -2400,6 +2402,63 @@ async fn audit_size_bound_prunes_the_oldest_entries_first(store: &dyn Store) {
     let footprint = store.audit_footprint().await.unwrap();
     assert_eq!((footprint.events, footprint.counters), (45, 5));
     assert!(footprint.events + footprint.counters <= policy.max_events);
+}
+
+/// Each principal has its own share of the size bound
+/// (docs/tokens-and-audit.md "Retention and size"): a partner that floods
+/// the log loses its own oldest events, never the (older) events of a
+/// quiet partner, and the unresolved-rooftop count is kept.
+async fn audit_one_principal_flooding_keeps_every_other_principals_events(store: &dyn Store) {
+    let event = |subject: &str, n: u32, second: u32| {
+        let mut e = audit_event(
+            n,
+            &format!("2026-12-01T10:{:02}:{:02}Z", second / 60, second % 60),
+        );
+        e.subject = subject.to_owned();
+        e
+    };
+    // The quiet partner's events are the oldest of the log.
+    let mut quiet: Vec<AuditEvent> = (0..10).map(|n| event("partner:quiet", n, n)).collect();
+    quiet[0].unresolved_rooftops = 100;
+    quiet[0].rooftop_ids = Vec::new();
+    let mut anonymous: Vec<AuditEvent> = (0..20)
+        .map(|n| event("anonymous", 100 + n, 20 + n))
+        .collect();
+    anonymous.iter_mut().for_each(|e| e.credential = None);
+    let flood: Vec<AuditEvent> = (0..300)
+        .map(|n| event("partner:flood", 1_000 + n, 60 + n))
+        .collect();
+    for e in quiet.iter().chain(&anonymous).chain(&flood) {
+        store.append_audit(e).await.unwrap();
+    }
+    let summary = store
+        .prune_audit(at("2000-01-01T00:00:00Z"), 100, 10)
+        .await
+        .unwrap();
+    // 10 + 20 fit their share; the flooder keeps the other 70, its newest.
+    assert_eq!(summary.events_over_limit, 230);
+    assert_eq!(summary.events_over_share, 230);
+    assert_eq!(summary.events_pruned_through, Some(flood[229].occurred_at));
+    let kept = store
+        .audit_since(at("2000-01-01T00:00:00Z"), 1_000)
+        .await
+        .unwrap();
+    let of = |subject: &str| -> Vec<AuditEvent> {
+        kept.iter()
+            .filter(|e| e.subject == subject)
+            .cloned()
+            .collect()
+    };
+    assert_eq!(of("partner:quiet"), quiet);
+    assert_eq!(of("anonymous"), anonymous);
+    assert_eq!(of("partner:flood"), flood[230..]);
+    assert_eq!(of("partner:quiet")[0].unresolved_rooftops, 100);
+    // Within the bound now: a second pass deletes nothing.
+    let again = store
+        .prune_audit(at("2000-01-01T00:00:00Z"), 100, 10)
+        .await
+        .unwrap();
+    assert_eq!(again, AuditPruneSummary::default());
 }
 
 // ---------------------------------------------------------------------------

@@ -697,6 +697,16 @@ pub fn error_object(
                     .to_owned(),
             )
         }
+        ToolError::AuditUnavailable { retry_after_ms } => {
+            details.insert(
+                "retry_after_ms".into(),
+                json!((*retry_after_ms).min(86_400_000)),
+            );
+            (
+                "INTERNAL_ERROR",
+                "The gateway could not record this read in its audit log; retry after details.retry_after_ms.".to_owned(),
+            )
+        }
         ToolError::UpstreamUnavailable { retry_after_ms } => {
             details.insert(
                 "retry_after_ms".into(),

@@ -132,6 +132,12 @@ pub enum ToolError {
     /// nothing was evaluated; retryable after `retry_after_ms`.
     #[error("offer evaluations saturated")]
     EvaluationsBusy { retry_after_ms: u64 },
+    /// The call's audit event could not be written, so its answer was
+    /// withheld (DAP 0.1 section 11: reads of non-public data emit audit
+    /// events; docs/tokens-and-audit.md "When the audit log cannot be
+    /// written"); retryable after `retry_after_ms`.
+    #[error("audit log unavailable")]
+    AuditUnavailable { retry_after_ms: u64 },
     /// Anything unexpected. The detail is logged with `error_id`, never sent.
     #[error("internal error: {detail}")]
     Internal { detail: String },
@@ -151,9 +157,9 @@ impl ToolError {
             Self::AuthRequired { .. } => ErrorCode::AuthRequired,
             Self::RateLimited { .. } => ErrorCode::RateLimited,
             Self::ScopeInsufficient { .. } => ErrorCode::ScopeInsufficient,
-            Self::UpstreamUnavailable { .. } | Self::EvaluationsBusy { .. } => {
-                ErrorCode::UpstreamUnavailable
-            }
+            Self::UpstreamUnavailable { .. }
+            | Self::EvaluationsBusy { .. }
+            | Self::AuditUnavailable { .. } => ErrorCode::UpstreamUnavailable,
             Self::Internal { .. } => ErrorCode::Internal,
         }
     }
@@ -199,6 +205,10 @@ impl ToolError {
                 "The gateway's offer evaluations are all busy; nothing was evaluated. Retry after retry_after_ms.".to_owned(),
                 None,
             ),
+            Self::AuditUnavailable { .. } => (
+                "The gateway could not record this read in its audit log, so it was not answered. Retry after retry_after_ms.".to_owned(),
+                None,
+            ),
             Self::Internal { .. } => (
                 format!(
                     "The gateway failed unexpectedly; quote error id {error_id} to the operator."
@@ -210,7 +220,8 @@ impl ToolError {
             // The schema's bound: at most a day.
             Self::RateLimited { retry_after_ms }
             | Self::UpstreamUnavailable { retry_after_ms }
-            | Self::EvaluationsBusy { retry_after_ms } => Some((*retry_after_ms).min(86_400_000)),
+            | Self::EvaluationsBusy { retry_after_ms }
+            | Self::AuditUnavailable { retry_after_ms } => Some((*retry_after_ms).min(86_400_000)),
             Self::Validation { .. }
             | Self::Invalid { .. }
             | Self::AuthRequired { .. }

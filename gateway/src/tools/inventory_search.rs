@@ -306,6 +306,9 @@ pub async fn search(
                 ),
                 None => CursorPayload::new(&binding, &versions, key, now),
             };
+            // The cursor's snapshots stay in memory while it can be used
+            // (docs/inventory.md "Cursors").
+            ctx.inventory().pin(&indexes, payload.expires_at);
             page_info["next_cursor"] = json!(cursor::seal(ctx.cursor_key(), &payload));
         }
         let mut provenance = provenance.clone();

@@ -259,6 +259,7 @@ fn audit_record<T>(
             // failed: the caller was served, and the quota bounds these.
             ToolError::UpstreamUnavailable { .. }
             | ToolError::EvaluationsBusy { .. }
+            | ToolError::AuditUnavailable { .. }
             | ToolError::Internal { .. } => AuditRecord::OneByOne,
             ToolError::AuthRequired { .. }
             | ToolError::ScopeInsufficient { .. }
@@ -284,6 +285,7 @@ fn decision_of<T>(result: &Result<T, ToolError>) -> (&'static str, &'static str)
                 | ToolError::Invalid { .. }
                 | ToolError::UpstreamUnavailable { .. }
                 | ToolError::EvaluationsBusy { .. }
+                | ToolError::AuditUnavailable { .. }
                 | ToolError::Internal { .. } => "allow",
             },
             error.code().as_str(),
@@ -291,32 +293,37 @@ fn decision_of<T>(result: &Result<T, ToolError>) -> (&'static str, &'static str)
     }
 }
 
+/// How long a caller refused for an unwritable audit log waits to retry.
+const AUDIT_RETRY_AFTER_MS: u64 = 5_000;
+
 /// Write the audit record of one call (see [`AuditRecord`]). Ids only:
-/// never tokens, secrets or raw arguments. An identifier argument is
-/// recorded only when it satisfies the identifier schema; otherwise it is
-/// [`crate::store::audit::INVALID_MARKER`] (the call may have been refused
-/// before its arguments were validated, e.g. over the quota). A failed
-/// write is logged, not fatal: the read already happened and the caller is
-/// not to blame.
+/// never tokens, secrets or raw arguments. The organization argument is
+/// recorded only when it satisfies the identifier schema (otherwise
+/// [`crate::store::audit::INVALID_MARKER`]: the call may have been refused
+/// before its arguments were validated, e.g. over the quota); of the
+/// rooftop arguments only those that name a rooftop of the directory are
+/// recorded, the others counted (docs/tokens-and-audit.md "Audit events").
+/// Returns false when a record was due and could not be written: [`invoke`]
+/// then withholds the answer.
 async fn audit(
     ctx: &ToolContext,
     tool: &crate::catalog::Tool,
     args: &Value,
     result: &Result<Produced, ToolError>,
-) {
+) -> bool {
     use crate::store::audit::{
         AuditCount, INVALID_MARKER, MAX_COUNTER_KEYS_PER_WINDOW, identifier_or_marker,
-        identifiers_of,
+        resolve_rooftops,
     };
     let (decision, outcome) = decision_of(result);
     let record = audit_record(&ctx.principal, tool, result);
     let kind = match record {
-        AuditRecord::None => return,
+        AuditRecord::None => return true,
         AuditRecord::Counted => "counter",
         AuditRecord::OneByOne => "event",
     };
     let written = match record {
-        AuditRecord::None => return,
+        AuditRecord::None => return true,
         AuditRecord::Counted => {
             let count = AuditCount::one(
                 Utc::now(),
@@ -347,12 +354,27 @@ async fn audit(
                 .get("organization_id")
                 .or_else(|| args.get("dealer_id"))
                 .map(identifier);
-            event.rooftop_ids = match (args.get("rooftop_id"), args.get("rooftop_ids")) {
-                (Some(one), _) => vec![identifier(one)],
-                (None, Some(Value::Array(many))) => identifiers_of(many),
-                (None, Some(_)) => vec![INVALID_MARKER.to_owned()],
-                (None, None) => Vec::new(),
+            let named: &[Value] = match (args.get("rooftop_id"), args.get("rooftop_ids")) {
+                (Some(one), _) => std::slice::from_ref(one),
+                (None, Some(Value::Array(many))) => many,
+                (None, Some(other)) => std::slice::from_ref(other),
+                (None, None) => &[],
             };
+            // Only what identifies the decision: rooftops of the directory
+            // (read or refused); ids that name no rooftop are counted, so a
+            // caller cannot grow the log with ids of its own making.
+            let directory = if named.is_empty() {
+                None
+            } else {
+                ctx.directory().snapshot().await.ok()
+            };
+            (event.rooftop_ids, event.unresolved_rooftops) = resolve_rooftops(named, |id| {
+                directory.as_deref().is_some_and(|d| {
+                    d.organizations
+                        .iter()
+                        .any(|o| o.rooftops.iter().any(|r| r.rooftop_id == id))
+                })
+            });
             if let Ok(output) = result {
                 event.resource_ids = output.resource_ids();
             }
@@ -362,9 +384,23 @@ async fn audit(
         }
     };
     crate::store::audit::count_write(kind, &written);
-    if let Err(e) = written {
-        tracing::error!(error = %e, trace.id = %ctx.trace_id, "audit write failed");
+    match written {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::error!(error = %e, trace.id = %ctx.trace_id, "audit write failed");
+            false
+        }
     }
+}
+
+/// Whether a call whose audit record could not be written is refused: an
+/// authenticated call always (the only calls that can read non-public
+/// data; DAP 0.1 section 11), an anonymous one with
+/// `--audit-refuse-public-reads` (docs/tokens-and-audit.md "When the audit
+/// log cannot be written").
+fn refuse_unaudited(ctx: &ToolContext) -> bool {
+    matches!(ctx.principal, Principal::Authenticated(_))
+        || ctx.state.settings.audit_refuse_public_reads
 }
 
 /// Tool-level policy from the catalog, decided before anything is looked
@@ -538,7 +574,18 @@ pub async fn invoke(ctx: &ToolContext, name: &str, args: &Value) -> Option<ToolO
         Ok((output, meta)) => (Ok(output), meta),
         Err(e) => (Err(e), None),
     };
-    audit(ctx, tool, args, &result).await;
+    // The record is written before anything is sent; an answer whose record
+    // could not be written is withheld (retryable), never sent unaudited.
+    let (result, meta) = if !audit(ctx, tool, args, &result).await && refuse_unaudited(ctx) {
+        (
+            Err(ToolError::AuditUnavailable {
+                retry_after_ms: AUDIT_RETRY_AFTER_MS,
+            }),
+            None,
+        )
+    } else {
+        (result, meta)
+    };
     Some(match result {
         Ok(produced) => {
             let (structured, links) = match produced {

@@ -528,6 +528,9 @@ pub(crate) mod drift {
             ToolError::EvaluationsBusy {
                 retry_after_ms: 1_000,
             },
+            ToolError::AuditUnavailable {
+                retry_after_ms: 1_000,
+            },
             ToolError::internal("boom"),
         ];
         let objects: Vec<DapError> = errors

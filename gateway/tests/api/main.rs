@@ -9,6 +9,7 @@ mod common;
 
 mod aap;
 mod agents_guide;
+mod audit_bounds;
 mod availability;
 mod budget;
 mod catalog;
@@ -22,7 +23,9 @@ mod get_vehicle;
 mod hardening;
 mod import_dealers;
 mod import_inventory;
+mod import_memory;
 mod import_programs;
+mod import_stall;
 mod import_trust;
 mod inventory_search;
 mod mcp_fuzz;

@@ -1691,7 +1691,10 @@ async fn an_identifier_that_fails_validation_is_audited_as_the_marker() {
     // Authenticated calls are still kept one by one, but never the raw value.
     assert_eq!(e.subject, "partner:fleet");
     assert_eq!(e.organization_id.as_deref(), Some("invalid"));
-    assert_eq!(e.rooftop_ids, [FLEET, "invalid", "invalid"]);
+    // Rooftop ids that name no rooftop are counted, not kept
+    // (docs/tokens-and-audit.md "Audit events").
+    assert_eq!(e.rooftop_ids, [FLEET]);
+    assert_eq!(e.unresolved_rooftops, 2);
     assert_eq!(e.outcome, "dealeragent.validation.invalid");
     let line = serde_json::to_string(e).unwrap();
     assert!(line.len() < 1_024, "{} bytes: {}", line.len(), &line[..200]);
@@ -1725,6 +1728,7 @@ async fn audit_retention_and_the_size_bound_hold_from_start_up() {
         credential: None,
         organization_id: Some(ORG.into()),
         rooftop_ids: vec![FLEET.into()],
+        unresolved_rooftops: 0,
         tool: "dealeragent.inventory.search".into(),
         profile: "dealeragent.inventory/0.1".into(),
         policy_decision: "allow".into(),

@@ -377,6 +377,7 @@ fn audit_event(n: usize, occurred_at: DateTime<Utc>) -> AuditEvent {
         }),
         organization_id: Some(ORG.into()),
         rooftop_ids: vec!["roof.lakeshore-chicago".into()],
+        unresolved_rooftops: 0,
         tool: "dealeragent.inventory.get_vehicle".into(),
         profile: "dealeragent.inventory/0.1".into(),
         policy_decision: if n.is_multiple_of(3) { "deny" } else { "allow" }.into(),
