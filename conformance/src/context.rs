@@ -250,6 +250,28 @@ impl Ctx {
 
 /// A tool of the AAP MCP binding (`aap_<skill>`), outside DAP's error
 /// rules.
+/// The argument that asks `tool` for its fullest answer, when its input
+/// schema in `tools` (the objects of `tools/list`) offers a level of detail:
+/// a string member whose allowed values include `full`. DAP defines none,
+/// so on a gateway without one this is `None` and its default answer is
+/// the whole record; a gateway that answers concise records by default
+/// (e.g. to fit an agent's result budget) is read in full, so a check sees
+/// every member a record holds, whichever gateway it runs against.
+pub fn full_detail(tools: &[Value], tool: &str) -> Option<(String, Value)> {
+    let schema = tools
+        .iter()
+        .find(|t| t.get("name").and_then(Value::as_str) == Some(tool))?
+        .get("inputSchema")?;
+    let props = schema.get("properties")?.as_object()?;
+    props.iter().find_map(|(name, p)| {
+        let values = p.get("enum")?.as_array()?;
+        values
+            .iter()
+            .any(|v| v == "full")
+            .then(|| (name.clone(), json!("full")))
+    })
+}
+
 pub fn is_aap_binding_tool(name: &str) -> bool {
     name.starts_with("aap_")
 }
@@ -412,6 +434,12 @@ pub async fn walk(
     let mut args = json!({"organization_id": organization_id, "page": {"limit": limit}});
     if let Some(r) = &rooftop_ids {
         args["rooftop_ids"] = json!(r);
+    }
+    // The walks feed checks that read optional members (a used vehicle's
+    // tenure and history): ask for whole records where the gateway offers
+    // a level of detail.
+    if let Some((name, full)) = full_detail(&cx.tools(), SEARCH) {
+        args[name] = full;
     }
     let visible: BTreeSet<String> = cx
         .visible_to(caller)

@@ -69,19 +69,7 @@ impl Env {
     /// include `full`). DAP defines none, so this is empty on a gateway
     /// without one; the grader uses it to see everything a record holds.
     pub fn full_detail(&self, tool: &str) -> Option<(String, Value)> {
-        let schema = self
-            .tools
-            .iter()
-            .find(|t| t.get("name").and_then(Value::as_str) == Some(tool))?
-            .get("inputSchema")?;
-        let props = schema.get("properties")?.as_object()?;
-        props.iter().find_map(|(name, p)| {
-            let values = p.get("enum")?.as_array()?;
-            values
-                .iter()
-                .any(|v| v == "full")
-                .then(|| (name.clone(), json!("full")))
-        })
+        crate::context::full_detail(&self.tools, tool)
     }
 }
 

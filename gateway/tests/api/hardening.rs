@@ -480,8 +480,11 @@ async fn only_the_organizations_own_credentials_read_why_its_rules_fail() {
         .expect("a new demo vehicle at Chicago")
         .to_owned();
     store_failing_programs(&app.database_url).await;
+    // `detail: "full"`: the trace is part of what must carry no rule text,
+    // and the concise default leaves it out (docs/pricing.md section 2).
     let evaluate = json!({"organization_id": ORG, "rooftop_id": CHICAGO, "vehicle_id": vehicle_id,
-        "profile": {"payment_mode": "unknown", "jurisdiction": {"country": "US", "subdivision": "US-IL"}}});
+        "profile": {"payment_mode": "unknown", "jurisdiction": {"country": "US", "subdivision": "US-IL"}},
+        "detail": "full"});
     let disclose = json!({"organization_id": ORG, "rooftop_id": CHICAGO, "vehicle_id": vehicle_id});
 
     // The organization's own grant reads every word (its console's
