@@ -5,7 +5,7 @@
 -- How many rooftop ids a call named that name no rooftop of the directory:
 -- counted instead of stored, so an event holds only what identifies the
 -- decision.
-alter table audit_events add column unresolved_rooftops integer not null default 0
+alter table audit_events add column unresolved_rooftops bigint not null default 0
     check (unresolved_rooftops >= 0);
 
 -- The size bound prunes each principal's own oldest events past its share
