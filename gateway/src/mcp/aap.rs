@@ -12,7 +12,7 @@
 //! `tools/list` lists the four AAP read tools only, the inventory search
 //! tool with its capabilities under `_meta["autoagentprotocol.org/aap"]`,
 //! and every tool call runs with the path's organization pinned
-//! (`tools::aap_map::PINNED_ORGANIZATION`).
+//! (`tools::ToolContext::pinned_organization`).
 //!
 //! Authorization before lookup (DAP-CORE-029..031): the path's organization
 //! is resolved against what the caller may see once the credential is

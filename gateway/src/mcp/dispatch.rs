@@ -392,7 +392,7 @@ async fn tools_call(
     };
     // On an AAP endpoint the dealer is the path's: an absent dealer_id is
     // the endpoint's organization (so the audit record names it), and a
-    // given one must be it (aap_map::dealer, under the pin below).
+    // given one must be it (aap_map::dealer, with the context pinned below).
     let pinned = match endpoint {
         Endpoint::Aap { organization_id } => {
             if let Value::Object(members) = &mut args
@@ -411,18 +411,13 @@ async fn tools_call(
         caller.client_ip,
         trace_id.to_owned(),
     );
+    let ctx = match pinned {
+        Some(organization_id) => ctx.pinned_to(organization_id),
+        None => ctx,
+    };
     // Only a catalog name becomes a label or a log field (no echo).
     *tool = Some(catalog_tool.name.clone());
-    let invoked = tools::invoke(&ctx, name, args);
-    let outcome = match pinned {
-        Some(organization_id) => {
-            crate::tools::aap_map::PINNED_ORGANIZATION
-                .scope(organization_id, invoked)
-                .await
-        }
-        None => invoked.await,
-    }
-    .ok_or_else(unknown)?;
+    let outcome = tools::invoke(&ctx, name, args).await.ok_or_else(unknown)?;
     let mut body = Map::with_capacity(3);
     body.insert("isError".into(), Value::Bool(outcome.is_error));
     if let Some(meta) = outcome.meta {

@@ -101,15 +101,6 @@ pub struct Privacy {
 // The dealer
 // ---------------------------------------------------------------------------
 
-tokio::task_local! {
-    /// The organization of the AAP endpoint a call came through
-    /// (`/aap/{organization_id}/mcp`, `mcp::aap`), set by the MCP layer
-    /// around the call. The tool pipeline's context is shared by every tool,
-    /// so the endpoint's tenant travels beside it rather than in the
-    /// caller's arguments, which can never widen it.
-    pub static PINNED_ORGANIZATION: String;
-}
-
 /// The dealer an AAP call is about, and the directory snapshot it was
 /// decided on. AAP's requests name no dealer: an AAP endpoint serves one.
 /// Through an AAP endpoint the dealer is that endpoint's organization, and
@@ -123,7 +114,7 @@ pub async fn dealer(
     ctx: &ToolContext,
     dealer_id: Option<&str>,
 ) -> Result<(Arc<DirectorySnapshot>, String), ToolError> {
-    let pinned = PINNED_ORGANIZATION.try_with(Clone::clone).ok();
+    let pinned = ctx.pinned_organization.clone();
     if let (Some(pinned), Some(given)) = (&pinned, dealer_id)
         && pinned != given
     {

@@ -57,6 +57,12 @@ pub struct ToolContext {
     pub client_ip: std::net::IpAddr,
     /// Correlates logs and error objects for this request.
     pub trace_id: String,
+    /// The organization of the AAP endpoint the call came through
+    /// (`/aap/{organization_id}/mcp`, docs/mcp.md "The AAP endpoints"), or
+    /// `None` on `/mcp` and for in-process callers. Part of the call's own
+    /// context, so it holds wherever the call runs; the caller's arguments
+    /// can never widen it (`aap_map::dealer`).
+    pub pinned_organization: Option<String>,
 }
 
 impl ToolContext {
@@ -72,7 +78,15 @@ impl ToolContext {
             principal,
             client_ip,
             trace_id,
+            pinned_organization: None,
         }
+    }
+
+    /// This context, answering for the AAP endpoint of `organization_id`
+    /// only (DAP-CORE-031: no call there reaches another organization).
+    pub fn pinned_to(mut self, organization_id: String) -> Self {
+        self.pinned_organization = Some(organization_id);
+        self
     }
 
     /// The tool catalog and its compiled schemas.
