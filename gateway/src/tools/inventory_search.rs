@@ -64,8 +64,8 @@ pub async fn search(
     args: super::args::SearchArgs,
     budget: Option<usize>,
 ) -> Result<Produced, ToolError> {
-    // Typed once (issue 13 item 2), then compiled with the cross-field
-    // rules the schema cannot express.
+    // Typed once (`args::SearchArgs`), then compiled with the cross-field
+    // rules the schema cannot express (docs/inventory.md "Search rules").
     let query = SearchQuery::compile(&args).map_err(|e| ToolError::Invalid {
         message: e.message.to_string(),
         // `FieldError::new` writes the parser's root pointer `""` as `/`
@@ -177,9 +177,9 @@ pub async fn search(
         &overlay,
     );
 
-    // Render once, serve many (issue 13 item 3): each vehicle's JSON was
-    // rendered and validated against the vehicle schema when its snapshot
-    // was indexed; the response appends those bytes plus the few members
+    // Render once, serve many (docs/benchmarks.md "After render-once"):
+    // each vehicle's JSON was rendered and validated against the vehicle
+    // schema when its snapshot was indexed; the response appends those bytes plus the few members
     // that depend on the clock. A vehicle with a newer availability check
     // of this replica, or whose pieces failed the schema, is built as a
     // tree and validated against the vehicle schema here.

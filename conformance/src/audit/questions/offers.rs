@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::pricing::{both_disclosures, cite_disclosure, finish, read_disclosure, record_checks};
+use super::pricing::{both_disclosures, finish, priced_disclosure, record_checks};
 use super::{Fee, Prc, Rsk, unanswerable};
 use crate::audit::agent::{OFFERS_EVALUATE, Session};
 use crate::audit::answer::{Answer, Claim, Condition, Fact, RiskFlag};
@@ -99,15 +99,10 @@ pub async fn discount_eligibility(
     session: &mut Session<'_>,
     s: &Subjects,
 ) -> Result<Answer, ClientError> {
-    let Some(v) = s.priced.as_ref() else {
-        return Ok(unanswerable(session, "no vehicle to ask about".into()));
-    };
-    let mut a = Answer::new(Vec::new());
-    let (read, d) = match read_disclosure(session, v, None, &mut a).await? {
+    let (mut a, d, cite, _) = match priced_disclosure(session, s, None).await? {
         Ok(x) => x,
         Err(why) => return Ok(unanswerable(session, why)),
     };
-    let cite = cite_disclosure(session, read, &d);
     offer_claims(&d, cite.clone(), &mut a);
     a.claims.push(Claim {
         fact: Fact::GenerallyAvailablePrice {
@@ -332,15 +327,10 @@ pub async fn discount_combination(
     session: &mut Session<'_>,
     s: &Subjects,
 ) -> Result<Answer, ClientError> {
-    let Some(v) = s.priced.as_ref() else {
-        return Ok(unanswerable(session, "no vehicle to ask about".into()));
-    };
-    let mut a = Answer::new(Vec::new());
-    let (read, d) = match read_disclosure(session, v, s.jurisdiction.as_ref(), &mut a).await? {
+    let (mut a, d, cite, v) = match priced_disclosure(session, s, s.jurisdiction.as_ref()).await? {
         Ok(x) => x,
         Err(why) => return Ok(unanswerable(session, why)),
     };
-    let cite = cite_disclosure(session, read, &d);
     offer_claims(&d, cite.clone(), &mut a);
     let rules: Vec<String> = d
         .conditional_adjustments
@@ -549,15 +539,10 @@ pub async fn no_eligibility_price(
     session: &mut Session<'_>,
     s: &Subjects,
 ) -> Result<Answer, ClientError> {
-    let Some(v) = s.priced.as_ref() else {
-        return Ok(unanswerable(session, "no vehicle to ask about".into()));
-    };
-    let mut a = Answer::new(Vec::new());
-    let (read, d) = match read_disclosure(session, v, s.jurisdiction.as_ref(), &mut a).await? {
+    let (mut a, d, cite, v) = match priced_disclosure(session, s, s.jurisdiction.as_ref()).await? {
         Ok(x) => x,
         Err(why) => return Ok(unanswerable(session, why)),
     };
-    let cite = cite_disclosure(session, read, &d);
     a.claims.push(Claim {
         fact: Fact::GenerallyAvailablePrice {
             vehicle_id: d.vehicle_id.clone(),

@@ -47,6 +47,36 @@ pub(super) async fn read_disclosure(
     Ok(Ok((read, d)))
 }
 
+/// What every question about the priced subject's disclosure starts from:
+/// the answer begun, the disclosure, its citation and the subject.
+pub(super) type PricedRead<'s> = (
+    Answer,
+    Disclosure,
+    Option<crate::audit::answer::Citation>,
+    &'s Vehicle,
+);
+
+/// The prologue of every question about the priced subject's disclosure;
+/// `Err` with the reason when there is no subject or no disclosure (the
+/// question is then unanswerable).
+pub(super) async fn priced_disclosure<'s>(
+    session: &mut Session<'_>,
+    s: &'s Subjects,
+    jurisdiction: Option<&Value>,
+) -> Result<Result<PricedRead<'s>, String>, ClientError> {
+    let Some(vehicle) = s.priced.as_ref() else {
+        return Ok(Err("no vehicle to ask about".into()));
+    };
+    let mut answer = Answer::new(Vec::new());
+    let (read, disclosure) =
+        match read_disclosure(session, vehicle, jurisdiction, &mut answer).await? {
+            Ok(x) => x,
+            Err(why) => return Ok(Err(why)),
+        };
+    let cite = cite_disclosure(session, read, &disclosure);
+    Ok(Ok((answer, disclosure, cite, vehicle)))
+}
+
 pub(super) fn cite_disclosure(
     session: &Session<'_>,
     read: usize,
@@ -62,15 +92,10 @@ fn is_doc_fee(id: &str, name: &str) -> bool {
 
 /// AUD-06.
 pub async fn required_fees(session: &mut Session<'_>, s: &Subjects) -> Result<Answer, ClientError> {
-    let Some(v) = s.priced.as_ref() else {
-        return Ok(unanswerable(session, "no vehicle to ask about".into()));
-    };
-    let mut a = Answer::new(Vec::new());
-    let (read, d) = match read_disclosure(session, v, None, &mut a).await? {
+    let (mut a, d, cite, _) = match priced_disclosure(session, s, None).await? {
         Ok(x) => x,
         Err(why) => return Ok(unanswerable(session, why)),
     };
-    let cite = cite_disclosure(session, read, &d);
     let price = &d.advertised_price;
     a.claims.push(Claim {
         fact: Fact::AdvertisedPrice {
@@ -320,15 +345,10 @@ pub async fn price_with_fees(
     session: &mut Session<'_>,
     s: &Subjects,
 ) -> Result<Answer, ClientError> {
-    let Some(v) = s.priced.as_ref() else {
-        return Ok(unanswerable(session, "no vehicle to ask about".into()));
-    };
-    let mut a = Answer::new(Vec::new());
-    let (read, d) = match read_disclosure(session, v, None, &mut a).await? {
+    let (mut a, d, cite, _) = match priced_disclosure(session, s, None).await? {
         Ok(x) => x,
         Err(why) => return Ok(unanswerable(session, why)),
     };
-    let cite = cite_disclosure(session, read, &d);
     let Some(total) = d.price_with_required_charges() else {
         return Ok(unanswerable(
             session,
@@ -492,15 +512,10 @@ pub async fn grade_price_with_fees(
 
 /// AUD-08.
 pub async fn out_the_door(session: &mut Session<'_>, s: &Subjects) -> Result<Answer, ClientError> {
-    let Some(v) = s.priced.as_ref() else {
-        return Ok(unanswerable(session, "no vehicle to ask about".into()));
-    };
-    let mut a = Answer::new(Vec::new());
-    let (read, d) = match read_disclosure(session, v, None, &mut a).await? {
+    let (mut a, d, cite, _) = match priced_disclosure(session, s, None).await? {
         Ok(x) => x,
         Err(why) => return Ok(unanswerable(session, why)),
     };
-    let cite = cite_disclosure(session, read, &d);
     let with_fees = d.price_with_required_charges();
     if let Some(m) = &with_fees {
         a.claims.push(Claim {
@@ -628,15 +643,10 @@ pub async fn government_charges(
     session: &mut Session<'_>,
     s: &Subjects,
 ) -> Result<Answer, ClientError> {
-    let Some(v) = s.priced.as_ref() else {
-        return Ok(unanswerable(session, "no vehicle to ask about".into()));
-    };
-    let mut a = Answer::new(Vec::new());
-    let (read, d) = match read_disclosure(session, v, s.jurisdiction.as_ref(), &mut a).await? {
+    let (mut a, d, cite, _) = match priced_disclosure(session, s, s.jurisdiction.as_ref()).await? {
         Ok(x) => x,
         Err(why) => return Ok(unanswerable(session, why)),
     };
-    let cite = cite_disclosure(session, read, &d);
     government_fact(&d, cite, &mut a);
     let g = &d.government_charges;
     a.text = match (g.status.as_str(), &g.total) {
