@@ -42,6 +42,8 @@ pub mod cli;
 pub mod config;
 /// The rooftop manager's console at `/console/` (server-rendered pages).
 pub mod console;
+/// The DAP 0.1 wire vocabulary shared by every layer.
+pub mod dap;
 /// The dealers file: parse, validate, convert.
 pub mod dealers;
 /// Deterministic demo data (a dealers file, DAP Inventory CSV feeds) and

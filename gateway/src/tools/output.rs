@@ -26,51 +26,7 @@ pub trait ToolOutput: Serialize {
     const OUTPUT: &'static str;
 }
 
-/// DAP `source`: one named source of a record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Source {
-    pub source_name: String,
-    pub authority: String,
-    pub observed_at: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source_record_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub content_digest: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source_uri: Option<String>,
-}
-
-/// DAP `provenance` (DAP 6.4: where a record came from).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Provenance {
-    pub sources: Vec<Source>,
-    pub authority_status: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub transformed_at: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub transformations: Vec<String>,
-}
-
-/// DAP `freshness.state`. A stale or unknown record stays so (DAP 6.4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FreshnessState {
-    Current,
-    Stale,
-    Unknown,
-    Withdrawn,
-}
-
-/// DAP `freshness` (DAP 6.4).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Freshness {
-    pub observed_at: String,
-    pub state: FreshnessState,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub valid_until: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_age_seconds: Option<u32>,
-}
+pub use crate::dap::provenance::{Freshness, FreshnessState, Provenance, Source};
 
 /// `dealeragent.dealer.get` and the organization resource:
 /// `dealerOrganization`.
