@@ -91,10 +91,6 @@ pub mod tools;
 /// DAP's static publication, the gateway discovery document and `/llms.txt`.
 pub mod wellknown;
 
-mod run;
-
-pub use run::run;
-
 /// Top-level failures of a command. Each maps to an exit code in `run`.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -6,5 +6,5 @@ use clap::Parser;
 async fn main() -> std::process::ExitCode {
     let cli = gateway::cli::Cli::parse();
     gateway::telemetry::init(&cli.log);
-    gateway::run(cli).await
+    gateway::cli::run(cli).await
 }

@@ -11,8 +11,8 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Failure, rfc3339};
 use crate::Error;
+use crate::cli::{Failure, rfc3339};
 use crate::offers::OrgPrograms;
 use crate::store::{self, ProgramRevisionRecord};
 
