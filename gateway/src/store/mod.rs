@@ -1137,8 +1137,7 @@ fn plan_programs_change<'a>(
 /// The audit event of a programs change: `audit` with the added and
 /// withdrawn pairs as its resource ids.
 fn programs_audit_event(audit: &AuditEvent, plan: &ProgramsPlan<'_>) -> AuditEvent {
-    let mut event = audit.clone();
-    event.resource_ids = plan
+    let resource_ids = plan
         .inserts
         .iter()
         .map(|r| {
@@ -1150,5 +1149,5 @@ fn programs_audit_event(audit: &AuditEvent, plan: &ProgramsPlan<'_>) -> AuditEve
         })
         .chain(plan.withdraw.iter().map(ProgramRevision::audit_id))
         .collect();
-    event
+    audit.clone().with_resource_ids(resource_ids)
 }

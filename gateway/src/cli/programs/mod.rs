@@ -4,8 +4,6 @@
 //! its whole-set check and its audit event; a refused change is audited
 //! too.
 
-use chrono::Utc;
-
 use super::{Failure, LOG_TARGET, ProgramsCommand};
 use crate::store::{self, Store};
 
@@ -111,36 +109,28 @@ impl ProgramsRefusal {
     }
 }
 
-/// The audit event of a programs change made from the CLI: subject
-/// `cli:<user>` (`cli` when `$USER` is not an identifier), tool `tool`,
-/// outcome `ok`, no resource id yet.
-fn programs_event(organization: &str, tool: &str) -> store::AuditEvent {
+/// The audit profile of a programs change (docs/pricing.md "Audit").
+const PROGRAMS_PROFILE: &str = "dealergateway.programs/0.1";
+
+/// Who runs the command, as an audit subject: `cli:<user>`, or `cli` when
+/// `$USER` is not an identifier.
+fn operator_subject() -> String {
     let user = std::env::var("USER").unwrap_or_default();
-    let subject = if store::audit::is_identifier(&user) {
+    if store::audit::is_identifier(&user) {
         format!("cli:{user}")
     } else {
         "cli".to_owned()
-    };
-    store::AuditEvent {
-        event_id: uuid::Uuid::now_v7().to_string(),
-        occurred_at: chrono::SubsecRound::trunc_subsecs(Utc::now(), 6),
-        trace_id: uuid::Uuid::now_v7().simple().to_string(),
-        subject,
-        credential: None,
-        organization_id: Some(organization.to_owned()),
-        rooftop_ids: Vec::new(),
-        unresolved_rooftops: 0,
-        tool: tool.to_owned(),
-        profile: "dealergateway.programs/0.1".to_owned(),
-        policy_decision: "allow".to_owned(),
-        resource_ids: Vec::new(),
-        outcome: "ok".to_owned(),
-        delegation: Vec::new(),
     }
 }
 
-/// Append the audit event of a refused programs change (issue 12: refused
-/// changes leave a trace as accepted ones do). It is the only thing a
+/// The audit event of a programs change made from the CLI: subject
+/// [`operator_subject`], tool `tool`, outcome `ok`, no resource id yet.
+fn programs_event(organization: &str, tool: &str) -> store::AuditEvent {
+    store::AuditEvent::for_operator(operator_subject(), organization, tool, PROGRAMS_PROFILE)
+}
+
+/// Append the audit event of a refused programs change (refused changes
+/// leave a trace as accepted ones do; docs/pricing.md "Audit"). It is the only thing a
 /// refusal writes, in its own statement after the refused transaction
 /// rolled back. Like every event it is bounded by the store
 /// ([`store::AuditEvent::bounded`]): an organization or resource id that is
@@ -153,9 +143,9 @@ async fn audit_programs_refusal(
     refusal: ProgramsRefusal,
     resource_ids: Vec<String>,
 ) {
-    let mut event = programs_event(organization, tool);
-    event.outcome = refusal.outcome().to_owned();
-    event.resource_ids = resource_ids;
+    let event = programs_event(organization, tool)
+        .decided("allow", refusal.outcome())
+        .with_resource_ids(resource_ids);
     let written = store.append_audit(&event).await;
     crate::store::audit::count_write("event", &written);
     if let Err(e) = written {
