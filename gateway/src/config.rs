@@ -1,5 +1,5 @@
 //! Typed settings. Every flag has an environment variable and a `--help`
-//! line (issue 2, item 8); defaults give the embedded single-machine setup.
+//! line; defaults give the embedded single-machine setup.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -132,8 +132,8 @@ pub struct ServeSettings {
 
     /// How often each replica re-reads an organization's incentive programs
     /// from the store: an import, replacement or withdrawal reaches every
-    /// evaluation and disclosure within this interval (docs/pricing.md,
-    /// issue 12 item 3). At least 1.
+    /// evaluation and disclosure within this interval (docs/pricing.md).
+    /// At least 1.
     #[arg(
         long,
         env = "DEALER_GATEWAY_PROGRAMS_REFRESH_SECONDS",
@@ -364,7 +364,8 @@ pub struct ServeSettings {
     pub seed_dealers: Option<PathBuf>,
 }
 
-/// Why `serve --config FILE` refused its file (issue 15 item 6). The
+/// Why `serve --config FILE` refused its file (docs/operations.md
+/// "Configuration file"). The
 /// gateway does not start: a file is applied whole or not at all.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigFileError {

@@ -104,7 +104,7 @@ pub enum Command {
     /// score with what is missing and how to fix it, and the offer
     /// evaluation as a table (docs/pricing.md). The vehicle is chosen by
     /// exactly one of --vin or --stock.
-    // Issue 14 item 6: the one-of is a required clap group, so `--help`
+    // The one-of is a required clap group, so `--help`
     // and the usage line show `<--vin <VIN>|--stock <STOCK>>`.
     #[command(group(
         clap::ArgGroup::new("vehicle")

@@ -16,7 +16,7 @@ use crate::report::{Position, Problem};
 /// file may set them (`progress` concerns only the one-shot commands).
 const GLOBAL_SERVE_KEYS: [&str; 3] = ["database_url", "log", "log_format"];
 
-/// `serve --config FILE` (issue 15 item 6): parse `args` (the process's
+/// `serve --config FILE`: parse `args` (the process's
 /// command line) again with the file's settings layered under the flags
 /// and environment variables. `Ok(None)` when `args` is not a `serve` (or
 /// `stdio`, which shares the serve settings) with `--config`.
@@ -38,7 +38,7 @@ pub fn with_config_file(args: &[OsString]) -> Result<Option<Cli>, ConfigFileErro
         .try_get_matches_from(args)
         .map_err(|e| ConfigFileError::CommandLine(e.to_string()))?;
     // `stdio` takes the serve settings too (flattened), so the same file
-    // configures both (issue 15 item 5).
+    // configures both.
     let Some((subcommand, serve_matches)) = ["serve", "stdio"]
         .into_iter()
         .find_map(|name| matches.subcommand_matches(name).map(|m| (name, m)))
