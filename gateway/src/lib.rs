@@ -55,6 +55,8 @@ pub mod directory;
 pub mod disclosure;
 /// The ground floor: records shared by every layer; imports nothing above.
 pub mod domain;
+/// The error guide: each layer's error type and how it maps outward.
+pub mod errors;
 /// The published DAP Inventory CSV feed of an organization (`/feeds/{organization_id}/inventory.csv`).
 pub mod feed_export;
 /// Inventory feeds (DAP CSV, Dealer.com CSV, JSON): parse, validate, convert.
@@ -95,16 +97,21 @@ mod run;
 
 pub use run::run;
 
-/// Top-level failures of a command. Each maps to an exit code in `run`.
+/// Top-level failures of a command, the last layer of the error guide
+/// ([`errors`]). Each maps to an exit code in `run`: `OperatorFile` exits
+/// 2, every other variant 1.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The bundled catalog (`capabilities.yaml`, the schemas) is unusable.
     #[error(transparent)]
     Catalog(#[from] catalog::CatalogError),
+    /// The store failed (an outage, a refused write, a corrupt record).
     #[error(transparent)]
     Store(#[from] store::StoreError),
     /// An operator file refused whole (bad input: exit code 2).
     #[error("{0}")]
     OperatorFile(#[from] report::FileReport),
+    /// A file or socket could not be read or written.
     #[error("{0}")]
     Io(String),
 }

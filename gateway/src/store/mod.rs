@@ -8,6 +8,7 @@
 //! and run at open.
 
 pub mod audit;
+mod error;
 pub mod import_log;
 mod postgres;
 pub mod snapshot_write;
@@ -35,29 +36,10 @@ pub use crate::domain::dealer::{
 pub use crate::domain::token::ApiTokenRecord;
 
 pub use audit::{AuditCount, AuditFootprint, AuditPruneSummary, AuditRetention};
+pub use error::StoreError;
 pub use import_log::{ImportAttempt, ImportCount, ImportKind, ImportOutcome};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
-
-/// Failures of the store layer. Closed: callers map every variant.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// The database could not be reached or refused the connection.
-    #[error("store unavailable: {0}")]
-    Unavailable(String),
-    /// Applying migrations failed at open.
-    #[error("store migration failed: {0}")]
-    Migration(String),
-    /// A query failed for a reason other than reachability.
-    #[error("store query failed: {0}")]
-    Query(String),
-    /// A stored document could not be decoded into its domain type.
-    #[error("stored record is corrupt: {0}")]
-    Corrupt(String),
-    /// The database URL names no supported backend.
-    #[error("unsupported database URL scheme (expected sqlite: or postgres:)")]
-    UnsupportedUrl,
-}
 
 /// What an import of organizations changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -691,60 +673,6 @@ fn embedded_migrator(migrations: &[(i64, &str, &'static str)]) -> sqlx::migrate:
             })
             .collect(),
     )
-}
-
-/// Map a sqlx error to the store's closed error enum.
-fn map_sqlx_error(error: sqlx::Error) -> StoreError {
-    match error {
-        sqlx::Error::Io(_)
-        | sqlx::Error::Tls(_)
-        | sqlx::Error::PoolTimedOut
-        | sqlx::Error::PoolClosed
-        | sqlx::Error::WorkerCrashed => StoreError::Unavailable(error.to_string()),
-        sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_) => {
-            StoreError::Corrupt(error.to_string())
-        }
-        sqlx::Error::Database(db) => map_database_error(db.as_ref()),
-        other => StoreError::Query(other.to_string()),
-    }
-}
-
-fn map_database_error(db: &dyn sqlx::error::DatabaseError) -> StoreError {
-    if db.is_unique_violation() && violates_rooftop_id_index(db) {
-        // Normally caught earlier with the owner's name (see `rooftop_taken`);
-        // this is the backstop for a concurrent writer.
-        return StoreError::Query(format!(
-            "a rooftop_id already belongs to another organization \
-             (unique index {ROOFTOP_ID_INDEX}): {}",
-            db.message()
-        ));
-    }
-    if let Some(pg) = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
-        let code = pg.code();
-        // Class 08 connection exception; 57P01..03 admin/crash shutdown,
-        // cannot connect now; 53300 too many connections.
-        if code.starts_with("08") || code.starts_with("57P") || code == "53300" {
-            return StoreError::Unavailable(db.to_string());
-        }
-    }
-    if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
-        // SQLITE_BUSY (5) / SQLITE_LOCKED (6), extended codes included: another
-        // process held the database past the busy timeout.
-        let primary = db
-            .code()
-            .and_then(|c| c.parse::<i64>().ok())
-            .map(|c| c & 0xff);
-        if matches!(primary, Some(5 | 6)) {
-            return StoreError::Unavailable(db.to_string());
-        }
-    }
-    StoreError::Query(db.to_string())
-}
-
-fn violates_rooftop_id_index(db: &dyn sqlx::error::DatabaseError) -> bool {
-    // PostgreSQL names the index; SQLite names the indexed column(s).
-    db.constraint() == Some(ROOFTOP_ID_INDEX)
-        || db.message() == "UNIQUE constraint failed: rooftops.rooftop_id"
 }
 
 /// The readable error for a rooftop id already kept by another organization.

@@ -39,9 +39,9 @@ use super::{
     AvailabilityObservation, Change, DealersImportSummary, LegacySessionRecord, OrganizationPlan,
     OrganizationRecord, ProgramRecord, ProgramRevisionRecord, ProgramSetCheck, ProgramsChange,
     ProgramsImportSummary, RooftopRecord, SnapshotRecord, Store, StoreChange, StoreError,
-    StoredProgram, check_api_token, json_text, map_sqlx_error, plan_organization,
-    plan_programs_change, programs_audit_event, programs_organization_missing,
-    rooftop_not_of_organization, rooftop_taken, summarize, validate_import,
+    StoredProgram, check_api_token, json_text, plan_organization, plan_programs_change,
+    programs_audit_event, programs_organization_missing, rooftop_not_of_organization,
+    rooftop_taken, summarize, validate_import,
 };
 use crate::domain::grant::RooftopScope;
 use crate::inventory::model::VehicleRecord;
@@ -212,8 +212,7 @@ where
                 .bind(cutoff)
                 .bind(batch)
                 .execute(&self.pool)
-                .await
-                .map_err(map_sqlx_error)?
+                .await?
                 .rows_affected();
             expired += n;
             if n < AUDIT_PRUNE_BATCH {
@@ -242,33 +241,25 @@ where
             let mut tx = D::begin_write(&self.pool).await?;
             // Two replicas pruning at once must not both delete the excess.
             D::serialize(&mut tx, Writers::Audit).await?;
-            let total: i64 = sqlx::query_scalar(count)
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(map_sqlx_error)?;
+            let total: i64 = sqlx::query_scalar(count).fetch_one(&mut *tx).await?;
             let excess = (total - max).min(batch);
             if excess <= 0 {
-                tx.commit().await.map_err(map_sqlx_error)?;
+                tx.commit().await?;
                 return Ok((deleted, through));
             }
             // The newest of the `excess` oldest rows: delete up to it.
             let key = sqlx::query(last)
                 .bind(excess - 1)
                 .fetch_one(&mut *tx)
-                .await
-                .map_err(map_sqlx_error)?;
-            let at: D::Time = key.try_get(0).map_err(map_sqlx_error)?;
+                .await?;
+            let at: D::Time = key.try_get(0)?;
             let mut query = sqlx::query(delete).bind(&at);
             for column in 1..key.len() {
-                let text: String = key.try_get(column).map_err(map_sqlx_error)?;
+                let text: String = key.try_get(column)?;
                 query = query.bind(text);
             }
-            let n = query
-                .execute(&mut *tx)
-                .await
-                .map_err(map_sqlx_error)?
-                .rows_affected();
-            tx.commit().await.map_err(map_sqlx_error)?;
+            let n = query.execute(&mut *tx).await?.rows_affected();
+            tx.commit().await?;
             deleted += n;
             through = Some(D::parse_time(at)?);
         }
@@ -295,11 +286,10 @@ where
                 sqlx::query_scalar("select count(*) from audit_events where subject = $1")
                     .bind(subject)
                     .fetch_one(&mut *tx)
-                    .await
-                    .map_err(map_sqlx_error)?;
+                    .await?;
             let excess = (total - max).min(batch);
             if excess <= 0 {
-                tx.commit().await.map_err(map_sqlx_error)?;
+                tx.commit().await?;
                 return Ok((deleted, through));
             }
             // The newest of the principal's `excess` oldest events.
@@ -310,10 +300,9 @@ where
             .bind(subject)
             .bind(excess - 1)
             .fetch_one(&mut *tx)
-            .await
-            .map_err(map_sqlx_error)?;
-            let at: D::Time = key.try_get(0).map_err(map_sqlx_error)?;
-            let event_id: String = key.try_get(1).map_err(map_sqlx_error)?;
+            .await?;
+            let at: D::Time = key.try_get(0)?;
+            let event_id: String = key.try_get(1)?;
             let n = sqlx::query(
                 "delete from audit_events
                  where subject = $1 and (occurred_at, event_id) <= ($2, $3)",
@@ -322,10 +311,9 @@ where
             .bind(&at)
             .bind(&event_id)
             .execute(&mut *tx)
-            .await
-            .map_err(map_sqlx_error)?
+            .await?
             .rows_affected();
-            tx.commit().await.map_err(map_sqlx_error)?;
+            tx.commit().await?;
             deleted += n;
             through = Some(D::parse_time(at)?);
         }
@@ -333,7 +321,7 @@ where
 
     /// A timestamp column.
     fn time(row: &Row<D>, column: &str) -> Result<DateTime<Utc>, StoreError> {
-        D::parse_time(row.try_get(column).map_err(map_sqlx_error)?)
+        D::parse_time(row.try_get(column)?)
     }
 
     async fn read_secret(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
@@ -341,7 +329,7 @@ where
             .bind(name)
             .fetch_optional(&self.pool)
             .await
-            .map_err(map_sqlx_error)
+            .map_err(StoreError::from)
     }
 
     async fn load_organization(
@@ -354,8 +342,7 @@ where
         )
         .bind(organization_id)
         .fetch_optional(&mut *conn)
-        .await
-        .map_err(map_sqlx_error)?
+        .await?
         else {
             return Ok(None);
         };
@@ -366,8 +353,7 @@ where
         )
         .bind(organization_id)
         .fetch_all(&mut *conn)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         org.rooftops = rooftop_rows
             .iter()
             .map(Self::rooftop_from_row)
@@ -378,9 +364,9 @@ where
     /// An organization row, without its rooftops.
     fn organization_from_row(row: &Row<D>) -> Result<OrganizationRecord, StoreError> {
         Ok(OrganizationRecord {
-            organization_id: row.try_get("organization_id").map_err(map_sqlx_error)?,
-            name: row.try_get("name").map_err(map_sqlx_error)?,
-            legal_name: row.try_get("legal_name").map_err(map_sqlx_error)?,
+            organization_id: row.try_get("organization_id")?,
+            name: row.try_get("name")?,
+            legal_name: row.try_get("legal_name")?,
             extensions: D::read_json(row, "extensions")?,
             rooftops: Vec::new(),
             source: json::<D, _>(row, "source")?,
@@ -389,7 +375,7 @@ where
 
     fn rooftop_from_row(row: &Row<D>) -> Result<RooftopRecord, StoreError> {
         Ok(RooftopRecord {
-            rooftop_id: row.try_get("rooftop_id").map_err(map_sqlx_error)?,
+            rooftop_id: row.try_get("rooftop_id")?,
             dap: json::<D, _>(row, "dap")?,
             settings: json::<D, _>(row, "settings")?,
         })
@@ -406,8 +392,7 @@ where
                 sqlx::query_scalar("select organization_id from rooftops where rooftop_id = $1")
                     .bind(&rooftop.rooftop.rooftop_id)
                     .fetch_optional(&mut *conn)
-                    .await
-                    .map_err(map_sqlx_error)?;
+                    .await?;
             if let Some(owner) = owner {
                 return Err(rooftop_taken(
                     &rooftop.rooftop.rooftop_id,
@@ -450,8 +435,7 @@ where
         .bind(now)
         .bind(updated_at)
         .execute(&mut *conn)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
 
         for rooftop in plan.rooftops.iter().filter(|r| r.rewrite) {
             sqlx::query(AssertSqlSafe(format!(
@@ -469,8 +453,7 @@ where
             .bind(json_text(&rooftop.rooftop.dap)?)
             .bind(json_text(&rooftop.rooftop.settings)?)
             .execute(&mut *conn)
-            .await
-            .map_err(map_sqlx_error)?;
+            .await?;
         }
         Ok(())
     }
@@ -505,8 +488,7 @@ where
         .bind(json_text(&event.delegation)?)
         .bind(i64::from(event.unresolved_rooftops))
         .execute(executor)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         Ok(())
     }
 
@@ -520,19 +502,18 @@ where
             sqlx::query("select doc from vehicles where snapshot_id = $1 order by vehicle_id")
                 .bind(snapshot_id)
                 .fetch_all(&mut *conn)
-                .await
-                .map_err(map_sqlx_error)?;
+                .await?;
         rows.iter().map(|row| json::<D, _>(row, "doc")).collect()
     }
 
     /// A row of [`SNAPSHOT_COLUMNS`].
     fn snapshot_from_row(row: &Row<D>) -> Result<SnapshotRecord, StoreError> {
-        let vehicle_count: i64 = row.try_get("vehicle_count").map_err(map_sqlx_error)?;
+        let vehicle_count: i64 = row.try_get("vehicle_count")?;
         Ok(SnapshotRecord {
-            snapshot_id: row.try_get("snapshot_id").map_err(map_sqlx_error)?,
-            organization_id: row.try_get("organization_id").map_err(map_sqlx_error)?,
-            rooftop_id: row.try_get("rooftop_id").map_err(map_sqlx_error)?,
-            version: row.try_get("version").map_err(map_sqlx_error)?,
+            snapshot_id: row.try_get("snapshot_id")?,
+            organization_id: row.try_get("organization_id")?,
+            rooftop_id: row.try_get("rooftop_id")?,
+            version: row.try_get("version")?,
             created_at: Self::time(row, "created_at")?,
             source: json::<D, _>(row, "source")?,
             vehicle_count: u32::try_from(vehicle_count).map_err(|_| {
@@ -546,15 +527,15 @@ where
 
     /// A row of [`API_TOKEN_COLUMNS`].
     fn api_token_from_row(row: &Row<D>) -> Result<ApiTokenRecord, StoreError> {
-        let revoked_at: Option<D::Time> = row.try_get("revoked_at").map_err(map_sqlx_error)?;
+        let revoked_at: Option<D::Time> = row.try_get("revoked_at")?;
         Ok(ApiTokenRecord {
-            token_id: row.try_get("token_id").map_err(map_sqlx_error)?,
-            secret_hash: row.try_get("secret_hash").map_err(map_sqlx_error)?,
-            subject: row.try_get("subject").map_err(map_sqlx_error)?,
-            organization_id: row.try_get("organization_id").map_err(map_sqlx_error)?,
+            token_id: row.try_get("token_id")?,
+            secret_hash: row.try_get("secret_hash")?,
+            subject: row.try_get("subject")?,
+            organization_id: row.try_get("organization_id")?,
             rooftops: json::<D, RooftopScope>(row, "rooftops")?,
             scopes: json::<D, BTreeSet<String>>(row, "scopes")?,
-            purpose: row.try_get("purpose").map_err(map_sqlx_error)?,
+            purpose: row.try_get("purpose")?,
             created_at: Self::time(row, "created_at")?,
             expires_at: Self::time(row, "expires_at")?,
             revoked_at: revoked_at.map(D::parse_time).transpose()?,
@@ -563,17 +544,17 @@ where
 
     /// A row of [`AUDIT_COUNTER_COLUMNS`].
     fn audit_count_from_row(row: &Row<D>) -> Result<AuditCount, StoreError> {
-        let count: i64 = row.try_get("count").map_err(map_sqlx_error)?;
+        let count: i64 = row.try_get("count")?;
         Ok(AuditCount {
             window_start: Self::time(row, "window_start")?,
-            client_network: row.try_get("client_network").map_err(map_sqlx_error)?,
-            tool: row.try_get("tool").map_err(map_sqlx_error)?,
-            outcome: row.try_get("outcome").map_err(map_sqlx_error)?,
-            profile: row.try_get("profile").map_err(map_sqlx_error)?,
-            policy_decision: row.try_get("policy_decision").map_err(map_sqlx_error)?,
+            client_network: row.try_get("client_network")?,
+            tool: row.try_get("tool")?,
+            outcome: row.try_get("outcome")?,
+            profile: row.try_get("profile")?,
+            policy_decision: row.try_get("policy_decision")?,
             count: u64::try_from(count)
                 .map_err(|_| StoreError::Corrupt(format!("audit counter count {count}")))?,
-            first_trace_id: row.try_get("first_trace_id").map_err(map_sqlx_error)?,
+            first_trace_id: row.try_get("first_trace_id")?,
             last_at: Self::time(row, "last_at")?,
         })
     }
@@ -581,36 +562,36 @@ where
     /// A row of [`AUDIT_COLUMNS`].
     fn audit_from_row(row: &Row<D>) -> Result<AuditEvent, StoreError> {
         Ok(AuditEvent {
-            event_id: row.try_get("event_id").map_err(map_sqlx_error)?,
+            event_id: row.try_get("event_id")?,
             occurred_at: Self::time(row, "occurred_at")?,
-            trace_id: row.try_get("trace_id").map_err(map_sqlx_error)?,
-            subject: row.try_get("subject").map_err(map_sqlx_error)?,
+            trace_id: row.try_get("trace_id")?,
+            subject: row.try_get("subject")?,
             credential: D::read_json(row, "credential")?,
-            organization_id: row.try_get("organization_id").map_err(map_sqlx_error)?,
+            organization_id: row.try_get("organization_id")?,
             rooftop_ids: json::<D, _>(row, "rooftop_ids")?,
             unresolved_rooftops: {
-                let n: i64 = row.try_get("unresolved_rooftops").map_err(map_sqlx_error)?;
+                let n: i64 = row.try_get("unresolved_rooftops")?;
                 u32::try_from(n)
                     .map_err(|_| StoreError::Corrupt(format!("audit unresolved_rooftops {n}")))?
             },
-            tool: row.try_get("tool").map_err(map_sqlx_error)?,
-            profile: row.try_get("profile").map_err(map_sqlx_error)?,
-            policy_decision: row.try_get("policy_decision").map_err(map_sqlx_error)?,
+            tool: row.try_get("tool")?,
+            profile: row.try_get("profile")?,
+            policy_decision: row.try_get("policy_decision")?,
             resource_ids: json::<D, _>(row, "resource_ids")?,
-            outcome: row.try_get("outcome").map_err(map_sqlx_error)?,
+            outcome: row.try_get("outcome")?,
             delegation: json::<D, _>(row, "delegation")?,
         })
     }
 
     /// A row of [`PROGRAM_COLUMNS`].
     fn program_from_row(row: &Row<D>) -> Result<ProgramRecord, StoreError> {
-        let revision: i64 = row.try_get("revision").map_err(map_sqlx_error)?;
+        let revision: i64 = row.try_get("revision")?;
         Ok(ProgramRecord {
-            program_id: row.try_get("program_id").map_err(map_sqlx_error)?,
+            program_id: row.try_get("program_id")?,
             revision: u32::try_from(revision)
                 .map_err(|_| StoreError::Corrupt(format!("revision {revision}")))?,
             doc: json::<D, _>(row, "doc")?,
-            rule_hash: row.try_get("rule_hash").map_err(map_sqlx_error)?,
+            rule_hash: row.try_get("rule_hash")?,
             imported_at: Self::time(row, "imported_at")?,
             source: json::<D, _>(row, "source")?,
         })
@@ -633,10 +614,7 @@ where
     Vec<u8>: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
 {
     async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("select 1")
-            .execute(&self.pool)
-            .await
-            .map_err(map_sqlx_error)?;
+        sqlx::query("select 1").execute(&self.pool).await?;
         Ok(())
     }
 
@@ -647,8 +625,7 @@ where
     async fn is_empty(&self) -> Result<bool, StoreError> {
         let any: bool = sqlx::query_scalar("select exists (select 1 from organizations)")
             .fetch_one(&self.pool)
-            .await
-            .map_err(map_sqlx_error)?;
+            .await?;
         Ok(!any)
     }
 
@@ -678,8 +655,7 @@ where
                     .bind(&plan.org.organization_id)
                     .bind(rooftop_id)
                     .execute(&mut *tx)
-                    .await
-                    .map_err(map_sqlx_error)?;
+                    .await?;
             }
         }
         for plan in &plans {
@@ -689,7 +665,7 @@ where
             Self::write_organization(&mut tx, plan, &now).await?;
         }
         D::notify(&mut tx, &StoreChange::Dealers).await?;
-        tx.commit().await.map_err(map_sqlx_error)?;
+        tx.commit().await?;
         Ok(summarize(&plans))
     }
 
@@ -702,16 +678,14 @@ where
              from organizations order by organization_id",
         )
         .fetch_all(&mut *tx)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         let rooftop_rows = sqlx::query(
             "select organization_id, rooftop_id, dap, settings
              from rooftops order by organization_id, position",
         )
         .fetch_all(&mut *tx)
-        .await
-        .map_err(map_sqlx_error)?;
-        tx.commit().await.map_err(map_sqlx_error)?;
+        .await?;
+        tx.commit().await?;
 
         let mut orgs = org_rows
             .iter()
@@ -720,7 +694,7 @@ where
         // Both lists are sorted by organization_id: merge them in one pass.
         let mut next = 0;
         for row in &rooftop_rows {
-            let organization_id: String = row.try_get("organization_id").map_err(map_sqlx_error)?;
+            let organization_id: String = row.try_get("organization_id")?;
             while next < orgs.len() && orgs[next].organization_id < organization_id {
                 next += 1;
             }
@@ -743,7 +717,7 @@ where
     ) -> Result<Option<OrganizationRecord>, StoreError> {
         let mut tx = D::begin_read(&self.pool).await?;
         let org = Self::load_organization(&mut tx, organization_id).await?;
-        tx.commit().await.map_err(map_sqlx_error)?;
+        tx.commit().await?;
         Ok(org)
     }
 
@@ -764,8 +738,7 @@ where
         .bind(generate())
         .bind(D::time(Utc::now()))
         .execute(&self.pool)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         self.read_secret(name).await?.ok_or_else(|| {
             StoreError::Query(format!("secret '{name}' vanished right after its insert"))
         })
@@ -787,7 +760,7 @@ where
         // writers; on PostgreSQL it takes the same locks, for the same
         // view, and rolls back.
         let tx = if plan.dry_run {
-            self.pool.begin().await.map_err(map_sqlx_error)?
+            self.pool.begin().await?
         } else {
             D::begin_write(&self.pool).await?
         };
@@ -800,7 +773,7 @@ where
                 organization_id: plan.organization_id.to_owned(),
             };
             D::notify(&mut tx.0, &change).await?;
-            tx.0.commit().await.map_err(map_sqlx_error)?;
+            tx.0.commit().await?;
         }
         Ok(written)
     }
@@ -815,8 +788,7 @@ where
             bytes = D::BYTE_ORDER
         )))
         .fetch_all(&self.pool)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         rows.iter().map(Self::snapshot_from_row).collect()
     }
 
@@ -835,13 +807,12 @@ where
         .bind(rooftop_id)
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         rows.iter().map(Self::snapshot_from_row).collect()
     }
 
     async fn snapshot_vehicles(&self, snapshot_id: &str) -> Result<Vec<VehicleRecord>, StoreError> {
-        let mut conn = self.pool.acquire().await.map_err(map_sqlx_error)?;
+        let mut conn = self.pool.acquire().await?;
         Self::read_vehicles(&mut conn, snapshot_id).await
     }
 
@@ -861,10 +832,9 @@ where
         )
         .bind(D::time(superseded_before))
         .execute(&mut *tx)
-        .await
-        .map_err(map_sqlx_error)?
+        .await?
         .rows_affected();
-        tx.commit().await.map_err(map_sqlx_error)?;
+        tx.commit().await?;
         Ok(deleted)
     }
 
@@ -880,14 +850,12 @@ where
         )))
         .bind(&token.organization_id)
         .fetch_optional(&mut *tx)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         let kept: Vec<String> =
             sqlx::query_scalar("select rooftop_id from rooftops where organization_id = $1")
                 .bind(&token.organization_id)
                 .fetch_all(&mut *tx)
-                .await
-                .map_err(map_sqlx_error)?;
+                .await?;
         check_api_token(token, org.map(|_| kept.as_slice()))?;
         sqlx::query(AssertSqlSafe(format!(
             "insert into api_tokens (token_id, secret_hash, subject, organization_id, rooftops,
@@ -906,9 +874,8 @@ where
         .bind(D::time(token.expires_at))
         .bind(token.revoked_at.map(D::time))
         .execute(&mut *tx)
-        .await
-        .map_err(map_sqlx_error)?;
-        tx.commit().await.map_err(map_sqlx_error)
+        .await?;
+        tx.commit().await.map_err(StoreError::from)
     }
 
     async fn get_api_token(&self, token_id: &str) -> Result<Option<ApiTokenRecord>, StoreError> {
@@ -917,8 +884,7 @@ where
         )))
         .bind(token_id)
         .fetch_optional(&self.pool)
-        .await
-        .map_err(map_sqlx_error)?
+        .await?
         .as_ref()
         .map(Self::api_token_from_row)
         .transpose()
@@ -929,8 +895,7 @@ where
             "select {API_TOKEN_COLUMNS} from api_tokens order by created_at, token_id"
         )))
         .fetch_all(&self.pool)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         rows.iter().map(Self::api_token_from_row).collect()
     }
 
@@ -946,13 +911,12 @@ where
         .bind(D::time(at))
         .bind(token_id)
         .execute(&mut *tx)
-        .await
-        .map_err(map_sqlx_error)?
+        .await?
         .rows_affected();
         if matched > 0 {
             D::notify(&mut tx, &StoreChange::TokenRevoked).await?;
         }
-        tx.commit().await.map_err(map_sqlx_error)?;
+        tx.commit().await?;
         Ok(matched > 0)
     }
 
@@ -982,8 +946,7 @@ where
         .bind(&count.tool)
         .bind(&count.outcome)
         .execute(&mut *tx)
-        .await
-        .map_err(map_sqlx_error)?
+        .await?
         .rows_affected();
         if updated == 0 {
             // A new key: serialised with every other writer's new keys, so
@@ -993,8 +956,7 @@ where
                 sqlx::query_scalar("select count(*) from audit_counters where window_start = $1")
                     .bind(&window)
                     .fetch_one(&mut *tx)
-                    .await
-                    .map_err(map_sqlx_error)?;
+                    .await?;
             let network = if keys >= i64::from(max_keys_per_window) {
                 OVERFLOW_NETWORK
             } else {
@@ -1019,10 +981,9 @@ where
             .bind(&count.first_trace_id)
             .bind(&last_at)
             .execute(&mut *tx)
-            .await
-            .map_err(map_sqlx_error)?;
+            .await?;
         }
-        tx.commit().await.map_err(map_sqlx_error)
+        tx.commit().await.map_err(StoreError::from)
     }
 
     async fn audit_counts_since(
@@ -1037,8 +998,7 @@ where
         .bind(D::time(since))
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         rows.iter().map(Self::audit_count_from_row).collect()
     }
 
@@ -1058,20 +1018,17 @@ where
         .bind(&last.outcome)
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         rows.iter().map(Self::audit_count_from_row).collect()
     }
 
     async fn audit_footprint(&self) -> Result<AuditFootprint, StoreError> {
         let (events, event_bytes): (i64, i64) = sqlx::query_as(D::AUDIT_EVENTS_FOOTPRINT)
             .fetch_one(&self.pool)
-            .await
-            .map_err(map_sqlx_error)?;
+            .await?;
         let (counters, counter_bytes): (i64, i64) = sqlx::query_as(D::AUDIT_COUNTERS_FOOTPRINT)
             .fetch_one(&self.pool)
-            .await
-            .map_err(map_sqlx_error)?;
+            .await?;
         let unsigned = |n: i64| u64::try_from(n).unwrap_or(0);
         Ok(AuditFootprint {
             events: unsigned(events),
@@ -1109,8 +1066,7 @@ where
         let per_subject: Vec<(String, i64)> =
             sqlx::query_as("select subject, count(*) from audit_events group by subject")
                 .fetch_all(&self.pool)
-                .await
-                .map_err(map_sqlx_error)?;
+                .await?;
         let counts: Vec<u64> = per_subject
             .iter()
             .map(|(_, n)| u64::try_from(*n).unwrap_or(0))
@@ -1168,8 +1124,7 @@ where
         .bind(D::time(since))
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         rows.iter().map(Self::audit_from_row).collect()
     }
 
@@ -1190,8 +1145,7 @@ where
         .bind(event_id)
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         rows.iter().map(Self::audit_from_row).collect()
     }
 
@@ -1215,8 +1169,7 @@ where
         )))
         .bind(organization_id)
         .fetch_optional(&mut *tx)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         if known.is_none() {
             return Err(programs_organization_missing(organization_id));
         }
@@ -1227,13 +1180,11 @@ where
         )))
         .bind(organization_id)
         .fetch_all(&mut *tx)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         let stored = rows
             .iter()
             .map(|row| {
-                let withdrawn: Option<D::Time> =
-                    row.try_get("withdrawn_at").map_err(map_sqlx_error)?;
+                let withdrawn: Option<D::Time> = row.try_get("withdrawn_at")?;
                 Ok(StoredProgram {
                     record: Self::program_from_row(row)?,
                     withdrawn: withdrawn.is_some(),
@@ -1259,8 +1210,7 @@ where
             .bind(D::time(record.imported_at))
             .bind(json_text(&record.source)?)
             .execute(&mut *tx)
-            .await
-            .map_err(map_sqlx_error)?;
+            .await?;
         }
         let now = D::time(Utc::now().trunc_subsecs(6));
         for w in &plan.withdraw {
@@ -1274,8 +1224,7 @@ where
             .bind(&w.program_id)
             .bind(i64::from(w.revision))
             .execute(&mut *tx)
-            .await
-            .map_err(map_sqlx_error)?;
+            .await?;
         }
         if let Some(audit) = audit {
             Self::insert_audit(&mut *tx, &programs_audit_event(audit, &plan)).await?;
@@ -1284,7 +1233,7 @@ where
             organization_id: organization_id.to_owned(),
         };
         D::notify(&mut tx, &change).await?;
-        tx.commit().await.map_err(map_sqlx_error)?;
+        tx.commit().await?;
         Ok(plan.summary)
     }
 
@@ -1299,8 +1248,7 @@ where
         )))
         .bind(organization_id)
         .fetch_all(&self.pool)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         rows.iter().map(Self::program_from_row).collect()
     }
 
@@ -1316,12 +1264,10 @@ where
         )))
         .bind(organization_id)
         .fetch_all(&self.pool)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         rows.iter()
             .map(|row| {
-                let withdrawn: Option<D::Time> =
-                    row.try_get("withdrawn_at").map_err(map_sqlx_error)?;
+                let withdrawn: Option<D::Time> = row.try_get("withdrawn_at")?;
                 Ok(ProgramRevisionRecord {
                     record: Self::program_from_row(row)?,
                     withdrawn_at: withdrawn.map(D::parse_time).transpose()?,
@@ -1340,8 +1286,7 @@ where
         .bind(attempt.kind.as_str())
         .bind(attempt.outcome.as_str())
         .execute(&mut *tx)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         if attempt.outcome != ImportOutcome::Imported {
             // One row per organization (or one naming none), so a manager
             // reads the attempt without the other organizations' ids.
@@ -1374,8 +1319,7 @@ where
                 .bind(&attempt.reason)
                 .bind(i64::from(attempt.problems))
                 .execute(&mut *tx)
-                .await
-                .map_err(map_sqlx_error)?;
+                .await?;
                 // The bound: the newest attempts of the organization (or of
                 // those naming none) stay, the older ones go.
                 match &organization {
@@ -1397,11 +1341,10 @@ where
                     .bind(keep),
                 }
                 .execute(&mut *tx)
-                .await
-                .map_err(map_sqlx_error)?;
+                .await?;
             }
         }
-        tx.commit().await.map_err(map_sqlx_error)
+        tx.commit().await.map_err(StoreError::from)
     }
 
     async fn import_attempts(
@@ -1418,23 +1361,22 @@ where
         .bind(organization_id)
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         rows.iter()
             .map(|row| {
-                let kind: String = row.try_get("kind").map_err(map_sqlx_error)?;
-                let outcome: String = row.try_get("outcome").map_err(map_sqlx_error)?;
+                let kind: String = row.try_get("kind")?;
+                let outcome: String = row.try_get("outcome")?;
                 let (kind, outcome) = import_log::parse_labels(&kind, &outcome)?;
-                let problems: i64 = row.try_get("problems").map_err(map_sqlx_error)?;
+                let problems: i64 = row.try_get("problems")?;
                 Ok(ImportAttempt {
-                    attempt_id: row.try_get("attempt_id").map_err(map_sqlx_error)?,
+                    attempt_id: row.try_get("attempt_id")?,
                     attempted_at: Self::time(row, "attempted_at")?,
                     kind,
                     outcome,
-                    organization_ids: vec![row.try_get("organization_id").map_err(map_sqlx_error)?],
+                    organization_ids: vec![row.try_get("organization_id")?],
                     rooftop_ids: json::<D, _>(row, "rooftop_ids")?,
-                    file: row.try_get("file").map_err(map_sqlx_error)?,
-                    reason: row.try_get("reason").map_err(map_sqlx_error)?,
+                    file: row.try_get("file")?,
+                    reason: row.try_get("reason")?,
                     problems: u32::try_from(problems).unwrap_or(u32::MAX),
                 })
             })
@@ -1445,8 +1387,7 @@ where
         let rows: Vec<(String, String, i64)> =
             sqlx::query_as("select kind, outcome, count from import_counts order by kind, outcome")
                 .fetch_all(&self.pool)
-                .await
-                .map_err(map_sqlx_error)?;
+                .await?;
         rows.into_iter()
             .map(|(kind, outcome, count)| {
                 let (kind, outcome) = import_log::parse_labels(&kind, &outcome)?;
@@ -1479,8 +1420,7 @@ where
         .bind(json_text(&observation.source)?)
         .bind(D::time(observation.checked_at))
         .execute(&self.pool)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         Ok(())
     }
 
@@ -1498,17 +1438,16 @@ where
         .bind(rooftop_id)
         .bind(vehicle_id)
         .fetch_optional(&self.pool)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         let Some(row) = row else {
             return Ok(None);
         };
         Ok(Some(AvailabilityObservation {
-            organization_id: row.try_get("organization_id").map_err(map_sqlx_error)?,
-            rooftop_id: row.try_get("rooftop_id").map_err(map_sqlx_error)?,
-            vehicle_id: row.try_get("vehicle_id").map_err(map_sqlx_error)?,
-            status: row.try_get("status").map_err(map_sqlx_error)?,
-            authority: row.try_get("authority").map_err(map_sqlx_error)?,
+            organization_id: row.try_get("organization_id")?,
+            rooftop_id: row.try_get("rooftop_id")?,
+            vehicle_id: row.try_get("vehicle_id")?,
+            status: row.try_get("status")?,
+            authority: row.try_get("authority")?,
             observed_at: Self::time(&row, "observed_at")?,
             source: json::<D, _>(&row, "source")?,
             checked_at: Self::time(&row, "checked_at")?,
@@ -1532,12 +1471,10 @@ where
         sqlx::query("delete from legacy_sessions where last_seen < $1")
             .bind(D::time(idle_before))
             .execute(&mut *tx)
-            .await
-            .map_err(map_sqlx_error)?;
+            .await?;
         let stored: i64 = sqlx::query_scalar("select count(*) from legacy_sessions")
             .fetch_one(&mut *tx)
-            .await
-            .map_err(map_sqlx_error)?;
+            .await?;
         let max = i64::from(max_sessions.max(1));
         let excess = stored - max + 1;
         if excess > 0 {
@@ -1548,8 +1485,7 @@ where
             )
             .bind(excess)
             .execute(&mut *tx)
-            .await
-            .map_err(map_sqlx_error)?;
+            .await?;
         }
         sqlx::query(
             "insert into legacy_sessions (session_key, protocol_version, initialized,
@@ -1562,9 +1498,8 @@ where
         .bind(D::time(session.created_at))
         .bind(D::time(session.last_seen))
         .execute(&mut *tx)
-        .await
-        .map_err(map_sqlx_error)?;
-        tx.commit().await.map_err(map_sqlx_error)?;
+        .await?;
+        tx.commit().await?;
         Ok(u64::try_from(stored.min(max - 1) + 1).unwrap_or(0))
     }
 
@@ -1575,15 +1510,14 @@ where
         )
         .bind(key)
         .fetch_optional(&self.pool)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         let Some(row) = row else {
             return Ok(None);
         };
         Ok(Some(LegacySessionRecord {
-            key: row.try_get("session_key").map_err(map_sqlx_error)?,
-            protocol_version: row.try_get("protocol_version").map_err(map_sqlx_error)?,
-            initialized: row.try_get("initialized").map_err(map_sqlx_error)?,
+            key: row.try_get("session_key")?,
+            protocol_version: row.try_get("protocol_version")?,
+            initialized: row.try_get("initialized")?,
             created_at: Self::time(&row, "created_at")?,
             last_seen: Self::time(&row, "last_seen")?,
         }))
@@ -1600,8 +1534,7 @@ where
         .bind(D::time(at))
         .bind(key)
         .execute(&self.pool)
-        .await
-        .map_err(map_sqlx_error)?
+        .await?
         .rows_affected();
         Ok(matched > 0)
     }
@@ -1620,8 +1553,7 @@ where
         .bind(D::time(at))
         .bind(key)
         .execute(&self.pool)
-        .await
-        .map_err(map_sqlx_error)?
+        .await?
         .rows_affected();
         Ok(matched > 0)
     }
@@ -1630,8 +1562,7 @@ where
         let deleted = sqlx::query("delete from legacy_sessions where session_key = $1")
             .bind(key)
             .execute(&self.pool)
-            .await
-            .map_err(map_sqlx_error)?
+            .await?
             .rows_affected();
         Ok(deleted > 0)
     }
@@ -1639,8 +1570,7 @@ where
     async fn count_legacy_sessions(&self) -> Result<u64, StoreError> {
         let stored: i64 = sqlx::query_scalar("select count(*) from legacy_sessions")
             .fetch_one(&self.pool)
-            .await
-            .map_err(map_sqlx_error)?;
+            .await?;
         Ok(u64::try_from(stored).unwrap_or(0))
     }
 }
@@ -1673,8 +1603,7 @@ where
         .bind(organization_id)
         .bind(rooftop_id)
         .fetch_optional(&mut *self.0)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         if kept.is_some() {
             return Ok(());
         }
@@ -1682,8 +1611,7 @@ where
             sqlx::query_scalar("select organization_id from rooftops where rooftop_id = $1")
                 .bind(rooftop_id)
                 .fetch_optional(&mut *self.0)
-                .await
-                .map_err(map_sqlx_error)?;
+                .await?;
         Err(rooftop_not_of_organization(
             rooftop_id,
             organization_id,
@@ -1704,8 +1632,7 @@ where
         .bind(organization_id)
         .bind(rooftop_id)
         .fetch_optional(&mut *self.0)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         Ok(row.map(|(snapshot_id, version, count)| PreviousSnapshot {
             snapshot_id,
             version,
@@ -1731,8 +1658,7 @@ where
         .bind(D::time(snapshot.created_at))
         .bind(source_text)
         .execute(&mut *self.0)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         Ok(())
     }
 
@@ -1762,8 +1688,7 @@ where
         .bind(after)
         .bind(i64::from(limit))
         .fetch_all(&mut *self.0)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         Ok(rows
             .into_iter()
             .map(|(vehicle_id, vin, stock_number)| StoredIdentity {
@@ -1797,8 +1722,7 @@ where
         .bind(summary_text)
         .bind(snapshot_id)
         .execute(&mut *self.0)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         Ok(())
     }
 }
