@@ -5,7 +5,7 @@
 //! migration's header), so they are bound as text and cast with `::json`:
 //! binding `sqlx::types::Json` would declare the parameter `jsonb` and
 //! reorder the keys on the way in. The statements are shared with SQLite
-//! (`sql.rs`); this file holds the connection setup, the change listener
+//! (`sql/`); this file holds the connection setup, the change listener
 //! and [`PostgresDialect`], what differs.
 
 use std::str::FromStr;
@@ -47,7 +47,7 @@ const SESSION_LOCK_KEY: i64 = 0x4441_5053_4553_534e;
 /// The PostgreSQL store.
 pub type PostgresStore = SqlStore<PostgresDialect>;
 
-/// What PostgreSQL does differently (see `sql.rs`), and where the change
+/// What PostgreSQL does differently (see `sql/`), and where the change
 /// listener connects (its own connection, outside the pool, so `LISTEN`
 /// never takes one of the pool's).
 #[derive(Debug, Clone)]
@@ -184,7 +184,7 @@ impl Dialect for PostgresDialect {
 
     /// Send `change` to every listening replica when the current
     /// transaction commits (`NOTIFY` is transactional: a rolled-back write
-    /// notifies nobody; issue 15 item 4).
+    /// notifies nobody; docs/operations.md "Replicas").
     async fn notify(conn: &mut PgConnection, change: &StoreChange) -> Result<(), StoreError> {
         sqlx::query("select pg_notify($1, $2)")
             .bind(CHANGE_CHANNEL)

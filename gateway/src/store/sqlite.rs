@@ -2,7 +2,7 @@
 //!
 //! Schema: `migrations/sqlite/`. Timestamps are RFC 3339 text (UTC,
 //! microseconds), JSON documents are text (see the migration's header).
-//! The statements are shared with PostgreSQL (`sql.rs`); this file holds the
+//! The statements are shared with PostgreSQL (`sql/`); this file holds the
 //! connection setup and [`SqliteDialect`], what differs.
 
 use std::str::FromStr;
@@ -44,7 +44,7 @@ pub type SqliteStore = SqlStore<SqliteDialect>;
 /// Bytes of write-ahead log kept after a checkpoint (64 MiB).
 const JOURNAL_SIZE_LIMIT: u64 = 64 * 1024 * 1024;
 
-/// What SQLite does differently (see `sql.rs`).
+/// What SQLite does differently (see `sql/`).
 #[derive(Debug, Clone, Copy)]
 pub struct SqliteDialect;
 

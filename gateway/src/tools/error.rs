@@ -1,7 +1,8 @@
-//! Tool-level failures and the DAP error object (DAP errors.md, section 3 of
-//! the digest). A tool that ran and failed answers with MCP `isError: true`
+//! Tool-level failures and the DAP error object (DAP 0.1 "Errors";
+//! error.schema.json). A tool that ran and failed answers with MCP `isError: true`
 //! and this object as `structuredContent`; only protocol failures become
-//! JSON-RPC errors (DAP spec section 11).
+//! JSON-RPC errors (DAP spec section 11). Where each failure belongs and
+//! how it maps outward: the error guide, `crate::errors`.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Serialize, Serializer};
@@ -286,7 +287,7 @@ fn truncate(s: &str, max_chars: usize) -> String {
     s.chars().take(max_chars).collect()
 }
 
-/// The DAP error object (error.schema.json `error`; DAP errors.md): the
+/// The DAP error object (error.schema.json `error`; DAP 0.1 "Errors"): the
 /// `structuredContent` of every failed DAP tool call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DapError {
