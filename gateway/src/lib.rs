@@ -24,7 +24,7 @@
 //!    the transport (`/mcp` and the AAP endpoint per organization).
 //! 6. [`console`] (the manager's pages, which call the tools with the
 //!    signed-in grant), [`app`] (routes, start-up, shutdown), [`preview`],
-//!    and the command line ([`cli`], `run`) on top.
+//!    and the command line ([`cli`]) on top.
 
 /// Routes, start-up and graceful shutdown.
 pub mod app;
@@ -55,6 +55,8 @@ pub mod directory;
 pub mod disclosure;
 /// The ground floor: records shared by every layer; imports nothing above.
 pub mod domain;
+/// The error guide: each layer's error type and how it maps outward.
+pub mod errors;
 /// The published DAP Inventory CSV feed of an organization (`/feeds/{organization_id}/inventory.csv`).
 pub mod feed_export;
 /// Inventory feeds (DAP CSV, Dealer.com CSV, JSON): parse, validate, convert.
@@ -91,16 +93,21 @@ pub mod tools;
 /// DAP's static publication, the gateway discovery document and `/llms.txt`.
 pub mod wellknown;
 
-/// Top-level failures of a command. Each maps to an exit code in `run`.
+/// Top-level failures of a command, the last layer of the error guide
+/// ([`errors`]). Each maps to an exit code in `cli::run`: `OperatorFile`
+/// exits 2, every other variant 1.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The bundled catalog (`capabilities.yaml`, the schemas) is unusable.
     #[error(transparent)]
     Catalog(#[from] catalog::CatalogError),
+    /// The store failed (an outage, a refused write, a corrupt record).
     #[error(transparent)]
     Store(#[from] store::StoreError),
     /// An operator file refused whole (bad input: exit code 2).
     #[error("{0}")]
     OperatorFile(#[from] report::FileReport),
+    /// A file or socket could not be read or written.
     #[error("{0}")]
     Io(String),
 }

@@ -65,7 +65,7 @@ pub const MAX_ROOFTOPS_INSPECTED: usize = 1_000;
 /// reads and successful checks.
 const COUNTER_SHARE_DIVISOR: u64 = 10;
 
-/// The metric counting audit writes (issue 15 item 1; rendered at
+/// The metric counting audit writes (rendered at
 /// `/metrics`, described in `crate::metrics`).
 pub const AUDIT_EVENTS_METRIC: &str = "dealer_gateway_audit_events_total";
 

@@ -5,7 +5,7 @@
 //! migration's header), so they are bound as text and cast with `::json`:
 //! binding `sqlx::types::Json` would declare the parameter `jsonb` and
 //! reorder the keys on the way in. The statements are shared with SQLite
-//! (`sql.rs`); this file holds the connection setup, the change listener
+//! (`sql/`); this file holds the connection setup, the change listener
 //! and [`PostgresDialect`], what differs.
 
 use std::str::FromStr;
@@ -18,7 +18,7 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions, PgRo
 use sqlx::types::Json;
 
 use super::sql::{Dialect, RowLock, RowsAffected, SqlStore, Writers};
-use super::{CHANGE_CHANNEL, StoreChange, StoreError, embedded_migrator, map_sqlx_error};
+use super::{CHANGE_CHANNEL, StoreChange, StoreError, embedded_migrator};
 use crate::inventory::model::VehicleRecord;
 
 /// Migrations of this backend, embedded by `build.rs`.
@@ -47,7 +47,7 @@ const SESSION_LOCK_KEY: i64 = 0x4441_5053_4553_534e;
 /// The PostgreSQL store.
 pub type PostgresStore = SqlStore<PostgresDialect>;
 
-/// What PostgreSQL does differently (see `sql.rs`), and where the change
+/// What PostgreSQL does differently (see `sql/`), and where the change
 /// listener connects (its own connection, outside the pool, so `LISTEN`
 /// never takes one of the pool's).
 #[derive(Debug, Clone)]
@@ -146,7 +146,7 @@ impl Dialect for PostgresDialect {
     }
 
     fn read_json<T: DeserializeOwned>(row: &PgRow, column: &str) -> Result<Option<T>, StoreError> {
-        let value: Option<Json<T>> = row.try_get(column).map_err(map_sqlx_error)?;
+        let value: Option<Json<T>> = row.try_get(column)?;
         Ok(value.map(|Json(value)| value))
     }
 
@@ -155,7 +155,7 @@ impl Dialect for PostgresDialect {
     ) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, StoreError> {
         // Read committed: what must not interleave takes an advisory lock
         // (`serialize`) or row locks (`row_lock`).
-        pool.begin().await.map_err(map_sqlx_error)
+        pool.begin().await.map_err(StoreError::from)
     }
 
     async fn begin_read(
@@ -165,7 +165,7 @@ impl Dialect for PostgresDialect {
         // land between two of them).
         pool.begin_with("begin isolation level repeatable read read only")
             .await
-            .map_err(map_sqlx_error)
+            .map_err(StoreError::from)
     }
 
     async fn serialize(conn: &mut PgConnection, writers: Writers) -> Result<(), StoreError> {
@@ -178,21 +178,19 @@ impl Dialect for PostgresDialect {
         sqlx::query("select pg_advisory_xact_lock($1)")
             .bind(key)
             .execute(&mut *conn)
-            .await
-            .map_err(map_sqlx_error)?;
+            .await?;
         Ok(())
     }
 
     /// Send `change` to every listening replica when the current
     /// transaction commits (`NOTIFY` is transactional: a rolled-back write
-    /// notifies nobody; issue 15 item 4).
+    /// notifies nobody; docs/operations.md "Replicas").
     async fn notify(conn: &mut PgConnection, change: &StoreChange) -> Result<(), StoreError> {
         sqlx::query("select pg_notify($1, $2)")
             .bind(CHANGE_CHANNEL)
             .bind(change.payload())
             .execute(&mut *conn)
-            .await
-            .map_err(map_sqlx_error)?;
+            .await?;
         Ok(())
     }
 
@@ -207,8 +205,7 @@ impl Dialect for PostgresDialect {
         .bind(snapshot_id)
         .bind(ids)
         .fetch_all(&mut *conn)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         Ok(docs.into_iter().map(|Json(v)| v).collect())
     }
 
@@ -238,8 +235,7 @@ impl Dialect for PostgresDialect {
             .bind(stock_numbers)
             .bind(docs)
             .execute(&mut *conn)
-            .await
-            .map_err(map_sqlx_error)?;
+            .await?;
         }
         Ok(())
     }

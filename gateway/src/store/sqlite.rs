@@ -2,7 +2,7 @@
 //!
 //! Schema: `migrations/sqlite/`. Timestamps are RFC 3339 text (UTC,
 //! microseconds), JSON documents are text (see the migration's header).
-//! The statements are shared with PostgreSQL (`sql.rs`); this file holds the
+//! The statements are shared with PostgreSQL (`sql/`); this file holds the
 //! connection setup and [`SqliteDialect`], what differs.
 
 use std::str::FromStr;
@@ -18,7 +18,7 @@ use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, Row as _};
 
 use super::sql::{Dialect, RowLock, RowsAffected, SqlStore, Writers};
-use super::{StoreChange, StoreError, embedded_migrator, json_text, map_sqlx_error};
+use super::{StoreChange, StoreError, embedded_migrator, json_text};
 use crate::inventory::model::VehicleRecord;
 
 /// Migrations of this backend, embedded by `build.rs`.
@@ -44,7 +44,7 @@ pub type SqliteStore = SqlStore<SqliteDialect>;
 /// Bytes of write-ahead log kept after a checkpoint (64 MiB).
 const JOURNAL_SIZE_LIMIT: u64 = 64 * 1024 * 1024;
 
-/// What SQLite does differently (see `sql.rs`).
+/// What SQLite does differently (see `sql/`).
 #[derive(Debug, Clone, Copy)]
 pub struct SqliteDialect;
 
@@ -177,7 +177,7 @@ impl Dialect for SqliteDialect {
         row: &sqlx::sqlite::SqliteRow,
         column: &str,
     ) -> Result<Option<T>, StoreError> {
-        let value: Option<Json<T>> = row.try_get(column).map_err(map_sqlx_error)?;
+        let value: Option<Json<T>> = row.try_get(column)?;
         Ok(value.map(|Json(value)| value))
     }
 
@@ -190,14 +190,14 @@ impl Dialect for SqliteDialect {
         // file (any process) is serialised behind it.
         pool.begin_with("begin immediate")
             .await
-            .map_err(map_sqlx_error)
+            .map_err(StoreError::from)
     }
 
     async fn begin_read(
         pool: &SqlitePool,
     ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StoreError> {
         // Deferred: one WAL snapshot for every read, blocking no writer.
-        pool.begin().await.map_err(map_sqlx_error)
+        pool.begin().await.map_err(StoreError::from)
     }
 
     async fn serialize(_conn: &mut SqliteConnection, writers: Writers) -> Result<(), StoreError> {
@@ -227,8 +227,7 @@ impl Dialect for SqliteDialect {
         .bind(snapshot_id)
         .bind(json_text(ids)?)
         .fetch_all(&mut *conn)
-        .await
-        .map_err(map_sqlx_error)?;
+        .await?;
         Ok(docs.into_iter().map(|Json(v)| v).collect())
     }
 
@@ -248,7 +247,7 @@ impl Dialect for SqliteDialect {
                     .bind(&vehicle.stock_number)
                     .bind(doc);
             }
-            query.execute(&mut *conn).await.map_err(map_sqlx_error)?;
+            query.execute(&mut *conn).await?;
         }
         Ok(())
     }

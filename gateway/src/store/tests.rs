@@ -2516,7 +2516,7 @@ async fn sqlite_in_memory_works() {
 }
 
 // ---------------------------------------------------------------------------
-// Availability observations (issue 6)
+// Availability observations (docs/availability.md)
 // ---------------------------------------------------------------------------
 
 fn observation(
@@ -2594,7 +2594,8 @@ async fn availability_observations_round_trip_newest_first(store: &dyn Store) {
 }
 
 async fn stored_settings_without_an_availability_source_decode_as_feed(store: &dyn Store) {
-    // Settings JSON written before issue 6 has no availability_source.
+    // Settings JSON written before rooftops had an availability source has
+    // no availability_source.
     let old: RooftopSettings = serde_json::from_value(json!({
         "currency": "USD",
         "odometer_unit": "mi",
@@ -2927,7 +2928,7 @@ async fn programs_import_conflict_or_unknown_organization_writes_nothing(store: 
 }
 
 // ---------------------------------------------------------------------------
-// Replicas that agree (issue 15 item 4)
+// Replicas that agree (docs/operations.md "Replicas")
 // ---------------------------------------------------------------------------
 
 fn session(key: &str, at_text: &str) -> LegacySessionRecord {

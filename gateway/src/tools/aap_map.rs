@@ -120,11 +120,7 @@ pub async fn dealer(
     {
         return Err(ToolError::NotFound);
     }
-    let directory = ctx
-        .directory()
-        .snapshot()
-        .await
-        .map_err(ToolError::internal)?;
+    let directory = ctx.directory().snapshot().await?;
     let id = match (pinned, dealer_id) {
         (Some(pinned), _) => pinned,
         (None, Some(id)) => id.to_owned(),
@@ -698,6 +694,16 @@ pub fn error_object(
                 "The gateway could not record this read in its audit log; retry after details.retry_after_ms.".to_owned(),
             )
         }
+        ToolError::StoreUnavailable { retry_after_ms, .. } => {
+            details.insert(
+                "retry_after_ms".into(),
+                json!((*retry_after_ms).min(86_400_000)),
+            );
+            (
+                "INTERNAL_ERROR",
+                "The gateway's data store is unavailable for the moment; retry after details.retry_after_ms.".to_owned(),
+            )
+        }
         ToolError::UpstreamUnavailable { retry_after_ms } => {
             details.insert(
                 "retry_after_ms".into(),
@@ -831,6 +837,10 @@ mod tests {
             ToolError::RateLimited { retry_after_ms: 5 },
             ToolError::NotFound,
             ToolError::UpstreamUnavailable { retry_after_ms: 5 },
+            ToolError::StoreUnavailable {
+                detail: "d".into(),
+                retry_after_ms: 5,
+            },
             ToolError::internal("d"),
         ];
         let strict = crate::catalog::bundle_reference(

@@ -30,11 +30,7 @@ impl super::Tool for DealerGet {
     type Output = DealerOrganization;
 
     async fn call(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
-        let snapshot = ctx
-            .directory()
-            .snapshot()
-            .await
-            .map_err(ToolError::internal)?;
+        let snapshot = ctx.directory().snapshot().await?;
         let organization_id = match args.organization_id {
             Some(id) => id,
             None => only_visible_organization(&snapshot, &ctx.principal)?,

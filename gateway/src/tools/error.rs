@@ -1,7 +1,8 @@
-//! Tool-level failures and the DAP error object (DAP errors.md, section 3 of
-//! the digest). A tool that ran and failed answers with MCP `isError: true`
+//! Tool-level failures and the DAP error object (DAP 0.1 "Errors";
+//! error.schema.json). A tool that ran and failed answers with MCP `isError: true`
 //! and this object as `structuredContent`; only protocol failures become
-//! JSON-RPC errors (DAP spec section 11).
+//! JSON-RPC errors (DAP spec section 11). Where each failure belongs and
+//! how it maps outward: the error guide, `crate::errors`.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Serialize, Serializer};
@@ -9,6 +10,7 @@ use serde_json::Value;
 
 use super::output::{Freshness, ToolOutput};
 use crate::catalog::FieldError;
+use crate::store::StoreError;
 
 /// Every DAP error code, closed (error.schema.json `code`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,9 +140,35 @@ pub enum ToolError {
     /// written"); retryable after `retry_after_ms`.
     #[error("audit log unavailable")]
     AuditUnavailable { retry_after_ms: u64 },
-    /// Anything unexpected. The detail is logged with `error_id`, never sent.
+    /// The gateway's own store is down or refused to work for now
+    /// ([`StoreError::Unavailable`]): nothing was answered; retryable after
+    /// `retry_after_ms`. An outage is never [`ToolError::Internal`].
+    #[error("store unavailable: {detail}")]
+    StoreUnavailable { detail: String, retry_after_ms: u64 },
+    /// Anything unexpected (a defect). The detail is logged with
+    /// `error_id`, never sent.
     #[error("internal error: {detail}")]
     Internal { detail: String },
+}
+
+/// How long a caller refused for a store outage waits to retry: long enough
+/// for a pool to reconnect or a restarted database to accept connections,
+/// short enough for an agent to keep its turn.
+pub const STORE_RETRY_AFTER_MS: u64 = 2_000;
+
+impl From<StoreError> for ToolError {
+    /// A store outage is the retryable `dealeragent.upstream.unavailable`
+    /// with a retry hint; any other store failure (a corrupt record, a
+    /// refused statement) is a defect: `dealeragent.internal`.
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Unavailable(detail) => Self::StoreUnavailable {
+                detail,
+                retry_after_ms: STORE_RETRY_AFTER_MS,
+            },
+            other => Self::internal(other),
+        }
+    }
 }
 
 impl ToolError {
@@ -159,7 +187,8 @@ impl ToolError {
             Self::ScopeInsufficient { .. } => ErrorCode::ScopeInsufficient,
             Self::UpstreamUnavailable { .. }
             | Self::EvaluationsBusy { .. }
-            | Self::AuditUnavailable { .. } => ErrorCode::UpstreamUnavailable,
+            | Self::AuditUnavailable { .. }
+            | Self::StoreUnavailable { .. } => ErrorCode::UpstreamUnavailable,
             Self::Internal { .. } => ErrorCode::Internal,
         }
     }
@@ -209,6 +238,10 @@ impl ToolError {
                 "The gateway could not record this read in its audit log, so it was not answered. Retry after retry_after_ms.".to_owned(),
                 None,
             ),
+            Self::StoreUnavailable { .. } => (
+                "The gateway's data store is unavailable for the moment; nothing was answered. Retry after retry_after_ms.".to_owned(),
+                None,
+            ),
             Self::Internal { .. } => (
                 format!(
                     "The gateway failed unexpectedly; quote error id {error_id} to the operator."
@@ -221,7 +254,10 @@ impl ToolError {
             Self::RateLimited { retry_after_ms }
             | Self::UpstreamUnavailable { retry_after_ms }
             | Self::EvaluationsBusy { retry_after_ms }
-            | Self::AuditUnavailable { retry_after_ms } => Some((*retry_after_ms).min(86_400_000)),
+            | Self::AuditUnavailable { retry_after_ms }
+            | Self::StoreUnavailable { retry_after_ms, .. } => {
+                Some((*retry_after_ms).min(86_400_000))
+            }
             Self::Validation { .. }
             | Self::Invalid { .. }
             | Self::AuthRequired { .. }
@@ -251,7 +287,7 @@ fn truncate(s: &str, max_chars: usize) -> String {
     s.chars().take(max_chars).collect()
 }
 
-/// The DAP error object (error.schema.json `error`; DAP errors.md): the
+/// The DAP error object (error.schema.json `error`; DAP 0.1 "Errors"): the
 /// `structuredContent` of every failed DAP tool call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DapError {

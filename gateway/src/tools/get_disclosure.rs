@@ -78,8 +78,7 @@ impl super::Tool for GetDisclosure {
         let org_programs = ctx
             .offers()
             .programs(ctx.store(), &org.organization_id)
-            .await
-            .map_err(ToolError::internal)?;
+            .await?;
         let evaluation_key = EvaluationKey {
             organization_id: org.organization_id.clone(),
             vehicle_id: record.vehicle_id.clone(),

@@ -21,11 +21,7 @@ impl super::Tool for GetManifest {
 
     async fn call(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         let organization_id = args.organization_id.as_deref();
-        let snapshot = ctx
-            .directory()
-            .snapshot()
-            .await
-            .map_err(ToolError::internal)?;
+        let snapshot = ctx.directory().snapshot().await?;
         let key = manifest::view_key(&snapshot, &ctx.principal, organization_id);
         let json = match ctx.manifests().get(&snapshot, &key) {
             Some(json) => json,

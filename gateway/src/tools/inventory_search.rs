@@ -76,11 +76,7 @@ pub async fn search(
             e.message.to_string(),
         )],
     })?;
-    let directory = ctx
-        .directory()
-        .snapshot()
-        .await
-        .map_err(ToolError::internal)?;
+    let directory = ctx.directory().snapshot().await?;
     let requested = query.rooftop_ids.as_deref();
     let (org, rooftops) = policy::authorize_rooftops(
         &directory,
@@ -89,11 +85,7 @@ pub async fn search(
         requested,
     )?;
     let rooftop_ids: Vec<String> = rooftops.iter().map(|r| r.rooftop_id.clone()).collect();
-    let view = ctx
-        .inventory()
-        .view(&directory)
-        .await
-        .map_err(ToolError::internal)?;
+    let view = ctx.inventory().view(&directory).await?;
     let binding = CursorBinding::new(
         &query.fingerprint,
         &ctx.principal.grant_fingerprint(),
@@ -154,8 +146,7 @@ pub async fn search(
                         rooftop_id,
                         *version,
                     )
-                    .await
-                    .map_err(ToolError::internal)?
+                    .await?
                     .ok_or_else(invalid_cursor)?;
                 indexes.push(index);
             }

@@ -274,6 +274,7 @@ fn audit_record<T>(
             ToolError::UpstreamUnavailable { .. }
             | ToolError::EvaluationsBusy { .. }
             | ToolError::AuditUnavailable { .. }
+            | ToolError::StoreUnavailable { .. }
             | ToolError::Internal { .. } => AuditRecord::OneByOne,
             ToolError::AuthRequired { .. }
             | ToolError::ScopeInsufficient { .. }
@@ -300,6 +301,7 @@ fn decision_of<T>(result: &Result<T, ToolError>) -> (&'static str, &'static str)
                 | ToolError::UpstreamUnavailable { .. }
                 | ToolError::EvaluationsBusy { .. }
                 | ToolError::AuditUnavailable { .. }
+                | ToolError::StoreUnavailable { .. }
                 | ToolError::Internal { .. } => "allow",
             },
             error.code().as_str(),

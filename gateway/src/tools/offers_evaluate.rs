@@ -54,8 +54,7 @@ impl super::Tool for OffersEvaluate {
         let programs = ctx
             .offers()
             .programs(ctx.store(), &target.tenant.organization().organization_id)
-            .await
-            .map_err(ToolError::internal)?;
+            .await?;
         let vehicle = vehicle_for_pricing(record);
         // On the bounded evaluation pool, within the evaluation's budget and
         // deadline (docs/pricing.md section 4): never on this async worker.

@@ -487,6 +487,10 @@ pub(crate) mod drift {
             ToolError::AuditUnavailable {
                 retry_after_ms: 1_000,
             },
+            ToolError::StoreUnavailable {
+                detail: "connection refused".into(),
+                retry_after_ms: 2_000,
+            },
             ToolError::internal("boom"),
         ];
         let objects: Vec<DapError> = errors

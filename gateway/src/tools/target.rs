@@ -126,11 +126,7 @@ pub async fn authorize<'a>(
 ) -> Result<Authorized<'a>, ToolError> {
     let target = target.ok_or(ToolError::NotFound)?;
     let selector = target.selector;
-    let directory = ctx
-        .directory()
-        .snapshot()
-        .await
-        .map_err(ToolError::internal)?;
+    let directory = ctx.directory().snapshot().await?;
     let requested = [target.rooftop_id.to_owned()];
     let (org, rooftops) = policy::authorize_rooftops(
         &directory,
@@ -179,11 +175,7 @@ impl Authorized<'_> {
     /// serves the pre-rendered vehicle needs only where it is).
     pub async fn find(self, ctx: &ToolContext) -> Result<(Tenant, Found), ToolError> {
         let Authorized { tenant, selector } = self;
-        let view = ctx
-            .inventory()
-            .view(&tenant.directory)
-            .await
-            .map_err(ToolError::internal)?;
+        let view = ctx.inventory().view(&tenant.directory).await?;
         let found =
             lookup(&view, &tenant.rooftop().rooftop_id, selector).ok_or(ToolError::NotFound)?;
         Ok((tenant, found))

@@ -42,6 +42,7 @@ mod replicas;
 mod routes;
 mod security;
 mod stdio;
+mod store_outage;
 mod token_cli;
 mod used_vehicle;
 mod wellknown;
