@@ -23,15 +23,13 @@ use pricing::Money;
 use serde_json::{Map, Value, json};
 
 use crate::availability::Band;
+use crate::dap::{MAX_AGE_LIMIT, MAX_TRANSFORMATIONS, truncate};
 use crate::inventory::model::VehicleRecord;
 use crate::inventory::render::timestamp;
 use crate::store::{RooftopPricing, SourceRecord};
 
 /// Points of each boolean completeness component.
 pub const WEIGHT_COMPONENT: u32 = 20;
-const MAX_AGE_LIMIT: u32 = 2_592_000;
-/// DAP `provenance.transformations` `maxItems`.
-const MAX_TRANSFORMATIONS: usize = 32;
 /// Extension member holding the full transformation list when DAP's cap
 /// abbreviates `provenance.transformations`.
 pub const PROVENANCE_EXTENSION: &str = "dealergateway.provenance";
@@ -433,13 +431,6 @@ fn config_source_value(s: &SourceRecord) -> Value {
         "observed_at": timestamp(s.observed_at),
         "content_digest": s.content_digest,
     })
-}
-
-fn truncate(s: &str, max_chars: usize) -> &str {
-    match s.char_indices().nth(max_chars) {
-        Some((i, _)) => &s[..i],
-        None => s,
-    }
 }
 
 fn feed_source_value(record: &VehicleRecord) -> Value {

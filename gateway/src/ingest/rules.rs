@@ -76,10 +76,9 @@ pub const CSV_AVAILABILITY: &[&str] = &[
     "unknown",
 ];
 
-/// At most this many transformations per record (DAP `transformations`).
-pub const MAX_TRANSFORMATIONS: usize = 32;
-/// At most this many characters per transformation.
-pub const MAX_TRANSFORMATION_CHARS: usize = 160;
+/// At most this many transformations per record, of at most this many
+/// characters each (DAP `transformations`).
+pub use crate::dap::wire::{MAX_TRANSFORMATION_CHARS, MAX_TRANSFORMATIONS};
 /// How often (rows) progress is reported.
 pub const PROGRESS_EVERY: usize = 2048;
 

@@ -28,11 +28,12 @@ use serde_json::{Map, Value, json};
 
 use super::index::SnapshotIndex;
 use super::model::VehicleRecord;
+use super::pieces::valid_until;
 pub use super::pieces::{
     Detail, FULL_ONLY, Mode, Pieces, PiecesRef, includes_required_dealer_charges, json_string,
     timestamp,
 };
-use super::pieces::{MAX_AGE_LIMIT, truncate, valid_until};
+use crate::dap::{MAX_AGE_LIMIT, truncate};
 
 /// What rendering needs beyond the record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
