@@ -1,4 +1,4 @@
-//! The pre-rendered parts of a vehicle's DAP JSON (issue 13 item 3) and
+//! The pre-rendered parts of a vehicle's DAP JSON and
 //! the rules they are written by (see `render` for the rules in full).
 //! The ground floor of `inventory`: it imports only the vehicle record, so
 //! the index (which stores pieces) and the renderer (which reads them back)
@@ -56,11 +56,7 @@ pub fn includes_required_dealer_charges(record: &VehicleRecord) -> bool {
     record
         .required_dealer_charges
         .as_ref()
-        .is_some_and(|charges| {
-            charges
-                .iter()
-                .all(|c| c.get("included_in_advertised_price") == Some(&Value::Bool(true)))
-        })
+        .is_some_and(|charges| charges.iter().all(|c| c.included_in_advertised_price))
 }
 
 /// Inventory age in complete elapsed 24-hour periods from `basis` to
@@ -142,8 +138,7 @@ fn json_text(v: &Value) -> String {
 }
 
 /// The parts of one vehicle's DAP JSON that do not depend on when it is
-/// asked for, serialized once when its snapshot is indexed (issue 13
-/// item 3). A request only adds what depends on the clock (freshness
+/// asked for, serialized once when its snapshot is indexed. A request only adds what depends on the clock (freshness
 /// `state`, the used-vehicle tenure's `age_days` and `age_as_of`) or on the
 /// vehicle's standing (withdrawn). [`PiecesRef::write`] joins them.
 #[derive(Debug, Clone, PartialEq, Eq)]
