@@ -59,7 +59,7 @@ const MONEY: money::Checks = money::Checks {
 pub struct ParsedDealers {
     pub records: Vec<OrganizationRecord>,
     /// Not errors: the import goes ahead. Today: contacts without a
-    /// `public` flag, which are not published (issue 11 item 3).
+    /// `public` flag, which are not published.
     pub warnings: Vec<Problem>,
 }
 
@@ -163,7 +163,7 @@ pub fn parse_with_warnings(
 /// rooftop resources): only contacts explicitly marked `public: true`. An
 /// absent flag means not public, and no grant unlocks a non-public contact:
 /// the catalog's `pii_output: public_business_contact_only` for
-/// dealeragent.dealer.get (issue 11 item 3). Applied when serving, so rows
+/// dealeragent.dealer.get. Applied when serving, so rows
 /// stored before this rule are filtered too.
 pub fn published_rooftop(dap: &Value) -> Value {
     let mut out = dap.clone();
@@ -236,7 +236,7 @@ fn convert(
             }
             // The schema bounds the length; only the tz database knows the
             // names. `hours` are local to this zone, so a misspelt zone
-            // would misstate every opening time (issue 11 item 6).
+            // would misstate every opening time.
             if rooftop["timezone"]
                 .as_str()
                 .is_none_or(|tz| tz.parse::<chrono_tz::Tz>().is_err())
@@ -405,16 +405,16 @@ fn rooftop_pricing(
                 ),
             ));
         }
-        estimates.push(GovernmentChargeEstimate {
-            jurisdiction: estimate["jurisdiction"].clone(),
+        estimates.push((
+            estimate["jurisdiction"].clone(),
             lines,
-            assumptions: estimate["assumptions"]
+            estimate["assumptions"]
                 .as_array()
                 .into_iter()
                 .flatten()
                 .filter_map(|a| a.as_str().map(str::to_owned))
-                .collect(),
-        });
+                .collect::<Vec<String>>(),
+        ));
     }
     problems.extend(beyond);
     problems.extend(duplicates.into_iter().map(|pointer| {
@@ -424,9 +424,50 @@ fn rooftop_pricing(
             "duplicate charge_id: each required dealer charge of a rooftop has its own id",
         )
     }));
+    // The import is refused when any problem was found; a record that
+    // does not read as its type (only if the schema and `crate::dap` drift
+    // apart) is then a problem too, never dropped in silence.
+    fn typed<T: serde::de::DeserializeOwned>(
+        value: &Value,
+        at: String,
+        problems: &mut Vec<Problem>,
+    ) -> Option<T> {
+        serde_json::from_value(value.clone())
+            .map_err(|e| {
+                problems.push(Problem::new(
+                    at,
+                    "schema",
+                    format!("does not match its schema definition: {e}"),
+                ));
+            })
+            .ok()
+    }
+    let required_dealer_charges = charges
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            typed(
+                c,
+                format!("{pointer}/required_dealer_charges/{i}"),
+                problems,
+            )
+        })
+        .collect();
+    let government_charge_estimates = estimates
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, (jurisdiction, lines, assumptions))| {
+            let at = format!("{pointer}/government_charge_estimates/{i}");
+            Some(GovernmentChargeEstimate {
+                jurisdiction: typed(&jurisdiction, format!("{at}/jurisdiction"), problems)?,
+                lines: typed(&Value::Array(lines), format!("{at}/lines"), problems)?,
+                assumptions,
+            })
+        })
+        .collect();
     RooftopPricing {
-        required_dealer_charges: charges,
-        government_charge_estimates: estimates,
+        required_dealer_charges,
+        government_charge_estimates,
     }
 }
 

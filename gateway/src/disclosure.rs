@@ -14,7 +14,10 @@
 //!   [`WEIGHT_COMPONENT`] and [`band_points`].
 
 pub mod cache;
+mod programs;
 mod text;
+
+pub use programs::{profile_jurisdiction, programs_input};
 
 pub use text::{CLOSING as TEXT_CLOSING, MAX_TEXT, TEXT_DISCOUNT_LIMIT};
 
@@ -23,15 +26,13 @@ use pricing::Money;
 use serde_json::{Map, Value, json};
 
 use crate::availability::Band;
+use crate::dap::{DealerCharge, MAX_AGE_LIMIT, MAX_TRANSFORMATIONS, Provenance, Source, truncate};
 use crate::inventory::model::VehicleRecord;
 use crate::inventory::render::timestamp;
 use crate::store::{RooftopPricing, SourceRecord};
 
 /// Points of each boolean completeness component.
 pub const WEIGHT_COMPONENT: u32 = 20;
-const MAX_AGE_LIMIT: u32 = 2_592_000;
-/// DAP `provenance.transformations` `maxItems`.
-const MAX_TRANSFORMATIONS: usize = 32;
 /// Extension member holding the full transformation list when DAP's cap
 /// abbreviates `provenance.transformations`.
 pub const PROVENANCE_EXTENSION: &str = "dealergateway.provenance";
@@ -77,11 +78,11 @@ pub struct ProgramsInput {
     /// Why the evaluation for the default profile could not complete (a
     /// value-free sentence, [`evaluation_failure`]). Then no program is
     /// listed and the disclosure says so in `uncertainty`, in its text and
-    /// in its score (issue 12 item 6): never an empty list that looks
+    /// in its score: never an empty list that looks
     /// complete.
     pub evaluation_error: Option<String>,
     /// One sentence per stored program that cannot be evaluated, for
-    /// `uncertainty` (issue 12 item 2: never dropped in silence).
+    /// `uncertainty` (never dropped in silence).
     pub unusable: Vec<String>,
     /// Set when the evaluation's budget or deadline stopped its search
     /// (`optimality: bounded`, docs/pricing.md section 4): a sentence for
@@ -105,7 +106,7 @@ pub fn bounded_sentence(stop: pricing::stacking::BudgetStop) -> String {
 /// A value-free, caller-facing sentence for an evaluation that cannot
 /// complete. Both causes are deterministic properties of the stored inputs
 /// (retrying cannot help), so `offers.evaluate` answers them as a
-/// non-retryable error and the disclosure reports them (issue 12 item 6).
+/// non-retryable error and the disclosure reports them.
 pub fn evaluation_failure(err: &pricing::stacking::EvaluationError) -> String {
     use pricing::stacking::EvaluationError;
     match err {
@@ -154,17 +155,17 @@ pub struct Disclosure {
     pub gaps: Vec<Gap>,
 }
 
-fn money_of(v: &Value) -> Option<Money> {
-    serde_json::from_value::<Money>(v.clone()).ok()
-}
-
 fn str_of<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
     v.get(key).and_then(Value::as_str)
 }
 
 fn parse_time(v: &Value, key: &str) -> Option<DateTime<Utc>> {
-    str_of(v, key)
-        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+    str_of(v, key).and_then(rfc3339)
+}
+
+fn rfc3339(s: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(s)
+        .ok()
         .map(|t| t.with_timezone(&Utc))
 }
 
@@ -179,13 +180,8 @@ pub fn next_feed_change(record: &VehicleRecord, now: DateTime<Utc>) -> Option<Da
         .as_deref()
         .unwrap_or_default()
         .iter()
-        .flat_map(|adj| {
-            [
-                parse_time(adj, "valid_from"),
-                parse_time(adj, "valid_until"),
-            ]
-        })
-        .flatten()
+        .flat_map(|adj| [&adj.valid_from, &adj.valid_until])
+        .filter_map(|t| t.as_deref().and_then(rfc3339))
         .filter(|t| *t >= now)
         .min()
 }
@@ -196,10 +192,21 @@ pub fn next_feed_change(record: &VehicleRecord, now: DateTime<Utc>) -> Option<Da
 /// rule it out, so it is kept for adjustments and not matched for
 /// estimates, see `strict`).
 fn jurisdiction_covers(rule: &Value, wanted: &Value, strict: bool) -> bool {
-    if str_of(rule, "country") != str_of(wanted, "country") {
+    covers(
+        str_of(rule, "country"),
+        str_of(rule, "subdivision"),
+        wanted,
+        strict,
+    )
+}
+
+/// [`jurisdiction_covers`] for a rule given by its country and
+/// subdivision.
+fn covers(country: Option<&str>, subdivision: Option<&str>, wanted: &Value, strict: bool) -> bool {
+    if country != str_of(wanted, "country") {
         return false;
     }
-    match (str_of(rule, "subdivision"), str_of(wanted, "subdivision")) {
+    match (subdivision, str_of(wanted, "subdivision")) {
         (None, _) => true,
         (Some(a), Some(b)) => a == b,
         (Some(_), None) => !strict,
@@ -254,21 +261,20 @@ fn adjustment_applies(
 
 /// Merge rooftop default charges and the vehicle's own (by `charge_id`,
 /// the vehicle wins), rooftop order first.
-fn merged_charges(record: &VehicleRecord, pricing: &RooftopPricing) -> Vec<Value> {
+fn merged_charges<'r>(
+    record: &'r VehicleRecord,
+    pricing: &'r RooftopPricing,
+) -> Vec<&'r DealerCharge> {
     let own = record
         .required_dealer_charges
         .as_deref()
         .unwrap_or_default();
-    let mut out: Vec<Value> = pricing
+    let mut out: Vec<&DealerCharge> = pricing
         .required_dealer_charges
         .iter()
-        .filter(|c| {
-            !own.iter()
-                .any(|o| str_of(o, "charge_id") == str_of(c, "charge_id"))
-        })
-        .cloned()
+        .filter(|c| !own.iter().any(|o| o.charge_id == c.charge_id))
         .collect();
-    out.extend(own.iter().cloned());
+    out.extend(own);
     out
 }
 
@@ -280,13 +286,18 @@ pub fn matching_estimate<'p>(
 ) -> Option<&'p crate::store::GovernmentChargeEstimate> {
     let wanted = wanted?;
     let matches = |e: &&crate::store::GovernmentChargeEstimate| {
-        jurisdiction_covers(&e.jurisdiction, wanted, true)
+        covers(
+            Some(&e.jurisdiction.country),
+            e.jurisdiction.subdivision.as_deref(),
+            wanted,
+            true,
+        )
     };
     pricing
         .government_charge_estimates
         .iter()
         .filter(matches)
-        .find(|e| str_of(&e.jurisdiction, "subdivision").is_some())
+        .find(|e| e.jurisdiction.subdivision.is_some())
         .or_else(|| pricing.government_charge_estimates.iter().find(matches))
 }
 
@@ -296,8 +307,11 @@ pub fn matching_estimate<'p>(
 fn estimate_places(pricing: &RooftopPricing) -> Option<String> {
     let mut places: Vec<&str> = Vec::new();
     for e in &pricing.government_charge_estimates {
-        let place = str_of(&e.jurisdiction, "subdivision")
-            .or_else(|| str_of(&e.jurisdiction, "country"))
+        let place = e
+            .jurisdiction
+            .subdivision
+            .as_deref()
+            .or(Some(e.jurisdiction.country.as_str()))
             .filter(|p| p.len() <= 6 && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
         if let Some(p) = place
             && !places.contains(&p)
@@ -331,15 +345,11 @@ struct Government {
 
 fn government(inputs: &Inputs<'_>) -> Government {
     if let Some(estimate) = matching_estimate(inputs.pricing, inputs.jurisdiction) {
-        let amounts: Option<Vec<Money>> = estimate
-            .lines
-            .iter()
-            .map(|l| l.get("amount").and_then(money_of))
-            .collect();
-        let total = amounts.and_then(|a| {
-            let first = a.first()?.currency();
-            Money::checked_sum(first, a).ok()
-        });
+        let amounts: Vec<Money> = estimate.lines.iter().map(|l| l.amount).collect();
+        let total = amounts
+            .first()
+            .map(|m| m.currency())
+            .and_then(|first| Money::checked_sum(first, amounts).ok());
         if let Some(total) = total {
             let mut assumptions = estimate.assumptions.clone();
             if assumptions.is_empty() {
@@ -419,27 +429,24 @@ fn government(inputs: &Inputs<'_>) -> Government {
 }
 
 fn config_provenance(source: Option<&SourceRecord>) -> Option<Value> {
-    let s = source?;
-    Some(json!({
-        "sources": [config_source_value(s)],
-        "authority_status": "asserted",
-    }))
+    let provenance = Provenance::asserted(vec![config_source(source?)], None, Vec::<String>::new());
+    serde_json::to_value(provenance).ok()
+}
+
+/// The dealers file as a DAP `source`.
+fn config_source(s: &SourceRecord) -> Source {
+    Source {
+        source_name: truncate(&s.source_name, 128).to_owned(),
+        authority: s.authority.clone(),
+        observed_at: timestamp(s.observed_at),
+        source_record_id: None,
+        content_digest: Some(s.content_digest.clone()),
+        source_uri: None,
+    }
 }
 
 fn config_source_value(s: &SourceRecord) -> Value {
-    json!({
-        "source_name": truncate(&s.source_name, 128),
-        "authority": s.authority,
-        "observed_at": timestamp(s.observed_at),
-        "content_digest": s.content_digest,
-    })
-}
-
-fn truncate(s: &str, max_chars: usize) -> &str {
-    match s.char_indices().nth(max_chars) {
-        Some((i, _)) => &s[..i],
-        None => s,
-    }
+    serde_json::to_value(config_source(s)).unwrap_or(Value::Null)
 }
 
 fn feed_source_value(record: &VehicleRecord) -> Value {
@@ -486,13 +493,13 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
         || !inputs.pricing.required_dealer_charges.is_empty();
     let charges_value: Vec<Value> = charges
         .iter()
-        .map(|c| {
-            let mut c = c.clone();
-            if c.get("provenance").is_none() {
-                let from_vehicle = record.required_dealer_charges.as_deref().is_some_and(|own| {
-                    own.iter()
-                        .any(|o| str_of(o, "charge_id") == str_of(&c, "charge_id"))
-                });
+        .map(|charge| {
+            let mut c = serde_json::to_value(charge).unwrap_or(Value::Null);
+            if charge.provenance.is_none() {
+                let from_vehicle = record
+                    .required_dealer_charges
+                    .as_deref()
+                    .is_some_and(|own| own.iter().any(|o| o.charge_id == charge.charge_id));
                 let p = if from_vehicle {
                     Some(json!({"sources": [feed_source_value(record)], "authority_status": "asserted"}))
                 } else {
@@ -505,10 +512,7 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
             c
         })
         .collect();
-    let includes_all = charges_known
-        && charges
-            .iter()
-            .all(|c| c.get("included_in_advertised_price") == Some(&Value::Bool(true)));
+    let includes_all = charges_known && charges.iter().all(|c| c.included_in_advertised_price);
 
     // Conditional adjustments: the feed's own, then published programs.
     let mut adjustments: Vec<Value> = Vec::new();
@@ -519,6 +523,7 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
         .as_deref()
         .unwrap_or_default();
     for adj in feed_adjustments {
+        let adj = &serde_json::to_value(adj).unwrap_or(Value::Null);
         if adjustment_applies(adj, inputs.jurisdiction, inputs.payment_mode, now) {
             let mut a = adj.clone();
             if a.get("provenance").is_none() {
@@ -552,7 +557,7 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
     }
     let adjustments_known = record.conditional_adjustments.is_some() || inputs.programs.is_some();
     // A failed evaluation lists no program: the adjustments are then not
-    // known, whatever the feed says, and earn no points (issue 12 item 6).
+    // known, whatever the feed says, and earn no points.
     let evaluation_error = inputs
         .programs
         .as_ref()
@@ -733,7 +738,7 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
         transformations.push(truncate(&t, 160).to_owned());
     }
     // DAP caps `provenance.transformations` at 32 items. Every program
-    // revision must stay named (issue 12 item 5): beyond the cap the full
+    // revision must stay named: beyond the cap the full
     // list goes to `extensions["dealergateway.provenance"]` (DAP 13 allows
     // extension members) and the last item says the list is abbreviated.
     let full_transformations = (transformations.len() > MAX_TRANSFORMATIONS).then(|| {
@@ -787,7 +792,7 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
         price,
         includes_all,
         charges_known,
-        charges: &charges_value,
+        charges: &charges,
         adjustments: &adjustments,
         gov_status: gov.status,
         gov_total: gov.total,
@@ -849,292 +854,5 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
         document: Value::Object(doc),
         score,
         gaps,
-    }
-}
-
-/// A DAP jurisdiction object from a program's `"US"` / `"US-IL"` code.
-fn jurisdiction_of_code(code: &str) -> Value {
-    let country: String = code.chars().take(2).collect();
-    if code.contains('-') {
-        json!({"country": country, "subdivision": code})
-    } else {
-        json!({"country": country})
-    }
-}
-
-fn is_identifier(s: &str) -> bool {
-    let mut chars = s.chars();
-    !s.is_empty()
-        && s.len() <= 128
-        && chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))
-}
-
-/// The source authorities DAP knows; anything else is `unknown`.
-fn dap_authority(a: &str) -> &str {
-    match a {
-        "authoritative_dealer_system"
-        | "dealer_asserted"
-        | "oem"
-        | "government"
-        | "third_party"
-        | "derived" => a,
-        _ => "unknown",
-    }
-}
-
-/// The DAP `conditionalAdjustment` of one validated program, with the
-/// amount resolved for this vehicle by the evaluation (`report`).
-fn program_adjustment(
-    vp: &pricing::incentives::ValidatedProgram,
-    report: &pricing::stacking::ProgramReport,
-) -> Value {
-    use pricing::stacking::ResolvedAmount;
-    let p = &vp.program;
-    let mut criteria: Vec<Value> = p
-        .criteria
-        .iter()
-        .filter_map(|c| serde_json::to_value(c).ok())
-        .collect();
-    if let Some(modes) = &p.payment_modes {
-        let names: Vec<&str> = modes.iter().map(|m| m.name()).collect();
-        if !criteria
-            .iter()
-            .any(|c| str_of(c, "criterion") == Some("payment_mode"))
-        {
-            criteria.push(json!({
-                "criterion": "payment_mode", "operator": "in", "value": names,
-                "evidence_status": "not_required",
-                "description": format!("Only for {} purchases.", names.join(", ")),
-            }));
-        }
-    }
-    // A program whose residency the default profile cannot decide (a
-    // subdivision-only program without a requested subdivision, or postal
-    // exclusions without a requested postal code) is listed with the
-    // residency need as a criterion: its eligibility is unknown, never
-    // guessed from the rooftop's own address (docs/pricing.md section 2,
-    // issue 12 item 4).
-    if let pricing::stacking::Eligibility::Unknown { needs } = &report.eligibility {
-        for need in needs.iter().filter(|n| n.criterion == "residency") {
-            criteria.push(json!({
-                "criterion": "residency", "operator": "verified", "value": true,
-                "evidence_status": "required",
-                "description": truncate(&format!("Buyer's residence decides eligibility: {}.", need.evidence), 500),
-            }));
-        }
-    }
-    if criteria.is_empty() {
-        criteria.push(json!({
-            "criterion": "other", "operator": "present", "value": true,
-            "evidence_status": "not_required",
-            "description": "No buyer criteria: applies within the program's vehicle scope, jurisdictions, validity and payment modes.",
-        }));
-    }
-    let combinable: Vec<&str> = p
-        .stacking
-        .combinable_with
-        .iter()
-        .map(String::as_str)
-        .filter(|s| is_identifier(s))
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let mut stacking = json!({
-        "group": truncate(&p.stacking.group, 80),
-        "combinability": p.stacking.combinability.name(),
-    });
-    if !combinable.is_empty() {
-        stacking["combinable_with"] = json!(combinable);
-    }
-    let mut adj = json!({
-        "adjustment_id": p.program_id,
-        "name": truncate(&p.name, 160),
-        "direction": p.direction.name(),
-        "criteria": criteria,
-        "criteria_mode": p.criteria_mode.name(),
-        "stacking": stacking,
-    });
-    match &report.amount {
-        ResolvedAmount::Known { amount, .. } | ResolvedAmount::Percent { amount, .. }
-            if !amount.is_negative() =>
-        {
-            adj["amount_status"] = "known".into();
-            adj["amount"] = json!(amount);
-        }
-        _ => adj["amount_status"] = "unknown".into(),
-    }
-    if let Some(js) = &p.jurisdictions {
-        adj["jurisdictions"] = js.iter().map(|j| jurisdiction_of_code(j)).collect();
-    }
-    if let Some(t) = p.valid_from {
-        adj["valid_from"] = timestamp(t.with_timezone(&Utc)).into();
-    }
-    if let Some(t) = p.valid_until {
-        adj["valid_until"] = timestamp(t.with_timezone(&Utc)).into();
-    }
-    if let Some(pv) = &p.provenance {
-        let mut source = json!({
-            "source_name": truncate(&pv.source_name, 128),
-            "authority": dap_authority(&pv.authority),
-            "observed_at": timestamp(pv.observed_at.with_timezone(&Utc)),
-        });
-        if let Some(id) = pv.record_id.as_deref().filter(|i| !i.is_empty()) {
-            source["source_record_id"] = truncate(id, 256).into();
-        }
-        let mut transformations = vec![format!("program {} revision {}", p.program_id, p.revision)];
-        // Rhai and declarative limits alike: the hash names the combination rule.
-        if let Some(hash) = vp.rule_hash() {
-            transformations.push(format!("stacking rule {hash}"));
-        }
-        adj["provenance"] = json!({
-            "sources": [source],
-            "authority_status": "asserted",
-            "transformations": transformations.iter().map(|t| truncate(t, 160)).collect::<Vec<_>>(),
-        });
-    }
-    adj
-}
-
-/// The programs part of a disclosure: every program applicable to the
-/// vehicle (in some payment-mode branch allowed by `payment_mode`) as a
-/// conditional adjustment, and the evaluation for the default profile
-/// (payment mode unknown, no claims, `jurisdiction` — the requested one,
-/// else the rooftop's — as of `now`). `None` when the organization
-/// publishes no programs.
-pub fn programs_input(
-    record: &VehicleRecord,
-    programs: &crate::offers::ProgramsAt,
-    loaded_at: DateTime<Utc>,
-    jurisdiction: pricing::stacking::ProfileJurisdiction,
-    payment_mode: Option<&str>,
-    now: DateTime<Utc>,
-) -> Option<ProgramsInput> {
-    use pricing::stacking::{Applicability, Profile, ProfilePaymentMode, SearchBudget};
-    let validated = programs.validated();
-    if programs.is_empty() {
-        return None;
-    }
-    let profile = Profile {
-        payment_mode: ProfilePaymentMode::Unknown,
-        jurisdiction,
-        claims: std::collections::BTreeMap::new(),
-        as_of: now.fixed_offset(),
-    };
-    let vehicle = crate::offers::vehicle_for_pricing(record);
-    let evaluation = programs.evaluate(&vehicle, &profile, SearchBudget::default());
-    let mut adjustments = Vec::new();
-    let mut sources: Vec<Value> = Vec::new();
-    let evaluation_value = match &evaluation {
-        Ok(e) => {
-            for vp in validated.programs() {
-                let p = &vp.program;
-                let report = e
-                    .branches
-                    .iter()
-                    .filter(|b| {
-                        payment_mode
-                            .filter(|m| *m != "unknown")
-                            .is_none_or(|m| b.payment_mode.name() == m)
-                    })
-                    .flat_map(|b| b.programs.iter())
-                    .find(|r| {
-                        r.program_id == p.program_id
-                            && r.revision == p.revision
-                            && r.applicability == Applicability::Applicable
-                    });
-                let Some(report) = report else {
-                    continue;
-                };
-                if !is_identifier(&p.program_id) {
-                    continue;
-                }
-                if let Some(pv) = &p.provenance
-                    && !sources
-                        .iter()
-                        .any(|s| str_of(s, "source_name") == Some(&pv.source_name))
-                {
-                    sources.push(json!({
-                        "source_name": truncate(&pv.source_name, 128),
-                        "authority": dap_authority(&pv.authority),
-                        "observed_at": timestamp(pv.observed_at.with_timezone(&Utc)),
-                    }));
-                }
-                adjustments.push(ProgramAdjustment {
-                    adjustment: program_adjustment(vp, report),
-                    program_id: p.program_id.clone(),
-                    revision: p.revision,
-                    rule_hash: vp.rule_hash().map(str::to_owned),
-                    valid_until: p.valid_until.map(|t| t.with_timezone(&Utc)),
-                });
-            }
-            // Which revision of each program was used and why the others
-            // were not; unusable programs (issue 12 items 1-2).
-            serde_json::to_value(e).ok().map(|mut v| {
-                programs.annotate(&mut v);
-                v
-            })
-        }
-        Err(err) => Some(json!({"error": evaluation_failure(err)})),
-    };
-    let evaluation_error = evaluation.as_ref().err().map(evaluation_failure);
-    if sources.is_empty() {
-        sources.push(json!({
-            "source_name": "dealer-agent-gateway incentive programs",
-            "authority": "dealer_asserted",
-            "observed_at": timestamp(loaded_at),
-        }));
-    }
-    let evaluation_bounded = evaluation
-        .as_ref()
-        .ok()
-        .and_then(|e| e.cost.stopped)
-        .map(bounded_sentence);
-    Some(ProgramsInput {
-        adjustments,
-        sources,
-        loaded_at,
-        evaluation: evaluation_value,
-        evaluation_error,
-        evaluation_valid_until: evaluation
-            .ok()
-            .and_then(|e| e.valid_until)
-            .map(|t| t.with_timezone(&Utc)),
-        unusable: programs.unusable_sentences(),
-        evaluation_bounded,
-    })
-}
-
-/// The default profile's jurisdiction: the requested one, else the
-/// rooftop's address (`country`, `region` as an ISO 3166-2 subdivision).
-/// Only the requested jurisdiction supplies a postal code: the rooftop's
-/// postal code says where the dealer is, not where the buyer lives, so a
-/// program with postal exclusions stays applicable with a `residency` need
-/// instead of being hidden by a guess (docs/pricing.md section 5, issue 12
-/// item 4).
-pub fn profile_jurisdiction(
-    requested: Option<&Value>,
-    rooftop_dap: &Value,
-) -> Option<pricing::stacking::ProfileJurisdiction> {
-    let from = |v: &Value, sub_key: &str, postal: bool| {
-        let country = str_of(v, "country")?.to_owned();
-        let subdivision = str_of(v, sub_key).map(|s| {
-            if s.contains('-') {
-                s.to_owned()
-            } else {
-                format!("{country}-{s}")
-            }
-        });
-        Some(pricing::stacking::ProfileJurisdiction {
-            country,
-            subdivision,
-            postal_code: str_of(v, "postal_code")
-                .filter(|_| postal)
-                .map(str::to_owned),
-        })
-    };
-    match requested {
-        Some(j) => from(j, "subdivision", true),
-        None => from(rooftop_dap.get("address")?, "region", false),
     }
 }

@@ -1,4 +1,4 @@
-//! The published inventory feed of one organization (issue 16 item 4):
+//! The published inventory feed of one organization (docs/inventory-feeds.md):
 //! `GET /feeds/{organization_id}/inventory.csv` in DAP Inventory CSV 0.1
 //! (`dealer-agent-inventory-csv/0.1`, spec/v0.1/dealer-agent-inventory-csv.md),
 //! the `published_feed` of the static publication at
@@ -66,6 +66,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
 use crate::auth::Principal;
+use crate::dap::DealerCharge;
 use crate::directory::DirectorySnapshot;
 use crate::ingest::dap_csv::{Column, starts_like_a_formula};
 use crate::inventory::index::SnapshotIndex;
@@ -131,9 +132,9 @@ struct ExportRooftop {
     rooftop_id: String,
     /// `None` when the rooftop has no inventory snapshot yet (no rows).
     index: Option<Arc<SnapshotIndex>>,
-    /// The rooftop's configured required dealer charges (DAP
-    /// `dealerCharge` objects; empty when not configured).
-    charges: Vec<Value>,
+    /// The rooftop's configured required dealer charges (empty when not
+    /// configured).
+    charges: Vec<DealerCharge>,
     /// Their `required_dealer_charges_json` cell, for the (common)
     /// vehicles without charges of their own: written once per export,
     /// not once per row. `None` when the rooftop configures none.
@@ -287,7 +288,10 @@ fn json_cell(v: &impl serde::Serialize) -> String {
 /// `rooftop_charges`: the rooftop's first (those the vehicle does not
 /// override by `charge_id`), then the vehicle's own. `None` when neither
 /// says anything (unknown).
-fn disclosed_charges(record: &VehicleRecord, rooftop_charges: &[Value]) -> Option<Vec<Value>> {
+fn disclosed_charges(
+    record: &VehicleRecord,
+    rooftop_charges: &[DealerCharge],
+) -> Option<Vec<DealerCharge>> {
     if record.required_dealer_charges.is_none() && rooftop_charges.is_empty() {
         return None;
     }
@@ -295,9 +299,9 @@ fn disclosed_charges(record: &VehicleRecord, rooftop_charges: &[Value]) -> Optio
         .required_dealer_charges
         .as_deref()
         .unwrap_or_default();
-    let mut out: Vec<Value> = rooftop_charges
+    let mut out: Vec<DealerCharge> = rooftop_charges
         .iter()
-        .filter(|c| !own.iter().any(|o| o["charge_id"] == c["charge_id"]))
+        .filter(|c| !own.iter().any(|o| o.charge_id == c.charge_id))
         .cloned()
         .collect();
     out.extend(own.iter().cloned());

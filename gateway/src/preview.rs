@@ -749,7 +749,7 @@ impl Fixes<'_> {
             .pricing
             .government_charge_estimates
             .iter()
-            .map(|e| jurisdiction_label(&e.jurisdiction))
+            .map(|e| jurisdiction_label(&json!(e.jurisdiction)))
             .collect();
         if configured.is_empty() {
             format!(

@@ -349,12 +349,12 @@ async fn feed(
 /// (`label`, `amount_minor`, `currency`, `included_in_advertised_price`;
 /// DAP's shape has no payee). `None` for a charge missing one of them
 /// (the dealers file validates charges, so only a corrupt store).
-fn default_charge(charge: &Value) -> Option<Value> {
+fn default_charge(charge: &crate::dap::DealerCharge) -> Option<Value> {
     Some(json!({
-        "label": charge["name"].as_str()?,
-        "amount_minor": charge["amount"]["amount_minor"].as_i64()?,
-        "currency": charge["amount"]["currency"].as_str()?,
-        "included_in_advertised_price": charge["included_in_advertised_price"].as_bool()?,
+        "label": charge.name,
+        "amount_minor": charge.amount.amount_minor(),
+        "currency": charge.amount.currency().code(),
+        "included_in_advertised_price": charge.included_in_advertised_price,
     }))
 }
 

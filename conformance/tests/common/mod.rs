@@ -245,7 +245,7 @@ fn vehicle(
             2 => Some("available".into()),
             _ => None,
         },
-        history_reports: if n == 0 {
+        history_reports: serde_json::from_value(serde_json::Value::Array(if n == 0 {
             let summary = |accidents: &str| {
                 serde_json::json!({"accident_status": accidents, "damage_status": "unknown",
                     "title_brand_status": "unknown", "odometer_consistency": "unknown",
@@ -268,7 +268,8 @@ fn vehicle(
             ]
         } else {
             vec![]
-        },
+        }))
+        .expect("valid history reports"),
         certification_type: None,
         used_evidence: Default::default(),
         source: VehicleSource {

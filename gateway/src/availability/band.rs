@@ -173,7 +173,7 @@ pub fn report(observation: Option<&Observed<'_>>, what: &str, now: DateTime<Utc>
         "authority_status": authority_status,
         "observed_at": observed_at,
         "human_verification_required": band != Band::VerifiedCurrent,
-        "reason": truncate(&reason, 500),
+        "reason": crate::dap::truncate(&reason, 500),
     });
     let mut freshness = json!({
         "observed_at": observed_at,
@@ -257,10 +257,6 @@ fn describe_age(seconds: i64) -> String {
         s if s < 2 * 86_400 => format!("{} h", s / 3600),
         s => format!("{} d", s / 86_400),
     }
-}
-
-fn truncate(s: &str, max_chars: usize) -> String {
-    s.chars().take(max_chars).collect()
 }
 
 #[cfg(test)]

@@ -355,9 +355,11 @@ mod tests {
             "availability_band": "asserted"
         }}});
         let illinois = GovernmentChargeEstimate {
-            jurisdiction: json!({"country": "US", "subdivision": "US-IL"}),
+            jurisdiction: serde_json::from_value(json!({"country": "US", "subdivision": "US-IL"}))
+                .unwrap(),
             lines: vec![
-                json!({"name": "Title", "amount": {"amount_minor": 16500, "currency": "USD"}}),
+                serde_json::from_value(json!({"name": "Title", "amount": {"amount_minor": 16500, "currency": "USD"}, "payee": "government"}))
+                    .unwrap(),
             ],
             assumptions: vec![],
         };
@@ -395,7 +397,12 @@ mod tests {
         assert!(other.contains("covers US-IL but not US-MI"), "{other}");
         // An estimate for the very jurisdiction that cannot be totalled.
         let mut broken = configured.clone();
-        broken.government_charge_estimates[0].lines = vec![json!({"name": "Title"})];
+        // Lines in two currencies have no total.
+        let mut other_currency = broken.government_charge_estimates[0].lines[0].clone();
+        other_currency.amount = pricing::Money::from_minor(16500, pricing::Currency::CAD);
+        broken.government_charge_estimates[0]
+            .lines
+            .push(other_currency);
         let own = json!({"country": "US", "subdivision": "US-IL"});
         let totalled = fix(&broken, &own, false, "government_charges_classified");
         assert!(totalled.contains("cannot be totalled"), "{totalled}");

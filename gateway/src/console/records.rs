@@ -177,7 +177,7 @@ struct ProgramView<'a> {
 }
 
 /// Whether a revision's validity window (`valid_from` inclusive,
-/// `valid_until` exclusive, OFFERS.md 3.1) contains `now`.
+/// `valid_until` exclusive, docs/pricing.md) contains `now`.
 fn valid_at(doc: &Value, now: chrono::DateTime<Utc>) -> bool {
     let at = |k: &str| {
         doc[k]

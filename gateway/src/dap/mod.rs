@@ -2,5 +2,19 @@
 //! constants every layer shares, each defined once and held to the
 //! published schemas (`schemas/`) by drift tests.
 
+/// A published vehicle history report.
+pub mod history;
+/// DAP money, charges, adjustments, jurisdictions and government charges.
+pub mod pricing;
 /// DAP `source`, `provenance` and `freshness`.
 pub mod provenance;
+/// Wire limits and the one `truncate`.
+pub mod wire;
+
+pub use history::HistoryReport;
+pub use pricing::{
+    ConditionalAdjustment, CriterionValue, DealerCharge, EligibilityCriterion,
+    GovernmentChargeLine, Jurisdiction, Money, Scalar, Stacking,
+};
+pub use provenance::{Freshness, FreshnessState, Provenance, Source};
+pub use wire::{MAX_AGE_LIMIT, MAX_TRANSFORMATIONS, truncate};

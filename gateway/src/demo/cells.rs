@@ -6,7 +6,7 @@
 //! objects so ingest keeps them as they are.
 //!
 //! Fields are declared in the order they are written, so a cell reads the
-//! same as before the generator moved to serde (issue 13 item 6).
+//! same as before the generator moved to serde.
 
 use std::borrow::Cow;
 

@@ -1,6 +1,6 @@
 //! The demo's data tables: models, makes, lenders, colours, features,
 //! exchange rates and fees, the bundled demo's rooftops, cities, streets and
-//! group names. No logic lives here (issue 13 item 6: data apart from code);
+//! group names. No logic lives here (data apart from code);
 //! the generator in the sibling modules draws from these tables, so changing
 //! one changes every generated bundle.
 //!

@@ -30,7 +30,7 @@
 //! maker, model-year character, valid check digit) but made up, and unique
 //! within one generated bundle.
 //!
-//! Layout (issue 13 item 6: data apart from code, files written with serde):
+//! Layout (data apart from code, files written with serde):
 //! - `data`: the tables (models, makes, colours, cities, ...), no logic;
 //! - `random`, `clock`, `vin`: the seeded generator, the one `now`, VINs;
 //! - `rooftop`: a rooftop's identity and derived pricing policy;
@@ -41,7 +41,7 @@
 //!   is YAML 1.2 with every string quoted) and the files on disk;
 //! - [`seed`]: the bundled demo loaded by `serve`;
 //! - [`refresh`]: keeps the bundled demo within its freshness SLAs while
-//!   `serve` runs (issue 14 item 7).
+//!   `serve` runs.
 
 use std::io;
 use std::path::PathBuf;

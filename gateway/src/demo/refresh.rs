@@ -1,4 +1,4 @@
-//! A demo that stays alive (issue 14 item 7): the bundled demo's feeds are
+//! A demo that stays alive: the bundled demo's feeds are
 //! observed once, when the store is seeded, and the inventory SLA is 15
 //! minutes, so without this every demo vehicle turned stale a quarter of an
 //! hour after the first start and lost the score's advertised-price points.

@@ -6,8 +6,8 @@
 //! every feed through the same parser as `import inventory`, every programs
 //! file through the same parser as `import programs`, and each
 //! organization's programs as a whole set at every instant, the check
-//! `import programs` makes (issue 12 item 2,
-//! [`crate::offers::check_program_set`]). A broken demo stops the start-up
+//! `import programs` makes
+//! ([`crate::offers::check_program_set`]). A broken demo stops the start-up
 //! with every conflict named, and leaves no partial demo behind that a
 //! second start would take for a seeded store. [`DemoSeed::write`] then
 //! stores the programs through the same checked store call as
@@ -186,7 +186,7 @@ impl DemoSeed {
             }
         }
         // The whole-set check `import programs` makes in its transaction
-        // (issue 12 item 2), over each organization's union of files.
+        // over each organization's union of files.
         for (organization_id, records) in &programs {
             crate::offers::check_program_set(records).map_err(|conflicts| {
                 SeedError::ProgramSet {

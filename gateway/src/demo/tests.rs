@@ -665,11 +665,11 @@ fn imported_digest(dealers: &[u8], feeds: &[(String, Vec<u8>)], now: DateTime<Ut
     hex::encode(h.finalize())
 }
 
-/// The generator rewritten on serde (issue 13 item 6) imports to the
+/// The generator rewritten on serde imports to the
 /// same records as the hand-written writer it replaced: these digests
 /// were computed with that writer (commit ad78038) for a fixed `now`. The
 /// served demo's digest was recomputed when it gained its used units with
-/// complete, partial and conflicting evidence (issue 16 item 3); the
+/// complete, partial and conflicting evidence; the
 /// generated bundle's is still the writer's, since generated rows carry no
 /// such evidence.
 #[test]

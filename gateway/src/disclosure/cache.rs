@@ -1,5 +1,5 @@
-//! Reuse of offer evaluations (issue 13 item 4: "cache it per vehicle,
-//! program set and as_of window").
+//! Reuse of offer evaluations, cached per vehicle, program set and as_of
+//! window.
 //!
 //! Evaluating an organization's stacking rules for one vehicle is most of
 //! what a disclosure costs, and its result is a function of the vehicle

@@ -22,7 +22,13 @@ use pricing::Money;
 use serde_json::Value;
 
 // A name is cut on a character boundary; a phrase never is.
-use super::{money_of, str_of, truncate as cut};
+use super::{str_of, truncate as cut};
+use crate::dap::DealerCharge;
+
+/// The money of a disclosure member this module was handed as JSON.
+fn money_of(v: &Value) -> Option<Money> {
+    serde_json::from_value::<Money>(v.clone()).ok()
+}
 
 /// Longest `disclosure_text` DAP allows (characters).
 pub const MAX_TEXT: usize = 4000;
@@ -48,8 +54,8 @@ pub struct TextInputs<'a> {
     pub includes_all: bool,
     /// The required charges are known (possibly none).
     pub charges_known: bool,
-    /// DAP `dealerCharge` objects, as served.
-    pub charges: &'a [Value],
+    /// The required dealer charges, as served: each with its amount.
+    pub charges: &'a [&'a DealerCharge],
     /// DAP `conditionalAdjustment` objects, as served.
     pub adjustments: &'a [Value],
     /// DAP `governmentCharges.status`.
@@ -255,19 +261,17 @@ fn joined(phrases: &[String], sep: &str, rest: usize, count: &str) -> String {
     }
 }
 
+/// A known adjustment's amount (`amount_status` `known` requires one).
 fn amount_text(v: &Value) -> String {
     v.get("amount")
         .and_then(money_of)
         .map_or_else(|| "an unknown amount".to_owned(), |m| m.to_string())
 }
 
-fn charge_item(c: &Value) -> Item {
-    let name = str_of(c, "name")
-        .or_else(|| str_of(c, "charge_id"))
-        .unwrap_or("charge");
+fn charge_item(c: &DealerCharge) -> Item {
     Item {
-        name: name.to_owned(),
-        tail: format!(" ({})", amount_text(c)),
+        name: c.name.clone(),
+        tail: format!(" ({})", c.amount),
         shortenable: true,
     }
 }
@@ -290,8 +294,8 @@ fn adjustment_item(a: &Value) -> Item {
     }
 }
 
-fn is_included(c: &Value) -> bool {
-    c.get("included_in_advertised_price") == Some(&Value::Bool(true))
+fn is_included(c: &DealerCharge) -> bool {
+    c.included_in_advertised_price
 }
 
 /// One part of the text: a fixed sentence or a list.
@@ -323,8 +327,8 @@ pub fn disclosure_text(t: &TextInputs<'_>) -> String {
             "The dealer lists no required dealer charges.".to_owned(),
         ));
     } else {
-        let (included, not_included): (Vec<&Value>, Vec<&Value>) =
-            charges.iter().partition(|c| is_included(c));
+        let (included, not_included): (Vec<&DealerCharge>, Vec<&DealerCharge>) =
+            charges.iter().copied().partition(|c| is_included(c));
         if !included.is_empty() {
             parts.push(Part::List(List {
                 kind: Kind::Included,
@@ -341,15 +345,13 @@ pub fn disclosure_text(t: &TextInputs<'_>) -> String {
                 total: String::new(),
             }));
             // The sum covers every charge left out of the price, named or
-            // counted; with any amount unknown there is no sum (unknown is
-            // never totalled).
-            let sum = not_included
-                .iter()
-                .map(|c| c.get("amount").and_then(money_of))
-                .collect::<Option<Vec<Money>>>()
-                .and_then(|m| {
-                    Money::checked_sum(price.currency(), m.into_iter().chain([price])).ok()
-                });
+            // counted; in another currency or beyond the range there is no
+            // sum.
+            let sum = Money::checked_sum(
+                price.currency(),
+                not_included.iter().map(|c| c.amount).chain([price]),
+            )
+            .ok();
             if let Some(sum) = sum {
                 parts.push(Part::Fixed(format!(
                     "Advertised price plus required dealer charges: {sum}, before government charges."
@@ -478,6 +480,19 @@ mod tests {
         json!({"amount_minor": minor, "currency": "USD"})
     }
 
+    fn charge(id: String, name: String, minor: i64, included: bool) -> DealerCharge {
+        DealerCharge {
+            charge_id: id,
+            name,
+            amount: Money::from_minor(minor, Currency::USD),
+            payee: "dealer".into(),
+            included_in_advertised_price: included,
+            taxable_status: None,
+            required: true,
+            provenance: None,
+        }
+    }
+
     /// A unique, searchable name: the tag survives both cuts.
     fn name(section: char, i: usize, filler: &str) -> String {
         format!("{section}{i:03}#{filler}")
@@ -485,7 +500,7 @@ mod tests {
 
     #[derive(Debug, Clone)]
     struct Case {
-        charges: Vec<Value>,
+        charges: Vec<DealerCharge>,
         adjustments: Vec<Value>,
         gov: (&'static str, Vec<String>),
         evaluation_error: Option<String>,
@@ -501,10 +516,10 @@ mod tests {
     }
 
     fn case() -> impl Strategy<Value = Case> {
-        let charge = (filler(), any::<bool>(), prop::option::of(0_i64..10_000_000));
+        let charges = (filler(), any::<bool>(), 0_i64..10_000_000);
         let adjustment = (filler(), any::<bool>(), prop::option::of(0_i64..10_000_000));
         (
-            prop::collection::vec(charge, 0..70),
+            prop::collection::vec(charges, 0..70),
             prop::collection::vec(adjustment, 0..90),
             prop::sample::select(vec!["unknown", "estimated", "calculated", "not_applicable"]),
             prop::collection::vec(filler(), 0..25),
@@ -515,15 +530,7 @@ mod tests {
                     .into_iter()
                     .enumerate()
                     .map(|(i, (f, included, amount))| {
-                        let mut c = json!({
-                            "charge_id": format!("c{i}"),
-                            "name": name('C', i, &f),
-                            "included_in_advertised_price": included,
-                        });
-                        if let Some(a) = amount {
-                            c["amount"] = usd(a);
-                        }
-                        c
+                        charge(format!("c{i}"), name('C', i, &f), amount, included)
                     })
                     .collect(),
                 adjustments: adjustments
@@ -558,7 +565,7 @@ mod tests {
             price: Money::from_minor(3_249_500, Currency::USD),
             includes_all: !c.charges.is_empty() && c.charges.iter().all(is_included),
             charges_known: true,
-            charges: &c.charges,
+            charges: &c.charges.iter().collect::<Vec<_>>(),
             adjustments: &c.adjustments,
             gov_status: c.gov.0,
             gov_total: Some(Money::from_minor(218_100, Currency::USD)),
@@ -645,7 +652,7 @@ mod tests {
             prop_assert!(text.chars().count() <= MAX_TEXT, "{} chars", text.chars().count());
             prop_assert!(text.ends_with(CLOSING), "{text}");
             prop_assert!(text.starts_with("Advertised price: 32,495.00 USD"));
-            let (inc, not): (Vec<&Value>, Vec<&Value>) = c.charges.iter().partition(|x| is_included(x));
+            let (inc, not): (Vec<&DealerCharge>, Vec<&DealerCharge>) = c.charges.iter().partition(|x| is_included(x));
             let inc: Vec<Item> = inc.iter().map(|x| charge_item(x)).collect();
             let not: Vec<Item> = not.iter().map(|x| charge_item(x)).collect();
             let (sur, dis): (Vec<&Value>, Vec<&Value>) =
@@ -679,8 +686,8 @@ mod tests {
     #[test]
     fn many_long_charges_and_surcharges_keep_every_part() {
         let long = |tag: char, i: usize| name(tag, i, &"x".repeat(150));
-        let charges: Vec<Value> = (0..30)
-            .map(|i| json!({"charge_id": format!("c{i}"), "name": long('C', i), "amount": usd(10_000 + i as i64), "included_in_advertised_price": false}))
+        let charges: Vec<DealerCharge> = (0..30)
+            .map(|i| charge(format!("c{i}"), long('C', i), 10_000 + i as i64, false))
             .collect();
         let adjustments: Vec<Value> = (0..30)
             .map(|i| json!({"name": long('S', i), "direction": "surcharge", "amount_status": "known", "amount": usd(5_000)}))

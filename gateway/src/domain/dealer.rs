@@ -5,6 +5,8 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::dap::{DealerCharge, GovernmentChargeLine, Jurisdiction};
+
 /// Where an imported record came from (DAP `source`, `provenance`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SourceRecord {
@@ -19,8 +21,7 @@ pub struct SourceRecord {
 }
 
 /// Settings this gateway keeps per rooftop (the dealers file's
-/// `gateway_settings` object). Later issues add availability sources and
-/// pricing defaults.
+/// `gateway_settings` object).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RooftopSettings {
     /// ISO 4217 code of the rooftop's prices.
@@ -40,15 +41,15 @@ pub struct RooftopSettings {
     pub pricing: RooftopPricing,
 }
 
-/// A rooftop's pricing configuration (issue 7 item 2): the required dealer
+/// A rooftop's pricing configuration (docs/pricing.md): the required dealer
 /// charges every vehicle carries, and optional government-charge
 /// estimates per jurisdiction. Without an estimate for a buyer's
 /// jurisdiction, government charges are `unknown` — never zero.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RooftopPricing {
-    /// DAP `dealerCharge` objects (schema-valid, in the rooftop currency).
+    /// In the rooftop currency (checked by the dealers-file import).
     #[serde(default)]
-    pub required_dealer_charges: Vec<serde_json::Value>,
+    pub required_dealer_charges: Vec<DealerCharge>,
     /// Estimates by jurisdiction, most specific first when several match.
     #[serde(default)]
     pub government_charge_estimates: Vec<GovernmentChargeEstimate>,
@@ -58,10 +59,8 @@ pub struct RooftopPricing {
 /// jurisdiction (DAP `governmentCharges` with status `estimated`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GovernmentChargeEstimate {
-    /// DAP `jurisdiction` object: `country`, optional `subdivision`, …
-    pub jurisdiction: serde_json::Value,
-    /// DAP `governmentChargeLine` objects (name, amount, payee, basis).
-    pub lines: Vec<serde_json::Value>,
+    pub jurisdiction: Jurisdiction,
+    pub lines: Vec<GovernmentChargeLine>,
     /// Plain-language assumptions behind the estimate.
     #[serde(default)]
     pub assumptions: Vec<String>,
@@ -69,7 +68,8 @@ pub struct GovernmentChargeEstimate {
 
 /// Where a rooftop's availability comes from (dealers file
 /// `gateway_settings.availability_source`, docs/availability.md). Stored
-/// settings written before issue 6 have none: [`AvailabilitySource::Feed`].
+/// settings written before availability sources existed have none:
+/// [`AvailabilitySource::Feed`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AvailabilitySource {
@@ -134,7 +134,9 @@ pub struct FreshnessSla {
 pub struct RooftopRecord {
     pub rooftop_id: String,
     /// The DAP `rooftop` object exactly as it goes on the wire
-    /// (`rooftop_id`, `name`, `address`, `timezone`, `departments`, ...).
+    /// (`rooftop_id`, `name`, `address`, `timezone`, `departments`, ...),
+    /// schema-checked by the dealers-file import; not yet a typed record of
+    /// its own.
     pub dap: serde_json::Value,
     pub settings: RooftopSettings,
 }
@@ -145,7 +147,9 @@ pub struct OrganizationRecord {
     pub organization_id: String,
     pub name: String,
     pub legal_name: Option<String>,
-    /// DAP `extensions` bag of the organization, if any.
+    /// DAP `extensions` bag of the organization, if any. The schema leaves
+    /// it open (common.schema.json `extensionBag`: keys are extension
+    /// identifiers, values are the extension's own).
     pub extensions: Option<serde_json::Value>,
     /// In the order of the imported file.
     pub rooftops: Vec<RooftopRecord>,

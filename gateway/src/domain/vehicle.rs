@@ -11,6 +11,8 @@ use pricing::Money;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::dap::{ConditionalAdjustment, DealerCharge, HistoryReport};
+
 /// Odometer unit (DAP `distance.unit`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -110,22 +112,24 @@ pub struct VehicleRecord {
     pub exterior_color: Option<String>,
     pub interior_color: Option<String>,
     pub odometer: Option<Odometer>,
-    /// DAP `powertrain` object as published (already schema-valid).
+    /// DAP `powertrain` object as published (already schema-valid: ingest
+    /// checks it against vehicle.schema.json `powertrain`; not yet a typed
+    /// record of its own).
     pub powertrain: Option<Value>,
     pub features: Vec<String>,
-    /// DAP `mediaAsset` objects.
+    /// DAP `mediaAsset` objects as published (schema-valid; not yet a
+    /// typed record of their own).
     pub media: Vec<Value>,
     /// HTTPS listing page.
     pub listing_url: Option<String>,
     pub window_sticker_url: Option<String>,
     /// The advertised price; DAP requires one for a published vehicle.
     pub advertised_price: Money,
-    /// Required dealer charges as DAP `dealerCharge` objects; `None` when
-    /// the source did not say (unknown, not "none").
-    pub required_dealer_charges: Option<Vec<Value>>,
-    /// Conditional adjustments as DAP `conditionalAdjustment` objects;
-    /// `None` when unknown.
-    pub conditional_adjustments: Option<Vec<Value>>,
+    /// Required dealer charges; `None` when the source did not say
+    /// (unknown, not "none").
+    pub required_dealer_charges: Option<Vec<DealerCharge>>,
+    /// Conditional adjustments; `None` when unknown.
+    pub conditional_adjustments: Option<Vec<ConditionalAdjustment>>,
     /// `unknown|estimated|calculated|not_applicable`; `None` = unknown.
     pub government_charges_status: Option<String>,
     /// DAP availability status as asserted by the source
@@ -137,9 +141,9 @@ pub struct VehicleRecord {
     /// `available|not_available|restricted|unknown|conflicting` summary of
     /// the history reports; `None` when no report information exists.
     pub history_report_status: Option<String>,
-    /// DAP `historyReport`-like objects as published (see
-    /// schemas/inventory-cells.schema.json).
-    pub history_reports: Vec<Value>,
+    /// The history reports as published (inventory-cells.schema.json
+    /// `csvHistoryReport`).
+    pub history_reports: Vec<HistoryReport>,
     /// `manufacturer_cpo|dealer_certified|third_party_certified|not_certified|unknown`.
     pub certification_type: Option<String>,
     /// The rest of the used-vehicle evidence (profile
@@ -160,7 +164,8 @@ pub struct UsedEvidence {
     /// document's own odometer has no `exempt`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub odometer_status: Option<String>,
-    /// `csvTitle`: `{status, brands, jurisdiction?}`.
+    /// `csvTitle`: `{status, brands, jurisdiction?}` as published
+    /// (schema-valid; not yet a typed record of its own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<Value>,
     /// `csvInspection`: a DAP `conditionReport` without provenance and
@@ -211,16 +216,10 @@ const SUMMARY_FACTS: &[(&str, &str, &str)] = &[
 
 /// The (provider name, summary) of each report that carries a summary (a
 /// summary is stored only where sharing is authorized).
-fn summaries(reports: &[Value]) -> Vec<(&str, &Value)> {
+fn summaries(reports: &[HistoryReport]) -> Vec<(&str, &Value)> {
     reports
         .iter()
-        .filter(|r| r["summary"].is_object())
-        .map(|r| {
-            (
-                r["provider_name"].as_str().unwrap_or("unnamed provider"),
-                &r["summary"],
-            )
-        })
+        .filter_map(|r| Some((r.provider_name.as_str(), r.summary()?)))
         .collect()
 }
 
@@ -241,7 +240,7 @@ fn sides(yes: Vec<&str>, no: Vec<&str>) -> Option<Vec<String>> {
 
 /// Where history-report summaries of different providers contradict each
 /// other: this makes the vehicle's history-report status `conflicting`.
-pub fn history_conflicts(reports: &[Value]) -> Vec<Discrepancy> {
+pub fn history_conflicts(reports: &[HistoryReport]) -> Vec<Discrepancy> {
     let summaries = summaries(reports);
     let mut out = Vec::new();
     for (member, a, b) in SUMMARY_FACTS {

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::rules::{self, Cell, CellCache, Collector, Duplicates, Key, Transformations};
 use super::{Failure, FileSource, FormatResult, IngestContext, Progress, Sink};
+use crate::dap::{ConditionalAdjustment, DealerCharge, HistoryReport};
 use crate::inventory::model::{
     Odometer, OdometerStatus, UsedEvidence, VehicleRecord, VehicleSource,
 };
@@ -218,7 +219,7 @@ pub fn restore_formula_text(cell: &str) -> &str {
 /// The csv crate's `Position::line()` is one too low for every record
 /// after the header of a CRLF file (the RFC 4180 and spreadsheet default):
 /// it takes a record's position before consuming the `\n` of the previous
-/// `\r\n`, and counts only `\n` (issue 11 item 6). Here a record starting
+/// `\r\n`, and counts only `\n`. Here a record starting
 /// at byte `b` is on line 1 + the number of terminators (`\r\n`, `\n` or a
 /// lone `\r`) whose last byte is at or before `b`; that is right whether
 /// `b` is the first byte of the record or the `\n` the reader has not yet
@@ -736,6 +737,12 @@ fn convert(
     let images = json(C::ImageUrlsJson, Cell::ImageUrls, p);
     let features = json(C::FeaturesJson, Cell::Features, p);
     let history = json(C::HistoryReportsJson, Cell::HistoryReports, p);
+    let charges: Option<Vec<DealerCharge>> =
+        p.typed(line, C::RequiredDealerChargesJson.name(), charges);
+    let adjustments: Option<Vec<ConditionalAdjustment>> =
+        p.typed(line, C::ConditionalAdjustmentsJson.name(), adjustments);
+    let history_reports: Option<Vec<HistoryReport>> =
+        p.typed(line, C::HistoryReportsJson.name(), history);
     let title = json(C::TitleJson, Cell::Title, p);
     let inspection = json(C::InspectionJson, Cell::Inspection, p);
     let reconditioning = json(C::ReconditioningJson, Cell::Reconditioning, p);
@@ -761,7 +768,6 @@ fn convert(
     let observed_at = observed_at?;
     // A report without its own observed_at was observed with the row; the
     // renderer says so (the record keeps the cell as published).
-    let history_reports: Option<Vec<Value>> = history.and_then(|h| h.as_array().cloned());
     Some(VehicleRecord {
         vehicle_id: rules::vehicle_id(&ctx.organization_id, rooftop_id, vin),
         organization_id: ctx.organization_id.clone(),
@@ -789,8 +795,8 @@ fn convert(
         listing_url,
         window_sticker_url: None,
         advertised_price: Money::from_minor(price_minor?, currency?),
-        required_dealer_charges: charges.and_then(|c| c.as_array().cloned()),
-        conditional_adjustments: adjustments.and_then(|c| c.as_array().cloned()),
+        required_dealer_charges: charges,
+        conditional_adjustments: adjustments,
         government_charges_status,
         availability_status: availability_status?,
         stocked_at,

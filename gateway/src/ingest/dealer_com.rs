@@ -19,11 +19,11 @@
 
 use pricing::money::{FeedAdapter, FeedNotation};
 use pricing::{Currency, Money, MoneyError};
-use serde_json::json;
 
 use super::dap_csv::read_csv;
 use super::rules::{self, Collector, Duplicates, Key, Transformations};
 use super::{FileSource, FormatResult, IngestContext, Progress, Sink};
+use crate::dap::HistoryReport;
 use crate::inventory::model::{DistanceUnit, Odometer, UsedEvidence, VehicleRecord, VehicleSource};
 
 /// The fields this reader maps, each with its accepted headers in priority
@@ -480,14 +480,18 @@ fn convert(
             .opt(f)
             .and_then(|s| p.check(line, col(f), rules::https_url(s)))
         {
-            history_reports.push(json!({
-                "provider_id": provider_id,
-                "provider_name": provider_name,
-                "status": "available",
-                "access": "public_link",
-                "report_url": url,
-                "summary_sharing_authorized": false,
-            }));
+            history_reports.push(HistoryReport {
+                provider_id: provider_id.to_owned(),
+                provider_name: provider_name.to_owned(),
+                report_id: None,
+                status: "available".to_owned(),
+                access: "public_link".to_owned(),
+                report_url: Some(url),
+                report_generated_at: None,
+                observed_at: None,
+                summary_sharing_authorized: false,
+                summary: None,
+            });
             transformations.push(format!(
                 "{provider_name} link converted to a public_link history report"
             ));

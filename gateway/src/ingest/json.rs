@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use super::rules::{self, Cell, Collector, Duplicates, Key, Transformations};
 use super::{Failure, FileSource, FormatResult, IngestContext, Progress, Sink};
+use crate::dap::HistoryReport;
 use crate::inventory::model::{
     DistanceUnit, Odometer, OdometerStatus, UsedEvidence, VehicleRecord, VehicleSource,
 };
@@ -634,13 +635,17 @@ fn convert(
             ),
         );
     }
+    let history_reports: Option<Vec<HistoryReport>> = p.typed(
+        i,
+        &format!("{evidence_at}/history_reports"),
+        evidence
+            .as_ref()
+            .and_then(|e| e.get("history_reports").cloned()),
+    );
     if p.len() != before {
         return None;
     }
     let observed_at = observed_at?;
-    let history_reports = evidence
-        .as_ref()
-        .and_then(|e| e["history_reports"].as_array().cloned());
     let used_evidence = UsedEvidence {
         odometer_status: evidence_status,
         title: evidence.as_ref().and_then(|e| e.get("title").cloned()),

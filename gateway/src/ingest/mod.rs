@@ -14,8 +14,8 @@
 //! "Problem reports"), sorted by row, and no vehicle at all, so the caller
 //! writes nothing.
 //!
-//! Every format is read record by record from a reader (issue 11 item 6:
-//! a 134 MB feed took 1.46 GB to import). [`parse_feed_reader`] keeps the
+//! Every format is read record by record from a reader (reading a whole
+//! 134 MB feed into memory once took 1.46 GB). [`parse_feed_reader`] keeps the
 //! vehicles but never the file text or a whole-document JSON tree;
 //! [`check_feed`] then [`stream_feed`] hold neither: pass 1 applies every
 //! rule and keeps only the keys rules across records need, pass 2 re-reads

@@ -21,6 +21,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::{IngestContext, Progress, RowProblem};
+use crate::dap::HistoryReport;
 use crate::inventory::model::DistanceUnit;
 use crate::report::explain::{Located, Schema};
 use crate::report::{Target, money};
@@ -76,10 +77,9 @@ pub const CSV_AVAILABILITY: &[&str] = &[
     "unknown",
 ];
 
-/// At most this many transformations per record (DAP `transformations`).
-pub const MAX_TRANSFORMATIONS: usize = 32;
-/// At most this many characters per transformation.
-pub const MAX_TRANSFORMATION_CHARS: usize = 160;
+/// At most this many transformations per record, of at most this many
+/// characters each (DAP `transformations`).
+pub use crate::dap::wire::{MAX_TRANSFORMATION_CHARS, MAX_TRANSFORMATIONS};
 /// How often (rows) progress is reported.
 pub const PROGRESS_EVERY: usize = 2048;
 
@@ -97,6 +97,29 @@ impl Collector {
             rule: rule.into(),
             position: None,
         });
+    }
+
+    /// A schema-valid JSON value as its typed DAP record (`crate::dap`).
+    /// The drift tests hold those types to the same definitions, so this
+    /// fails only if they drift apart; the row is then refused with the
+    /// reason rather than imported with the value lost.
+    pub fn typed<T: serde::de::DeserializeOwned>(
+        &mut self,
+        row: usize,
+        column: &str,
+        value: Option<Value>,
+    ) -> Option<T> {
+        match serde_json::from_value(value?) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                self.add(
+                    row,
+                    column,
+                    format!("does not match its schema definition: {e}"),
+                );
+                None
+            }
+        }
     }
 
     /// Record the rule of an `Err` and turn the result into an `Option`.
@@ -406,11 +429,8 @@ pub fn same_currency(cell: &str, configured: Currency) -> Result<(), String> {
 /// more favorable one, DAP-UV-020); else any report available →
 /// `available`; else any restricted → `restricted`; else all not available
 /// (or no reports: `[]`) → `not_available`; else `unknown`.
-pub fn history_report_status(reports: &[Value]) -> String {
-    let statuses: Vec<&str> = reports
-        .iter()
-        .map(|r| r["status"].as_str().unwrap_or("unknown"))
-        .collect();
+pub fn history_report_status(reports: &[HistoryReport]) -> String {
+    let statuses: Vec<&str> = reports.iter().map(|r| r.status.as_str()).collect();
     let s = if !crate::inventory::model::history_conflicts(reports).is_empty() {
         "conflicting"
     } else if statuses.contains(&"available") {

@@ -1322,7 +1322,7 @@ fn feed_memory() {
 }
 
 // ---------------------------------------------------------------------------
-// Used-vehicle evidence (issue 16 item 3)
+// Used-vehicle evidence (profile dealeragent.used-vehicle.read/0.1)
 // ---------------------------------------------------------------------------
 
 fn used(changes: &[(&str, &str)]) -> Vec<String> {

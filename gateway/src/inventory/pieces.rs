@@ -1,4 +1,4 @@
-//! The pre-rendered parts of a vehicle's DAP JSON (issue 13 item 3) and
+//! The pre-rendered parts of a vehicle's DAP JSON and
 //! the rules they are written by (see `render` for the rules in full).
 //! The ground floor of `inventory`: it imports only the vehicle record, so
 //! the index (which stores pieces) and the renderer (which reads them back)
@@ -8,13 +8,10 @@ use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use serde_json::{Map, Value, json};
 
 use super::model::VehicleRecord;
+use crate::dap::{MAX_AGE_LIMIT, Provenance, Source, truncate};
 
 /// Microseconds in a day.
 pub(crate) const DAY_US: i128 = 86_400_000_000;
-
-/// Longest `max_age_seconds` the schema allows (30 days).
-pub(crate) const MAX_AGE_LIMIT: u32 = 2_592_000;
-const MAX_TRANSFORMATIONS: usize = 32;
 
 /// RFC 3339 with `Z`, seconds plus fraction only when present.
 pub fn timestamp(t: DateTime<Utc>) -> String {
@@ -27,37 +24,30 @@ pub(crate) fn valid_until(observed_at: DateTime<Utc>, sla_seconds: u32) -> DateT
         .unwrap_or(observed_at)
 }
 
-pub(crate) fn truncate(s: &str, max_chars: usize) -> &str {
-    match s.char_indices().nth(max_chars) {
-        Some((i, _)) => &s[..i],
-        None => s,
+/// The DAP `source` of a record's feed.
+pub(crate) fn feed_source(record: &VehicleRecord) -> Source {
+    let s = &record.source;
+    Source {
+        source_name: truncate(&s.source_name, 128).to_owned(),
+        authority: s.authority.clone(),
+        observed_at: timestamp(s.observed_at),
+        source_record_id: s
+            .source_record_id
+            .as_deref()
+            .filter(|id| !id.is_empty())
+            .map(|id| truncate(id, 256).to_owned()),
+        content_digest: Some(s.content_digest.clone()),
+        source_uri: None,
     }
 }
 
 pub(crate) fn provenance(record: &VehicleRecord) -> Value {
-    let s = &record.source;
-    let mut source = Map::new();
-    source.insert("source_name".into(), truncate(&s.source_name, 128).into());
-    source.insert("authority".into(), s.authority.clone().into());
-    source.insert("observed_at".into(), timestamp(s.observed_at).into());
-    if let Some(id) = s.source_record_id.as_deref().filter(|id| !id.is_empty()) {
-        source.insert("source_record_id".into(), truncate(id, 256).into());
-    }
-    source.insert("content_digest".into(), s.content_digest.clone().into());
-    let transformations: Vec<Value> = s
-        .transformations
-        .iter()
-        .filter(|t| !t.is_empty())
-        .take(MAX_TRANSFORMATIONS)
-        .map(|t| Value::from(truncate(t, 160)))
-        .collect();
-    let mut out = Map::new();
-    out.insert("sources".into(), Value::Array(vec![Value::Object(source)]));
-    out.insert("authority_status".into(), "asserted".into());
-    if !transformations.is_empty() {
-        out.insert("transformations".into(), Value::Array(transformations));
-    }
-    Value::Object(out)
+    let provenance = Provenance::asserted(
+        vec![feed_source(record)],
+        None,
+        &record.source.transformations,
+    );
+    serde_json::to_value(provenance).unwrap_or(Value::Null)
 }
 
 /// True only when the required dealer charges are known and each one is
@@ -66,11 +56,7 @@ pub fn includes_required_dealer_charges(record: &VehicleRecord) -> bool {
     record
         .required_dealer_charges
         .as_ref()
-        .is_some_and(|charges| {
-            charges
-                .iter()
-                .all(|c| c.get("included_in_advertised_price") == Some(&Value::Bool(true)))
-        })
+        .is_some_and(|charges| charges.iter().all(|c| c.included_in_advertised_price))
 }
 
 /// Inventory age in complete elapsed 24-hour periods from `basis` to
@@ -152,8 +138,7 @@ fn json_text(v: &Value) -> String {
 }
 
 /// The parts of one vehicle's DAP JSON that do not depend on when it is
-/// asked for, serialized once when its snapshot is indexed (issue 13
-/// item 3). A request only adds what depends on the clock (freshness
+/// asked for, serialized once when its snapshot is indexed. A request only adds what depends on the clock (freshness
 /// `state`, the used-vehicle tenure's `age_days` and `age_as_of`) or on the
 /// vehicle's standing (withdrawn). [`PiecesRef::write`] joins them.
 #[derive(Debug, Clone, PartialEq, Eq)]

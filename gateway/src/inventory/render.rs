@@ -28,11 +28,12 @@ use serde_json::{Map, Value, json};
 
 use super::index::SnapshotIndex;
 use super::model::VehicleRecord;
+use super::pieces::valid_until;
 pub use super::pieces::{
     Detail, FULL_ONLY, Mode, Pieces, PiecesRef, includes_required_dealer_charges, json_string,
     timestamp,
 };
-use super::pieces::{MAX_AGE_LIMIT, truncate, valid_until};
+use crate::dap::{MAX_AGE_LIMIT, truncate};
 
 /// What rendering needs beyond the record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,7 +48,7 @@ pub struct RenderContext {
 
 /// The DAP `vehicle` object of `record`: its [`Pieces`] written at
 /// `ctx.now` and read back, so the tree and the pre-rendered bytes a search
-/// serves are one rendering, not two (issue 13 item 3).
+/// serves are one rendering, not two.
 pub fn vehicle(record: &VehicleRecord, ctx: &RenderContext) -> Value {
     let pieces = Pieces::of(record, ctx.inventory_sla_seconds);
     let mut out = String::with_capacity(pieces.len_hint());
@@ -263,16 +264,16 @@ pub fn used_vehicle_details(
         .iter()
         .take(20)
         .map(|r| {
-            let report_observed = r["observed_at"]
-                .as_str()
-                .map_or_else(|| observed_at.clone(), str::to_owned);
+            let report_observed = r
+                .observed_at
+                .clone()
+                .unwrap_or_else(|| observed_at.clone());
             let mut provider = Map::new();
             provider.insert(
                 "source_name".into(),
-                truncate(r["provider_name"].as_str().unwrap_or("history report provider"), 128)
-                    .into(),
+                truncate(&r.provider_name, 128).into(),
             );
-            if let Some(id) = r["report_id"].as_str() {
+            if let Some(id) = &r.report_id {
                 provider.insert("source_record_id".into(), truncate(id, 256).into());
             }
             provider.insert("authority".into(), "third_party".into());
@@ -282,23 +283,23 @@ pub fn used_vehicle_details(
                 sources.push(provider.clone());
             }
             let mut out = Map::new();
-            for key in [
-                "provider_id",
-                "provider_name",
-                "report_id",
-                "status",
-                "access",
-                "report_url",
-                "report_generated_at",
-            ] {
-                if let Some(v) = r.get(key) {
-                    out.insert(key.into(), v.clone());
-                }
+            out.insert("provider_id".into(), r.provider_id.clone().into());
+            out.insert("provider_name".into(), r.provider_name.clone().into());
+            if let Some(v) = &r.report_id {
+                out.insert("report_id".into(), v.clone().into());
+            }
+            out.insert("status".into(), r.status.clone().into());
+            out.insert("access".into(), r.access.clone().into());
+            if let Some(v) = &r.report_url {
+                out.insert("report_url".into(), v.clone().into());
+            }
+            if let Some(v) = &r.report_generated_at {
+                out.insert("report_generated_at".into(), v.clone().into());
             }
             out.insert("observed_at".into(), report_observed.clone().into());
-            let authorized = r["summary_sharing_authorized"] == Value::Bool(true);
+            let authorized = r.summary_sharing_authorized;
             out.insert("summary_sharing_authorized".into(), authorized.into());
-            if authorized && let Some(summary) = r.get("summary") {
+            if authorized && let Some(summary) = &r.summary {
                 out.insert("summary".into(), summary.clone());
             }
             out.insert(

@@ -1079,12 +1079,17 @@ fn advertised_price_claims_included_charges_only_when_known() {
     );
     r.required_dealer_charges = None;
     assert_eq!(price(&r)["includes_required_dealer_charges"], false);
-    r.required_dealer_charges = Some(vec![
-        json!({"included_in_advertised_price": true}),
-        json!({"included_in_advertised_price": false}),
-    ]);
+    let charge = |included: bool| -> crate::dap::DealerCharge {
+        serde_json::from_value(json!({
+            "charge_id": "doc", "name": "Documentation fee",
+            "amount": {"amount_minor": 19900, "currency": "USD"}, "payee": "dealer",
+            "included_in_advertised_price": included, "required": true
+        }))
+        .unwrap()
+    };
+    r.required_dealer_charges = Some(vec![charge(true), charge(false)]);
     assert_eq!(price(&r)["includes_required_dealer_charges"], false);
-    r.required_dealer_charges = Some(vec![json!({"included_in_advertised_price": true})]);
+    r.required_dealer_charges = Some(vec![charge(true)]);
     assert_eq!(price(&r)["includes_required_dealer_charges"], true);
 }
 

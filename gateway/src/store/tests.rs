@@ -365,7 +365,14 @@ fn vehicle(organization_id: &str, rooftop_id: &str, n: u32) -> VehicleRecord {
             pricing::Currency::USD,
         ),
         required_dealer_charges: even.then(|| {
-            vec![json!({"label": "Doc fee", "amount": {"amount_minor": 19900, "currency": "USD"}})]
+            vec![
+                serde_json::from_value(json!({
+                    "charge_id": "doc", "name": "Doc fee",
+                    "amount": {"amount_minor": 19900, "currency": "USD"}, "payee": "dealer",
+                    "included_in_advertised_price": false, "required": true
+                }))
+                .unwrap(),
+            ]
         }),
         conditional_adjustments: None,
         government_charges_status: Some("unknown".into()),
@@ -824,7 +831,16 @@ async fn snapshot_vehicles_round_trip_exactly(store: &dyn Store) {
     odd.media = vec![json!([]), json!({}), json!(null)];
     odd.advertised_price = pricing::Money::from_minor(i64::MIN + 1, pricing::Currency::USD);
     odd.required_dealer_charges = Some(vec![]);
-    odd.conditional_adjustments = Some(vec![json!({"type": "rebate", "amount": -50000})]);
+    odd.conditional_adjustments = Some(vec![
+        serde_json::from_value(json!({
+            "adjustment_id": "ünïcødé", "name": "\"quoted\" \\ \n", "direction": "discount",
+            "amount_status": "known", "amount": {"amount_minor": -50000, "currency": "USD"},
+            "criteria": [{"criterion": "other", "operator": "in", "value": [1, 2.5, -3e-7, "x"],
+                          "evidence_status": "claimed"}],
+            "stacking": {"group": "g", "combinability": "rule_defined", "combinable_with": []}
+        }))
+        .unwrap(),
+    ]);
     odd.stocked_at = Some("1999-12-31T23:59:59.999999999Z".parse().unwrap());
     odd.first_public_listing_at = None;
     odd.features = vec![];

@@ -94,7 +94,7 @@ impl super::Tool for GetDisclosure {
         let stamp = render::json_string(&render::timestamp(now));
         let directory = target.tenant.directory();
         // The whole document is reused while it would be built the same
-        // (disclosure::cache; issue 13 item 4): validated when it was built,
+        // (disclosure::cache): validated when it was built,
         // only `transformed_at` is this request's. Only the default, concise
         // form is kept; `detail: "full"` is built each time around the
         // reused evaluation.

@@ -1,4 +1,4 @@
-//! `dealeragent.pricing.get_disclosure` over real HTTP (issue 7 item 3):
+//! `dealeragent.pricing.get_disclosure` over real HTTP (docs/pricing.md):
 //! the "one price problem" cases give honest disclosures — conditional
 //! offers listed apart from the advertised price, required charges
 //! itemized, unknown government charges never zero — and the completeness
@@ -27,6 +27,11 @@ const NOT_FOUND: &str = "dealeragent.resource.not_found";
 struct Fixture {
     app: TestApp,
     now: DateTime<Utc>,
+}
+
+/// A fixture written as JSON, read as its typed record.
+fn typed<T: serde::de::DeserializeOwned>(v: Value) -> T {
+    serde_json::from_value(v).expect("a valid DAP record")
 }
 
 fn usd(minor: i64) -> Value {
@@ -83,28 +88,33 @@ fn canada_only() -> Value {
 fn north_pricing() -> RooftopPricing {
     RooftopPricing {
         required_dealer_charges: vec![
-            charge(
+            typed(charge(
                 "charge.documentation",
                 "Documentation fee",
                 usd(39_900),
                 false,
-            ),
-            charge("charge.prep", "Dealer preparation", usd(29_500), true),
+            )),
+            typed(charge(
+                "charge.prep",
+                "Dealer preparation",
+                usd(29_500),
+                true,
+            )),
         ],
         government_charge_estimates: vec![
             GovernmentChargeEstimate {
-                jurisdiction: json!({"country": "US"}),
-                lines: vec![
-                    json!({"name": "Federal placeholder", "amount": usd(1), "payee": "government"}),
-                ],
+                jurisdiction: typed(json!({"country": "US"})),
+                lines: typed(json!([
+                    {"name": "Federal placeholder", "amount": usd(1), "payee": "government"},
+                ])),
                 assumptions: vec!["Country-level fallback.".into()],
             },
             GovernmentChargeEstimate {
-                jurisdiction: json!({"country": "US", "subdivision": "US-IL"}),
-                lines: vec![
-                    json!({"name": "State sales tax (estimate)", "amount": usd(203_000), "payee": "government", "basis": "6.25% of the advertised price"}),
-                    json!({"name": "Title and registration", "amount": usd(15_100), "payee": "government_agent"}),
-                ],
+                jurisdiction: typed(json!({"country": "US", "subdivision": "US-IL"})),
+                lines: typed(json!([
+                    {"name": "State sales tax (estimate)", "amount": usd(203_000), "payee": "government", "basis": "6.25% of the advertised price"},
+                    {"name": "Title and registration", "amount": usd(15_100), "payee": "government_agent"},
+                ])),
                 assumptions: vec!["Buyer registers the vehicle in Illinois.".into()],
             },
         ],
@@ -172,17 +182,17 @@ async fn setup_custom(
     }
 
     let mut a = test_vehicle(ORG, NORTH, "veh.a.n", "1NRTH", 1, now);
-    a.required_dealer_charges = Some(vec![charge(
+    a.required_dealer_charges = Some(vec![typed(charge(
         "charge.documentation",
         "Documentation fee",
         usd(49_900),
         false,
-    )]);
-    a.conditional_adjustments = Some(vec![
+    ))]);
+    a.conditional_adjustments = Some(typed(json!([
         military(now + Duration::minutes(20)),
         finance_only(),
         canada_only(),
-    ]);
+    ])));
     let mut b = test_vehicle(ORG, NORTH, "veh.b.n", "1NRTH", 2, now);
     edit_b(&mut b);
     let mut c = test_vehicle(ORG, NORTH, "veh.c.n", "1NRTH", 3, now);
@@ -192,12 +202,12 @@ async fn setup_custom(
     c.government_charges_status = Some("not_applicable".into());
     let mut j = test_vehicle(ORG, SOUTH, "veh.j.s", "2STHX", 1, now);
     j.advertised_price = pricing::Money::from_minor(3_500_000, pricing::Currency::JPY);
-    j.required_dealer_charges = Some(vec![charge(
+    j.required_dealer_charges = Some(vec![typed(charge(
         "charge.registration-agency",
         "Registration agency fee",
         json!({"amount_minor": 55_000, "currency": "JPY"}),
         false,
-    )]);
+    ))]);
     let p = test_vehicle(ORG, PRIVATE, "veh.p.p", "3PRVT", 1, now);
     let e = test_vehicle(OTHER_ORG, EAST, "veh.e.e", "4EAST", 1, now);
     for (org, rooftop, vehicles) in [
@@ -1283,9 +1293,9 @@ async fn a_reused_disclosure_is_the_document_a_fresh_build_gives() {
     for programs in [true, false] {
         let (fx, v) = setup_with(programs).await;
         // Steady state first: on PostgreSQL the change listener resyncs
-        // once after it connects (marking every cache stale, issue 15
-        // item 4), which can land between two calls of a fresh gateway and
-        // reload the program set. Wait until two calls agree.
+        // once after it connects (marking every cache stale), which can
+        // land between two calls of a fresh gateway and reload the program
+        // set. Wait until two calls agree.
         let settled = common::poll_until(std::time::Duration::from_secs(10), || async {
             let one = disclose(&fx.app, args(&v[0])).await;
             let two = disclose(&fx.app, args(&v[0])).await;
@@ -1355,7 +1365,7 @@ async fn a_text_too_long_for_every_name_still_accounts_for_every_charge() {
         b.required_dealer_charges = Some(
             (0..25)
                 .map(|i| {
-                    json!({
+                    typed(json!({
                         "charge_id": format!("fee-{i}"),
                         "name": long("Required charge", i),
                         "amount": {"amount_minor": 10_000 + i, "currency": "USD"},
@@ -1363,7 +1373,7 @@ async fn a_text_too_long_for_every_name_still_accounts_for_every_charge() {
                         "taxable_status": "unknown",
                         "payee": "dealer",
                         "required": true,
-                    })
+                    }))
                 })
                 .collect(),
         );

@@ -249,10 +249,7 @@ async fn dealer_com_export_converts_prices_statuses_and_takes_the_rooftop_unit()
         .unwrap();
     assert_eq!(pilot.availability_status, "on_hold");
     assert_eq!(pilot.history_report_status.as_deref(), Some("available"));
-    assert_eq!(
-        pilot.history_reports[0]["summary_sharing_authorized"],
-        false
-    );
+    assert!(!pilot.history_reports[0].summary_sharing_authorized);
 
     // dealer-com needs a rooftop when the organization has several.
     let no_rooftop = import(&db, &file, LAKESHORE, &["--format", "dealer-com-csv"]);

@@ -91,12 +91,6 @@ fn dealer_com_cents(literal: &str) -> Option<i64> {
         .flatten()
 }
 
-fn money_at(value: &Value) -> Option<i64> {
-    serde_json::from_value::<Money>(value.clone())
-        .ok()
-        .map(Money::amount_minor)
-}
-
 // --- Inventory feeds --------------------------------------------------------
 
 /// The catalog, loaded once for the whole table.
@@ -174,7 +168,7 @@ fn csv_charge(literal: &str) -> Outcome {
             v.required_dealer_charges
                 .as_ref()
                 .and_then(|c| c.first())
-                .and_then(|c| money_at(&c["amount"])),
+                .map(|c| c.amount.amount_minor()),
         ),
     }
 }
@@ -186,7 +180,8 @@ fn csv_adjustment(literal: &str) -> Outcome {
             v.conditional_adjustments
                 .as_ref()
                 .and_then(|c| c.first())
-                .and_then(|c| money_at(&c["amount"])),
+                .and_then(|c| c.amount)
+                .map(Money::amount_minor),
         ),
     }
 }
@@ -277,15 +272,17 @@ fn dealers(charge: &str, line: &str) -> Result<gateway::store::RooftopPricing, S
 fn dealers_charge(literal: &str) -> Outcome {
     match dealers(literal, "16500") {
         Err(e) => Outcome::Refused(e),
-        Ok(p) => Outcome::Served(money_at(&p.required_dealer_charges[0]["amount"])),
+        Ok(p) => Outcome::Served(Some(p.required_dealer_charges[0].amount.amount_minor())),
     }
 }
 
 fn dealers_estimate_line(literal: &str) -> Outcome {
     match dealers("34900", literal) {
         Err(e) => Outcome::Refused(e),
-        Ok(p) => Outcome::Served(money_at(
-            &p.government_charge_estimates[0].lines[0]["amount"],
+        Ok(p) => Outcome::Served(Some(
+            p.government_charge_estimates[0].lines[0]
+                .amount
+                .amount_minor(),
         )),
     }
 }

@@ -17,6 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{SubsecRound as _, Utc};
+use gateway::dap::DealerCharge;
 use gateway::inventory::model::VehicleRecord;
 use gateway::store::Store;
 use serde_json::{Value, json};
@@ -553,11 +554,14 @@ async fn two_dealers(adjust: impl FnOnce(&mut gateway::config::ServeSettings)) -
     open[4].trim = Some("Lariat, \"Sport\" Package".into());
     // A report status a JSON feed may give without reports: not a CSV cell.
     open[4].history_report_status = Some("available".into());
-    open[5].required_dealer_charges = Some(vec![json!({
-        "charge_id": "doc-fee", "name": "Documentation fee (reduced)",
-        "amount": {"amount_minor": 9900, "currency": "USD"}, "payee": "dealer",
-        "included_in_advertised_price": true, "required": true
-    })]);
+    open[5].required_dealer_charges = Some(vec![
+        serde_json::from_value(json!({
+            "charge_id": "doc-fee", "name": "Documentation fee (reduced)",
+            "amount": {"amount_minor": 9900, "currency": "USD"}, "payee": "dealer",
+            "included_in_advertised_price": true, "required": true
+        }))
+        .unwrap(),
+    ]);
     open[5].government_charges_status = Some("not_applicable".into());
     open[5].media = vec![
         json!({"type": "image", "url": "https://img.example/a.jpg", "position": 0}),
@@ -640,7 +644,7 @@ async fn import(
 /// a smaller status enum, no column for this gateway's own evidence, and
 /// each row carries the charges the gateway discloses (the rooftop's,
 /// overridden by the vehicle's own by charge_id).
-fn as_exported(original: &VehicleRecord, rooftop_charges: &[Value]) -> VehicleRecord {
+fn as_exported(original: &VehicleRecord, rooftop_charges: &[DealerCharge]) -> VehicleRecord {
     let mut v = original.clone();
     v.availability_status = match v.availability_status.as_str() {
         "pending_sale" | "on_hold" => "on_hold",
@@ -650,9 +654,9 @@ fn as_exported(original: &VehicleRecord, rooftop_charges: &[Value]) -> VehicleRe
     .to_owned();
     let own = v.required_dealer_charges.clone().unwrap_or_default();
     if v.required_dealer_charges.is_some() || !rooftop_charges.is_empty() {
-        let mut merged: Vec<Value> = rooftop_charges
+        let mut merged: Vec<DealerCharge> = rooftop_charges
             .iter()
-            .filter(|c| !own.iter().any(|o| o["charge_id"] == c["charge_id"]))
+            .filter(|c| !own.iter().any(|o| o.charge_id == c.charge_id))
             .cloned()
             .collect();
         merged.extend(own);
@@ -791,11 +795,14 @@ async fn the_feed_round_trips_through_our_importer() {
     assert_eq!(&row(5)[col("body_style")], "'71 Classic");
 
     let imported = import(fx.store.as_ref(), OPEN, &got.body).await;
-    let rooftop_charges = vec![json!({
-        "charge_id": "doc-fee", "name": "Documentation fee",
-        "amount": {"amount_minor": 19900, "currency": "USD"}, "payee": "dealer",
-        "included_in_advertised_price": false, "required": true
-    })];
+    let rooftop_charges: Vec<DealerCharge> = vec![
+        serde_json::from_value(json!({
+            "charge_id": "doc-fee", "name": "Documentation fee",
+            "amount": {"amount_minor": 19900, "currency": "USD"}, "payee": "dealer",
+            "included_in_advertised_price": false, "required": true
+        }))
+        .unwrap(),
+    ];
     let expected: Vec<VehicleRecord> = fx.open[..6]
         .iter()
         .map(|v| as_exported(v, &rooftop_charges))
@@ -818,8 +825,10 @@ async fn the_feed_round_trips_through_our_importer() {
     // The vehicle's own reduced fee overrides the rooftop's by charge_id.
     let own = &imported[&fx.open[5].vehicle_id];
     assert_eq!(
-        own.required_dealer_charges.as_ref().unwrap()[0]["amount"]["amount_minor"],
-        json!(9900)
+        own.required_dealer_charges.as_ref().unwrap()[0]
+            .amount
+            .amount_minor(),
+        9900
     );
     assert!(!got.body.contains(HIDDEN) && !got.body.contains(HIDDEN_ROOFTOP));
 }

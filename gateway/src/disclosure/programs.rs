@@ -1,0 +1,296 @@
+//! The programs part of a disclosure: the organization's published
+//! incentive programs as DAP `conditionalAdjustment`s for one vehicle, and
+//! the offer evaluation for the default profile (docs/pricing.md).
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+
+use super::{ProgramAdjustment, ProgramsInput, bounded_sentence, evaluation_failure, str_of};
+use crate::dap::truncate;
+use crate::inventory::model::VehicleRecord;
+use crate::inventory::render::timestamp;
+
+/// A DAP jurisdiction object from a program's `"US"` / `"US-IL"` code.
+fn jurisdiction_of_code(code: &str) -> Value {
+    let country: String = code.chars().take(2).collect();
+    if code.contains('-') {
+        json!({"country": country, "subdivision": code})
+    } else {
+        json!({"country": country})
+    }
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    !s.is_empty()
+        && s.len() <= 128
+        && chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'))
+}
+
+/// The source authorities DAP knows; anything else is `unknown`.
+fn dap_authority(a: &str) -> &str {
+    match a {
+        "authoritative_dealer_system"
+        | "dealer_asserted"
+        | "oem"
+        | "government"
+        | "third_party"
+        | "derived" => a,
+        _ => "unknown",
+    }
+}
+
+/// The DAP `conditionalAdjustment` of one validated program, with the
+/// amount resolved for this vehicle by the evaluation (`report`).
+fn program_adjustment(
+    vp: &pricing::incentives::ValidatedProgram,
+    report: &pricing::stacking::ProgramReport,
+) -> Value {
+    use pricing::stacking::ResolvedAmount;
+    let p = &vp.program;
+    let mut criteria: Vec<Value> = p
+        .criteria
+        .iter()
+        .filter_map(|c| serde_json::to_value(c).ok())
+        .collect();
+    if let Some(modes) = &p.payment_modes {
+        let names: Vec<&str> = modes.iter().map(|m| m.name()).collect();
+        if !criteria
+            .iter()
+            .any(|c| str_of(c, "criterion") == Some("payment_mode"))
+        {
+            criteria.push(json!({
+                "criterion": "payment_mode", "operator": "in", "value": names,
+                "evidence_status": "not_required",
+                "description": format!("Only for {} purchases.", names.join(", ")),
+            }));
+        }
+    }
+    // A program whose residency the default profile cannot decide (a
+    // subdivision-only program without a requested subdivision, or postal
+    // exclusions without a requested postal code) is listed with the
+    // residency need as a criterion: its eligibility is unknown, never
+    // guessed from the rooftop's own address (docs/pricing.md section 2).
+    if let pricing::stacking::Eligibility::Unknown { needs } = &report.eligibility {
+        for need in needs.iter().filter(|n| n.criterion == "residency") {
+            criteria.push(json!({
+                "criterion": "residency", "operator": "verified", "value": true,
+                "evidence_status": "required",
+                "description": truncate(&format!("Buyer's residence decides eligibility: {}.", need.evidence), 500),
+            }));
+        }
+    }
+    if criteria.is_empty() {
+        criteria.push(json!({
+            "criterion": "other", "operator": "present", "value": true,
+            "evidence_status": "not_required",
+            "description": "No buyer criteria: applies within the program's vehicle scope, jurisdictions, validity and payment modes.",
+        }));
+    }
+    let combinable: Vec<&str> = p
+        .stacking
+        .combinable_with
+        .iter()
+        .map(String::as_str)
+        .filter(|s| is_identifier(s))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut stacking = json!({
+        "group": truncate(&p.stacking.group, 80),
+        "combinability": p.stacking.combinability.name(),
+    });
+    if !combinable.is_empty() {
+        stacking["combinable_with"] = json!(combinable);
+    }
+    let mut adj = json!({
+        "adjustment_id": p.program_id,
+        "name": truncate(&p.name, 160),
+        "direction": p.direction.name(),
+        "criteria": criteria,
+        "criteria_mode": p.criteria_mode.name(),
+        "stacking": stacking,
+    });
+    match &report.amount {
+        ResolvedAmount::Known { amount, .. } | ResolvedAmount::Percent { amount, .. }
+            if !amount.is_negative() =>
+        {
+            adj["amount_status"] = "known".into();
+            adj["amount"] = json!(amount);
+        }
+        _ => adj["amount_status"] = "unknown".into(),
+    }
+    if let Some(js) = &p.jurisdictions {
+        adj["jurisdictions"] = js.iter().map(|j| jurisdiction_of_code(j)).collect();
+    }
+    if let Some(t) = p.valid_from {
+        adj["valid_from"] = timestamp(t.with_timezone(&Utc)).into();
+    }
+    if let Some(t) = p.valid_until {
+        adj["valid_until"] = timestamp(t.with_timezone(&Utc)).into();
+    }
+    if let Some(pv) = &p.provenance {
+        let mut source = json!({
+            "source_name": truncate(&pv.source_name, 128),
+            "authority": dap_authority(&pv.authority),
+            "observed_at": timestamp(pv.observed_at.with_timezone(&Utc)),
+        });
+        if let Some(id) = pv.record_id.as_deref().filter(|i| !i.is_empty()) {
+            source["source_record_id"] = truncate(id, 256).into();
+        }
+        let mut transformations = vec![format!("program {} revision {}", p.program_id, p.revision)];
+        // Rhai and declarative limits alike: the hash names the combination rule.
+        if let Some(hash) = vp.rule_hash() {
+            transformations.push(format!("stacking rule {hash}"));
+        }
+        adj["provenance"] = json!({
+            "sources": [source],
+            "authority_status": "asserted",
+            "transformations": transformations.iter().map(|t| truncate(t, 160)).collect::<Vec<_>>(),
+        });
+    }
+    adj
+}
+
+/// The programs part of a disclosure: every program applicable to the
+/// vehicle (in some payment-mode branch allowed by `payment_mode`) as a
+/// conditional adjustment, and the evaluation for the default profile
+/// (payment mode unknown, no claims, `jurisdiction` — the requested one,
+/// else the rooftop's — as of `now`). `None` when the organization
+/// publishes no programs.
+pub fn programs_input(
+    record: &VehicleRecord,
+    programs: &crate::offers::ProgramsAt,
+    loaded_at: DateTime<Utc>,
+    jurisdiction: pricing::stacking::ProfileJurisdiction,
+    payment_mode: Option<&str>,
+    now: DateTime<Utc>,
+) -> Option<ProgramsInput> {
+    use pricing::stacking::{Applicability, Profile, ProfilePaymentMode, SearchBudget};
+    let validated = programs.validated();
+    if programs.is_empty() {
+        return None;
+    }
+    let profile = Profile {
+        payment_mode: ProfilePaymentMode::Unknown,
+        jurisdiction,
+        claims: std::collections::BTreeMap::new(),
+        as_of: now.fixed_offset(),
+    };
+    let vehicle = crate::offers::vehicle_for_pricing(record);
+    let evaluation = programs.evaluate(&vehicle, &profile, SearchBudget::default());
+    let mut adjustments = Vec::new();
+    let mut sources: Vec<Value> = Vec::new();
+    let evaluation_value = match &evaluation {
+        Ok(e) => {
+            for vp in validated.programs() {
+                let p = &vp.program;
+                let report = e
+                    .branches
+                    .iter()
+                    .filter(|b| {
+                        payment_mode
+                            .filter(|m| *m != "unknown")
+                            .is_none_or(|m| b.payment_mode.name() == m)
+                    })
+                    .flat_map(|b| b.programs.iter())
+                    .find(|r| {
+                        r.program_id == p.program_id
+                            && r.revision == p.revision
+                            && r.applicability == Applicability::Applicable
+                    });
+                let Some(report) = report else {
+                    continue;
+                };
+                if !is_identifier(&p.program_id) {
+                    continue;
+                }
+                if let Some(pv) = &p.provenance
+                    && !sources
+                        .iter()
+                        .any(|s| str_of(s, "source_name") == Some(&pv.source_name))
+                {
+                    sources.push(json!({
+                        "source_name": truncate(&pv.source_name, 128),
+                        "authority": dap_authority(&pv.authority),
+                        "observed_at": timestamp(pv.observed_at.with_timezone(&Utc)),
+                    }));
+                }
+                adjustments.push(ProgramAdjustment {
+                    adjustment: program_adjustment(vp, report),
+                    program_id: p.program_id.clone(),
+                    revision: p.revision,
+                    rule_hash: vp.rule_hash().map(str::to_owned),
+                    valid_until: p.valid_until.map(|t| t.with_timezone(&Utc)),
+                });
+            }
+            // Which revision of each program was used and why the others
+            // were not; unusable programs.
+            serde_json::to_value(e).ok().map(|mut v| {
+                programs.annotate(&mut v);
+                v
+            })
+        }
+        Err(err) => Some(json!({"error": evaluation_failure(err)})),
+    };
+    let evaluation_error = evaluation.as_ref().err().map(evaluation_failure);
+    if sources.is_empty() {
+        sources.push(json!({
+            "source_name": "dealer-agent-gateway incentive programs",
+            "authority": "dealer_asserted",
+            "observed_at": timestamp(loaded_at),
+        }));
+    }
+    let evaluation_bounded = evaluation
+        .as_ref()
+        .ok()
+        .and_then(|e| e.cost.stopped)
+        .map(bounded_sentence);
+    Some(ProgramsInput {
+        adjustments,
+        sources,
+        loaded_at,
+        evaluation: evaluation_value,
+        evaluation_error,
+        evaluation_valid_until: evaluation
+            .ok()
+            .and_then(|e| e.valid_until)
+            .map(|t| t.with_timezone(&Utc)),
+        unusable: programs.unusable_sentences(),
+        evaluation_bounded,
+    })
+}
+
+/// The default profile's jurisdiction: the requested one, else the
+/// rooftop's address (`country`, `region` as an ISO 3166-2 subdivision).
+/// Only the requested jurisdiction supplies a postal code: the rooftop's
+/// postal code says where the dealer is, not where the buyer lives, so a
+/// program with postal exclusions stays applicable with a `residency` need
+/// instead of being hidden by a guess (docs/pricing.md section 5).
+pub fn profile_jurisdiction(
+    requested: Option<&Value>,
+    rooftop_dap: &Value,
+) -> Option<pricing::stacking::ProfileJurisdiction> {
+    let from = |v: &Value, sub_key: &str, postal: bool| {
+        let country = str_of(v, "country")?.to_owned();
+        let subdivision = str_of(v, sub_key).map(|s| {
+            if s.contains('-') {
+                s.to_owned()
+            } else {
+                format!("{country}-{s}")
+            }
+        });
+        Some(pricing::stacking::ProfileJurisdiction {
+            country,
+            subdivision,
+            postal_code: str_of(v, "postal_code")
+                .filter(|_| postal)
+                .map(str::to_owned),
+        })
+    };
+    match requested {
+        Some(j) => from(j, "subdivision", true),
+        None => from(rooftop_dap.get("address")?, "region", false),
+    }
+}
