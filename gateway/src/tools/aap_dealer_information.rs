@@ -1,6 +1,6 @@
 //! `aap_dealer_information` (profile `dealergateway.aap-compat/0.1`): AAP's
 //! `dealer.information` skill as a compatibility adapter over
-//! `dealeragent.dealer.get` (issue 16 item 1; docs/compatibility.md).
+//! `dealeragent.dealer.get` (docs/compatibility.md).
 //!
 //! The DAP tool's own view decides what the caller may see
 //! (`dealer_get::organization_view`: invisible rooftops are left out, an

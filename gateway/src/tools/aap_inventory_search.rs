@@ -1,6 +1,6 @@
 //! `aap_inventory_search` (profile `dealergateway.aap-compat/0.1`): AAP's
 //! `inventory.search` skill as a compatibility adapter over
-//! `dealeragent.inventory.search` (issue 16 item 1; docs/compatibility.md).
+//! `dealeragent.inventory.search` (docs/compatibility.md).
 //!
 //! The AAP filters become DAP search arguments (`aap_map::search_args`),
 //! and the DAP tool runs them with its own policy (the requested rooftops
