@@ -21,7 +21,7 @@ pub struct MethodResult {
     /// `(ttlMs, cacheScope)` for cacheable results (MCP caching).
     pub cache: Option<(u64, &'static str)>,
     /// A tool result's structured content, serialized once by the tool
-    /// pipeline (issue 13 item 3): written as `structuredContent` and, as a
+    /// pipeline (docs/benchmarks.md "Where output is validated"): written as `structuredContent` and, as a
     /// JSON string, as the text content block, without being parsed again;
     /// with the content blocks that follow the text block.
     pub structured: Option<ToolContent>,
@@ -86,9 +86,9 @@ pub struct Call<'a> {
 }
 
 /// Route one request. `principal` is already authenticated. Every answer
-/// is counted (issue 15 item 1) and its outcome noted for the access log
-/// (item 2): `ok`, the DAP error code of a refused or failed tool, or
-/// `jsonrpc.<code>` for a protocol error.
+/// is counted (docs/operations.md "Metrics") and its outcome noted for the
+/// access log ("Logs"): `ok`, the DAP error code of a refused or failed
+/// tool, or `jsonrpc.<code>` for a protocol error.
 pub async fn dispatch(
     state: &Arc<AppState>,
     call: &Call<'_>,
@@ -317,15 +317,18 @@ fn obj(v: Value) -> Map<String, Value> {
     }
 }
 
-/// `tools/list` of `/mcp`: the catalog's tools but the AAP binding's,
-/// which are served on each organization's AAP endpoint (issue 16; see
-/// docs/mcp.md). The catalog's DAP safety metadata goes into each tool's
+/// `tools/list` of `/mcp`: the registered tools but the AAP binding's,
+/// which are served on each organization's AAP endpoint (docs/mcp.md
+/// "The AAP endpoints"), described by their catalog entries. The catalog's DAP safety metadata goes into each tool's
 /// `_meta` (DAP-CORE-012).
 pub fn tool_list(state: &AppState) -> Vec<Value> {
+    // In the catalog's order (by name); a catalog entry without a
+    // registration is not served, so it is not listed either.
     state
         .catalog
         .tools
         .iter()
+        .filter(|t| tools::registered(&t.name).is_some())
         .filter(|t| !super::aap::is_aap_tool(t))
         .map(crate::catalog::Tool::list_entry)
         .collect()
@@ -383,7 +386,11 @@ async fn tools_call(
             "unknown tool; call tools/list for the tools this endpoint serves".into(),
         )
     };
-    let catalog_tool = state.catalog.tool(name).ok_or_else(unknown)?;
+    // A registered tool, described by its catalog entry (the two agree:
+    // tools::tests::the_registry_is_the_catalog).
+    let catalog_tool = tools::registered(name)
+        .and_then(|r| r.catalog_entry(&state.catalog))
+        .ok_or_else(unknown)?;
     served_here(state, endpoint, catalog_tool)?;
     let empty = Value::Object(Map::new());
     let mut args = match params.get("arguments") {
@@ -492,8 +499,7 @@ impl Decorated {
 ///
 /// The text block of a tool result is the whole structured content again,
 /// escaped (MCP asks for both); for a search page of 20 that is 50 KB, and
-/// escaping it was the largest single cost of a search (issue 13 item 4,
-/// docs/benchmarks.md). JSON holds a `"` every seven bytes or so, so what
+/// escaping it was the largest single cost of a search (docs/benchmarks.md). JSON holds a `"` every seven bytes or so, so what
 /// counts is the cost per escape, not the scan: `json_escape_simd` (the
 /// sonic-rs kernel) stores each 32-byte block whole and patches the escapes
 /// in place, about 3 instructions a byte against 7.5 for the word-at-a-time

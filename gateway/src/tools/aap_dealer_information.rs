@@ -1,6 +1,6 @@
 //! `aap_dealer_information` (profile `dealergateway.aap-compat/0.1`): AAP's
 //! `dealer.information` skill as a compatibility adapter over
-//! `dealeragent.dealer.get` (issue 16 item 1; docs/compatibility.md).
+//! `dealeragent.dealer.get` (docs/compatibility.md).
 //!
 //! The DAP tool's own view decides what the caller may see
 //! (`dealer_get::organization_view`: invisible rooftops are left out, an
@@ -9,9 +9,12 @@
 //! the rooftop ids stay out (AAP names rooftops by name), and the DAP
 //! provenance and freshness of the directory data go into `message`.
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde::ser::SerializeMap;
+use serde_json::Value;
 
 use super::args::AapDealerInformationArgs;
+use super::output::ToolOutput;
 use super::{ToolContext, ToolError, aap_map, dealer_get};
 
 pub const NAME: &str = "aap_dealer_information";
@@ -22,7 +25,7 @@ pub struct AapDealerInformation;
 impl super::Tool for AapDealerInformation {
     const NAME: &'static str = NAME;
     type Args = AapDealerInformationArgs;
-    type Output = Value;
+    type Output = DealerInformationResponse;
 
     async fn call(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         let (directory, organization_id) = aap_map::dealer(ctx, args.dealer_id.as_deref()).await?;
@@ -32,9 +35,105 @@ impl super::Tool for AapDealerInformation {
     }
 }
 
+/// AAP `dealer.information.response` (`aapDealerInformationResponse`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DealerInformationResponse {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub data: DealerInformation,
+    pub message: String,
+}
+
+impl ToolOutput for DealerInformationResponse {
+    const OUTPUT: &'static str =
+        "aap-dealer-information.schema.json#/$defs/aapDealerInformationResponse";
+}
+
+/// AAP `aapDealerInformation`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DealerInformation {
+    pub name: String,
+    pub rooftops: Vec<AapRooftop>,
+}
+
+/// AAP `aapRooftop`, in the member order this adapter has always written.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct AapRooftop {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub legal_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub website: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timezone: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub emails: Vec<NamedValue>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub phones: Vec<NamedValue>,
+    pub address: AapAddress,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub schedules: Vec<Schedule>,
+    /// The DAP rooftop's departments, as given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<Vec<Value>>,
+}
+
+/// AAP `aapNamedValue`: a contact by department.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NamedValue {
+    pub name: Value,
+    pub value: Value,
+}
+
+/// AAP `aapRooftop.address`, mapped from the DAP postal address.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct AapAddress {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address_line_1: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address_line_2: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub city: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zip: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub country: Option<Value>,
+}
+
+/// AAP `aapSchedule`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Schedule {
+    pub name: String,
+    pub value: WeeklyHours,
+}
+
+/// AAP weekly hours: day name to `aapDayHours`, in the order DAP lists
+/// the days.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WeeklyHours(pub Vec<(String, DayHours)>);
+
+impl Serialize for WeeklyHours {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (day, hours) in &self.0 {
+            map.serialize_entry(day, hours)?;
+        }
+        map.end()
+    }
+}
+
+/// AAP `aapDayHours`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DayHours {
+    pub open: String,
+    pub close: String,
+}
+
 /// The AAP `dealer.information.response` of a DAP `dealerOrganization`.
-pub fn response(dap: &Value) -> Value {
-    let rooftops: Vec<Value> = dap["rooftops"]
+pub fn response(dap: &Value) -> DealerInformationResponse {
+    let rooftops: Vec<AapRooftop> = dap["rooftops"]
         .as_array()
         .into_iter()
         .flatten()
@@ -51,19 +150,22 @@ pub fn response(dap: &Value) -> Value {
         state = freshness["state"].as_str().unwrap_or("unknown"),
         until = freshness["valid_until"].as_str().unwrap_or("unknown"),
     );
-    json!({
-        "type": "dealer.information.response",
-        "data": {"name": dap["name"], "rooftops": rooftops},
-        "message": message,
-    })
+    DealerInformationResponse {
+        kind: "dealer.information.response",
+        data: DealerInformation {
+            name: dap["name"].as_str().unwrap_or_default().to_owned(),
+            rooftops,
+        },
+        message,
+    }
 }
 
 /// Days of a DAP hours list with exactly one interval, as AAP weekly
 /// hours. A day with several intervals (a lunch break) has no honest AAP
 /// form and is left out, as is a day DAP does not list (AAP's `null` says
 /// closed, which DAP does not assert).
-fn weekly(hours: &Value) -> Option<Value> {
-    let mut per_day: Map<String, Value> = Map::new();
+fn weekly(hours: &Value) -> Option<WeeklyHours> {
+    let mut per_day: Vec<(String, DayHours)> = Vec::new();
     let mut repeated: Vec<String> = Vec::new();
     for interval in hours.as_array().into_iter().flatten() {
         let (Some(day), Some(open), Some(close)) = (
@@ -73,80 +175,150 @@ fn weekly(hours: &Value) -> Option<Value> {
         ) else {
             continue;
         };
-        if per_day.contains_key(day) {
-            repeated.push(day.to_owned());
+        let hours = DayHours {
+            open: open.to_owned(),
+            close: close.to_owned(),
+        };
+        match per_day.iter_mut().find(|(d, _)| d == day) {
+            Some(entry) => {
+                repeated.push(day.to_owned());
+                entry.1 = hours;
+            }
+            None => per_day.push((day.to_owned(), hours)),
         }
-        per_day.insert(day.to_owned(), json!({"open": open, "close": close}));
     }
+    // A repeated day leaves, its place taken by the last day (the order
+    // this adapter has always written: a swap removal).
     for day in repeated {
-        per_day.remove(&day);
+        if let Some(at) = per_day.iter().position(|(d, _)| *d == day) {
+            per_day.swap_remove(at);
+        }
     }
     // AAP's HH:MM pattern has no 24:00.
-    per_day.retain(|_, v| v["close"].as_str().is_some_and(|c| c < "24:00"));
-    (!per_day.is_empty()).then_some(Value::Object(per_day))
+    per_day.retain(|(_, hours)| hours.close.as_str() < "24:00");
+    (!per_day.is_empty()).then_some(WeeklyHours(per_day))
 }
 
-fn rooftop(dap: &Value) -> Value {
-    let mut out = Map::new();
-    out.insert("name".into(), dap["name"].clone());
-    for member in ["legal_name", "website", "timezone"] {
-        if let Some(v) = dap.get(member) {
-            out.insert(member.into(), v.clone());
-        }
-    }
-    let contacts = |channel: &str| -> Vec<Value> {
+fn rooftop(dap: &Value) -> AapRooftop {
+    let text = |member: &str| dap.get(member).and_then(Value::as_str).map(str::to_owned);
+    let contacts = |channel: &str| -> Vec<NamedValue> {
         dap["contacts"]
             .as_array()
             .into_iter()
             .flatten()
-            .filter(|c| c["channel"] == json!(channel))
-            .map(|c| json!({"name": c["department"], "value": c["value"]}))
+            .filter(|c| c["channel"].as_str() == Some(channel))
+            .map(|c| NamedValue {
+                name: c["department"].clone(),
+                value: c["value"].clone(),
+            })
             .collect()
     };
-    let emails = contacts("email");
-    if !emails.is_empty() {
-        out.insert("emails".into(), Value::Array(emails));
-    }
-    let phones = contacts("phone");
-    if !phones.is_empty() {
-        out.insert("phones".into(), Value::Array(phones));
-    }
     let a = &dap["address"];
-    let mut address = Map::new();
     let lines = a["lines"].as_array().cloned().unwrap_or_default();
-    if let Some(first) = lines.first() {
-        address.insert("address_line_1".into(), first.clone());
-    }
-    if let Some(second) = lines.get(1) {
-        address.insert("address_line_2".into(), second.clone());
-    }
-    for (aap, dap_member) in [
-        ("city", "locality"),
-        ("state", "region"),
-        ("zip", "postal_code"),
-        ("country", "country"),
-    ] {
-        if let Some(v) = a.get(dap_member) {
-            address.insert(aap.into(), v.clone());
-        }
-    }
-    out.insert("address".into(), Value::Object(address));
+    let address = AapAddress {
+        address_line_1: lines.first().cloned(),
+        address_line_2: lines.get(1).cloned(),
+        city: a.get("locality").cloned(),
+        state: a.get("region").cloned(),
+        zip: a.get("postal_code").cloned(),
+        country: a.get("country").cloned(),
+    };
     let mut schedules = Vec::new();
     if let Some(value) = weekly(&dap["hours"]) {
-        schedules.push(json!({"name": "general", "value": value}));
+        schedules.push(Schedule {
+            name: "general".to_owned(),
+            value,
+        });
     }
     if let Some(departments) = dap["extensions"]["dealergateway.department-hours"].as_object() {
         for (department, hours) in departments {
             if let Some(value) = weekly(hours) {
-                schedules.push(json!({"name": department, "value": value}));
+                schedules.push(Schedule {
+                    name: department.clone(),
+                    value,
+                });
             }
         }
     }
-    if !schedules.is_empty() {
-        out.insert("schedules".into(), Value::Array(schedules));
+    AapRooftop {
+        name: dap["name"].as_str().unwrap_or_default().to_owned(),
+        legal_name: text("legal_name"),
+        website: text("website"),
+        timezone: text("timezone"),
+        emails: contacts("email"),
+        phones: contacts("phone"),
+        address,
+        schedules,
+        capabilities: dap["departments"].as_array().cloned(),
     }
-    if let Some(departments) = dap["departments"].as_array() {
-        out.insert("capabilities".into(), Value::Array(departments.clone()));
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{TimeZone, Utc};
+    use serde_json::json;
+
+    use super::*;
+    use crate::tools::output::drift;
+
+    /// `DealerInformationResponse` against `aapDealerInformationResponse`,
+    /// for every organization of the demo dealers file; weekly hours keep
+    /// the order the adapter has always written and leave out repeated
+    /// days and 24:00.
+    #[test]
+    fn dealer_information_responses_match_their_definition() {
+        let catalog = crate::catalog::Catalog::load().expect("catalog");
+        let observed = Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap();
+        let orgs = crate::dealers::parse(
+            &catalog,
+            "dealers.yaml",
+            crate::demo::DEMO_DEALERS.as_bytes(),
+            "demo dealers file",
+            observed,
+        )
+        .expect("the demo dealers file parses");
+        let mut instances = Vec::new();
+        for org in &orgs {
+            let dap = json!({
+                "organization_id": org.organization_id,
+                "name": org.name,
+                "rooftops": org
+                    .rooftops
+                    .iter()
+                    .map(|r| crate::dealers::published_rooftop(&r.dap))
+                    .collect::<Vec<_>>(),
+                "provenance": {"authority_status": "asserted"},
+                "freshness": {"observed_at": "2026-01-02T03:04:05Z", "state": "current"},
+            });
+            instances.push(response(&dap));
+        }
+        assert!(instances.iter().any(|r| {
+            r.data
+                .rooftops
+                .iter()
+                .any(|r| !r.schedules.is_empty() && !r.phones.is_empty())
+        }));
+        drift::check_output(&instances);
+        let rooftops: Vec<AapRooftop> = instances
+            .into_iter()
+            .flat_map(|r| r.data.rooftops)
+            .collect();
+        drift::check(
+            "aap-dealer-information.schema.json#/$defs/aapRooftop",
+            &rooftops,
+        );
+
+        let hours = json!([
+            {"day": "tuesday", "opens": "09:00", "closes": "18:00"},
+            {"day": "monday", "opens": "09:00", "closes": "12:00"},
+            {"day": "monday", "opens": "13:00", "closes": "18:00"},
+            {"day": "friday", "opens": "09:00", "closes": "24:00"},
+            {"day": "saturday", "opens": "10:00", "closes": "16:00"},
+            {"day": "sunday", "opens": "11:00", "closes": "15:00"},
+        ]);
+        assert_eq!(
+            serde_json::to_string(&weekly(&hours).unwrap()).unwrap(),
+            r#"{"tuesday":{"open":"09:00","close":"18:00"},"sunday":{"open":"11:00","close":"15:00"},"saturday":{"open":"10:00","close":"16:00"}}"#
+        );
     }
-    Value::Object(out)
 }

@@ -1,6 +1,6 @@
 //! `aap_inventory_facets` (profile `dealergateway.aap-compat/0.1`): AAP's
 //! `inventory.facets` skill as a compatibility adapter over
-//! `dealeragent.inventory.search` (issue 16 item 1; docs/compatibility.md).
+//! `dealeragent.inventory.search` (docs/compatibility.md).
 //!
 //! One DAP search with the mapped filters gives the facets over the whole
 //! filtered set (the DAP tool applies its policy first, DAP-CORE-030/031);

@@ -1,6 +1,6 @@
 //! `aap_inventory_search` (profile `dealergateway.aap-compat/0.1`): AAP's
 //! `inventory.search` skill as a compatibility adapter over
-//! `dealeragent.inventory.search` (issue 16 item 1; docs/compatibility.md).
+//! `dealeragent.inventory.search` (docs/compatibility.md).
 //!
 //! The AAP filters become DAP search arguments (`aap_map::search_args`),
 //! and the DAP tool runs them with its own policy (the requested rooftops
@@ -12,9 +12,11 @@
 //! page is cut from one consistent result set; `total` is the DAP result
 //! set's size (its facet counts).
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::args::AapSearchArgs;
+use super::output::ToolOutput;
 use super::{Produced, ToolContext, ToolError, aap_map, budget, inventory_search};
 
 pub const NAME: &str = "aap_inventory_search";
@@ -111,16 +113,16 @@ impl super::Tool for AapInventorySearch {
             .iter()
             .filter_map(|v| v["vehicle_id"].as_str().map(str::to_owned))
             .collect();
-        let response = json!({
-            "type": "inventory.search.response",
-            "data": {
-                "total": total.unwrap_or(0),
-                "skip": skip,
-                "limit": effective_limit,
-                "vehicles": collected,
+        let response = super::output::tree(&SearchResponse {
+            kind: SEARCH_RESPONSE,
+            data: SearchData {
+                total: total.unwrap_or(0),
+                skip,
+                limit: effective_limit,
+                vehicles: collected,
             },
-            "message": message,
-        });
+            message,
+        })?;
         // Checked here, against the AAP response schema, because the result is
         // returned with its resource ids for the audit record.
         super::check_part(ctx, NAME, "AAP search response", &response)?;
@@ -132,9 +134,58 @@ impl super::Tool for AapInventorySearch {
     }
 }
 
+/// AAP `inventory.search.response` (`aapSearchResponse`). Its vehicles
+/// are the `aapVehicle` objects `aap_map::vehicle` maps from DAP vehicles
+/// (checked with the whole response against the AAP schema).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchResponse {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub data: SearchData,
+    pub message: String,
+}
+
+impl ToolOutput for SearchResponse {
+    const OUTPUT: &'static str = "aap-inventory.schema.json#/$defs/aapSearchResponse";
+}
+
+/// `aapSearchResponse.data`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchData {
+    pub total: u64,
+    pub skip: usize,
+    pub limit: usize,
+    pub vehicles: Vec<Value>,
+}
+
+const SEARCH_RESPONSE: &str = "inventory.search.response";
+
 /// What every search response says (AAP `message`).
 const MESSAGE: &str = "Compatibility view of dealeragent.inventory.search, not native DAP. Statuses are the dealer's listing, not verified: call dealeragent.inventory.verify_availability before presenting a unit as available. No vehicle carries an AAP price; dealergateway.advertised_price is the advertised price and dealeragent.pricing.get_disclosure its full disclosure.";
 
 /// The response around its vehicles: type, totals, the message with a
 /// budget sentence, keys and punctuation.
 const AAP_ENVELOPE_BYTES: usize = MESSAGE.len() + 512;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::output::drift;
+
+    /// `SearchResponse` against `aapSearchResponse` (the vehicles are
+    /// checked with each response the tool sends).
+    #[test]
+    fn search_responses_match_their_definition() {
+        let response = |total, skip, limit| SearchResponse {
+            kind: SEARCH_RESPONSE,
+            data: SearchData {
+                total,
+                skip,
+                limit,
+                vehicles: Vec::new(),
+            },
+            message: MESSAGE.to_owned(),
+        };
+        drift::check_output(&[response(0, 0, 10), response(500, 40, 3)]);
+    }
+}

@@ -1,6 +1,6 @@
 //! `aap_inventory_vehicle` (profile `dealergateway.aap-compat/0.1`): AAP's
 //! `inventory.vehicle` skill as a compatibility adapter over
-//! `dealeragent.inventory.get_vehicle` (issue 16 item 1).
+//! `dealeragent.inventory.get_vehicle` (docs/compatibility.md).
 //!
 //! AAP names no rooftop, so the DAP tool is asked for each rooftop of the
 //! dealer that the caller may read (policy first, DAP-CORE-031: a rooftop

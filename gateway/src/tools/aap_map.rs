@@ -1,6 +1,5 @@
 //! The Auto Agent Protocol (AAP) compatibility adapter: what the four AAP
-//! read tools share (issue 16 item 1; every field's class is in
-//! docs/compatibility.md).
+//! read tools share (every field's class is in docs/compatibility.md).
 //!
 //! The AAP tools are adapters, never a second implementation: each one
 //! calls the DAP tool's own `call` (so tenancy is decided before any lookup,

@@ -1,4 +1,4 @@
-//! Typed tool arguments (issue 13 item 2).
+//! Typed tool arguments.
 //!
 //! The JSON Schema check at the wire stays the authority on what is
 //! accepted (it gives the precise `field_errors`); each tool then reads its
@@ -226,7 +226,7 @@ impl ToolArgs for SearchArgs {
     const INPUT: &'static str = "vehicle.schema.json#/$defs/searchRequest";
 }
 
-/// `aap_dealer_information` (issue 16 item 1): AAP's request plus this
+/// `aap_dealer_information` (docs/compatibility.md): AAP's request plus this
 /// gateway's optional `dealer_id` (see `aap_map::dealer`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

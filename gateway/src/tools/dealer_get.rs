@@ -99,7 +99,7 @@ pub fn organization(
     }
     let rooftops: Vec<Value> = match rooftop_ids {
         // Only contacts marked `public: true` leave the gateway, whoever
-        // asks (pii_output: public_business_contact_only; issue 11 item 3).
+        // asks (pii_output: public_business_contact_only in capabilities.yaml).
         None => visible
             .iter()
             .map(|r| crate::dealers::published_rooftop(&r.dap))

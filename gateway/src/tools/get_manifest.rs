@@ -10,7 +10,8 @@ pub const NAME: &str = "dealeragent.discovery.get_manifest";
 
 /// Served from [`crate::directory::ViewCache`]: built, checked against the
 /// output schema and serialized once per directory snapshot and caller
-/// view (issue 13 item 3).
+/// view (docs/benchmarks.md "Where output is validated").
+///
 /// The tool (see [`super::Tool`]).
 pub struct GetManifest;
 

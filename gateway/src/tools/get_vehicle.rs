@@ -82,7 +82,7 @@ fn with_note(mut vehicle: String, note: &Value) -> String {
 }
 
 /// The common case is served from the vehicle's pre-rendered pieces,
-/// validated when its snapshot was indexed (issue 13 item 3). A withdrawn
+/// validated when its snapshot was indexed (docs/benchmarks.md "Where output is validated"). A withdrawn
 /// vehicle, one with a newer availability check, and one whose pieces
 /// failed the schema are built as trees and validated by the pipeline.
 ///

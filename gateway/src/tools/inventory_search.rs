@@ -19,7 +19,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::Utc;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::{Produced, ToolContext, ToolError, budget, policy};
 use crate::catalog::FieldError;
@@ -284,7 +285,10 @@ pub async fn search(
         } else {
             page.next.clone()
         };
-        let mut page_info = json!({"has_more": next.is_some()});
+        let mut page_info = PageInfo {
+            has_more: next.is_some(),
+            next_cursor: None,
+        };
         if let Some(key) = next {
             let payload = match &after {
                 // Continuations keep the first page's issue time and expiry.
@@ -300,7 +304,7 @@ pub async fn search(
             // The cursor's snapshots stay in memory while it can be used
             // (docs/inventory.md "Cursors").
             ctx.inventory().pin(&indexes, payload.expires_at);
-            page_info["next_cursor"] = json!(cursor::seal(ctx.cursor_key(), &payload));
+            page_info.next_cursor = Some(cursor::seal(ctx.cursor_key(), &payload));
         }
         let mut provenance = provenance.clone();
         let notes = notes(query.detail, kept, page.vehicles.len(), query.limit, budget);
@@ -313,16 +317,15 @@ pub async fn search(
         // here, against the tool's output schema with an empty vehicle
         // list (each vehicle was validated where it was produced, above
         // or at indexing).
-        let mut out = serde_json::Map::with_capacity(5);
-        out.insert("vehicles".into(), Value::Array(Vec::new()));
-        out.insert("page".into(), page_info);
-        out.insert("provenance".into(), provenance);
-        out.insert(
-            "freshness".into(),
-            render::aggregate_freshness(&bases, &searched, now),
-        );
-        out.insert("trace_id".into(), Value::String(ctx.trace_id.clone()));
-        let mut envelope = Value::Object(out);
+        let envelope = SearchResponse {
+            vehicles: Vec::new(),
+            facets: None,
+            page: page_info,
+            provenance,
+            freshness: render::aggregate_freshness(&bases, &searched, now),
+            trace_id: ctx.trace_id.clone(),
+        };
+        let mut envelope = super::output::tree(&envelope)?;
         super::check_part(ctx, NAME, "search envelope", &envelope)?;
         if let Value::Object(members) = &mut envelope {
             members.shift_remove("vehicles");
@@ -359,6 +362,39 @@ pub async fn search(
         resource_ids: body.resource_ids,
         links: body.links,
     })
+}
+
+/// `dealeragent.inventory.search`: `searchResponse`, as the envelope of a
+/// page. The page is assembled from pieces (render once, serve many;
+/// docs/benchmarks.md "Where output is validated"): this envelope is built
+/// and checked per request with no vehicles and no facets, and the page's
+/// pre-rendered vehicles and its facets (serialized from their own type,
+/// `facets_follow_the_schema_by_type`) are then written into its
+/// serialization in the places these members hold. `provenance` and
+/// `freshness` are the trees `inventory::render` builds for a result set.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchResponse {
+    /// Always empty here: the page's vehicles are written in afterwards.
+    pub vehicles: Vec<Value>,
+    /// Always `None` here: the facets are written in afterwards.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub facets: Option<Value>,
+    pub page: PageInfo,
+    pub provenance: Value,
+    pub freshness: Value,
+    pub trace_id: String,
+}
+
+impl super::output::ToolOutput for SearchResponse {
+    const OUTPUT: &'static str = "vehicle.schema.json#/$defs/searchResponse";
+}
+
+/// DAP `pageInfo`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PageInfo {
+    pub has_more: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// Room for the envelope members whose size depends on where the page
@@ -472,6 +508,38 @@ impl PageBody {
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
+
+    use super::{PageInfo, SearchResponse};
+    use crate::tools::output::drift;
+
+    /// The envelope against `searchResponse` and `pageInfo`: the last page
+    /// and one with a cursor.
+    #[test]
+    fn search_envelopes_match_their_definition() {
+        let pages = [
+            PageInfo {
+                has_more: false,
+                next_cursor: None,
+            },
+            PageInfo {
+                has_more: true,
+                next_cursor: Some("c1.abc".into()),
+            },
+        ];
+        drift::check("common.schema.json#/$defs/pageInfo", &pages);
+        let envelopes: Vec<SearchResponse> = pages
+            .into_iter()
+            .map(|page| SearchResponse {
+                vehicles: Vec::new(),
+                facets: None,
+                page,
+                provenance: serde_json::to_value(drift::provenance(true)).unwrap(),
+                freshness: serde_json::to_value(drift::freshness(true)).unwrap(),
+                trace_id: "0123456789abcdef0123456789abcdef".into(),
+            })
+            .collect();
+        drift::check_output(&envelopes);
+    }
 
     use crate::inventory::search::{FacetKey, FacetValue};
 

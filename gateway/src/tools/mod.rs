@@ -40,8 +40,8 @@ use crate::state::AppState;
 
 pub use error::{ErrorCode, ToolError};
 
-/// Everything a tool may use for one call (issue 13 item 2: a narrow
-/// context, not the whole `AppState`).
+/// Everything a tool may use for one call (a narrow context, not the
+/// whole `AppState`).
 ///
 /// A tool reaches the shared state only through the accessors below: the
 /// read models it answers from (directory, inventory, availability, offers),
@@ -154,27 +154,81 @@ impl ToolContext {
     }
 }
 
-/// The names of every tool implemented in code. A test checks this equals
-/// the catalog (`capabilities.yaml`) exactly.
-pub const IMPLEMENTED: &[&str] = &[
-    get_manifest::NAME,
-    dealer_get::NAME,
-    inventory_search::NAME,
-    get_vehicle::NAME,
-    get_used_vehicle_details::NAME,
-    verify_availability::NAME,
-    get_disclosure::NAME,
-    offers_evaluate::NAME,
-    aap_dealer_information::NAME,
-    aap_inventory_facets::NAME,
-    aap_inventory_search::NAME,
-    aap_inventory_vehicle::NAME,
+/// Every tool of this gateway (in any order: `tools/list` lists them by
+/// name, as the catalog holds them). The one list: dispatch ([`invoke`]),
+/// listing (`mcp::dispatch::tool_list`), the isolation matrix and the
+/// catalogue check all read it, and tests hold it equal to the catalog in
+/// both directions. Adding a tool is one module and one line here.
+pub static REGISTRY: &[Registration] = &[
+    Registration::of::<get_manifest::GetManifest>(),
+    Registration::of::<dealer_get::DealerGet>(),
+    Registration::of::<inventory_search::InventorySearch>(),
+    Registration::of::<get_vehicle::GetVehicle>(),
+    Registration::of::<get_used_vehicle_details::GetUsedVehicleDetails>(),
+    Registration::of::<verify_availability::VerifyAvailability>(),
+    Registration::of::<get_disclosure::GetDisclosure>(),
+    Registration::of::<offers_evaluate::OffersEvaluate>(),
+    Registration::of::<aap_dealer_information::AapDealerInformation>(),
+    Registration::of::<aap_inventory_facets::AapInventoryFacets>(),
+    Registration::of::<aap_inventory_search::AapInventorySearch>(),
+    Registration::of::<aap_inventory_vehicle::AapInventoryVehicle>(),
 ];
+
+/// The registered tool named `name`, if any.
+pub fn registered(name: &str) -> Option<&'static Registration> {
+    REGISTRY.iter().find(|r| r.name == name)
+}
+
+/// A call through the registry: the tool's arguments read into its type,
+/// then the tool, as one boxed future (the registry holds one function
+/// pointer per tool, as a router of MCP tools does).
+type BoxedCall<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Output, ToolError>> + Send + 'a>>;
+
+/// One entry of [`REGISTRY`], built from the tool's own [`Tool`] impl so
+/// that its name, its input and output definitions and its call cannot
+/// drift apart.
+pub struct Registration {
+    /// The wire name ([`Tool::NAME`]).
+    pub name: &'static str,
+    /// The input definition its arguments mirror ([`args::ToolArgs::INPUT`]).
+    pub input: &'static str,
+    /// The output definition its typed output mirrors
+    /// ([`IntoOutput::OUTPUT`]); `None` for a tool that still answers with
+    /// an untyped tree.
+    pub output: Option<&'static str>,
+    call: for<'a> fn(&'a ToolContext, &'a Value) -> BoxedCall<'a>,
+}
+
+impl Registration {
+    /// The registration of tool `T`.
+    pub const fn of<T: Tool + 'static>() -> Registration {
+        Registration {
+            name: T::NAME,
+            input: <T::Args as args::ToolArgs>::INPUT,
+            output: <T::Output as IntoOutput>::OUTPUT,
+            call: boxed_run::<T>,
+        }
+    }
+
+    /// This tool's entry in the catalog (its description, schemas and
+    /// safety metadata).
+    pub fn catalog_entry<'c>(
+        &self,
+        catalog: &'c crate::catalog::Catalog,
+    ) -> Option<&'c crate::catalog::Tool> {
+        catalog.tool(self.name)
+    }
+}
+
+fn boxed_run<'a, T: Tool + 'static>(ctx: &'a ToolContext, args: &'a Value) -> BoxedCall<'a> {
+    Box::pin(run::<T>(ctx, args))
+}
 
 /// Outcome of one tool call: the structured content and whether it is an
 /// error object (MCP `isError`).
 pub struct ToolOutcome {
-    /// Serialized once (issue 13 item 3); the MCP layer sends these bytes
+    /// Serialized once; the MCP layer sends these bytes
     /// as `structuredContent` and, as a string, as the text content.
     pub structured: JsonText,
     pub is_error: bool,
@@ -186,7 +240,7 @@ pub struct ToolOutcome {
     /// the DAP output schema has no room for (e.g. the availability band).
     pub meta: Option<Value>,
     /// The DAP error code when the tool refused or failed, for metrics and
-    /// the access log (issue 15 items 1 and 2); `None` on success.
+    /// the access log (docs/operations.md); `None` on success.
     pub code: Option<ErrorCode>,
 }
 
@@ -196,8 +250,7 @@ pub enum Produced {
     /// schema, then serializes it.
     Tree(Value),
     /// JSON assembled from pieces that were each validated where they were
-    /// produced (issue 13 item 3; docs/benchmarks.md "Where output is
-    /// validated"), with the ids of the resources it returns, for the audit
+    /// produced (docs/benchmarks.md "Where output is validated"), with the ids of the resources it returns, for the audit
     /// record.
     Assembled {
         json: JsonText,
@@ -238,7 +291,7 @@ impl Produced {
 }
 
 /// What the audit log keeps of one call (docs/security.md "Audit
-/// retention", issue 11 item 1).
+/// retention").
 enum AuditRecord {
     /// Nothing: an anonymous call of an `access_log` tool.
     None,
@@ -436,7 +489,7 @@ fn authorize_tool(ctx: &ToolContext, tool: &crate::catalog::Tool) -> Result<(), 
                 ),
             }),
             // Anonymous callers of an authoritative check are held to a
-            // per-address quota (issue 5 item 5: 30 per minute by default).
+            // per-address quota (30 per minute by default; docs/security.md).
             PublicAccess::RateLimitedOrAuthenticated => ctx
                 .anonymous_tool_limiter()
                 .check(&(tool.name.clone(), ctx.client_ip))
@@ -457,7 +510,7 @@ fn authorize_tool(ctx: &ToolContext, tool: &crate::catalog::Tool) -> Result<(), 
 /// A tool's structured output and, for some tools, its result `_meta`.
 type Output = (Produced, Option<Value>);
 
-/// One MCP tool (issue 13 item 2; the shape of rmcp's tools): its wire
+/// One MCP tool: its wire
 /// name, the type its arguments are read into once the input schema
 /// check has passed, and the type it answers with. The pipeline
 /// ([`invoke`]) owns everything around the call (tool policy, the input
@@ -482,6 +535,8 @@ pub trait Tool {
 /// output schema by [`invoke`]), JSON assembled from checked parts, or a
 /// typed output ([`output::ToolOutput`]) with its `_meta`.
 pub trait IntoOutput {
+    /// The output definition a typed output mirrors (`None` for a tree).
+    const OUTPUT: Option<&'static str> = None;
     fn into_output(self) -> Result<Output, ToolError>;
 }
 
@@ -500,6 +555,7 @@ impl IntoOutput for Produced {
 /// A typed output is sent as a tree, so [`invoke`] checks it against the
 /// output schema like any other.
 impl<T: output::ToolOutput> IntoOutput for T {
+    const OUTPUT: Option<&'static str> = Some(T::OUTPUT);
     fn into_output(self) -> Result<Output, ToolError> {
         Ok((Produced::Tree(output::tree(&self)?), None))
     }
@@ -507,6 +563,8 @@ impl<T: output::ToolOutput> IntoOutput for T {
 
 /// The availability result and what goes in the MCP result's `_meta`.
 impl IntoOutput for (output::AvailabilityResult, output::AvailabilityMeta) {
+    const OUTPUT: Option<&'static str> =
+        Some(<output::AvailabilityResult as output::ToolOutput>::OUTPUT);
     fn into_output(self) -> Result<Output, ToolError> {
         let (result, meta) = self;
         Ok((
@@ -522,68 +580,26 @@ async fn run<T: Tool>(ctx: &ToolContext, args: &Value) -> Result<Output, ToolErr
     T::call(ctx, args).await?.into_output()
 }
 
-async fn dispatch(
-    name: &str,
-    ctx: &ToolContext,
-    args: &Value,
-) -> Option<Result<Output, ToolError>> {
-    Some(match name {
-        get_manifest::GetManifest::NAME => run::<get_manifest::GetManifest>(ctx, args).await,
-        dealer_get::DealerGet::NAME => run::<dealer_get::DealerGet>(ctx, args).await,
-        inventory_search::InventorySearch::NAME => {
-            run::<inventory_search::InventorySearch>(ctx, args).await
-        }
-        get_vehicle::GetVehicle::NAME => run::<get_vehicle::GetVehicle>(ctx, args).await,
-        get_used_vehicle_details::GetUsedVehicleDetails::NAME => {
-            run::<get_used_vehicle_details::GetUsedVehicleDetails>(ctx, args).await
-        }
-        verify_availability::VerifyAvailability::NAME => {
-            run::<verify_availability::VerifyAvailability>(ctx, args).await
-        }
-        offers_evaluate::OffersEvaluate::NAME => {
-            run::<offers_evaluate::OffersEvaluate>(ctx, args).await
-        }
-        get_disclosure::GetDisclosure::NAME => {
-            run::<get_disclosure::GetDisclosure>(ctx, args).await
-        }
-        aap_dealer_information::AapDealerInformation::NAME => {
-            run::<aap_dealer_information::AapDealerInformation>(ctx, args).await
-        }
-        aap_inventory_facets::AapInventoryFacets::NAME => {
-            run::<aap_inventory_facets::AapInventoryFacets>(ctx, args).await
-        }
-        aap_inventory_search::AapInventorySearch::NAME => {
-            run::<aap_inventory_search::AapInventorySearch>(ctx, args).await
-        }
-        aap_inventory_vehicle::AapInventoryVehicle::NAME => {
-            run::<aap_inventory_vehicle::AapInventoryVehicle>(ctx, args).await
-        }
-        _ => return None,
-    })
-}
-
 /// Run tool `name`. `None` when no such tool exists (a protocol error for
 /// the caller: MCP -32602).
 pub async fn invoke(ctx: &ToolContext, name: &str, args: &Value) -> Option<ToolOutcome> {
-    let tool = ctx.catalog().tool(name)?;
+    let registration = registered(name)?;
+    let tool = registration.catalog_entry(ctx.catalog())?;
     let result = match authorize_tool(ctx, tool).and_then(|()| {
         tool.validate_input(args)
             .map_err(|field_errors| ToolError::Validation { field_errors })
     }) {
         Err(e) => Err(e),
-        Ok(()) => match dispatch(name, ctx, args).await {
-            None => Err(ToolError::internal(format!(
-                "tool {name} is in the catalog but not implemented"
-            ))),
-            Some(Ok((Produced::Tree(output), meta))) => match tool.validate_output(&output) {
+        Ok(()) => match (registration.call)(ctx, args).await {
+            Ok((Produced::Tree(output), meta)) => match tool.validate_output(&output) {
                 Ok(()) => Ok((Produced::Tree(output), meta)),
                 Err(errors) => Err(ToolError::internal(format!(
                     "output of {name} failed its schema: {}",
                     serde_json::to_string(&errors).unwrap_or_default()
                 ))),
             },
-            Some(Ok((assembled @ Produced::Assembled { .. }, meta))) => Ok((assembled, meta)),
-            Some(Err(e)) => Err(e),
+            Ok((assembled @ Produced::Assembled { .. }, meta)) => Ok((assembled, meta)),
+            Err(e) => Err(e),
         },
     };
     let (result, meta) = match result {
@@ -625,7 +641,7 @@ pub async fn invoke(ctx: &ToolContext, name: &str, args: &Value) -> Option<ToolO
                 tracing::info!(error.id = %error_id, trace.id = %ctx.trace_id, tool.name = name, error.code = error.code().as_str(), "tool refused");
             }
             // The error model is the tool's (catalog `error_model`): the AAP
-            // compatibility tools answer with AAP's aap.error (issue 16).
+            // compatibility tools answer with AAP's aap.error (docs/compatibility.md).
             let object = match tool.error_model {
                 crate::catalog::ErrorModel::Dap => {
                     error.to_dap(&error_id, &ctx.trace_id, Utc::now())
@@ -673,7 +689,7 @@ fn budget_checked(
 
 /// Check `part`, produced per request by tool `tool`, against that tool's
 /// output schema (`what` names the part in the log): the check `invoke`
-/// makes for trees, for the parts of assembled results (issue 13 item 3).
+/// makes for trees, for the parts of assembled results.
 pub fn check_part(
     ctx: &ToolContext,
     tool: &str,
@@ -693,7 +709,7 @@ pub fn check_part(
 }
 
 /// JSON text this gateway wrote itself: serde_json output, or pieces of
-/// serde_json output joined by fixed punctuation (issue 13 item 3). It is
+/// serde_json output joined by fixed punctuation. It is
 /// trusted rather than parsed again (a re-parse of a search page cost a
 /// fifth of the request); tests parse every shape, and debug builds check
 /// each one as it is made.
@@ -723,51 +739,72 @@ impl JsonText {
 
 #[cfg(test)]
 mod tests {
-    use super::args::ToolArgs;
     use super::*;
 
-    /// The catalog entry of `T`, whose declared input definition must be
-    /// the one `T::Args` mirrors (and which `args`'s drift test diffs).
-    fn declared<T: Tool>(catalog: &crate::catalog::Catalog) -> Result<(), String> {
-        let tool = catalog
-            .tool(T::NAME)
-            .ok_or_else(|| format!("{} is not in the catalog", T::NAME))?;
-        if tool.input_reference == <T::Args as ToolArgs>::INPUT {
-            Ok(())
-        } else {
-            Err(format!(
+    /// The catalog entry of `registration` declares the input its
+    /// arguments are read as, and the output its typed output mirrors.
+    fn declared(
+        registration: &Registration,
+        catalog: &crate::catalog::Catalog,
+    ) -> Result<(), String> {
+        let tool = registration
+            .catalog_entry(catalog)
+            .ok_or_else(|| format!("{} is not in the catalog", registration.name))?;
+        if tool.input_reference != registration.input {
+            return Err(format!(
                 "{} reads its arguments as {} but the catalog declares {}",
-                T::NAME,
-                <T::Args as ToolArgs>::INPUT,
-                tool.input_reference
-            ))
+                registration.name, registration.input, tool.input_reference
+            ));
+        }
+        match registration.output {
+            Some(output) if output != tool.output_reference => Err(format!(
+                "{} answers with {output} but the catalog declares {}",
+                registration.name, tool.output_reference
+            )),
+            _ => Ok(()),
         }
     }
 
-    /// Each tool's `Args` is the type of the input its catalog entry
-    /// publishes, and the dispatch table names every implemented tool.
+    /// The registry and `capabilities.yaml` name the same tools, each
+    /// once, and every tool
+    /// reads the arguments and answers with the output its catalog entry
+    /// declares.
     #[test]
-    fn every_tool_reads_the_arguments_its_catalog_entry_declares() {
+    fn the_registry_is_the_catalog() {
         let catalog = crate::catalog::Catalog::load().expect("catalog");
-        let results = [
-            declared::<get_manifest::GetManifest>(&catalog),
-            declared::<dealer_get::DealerGet>(&catalog),
-            declared::<inventory_search::InventorySearch>(&catalog),
-            declared::<get_vehicle::GetVehicle>(&catalog),
-            declared::<get_used_vehicle_details::GetUsedVehicleDetails>(&catalog),
-            declared::<verify_availability::VerifyAvailability>(&catalog),
-            declared::<offers_evaluate::OffersEvaluate>(&catalog),
-            declared::<get_disclosure::GetDisclosure>(&catalog),
-            declared::<aap_dealer_information::AapDealerInformation>(&catalog),
-            declared::<aap_inventory_facets::AapInventoryFacets>(&catalog),
-            declared::<aap_inventory_search::AapInventorySearch>(&catalog),
-            declared::<aap_inventory_vehicle::AapInventoryVehicle>(&catalog),
-        ];
-        let wrong: Vec<String> = results.into_iter().filter_map(Result::err).collect();
+        let registered: Vec<&str> = REGISTRY.iter().map(|r| r.name).collect();
+        let listed: Vec<&str> = catalog.tools.iter().map(|t| t.name.as_str()).collect();
+        let unlisted: Vec<&&str> = registered.iter().filter(|n| !listed.contains(n)).collect();
+        let unregistered: Vec<&&str> = listed.iter().filter(|n| !registered.contains(n)).collect();
+        assert!(
+            unlisted.is_empty(),
+            "registered but not in capabilities.yaml: {unlisted:?}"
+        );
+        assert!(
+            unregistered.is_empty(),
+            "in capabilities.yaml but not registered: {unregistered:?}"
+        );
+        assert_eq!(registered.len(), listed.len(), "a tool registered twice");
+        let wrong: Vec<String> = REGISTRY
+            .iter()
+            .filter_map(|r| declared(r, &catalog).err())
+            .collect();
         assert!(wrong.is_empty(), "{wrong:#?}");
-        assert_eq!(IMPLEMENTED.len(), 12);
+        // Every name finds its own entry (no entry shadows another).
+        for registration in REGISTRY {
+            assert!(std::ptr::eq(
+                super::registered(registration.name).expect("registered"),
+                registration
+            ));
+        }
+        assert!(super::registered("dealeragent.no_such_tool").is_none());
+    }
 
-        // The check can fail: a tool reading another tool's arguments.
+    /// The check can fail: a tool reading another tool's arguments, and
+    /// one answering with another tool's output.
+    #[test]
+    fn a_misdeclared_tool_is_caught() {
+        let catalog = crate::catalog::Catalog::load().expect("catalog");
         struct Misdeclared;
         impl Tool for Misdeclared {
             const NAME: &'static str = get_vehicle::NAME;
@@ -777,6 +814,26 @@ mod tests {
                 Ok(Value::Null)
             }
         }
-        assert!(declared::<Misdeclared>(&catalog).is_err());
+        assert!(declared(&Registration::of::<Misdeclared>(), &catalog).is_err());
+        struct WrongOutput;
+        impl Tool for WrongOutput {
+            const NAME: &'static str = get_vehicle::NAME;
+            type Args = args::VehicleArgs;
+            type Output = output::DealerOrganization;
+            async fn call(_: &ToolContext, _: Self::Args) -> Result<Self::Output, ToolError> {
+                Err(ToolError::NotFound)
+            }
+        }
+        assert!(declared(&Registration::of::<WrongOutput>(), &catalog).is_err());
+        struct Unlisted;
+        impl Tool for Unlisted {
+            const NAME: &'static str = "dealeragent.no_such_tool";
+            type Args = args::ManifestArgs;
+            type Output = Value;
+            async fn call(_: &ToolContext, _: Self::Args) -> Result<Value, ToolError> {
+                Ok(Value::Null)
+            }
+        }
+        assert!(declared(&Registration::of::<Unlisted>(), &catalog).is_err());
     }
 }

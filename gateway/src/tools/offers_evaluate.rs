@@ -1,5 +1,5 @@
 //! `dealergateway.offers.evaluate` (extension profile
-//! `dealergateway.offers/0.1`, issue 7 item 5): the incentive evaluation of
+//! `dealergateway.offers/0.1`, docs/pricing.md): the incentive evaluation of
 //! one vehicle of a rooftop for a hypothetical, PII-free buyer profile.
 //!
 //! Policy first (DAP-CORE-031): the rooftop must be readable by the caller
@@ -58,8 +58,8 @@ impl super::Tool for OffersEvaluate {
         let vehicle = vehicle_for_pricing(record);
         // On the bounded evaluation pool, within the evaluation's budget and
         // deadline (docs/pricing.md section 4): never on this async worker.
-        // The revision of each program live at the profile's `as_of` (issue 12
-        // item 1); the evaluation is valid at most until another one takes over.
+        // The revision of each program live at the profile's `as_of`
+        // (docs/pricing.md); the evaluation is valid at most until another one takes over.
         let job_profile = profile;
         // Why a stored rule fails is the organization's own business
         // (docs/security.md "Who reads why a rule failed").
@@ -177,7 +177,7 @@ fn profile(profile: &OffersProfile) -> Result<Profile, ToolError> {
 /// stored inputs (programs amounts that overflow when summed with the
 /// price, a negative price): retrying cannot help, so it is answered as a
 /// non-retryable input error, never `dealeragent.internal` with
-/// `retryable: true` (DAP-ERR-001, issue 12 item 6). The message is the
+/// `retryable: true` (DAP-ERR-001). The message is the
 /// disclosure's value-free sentence for the same failure.
 fn evaluation_error(err: &pricing::stacking::EvaluationError) -> ToolError {
     ToolError::Invalid {

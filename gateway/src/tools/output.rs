@@ -1,4 +1,4 @@
-//! Typed tool outputs (issue 13 item 2), the counterpart of `args.rs`.
+//! Typed tool outputs, the counterpart of `args.rs`.
 //!
 //! A tool builds its result as one of these `Serialize` types instead of a
 //! `json!` tree. The output schema check of `tools::invoke` stays the
@@ -88,7 +88,7 @@ pub struct AvailabilityBand {
 /// `dealergateway.offers.evaluate`: `offersEvaluation`. The engine's
 /// evaluation as the pricing crate serializes it, then what the gateway
 /// adds: which revision of each program was used and which could not be
-/// evaluated (issue 12 items 1-2), the tenancy, and freshness bounded by
+/// evaluated (docs/pricing.md), the tenancy, and freshness bounded by
 /// both the programs and the inventory record. `flatten` keeps the
 /// engine's members in place, so this has no member list of its own for
 /// the drift test; the pipeline checks every result against the

@@ -1,7 +1,6 @@
 //! The vehicle target of a tool call: one shared prologue for every tool
 //! that answers about one vehicle of one rooftop (`get_vehicle`,
-//! `verify_availability`, `get_disclosure`, `offers.evaluate`; issue 13
-//! item 2).
+//! `verify_availability`, `get_disclosure`, `offers.evaluate`).
 //!
 //! The order is fixed and is the tenancy rule itself (DAP-CORE-029..031):
 //! selector from the arguments, then the dealer directory, then the

@@ -1519,7 +1519,7 @@ async fn mcp_serves_dap_tools_only_and_points_aap_calls_to_their_endpoint() {
     assert!(names.iter().all(|n| !n.starts_with("aap_")), "{names:?}");
     assert_eq!(
         names.len() + ISOLATION_TOOLS.len(),
-        gateway::tools::IMPLEMENTED.len()
+        gateway::tools::REGISTRY.len()
     );
     let session = app.initialize_legacy().await;
     let legacy = app.legacy(&session, "tools/list", json!({})).await;

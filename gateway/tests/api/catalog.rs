@@ -1,20 +1,71 @@
-//! `capabilities.yaml` is the single source of tool metadata: the code and
-//! the catalog must agree exactly (issue 2, item 2).
+//! `capabilities.yaml` is the single source of tool metadata: the tool
+//! registry (`gateway::tools::REGISTRY`) and the catalog must agree exactly.
 
 use std::collections::BTreeSet;
 
 use gateway::catalog::{Catalog, SCHEMA_FILES};
-use serde_json::Value;
+use serde_json::{Value, json};
+
+use crate::common;
 
 #[test]
-fn catalog_tools_and_implemented_tools_are_the_same_set() {
+fn catalog_tools_and_registered_tools_are_the_same_set() {
     let catalog = Catalog::load().expect("catalog loads");
     let in_catalog: BTreeSet<&str> = catalog.tools.iter().map(|t| t.name.as_str()).collect();
-    let in_code: BTreeSet<&str> = gateway::tools::IMPLEMENTED.iter().copied().collect();
+    let in_code: BTreeSet<&str> = gateway::tools::REGISTRY.iter().map(|r| r.name).collect();
     assert_eq!(
         in_catalog, in_code,
         "capabilities.yaml and gateway/src/tools disagree"
     );
+}
+
+/// No orphan: every registered tool is routed to its implementation on
+/// the endpoint that serves it. Called with no arguments, each answers as
+/// a tool (a result or a tool error such as a validation failure), never
+/// with the protocol's unknown-tool error (-32602) that a catalog entry
+/// without a registration, or a registration without a catalog entry,
+/// would get.
+#[tokio::test]
+async fn every_registered_tool_dispatches() {
+    let app = common::spawn().await;
+    let mut aap = common::TestApp::attach(&app.base());
+    aap.url = format!("{}/aap/org.lakeshore-auto-group/mcp", app.base());
+    for registration in gateway::tools::REGISTRY {
+        let client = if registration.name.starts_with("aap_") {
+            &aap
+        } else {
+            &app
+        };
+        let reply = client
+            .modern(
+                "tools/call",
+                json!({"name": registration.name, "arguments": {}}),
+            )
+            .await;
+        assert_eq!(reply.status, 200, "{}: {}", registration.name, reply.raw);
+        let result = reply.result();
+        assert!(
+            result["isError"].is_boolean() && result["structuredContent"].is_object(),
+            "{}: {}",
+            registration.name,
+            reply.raw
+        );
+        assert_ne!(
+            result["structuredContent"]["code"],
+            json!("dealeragent.internal"),
+            "{}: {}",
+            registration.name,
+            reply.raw
+        );
+    }
+    // And a name that is not registered is the protocol error.
+    let reply = app
+        .modern(
+            "tools/call",
+            json!({"name": "dealeragent.no_such_tool", "arguments": {}}),
+        )
+        .await;
+    assert_eq!(reply.error_code(), -32602, "{}", reply.raw);
 }
 
 #[test]
@@ -108,7 +159,7 @@ fn dap_error() -> Value {
 }
 
 /// An AAP error object, as `tools::aap_map::error_object` writes it (the
-/// error model of the AAP compatibility tools, issue 16 item 1).
+/// error model of the AAP compatibility tools, docs/compatibility.md).
 fn aap_error() -> Value {
     serde_json::json!({
         "@type": "https://autoagentprotocol.org/extensions/aap/error",
@@ -123,8 +174,8 @@ fn aap_error() -> Value {
 }
 
 /// The published `outputSchema` admits the error object of the tool's own
-/// error model (the DAP error, issue 10; AAP's `aap.error` for the AAP
-/// compatibility tools, issue 16), but
+/// error model (the DAP error of error.schema.json; AAP's `aap.error` for the AAP
+/// compatibility tools, docs/compatibility.md), but
 /// the gateway's own check of a successful result stays the success shape
 /// alone: a tool that returned an error-shaped object as a success would
 /// still be refused (dealeragent.internal), exactly as before.
@@ -194,15 +245,11 @@ fn duplicate_definition_names_across_schema_files_are_refused() {
     assert!(err.to_string().contains("money"), "{err}");
 }
 
-use crate::common;
-
-use serde_json::json;
-
-/// Issue 13 item 5: `tools/list` over real HTTP stays at most 50 KB in all
+/// `tools/list` over real HTTP stays at most 50 KB in all
 /// (it was 157,776 bytes before), and every `$ref` in it resolves inside the
 /// schema that holds it. Prints the bytes per tool for docs/benchmarks.md.
 /// Every served tool is listed once: the DAP tools on `/mcp`, the AAP
-/// binding's on each organization's AAP endpoint (issue 16); each list is
+/// binding's on each organization's AAP endpoint (docs/mcp.md "The AAP endpoints"); each list is
 /// held to the budget.
 #[tokio::test]
 async fn tools_list_over_http_is_at_most_50_kb_and_has_no_dangling_ref() {
@@ -213,7 +260,7 @@ async fn tools_list_over_http_is_at_most_50_kb_and_has_no_dangling_ref() {
     for client in [&app, &aap] {
         listed += tools_list_within_budget(client).await;
     }
-    assert_eq!(listed, gateway::tools::IMPLEMENTED.len());
+    assert_eq!(listed, gateway::tools::REGISTRY.len());
 }
 
 /// The checks above for one endpoint's `tools/list`; the number of tools.
@@ -265,7 +312,7 @@ async fn tools_list_within_budget(app: &common::TestApp) -> usize {
     println!("tools/list response body: {} bytes", reply.raw.len());
     assert!(
         reply.raw.len() <= 50_000,
-        "tools/list is {} bytes; issue 13 item 5 allows 50,000",
+        "tools/list is {} bytes; the budget (docs/benchmarks.md) is 50,000",
         reply.raw.len()
     );
     tools.len()
