@@ -1,30 +1,14 @@
 //! The HTTP/1.1 connection layer: the accept loop, slow-client limits and
-//! refusals that carry a body (issue 11 items 2 and 4; docs/security.md,
-//! "Slow clients").
+//! refusals that carry a body (docs/security.md, "Slow clients").
 //!
 //! `axum::serve` has no header-read or idle timeout, no connection cap and
 //! no shutdown deadline, and hyper answers a request head it cannot parse
-//! (more than 100 header fields, a control byte in a header value) itself,
-//! with an empty body: hyper 1.x has no hook for that answer
-//! (`proto::h1::role::Server::on_error` builds a bare status line). So the
-//! gateway runs its own accept loop over hyper's HTTP/1 connection, and
-//! every connection reads through a [`HeadGuard`]:
-//!
-//! - The guard collects each request head itself and checks it with the
-//!   same parser hyper uses (httparse, the same limits) before hyper sees a
-//!   byte of it. A head it refuses is replaced by a fixed, body-less request
-//!   of ours; the per-connection service recognises that request by its
-//!   position on the connection (never by its content, which a client could
-//!   imitate) and answers with the JSON-RPC refusal, then the connection
-//!   closes. Hyper's own responses, order and keep-alive rules are kept.
-//! - It times the head from its first byte (`--header-read-timeout-seconds`:
-//!   408) and the wait for a new request when none is in progress
-//!   (`--idle-timeout-seconds`: the connection is closed).
-//! - Body framing is followed for `Content-Length` bodies so the next head
-//!   on a keep-alive connection is found. After a request with
-//!   `Transfer-Encoding` (or `CONNECT`), the guard stops checking heads on
-//!   that connection and hyper's own limits (the same ones, answered without
-//!   a body) apply; hyper's header-read timeout is the backstop there.
+//! itself, with an empty body. So the gateway runs its own accept loop over
+//! hyper's HTTP/1 connection, and every connection reads through a
+//! [`head::HeadGuard`], which checks each request head before hyper sees it
+//! and times the head and the wait between requests (its contract is in
+//! `connections/head.rs`). Hyper's own responses, order and keep-alive
+//! rules are kept.
 //!
 //! Connections are capped in total (`--max-connections`) and per client
 //! address (`--max-connections-per-address`). A new connection over either
@@ -38,7 +22,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
 use std::future::Future;
-use std::io;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -48,34 +31,21 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::ConnectInfo;
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::Response;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
-use tokio::time::Sleep;
 use tower::ServiceExt as _;
 
 use super::error::RpcError;
 
-/// Most header fields in one request (hyper's default, which docs/mcp.md
-/// row T26 and issue 11 item 4 assume). Hyper is configured with the same
-/// number, so a head the guard admits is never refused by hyper for it.
-pub const MAX_HEADER_FIELDS: usize = 100;
+mod head;
 
-/// Largest request head (request line and header fields, with line ends).
-/// The /mcp handler's own, tighter limit on header names and values (16
-/// KiB, 431) still applies below it.
-pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+use head::HeadGuard;
+pub use head::{HeadRefusal, MAX_HEAD_BYTES, MAX_HEADER_FIELDS};
 
 /// `Retry-After` on a 503 refusal of a connection, in seconds.
 const BUSY_RETRY_AFTER_SECONDS: u64 = 1;
-
-/// The request put in place of a refused head: no client byte in it, and
-/// `Connection: close` so hyper reads nothing after it.
-const STAND_IN_HEAD: &[u8] =
-    b"GET / HTTP/1.1\r\nhost: refused.invalid\r\nconnection: close\r\n\r\n";
 
 /// The slow-client settings (`ServeSettings`).
 #[derive(Debug, Clone, Copy)]
@@ -97,58 +67,6 @@ impl Limits {
                 .unwrap_or(usize::MAX),
             shutdown_grace: Duration::from_secs(s.shutdown_grace_seconds),
         }
-    }
-}
-
-/// Why the guard refused a request head. Closed set; each maps to one
-/// status and one message (none echoes client bytes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HeadRefusal {
-    /// More than [`MAX_HEADER_FIELDS`] header fields: 431.
-    TooManyFields,
-    /// The head exceeds [`MAX_HEAD_BYTES`]: 431.
-    TooLarge,
-    /// Not an HTTP/1.x request head: a control byte in a header value, a
-    /// bad header name, request line or target, or an invalid
-    /// `Content-Length`: 400.
-    Malformed,
-    /// The head did not arrive within `--header-read-timeout-seconds`: 408.
-    Timeout,
-}
-
-impl HeadRefusal {
-    fn status(self) -> StatusCode {
-        match self {
-            Self::TooManyFields | Self::TooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            Self::Malformed => StatusCode::BAD_REQUEST,
-            Self::Timeout => StatusCode::REQUEST_TIMEOUT,
-        }
-    }
-
-    fn message(self) -> String {
-        match self {
-            Self::TooManyFields => {
-                format!("the request has more than {MAX_HEADER_FIELDS} header fields")
-            }
-            Self::TooLarge => format!("the request head exceeds {MAX_HEAD_BYTES} bytes"),
-            Self::Malformed => "the request head is not valid HTTP/1.1 (request line, header name, header value or Content-Length)".to_owned(),
-            Self::Timeout => "the request head did not arrive in time".to_owned(),
-        }
-    }
-
-    /// The refusal: a JSON-RPC error without `id` (the request was never
-    /// read), as every other transport refusal (docs/mcp.md).
-    pub fn response(self) -> Response {
-        let mut r =
-            super::transport_refusal(self.status(), RpcError::InvalidRequest(self.message()));
-        r.headers_mut()
-            .insert(header::CONNECTION, HeaderValue::from_static("close"));
-        // As every answer of the router (docs/security.md "Hardening").
-        r.headers_mut().insert(
-            header::X_CONTENT_TYPE_OPTIONS,
-            HeaderValue::from_static("nosniff"),
-        );
-        r
     }
 }
 
@@ -187,6 +105,14 @@ impl ConnShared {
             .last_done
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The guard refused a head: the request at `index` is its stand-in.
+    fn refuse_at(&self, index: u64, why: HeadRefusal) {
+        *self
+            .refused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((index, why));
     }
 
     fn refusal_at(&self, index: u64) -> Option<HeadRefusal> {
@@ -497,340 +423,6 @@ async fn serve_connection(
     }
 }
 
-/// Where the guard is in the inbound byte stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Reading {
-    /// Collecting a request head (nothing of it passed to hyper yet).
-    Head,
-    /// Passing this many more body bytes of a `Content-Length` request.
-    Body(u64),
-    /// Heads are no longer checked on this connection (chunked, CONNECT).
-    PassThrough,
-    /// The stand-in request was passed; nothing more is read. Reads stay
-    /// pending rather than end: hyper drops a connection that reaches EOF
-    /// while a request is in progress, and the refusal must be written
-    /// first (`Connection: close` then ends the connection).
-    Refused,
-    /// The client closed, or the idle timeout passed: EOF.
-    Closed,
-}
-
-/// The connection's reader (and writer: writes go straight through).
-struct HeadGuard {
-    stream: TcpStream,
-    shared: Arc<ConnShared>,
-    limits: Limits,
-    state: Reading,
-    /// Bytes read from the socket, not yet passed to hyper.
-    pending: Vec<u8>,
-    /// How many bytes at the front of `pending` may be passed now.
-    cleared: usize,
-    /// Where to resume looking for the end of the head in `pending`.
-    scanned: usize,
-    /// Heads passed to hyper so far (the stand-in included).
-    heads: u64,
-    last_bytes: Instant,
-    header_timer: Option<Pin<Box<Sleep>>>,
-    idle_timer: Option<Pin<Box<Sleep>>>,
-}
-
-impl HeadGuard {
-    fn new(stream: TcpStream, shared: Arc<ConnShared>, limits: Limits) -> Self {
-        Self {
-            stream,
-            shared,
-            limits,
-            state: Reading::Head,
-            pending: Vec::new(),
-            cleared: 0,
-            scanned: 0,
-            heads: 0,
-            last_bytes: Instant::now(),
-            header_timer: None,
-            idle_timer: None,
-        }
-    }
-
-    /// Replace whatever was read with the stand-in request and remember
-    /// its position for the service.
-    fn refuse(&mut self, why: HeadRefusal) {
-        *self
-            .shared
-            .refused
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((self.heads, why));
-        self.heads += 1;
-        self.pending.clear();
-        self.pending.extend_from_slice(STAND_IN_HEAD);
-        self.cleared = self.pending.len();
-        self.state = Reading::Refused;
-        self.header_timer = None;
-    }
-
-    /// Look for the end of the head in the new bytes; parse once found.
-    fn check_head(&mut self) {
-        // Empty lines before a request line are ignored (RFC 9112 2.2);
-        // dropping them here keeps the end-of-head search linear.
-        let blank = self
-            .pending
-            .iter()
-            .take_while(|b| matches!(b, b'\r' | b'\n'))
-            .count();
-        if blank > 0 {
-            self.pending.drain(..blank);
-            self.scanned = 0;
-        }
-        let Some(end) = find_head_end(&self.pending, &mut self.scanned) else {
-            if self.pending.len() > MAX_HEAD_BYTES {
-                self.refuse(HeadRefusal::TooLarge);
-            }
-            return;
-        };
-        if end > MAX_HEAD_BYTES {
-            self.refuse(HeadRefusal::TooLarge);
-            return;
-        }
-        match inspect_head(&self.pending[..end]) {
-            Ok(next) => {
-                self.heads += 1;
-                self.cleared = end;
-                self.scanned = 0;
-                self.header_timer = None;
-                self.state = next;
-            }
-            Err(why) => self.refuse(why),
-        }
-    }
-
-    /// Whether the idle timeout has passed (re-arming the timer when not).
-    fn idle_expired(&mut self, cx: &mut Context<'_>) -> bool {
-        loop {
-            let since = self.last_bytes.max(self.shared.last_done());
-            let deadline = tokio::time::Instant::from_std(since + self.limits.idle);
-            let timer = self
-                .idle_timer
-                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
-            if timer.deadline() != deadline {
-                timer.as_mut().reset(deadline);
-            }
-            if timer.as_mut().poll(cx).is_pending() {
-                return false;
-            }
-            if !self.shared.busy() {
-                return true;
-            }
-            // A request is in progress: idle time starts when it ends.
-            self.last_bytes = Instant::now();
-        }
-    }
-
-    /// Whether the head has taken longer than the header-read timeout.
-    fn head_expired(&mut self, cx: &mut Context<'_>) -> bool {
-        let limit = self.limits.header_read;
-        let timer = self
-            .header_timer
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
-        timer.as_mut().poll(cx).is_ready()
-    }
-
-    /// Read what the socket has into `pending`: `Ready(Ok(0))` at EOF.
-    fn fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
-        let mut chunk = [0_u8; 8192];
-        let mut buf = ReadBuf::new(&mut chunk);
-        match Pin::new(&mut self.stream).poll_read(cx, &mut buf) {
-            Poll::Ready(Ok(())) => {
-                let n = buf.filled().len();
-                if n > 0 {
-                    self.pending.extend_from_slice(buf.filled());
-                    self.last_bytes = Instant::now();
-                }
-                Poll::Ready(Ok(n))
-            }
-            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-            Poll::Pending => Poll::Pending,
-        }
-    }
-}
-
-/// Where the head in `data` ends (just after its empty line), resuming the
-/// search at `*from` and leaving there where to resume next time.
-fn find_head_end(data: &[u8], from: &mut usize) -> Option<usize> {
-    let mut i = *from;
-    while i < data.len() {
-        if data[i] == b'\n' {
-            match (data.get(i + 1), data.get(i + 2)) {
-                (Some(b'\n'), _) => return Some(i + 2),
-                (Some(b'\r'), Some(b'\n')) => return Some(i + 3),
-                // Not enough bytes to decide: look here again later.
-                (None, _) | (Some(b'\r'), None) => {
-                    *from = i;
-                    return None;
-                }
-                _ => {}
-            }
-        }
-        i += 1;
-    }
-    *from = i;
-    None
-}
-
-/// Check one complete head the way hyper will parse it, and say how its
-/// body is framed.
-fn inspect_head(head: &[u8]) -> Result<Reading, HeadRefusal> {
-    // One slot more than allowed: 101 fields parse, so "more than 100" is
-    // told apart from other failures.
-    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADER_FIELDS + 1];
-    let mut request = httparse::Request::new(&mut fields);
-    match request.parse(head) {
-        Ok(httparse::Status::Complete(_)) => {}
-        Err(httparse::Error::TooManyHeaders) => return Err(HeadRefusal::TooManyFields),
-        Ok(httparse::Status::Partial) | Err(_) => return Err(HeadRefusal::Malformed),
-    }
-    if request.headers.len() > MAX_HEADER_FIELDS {
-        return Err(HeadRefusal::TooManyFields);
-    }
-    let target = request.path.ok_or(HeadRefusal::Malformed)?;
-    if axum::http::Uri::try_from(target).is_err() {
-        return Err(HeadRefusal::Malformed);
-    }
-    if request.method == Some("CONNECT") {
-        return Ok(Reading::PassThrough);
-    }
-    let mut length: Option<u64> = None;
-    for field in request.headers.iter() {
-        if field.name.eq_ignore_ascii_case("transfer-encoding") {
-            // Chunked framing is hyper's to follow.
-            return Ok(Reading::PassThrough);
-        }
-        if field.name.eq_ignore_ascii_case("content-length") {
-            // Hyper's rule: every value (comma-separated, repeated fields)
-            // is digits and they are all equal.
-            let text = std::str::from_utf8(field.value).map_err(|_| HeadRefusal::Malformed)?;
-            for part in text.split(',') {
-                let part = part.trim_matches([' ', '\t']);
-                if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
-                    return Err(HeadRefusal::Malformed);
-                }
-                let n: u64 = part.parse().map_err(|_| HeadRefusal::Malformed)?;
-                if length.is_some_and(|l| l != n) {
-                    return Err(HeadRefusal::Malformed);
-                }
-                length = Some(n);
-            }
-        }
-    }
-    Ok(match length {
-        Some(n) if n > 0 => Reading::Body(n),
-        _ => Reading::Head,
-    })
-}
-
-impl hyper::rt::Read for HeadGuard {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        mut buf: hyper::rt::ReadBufCursor<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        loop {
-            if this.cleared > 0 {
-                let n = this.cleared.min(buf.remaining());
-                buf.put_slice(&this.pending[..n]);
-                this.pending.drain(..n);
-                this.cleared -= n;
-                return Poll::Ready(Ok(()));
-            }
-            match this.state {
-                Reading::Refused => return Poll::Pending,
-                Reading::Closed => return Poll::Ready(Ok(())),
-                Reading::Body(left) if !this.pending.is_empty() => {
-                    let n = u64::try_from(this.pending.len())
-                        .unwrap_or(u64::MAX)
-                        .min(left);
-                    this.cleared = usize::try_from(n).unwrap_or(usize::MAX);
-                    this.state = if n == left {
-                        Reading::Head
-                    } else {
-                        Reading::Body(left - n)
-                    };
-                    continue;
-                }
-                Reading::PassThrough if !this.pending.is_empty() => {
-                    this.cleared = this.pending.len();
-                    continue;
-                }
-                Reading::Head if !this.pending.is_empty() => {
-                    this.check_head();
-                    if this.cleared > 0 || this.state != Reading::Head {
-                        continue;
-                    }
-                    // Part of a head: it must be complete in time.
-                    if this.head_expired(cx) {
-                        this.refuse(HeadRefusal::Timeout);
-                        continue;
-                    }
-                }
-                Reading::Head | Reading::Body(_) | Reading::PassThrough => {
-                    // Nothing buffered: a connection with no request in
-                    // progress may wait only so long for one.
-                    if this.pending.is_empty()
-                        && matches!(this.state, Reading::Head | Reading::PassThrough)
-                        && this.idle_expired(cx)
-                    {
-                        this.state = Reading::Closed;
-                        return Poll::Ready(Ok(()));
-                    }
-                }
-            }
-            match this.fill(cx) {
-                Poll::Ready(Ok(0)) => {
-                    // EOF. An unfinished head is dropped: hyper sees a
-                    // clean close, as it would for a client that left.
-                    this.pending.clear();
-                    this.state = Reading::Closed;
-                    return Poll::Ready(Ok(()));
-                }
-                Poll::Ready(Ok(_)) => {
-                    this.idle_timer = None;
-                }
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Pending => return Poll::Pending,
-            }
-        }
-    }
-}
-
-impl hyper::rt::Write for HeadGuard {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.stream.is_write_vectored()
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -896,77 +488,6 @@ mod tests {
         assert!(
             text.contains("last") && text.ends_with("\r\n0\r\n\r\n"),
             "the response was cut: {text}"
-        );
-    }
-
-    fn framing(head: &str) -> Result<Reading, HeadRefusal> {
-        inspect_head(head.as_bytes())
-    }
-
-    #[test]
-    fn heads_are_checked_like_hyper_checks_them() {
-        assert_eq!(
-            framing("POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 12\r\n\r\n"),
-            Ok(Reading::Body(12))
-        );
-        assert_eq!(
-            framing("GET / HTTP/1.1\r\nHost: a\r\n\r\n"),
-            Ok(Reading::Head)
-        );
-        assert_eq!(
-            framing("POST / HTTP/1.1\r\nContent-Length: 5, 5\r\ncontent-length: 5\r\n\r\n"),
-            Ok(Reading::Body(5))
-        );
-        assert_eq!(
-            framing("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"),
-            Ok(Reading::PassThrough)
-        );
-        for bad in [
-            "POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
-            "POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
-            "POST / HTTP/1.1\r\nContent-Length: +5\r\n\r\n",
-            "GET / HTTP/1.1\r\nX-A: a\x01b\r\n\r\n",
-            "GET / HTTP/1.1\r\nX A: b\r\n\r\n",
-            "GET / HTTP/2.0\r\n\r\n",
-            "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
-        ] {
-            assert_eq!(framing(bad), Err(HeadRefusal::Malformed), "{bad:?}");
-        }
-        // Obs-text (bytes >= 0x80) is a legal header value byte.
-        assert_eq!(
-            inspect_head(b"GET / HTTP/1.1\r\nMcp-Name: caf\xc3\xa9\r\n\r\n"),
-            Ok(Reading::Head)
-        );
-    }
-
-    #[test]
-    fn exactly_100_fields_pass_and_101_do_not() {
-        let head = |n: usize| {
-            let mut h = String::from("GET / HTTP/1.1\r\n");
-            for i in 0..n {
-                h.push_str(&format!("x-{i}: v\r\n"));
-            }
-            h.push_str("\r\n");
-            h
-        };
-        assert_eq!(framing(&head(100)), Ok(Reading::Head));
-        assert_eq!(framing(&head(101)), Err(HeadRefusal::TooManyFields));
-        assert_eq!(framing(&head(500)), Err(HeadRefusal::TooManyFields));
-    }
-
-    #[test]
-    fn the_end_of_a_head_is_found_incrementally() {
-        let mut from = 0;
-        let mut data = b"GET / HTTP/1.1\r\nHost: a\r\n".to_vec();
-        assert_eq!(find_head_end(&data, &mut from), None);
-        data.extend_from_slice(b"\r");
-        assert_eq!(find_head_end(&data, &mut from), None);
-        data.extend_from_slice(b"\nbody");
-        assert_eq!(find_head_end(&data, &mut from), Some(data.len() - 4));
-        let mut from = 0;
-        assert_eq!(
-            find_head_end(b"GET / HTTP/1.1\nHost: a\n\n", &mut from),
-            Some(24)
         );
     }
 
