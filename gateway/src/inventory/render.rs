@@ -47,7 +47,7 @@ pub struct RenderContext {
 
 /// The DAP `vehicle` object of `record`: its [`Pieces`] written at
 /// `ctx.now` and read back, so the tree and the pre-rendered bytes a search
-/// serves are one rendering, not two (issue 13 item 3).
+/// serves are one rendering, not two.
 pub fn vehicle(record: &VehicleRecord, ctx: &RenderContext) -> Value {
     let pieces = Pieces::of(record, ctx.inventory_sla_seconds);
     let mut out = String::with_capacity(pieces.len_hint());
