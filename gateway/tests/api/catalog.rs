@@ -1,5 +1,5 @@
 //! `capabilities.yaml` is the single source of tool metadata: the code and
-//! the catalog must agree exactly (issue 2, item 2).
+//! the catalog must agree exactly.
 
 use std::collections::BTreeSet;
 
@@ -108,7 +108,7 @@ fn dap_error() -> Value {
 }
 
 /// An AAP error object, as `tools::aap_map::error_object` writes it (the
-/// error model of the AAP compatibility tools, issue 16 item 1).
+/// error model of the AAP compatibility tools, docs/compatibility.md).
 fn aap_error() -> Value {
     serde_json::json!({
         "@type": "https://autoagentprotocol.org/extensions/aap/error",
@@ -123,11 +123,10 @@ fn aap_error() -> Value {
 }
 
 /// The published `outputSchema` admits the error object of the tool's own
-/// error model (the DAP error, issue 10; AAP's `aap.error` for the AAP
-/// compatibility tools, issue 16), but
-/// the gateway's own check of a successful result stays the success shape
-/// alone: a tool that returned an error-shaped object as a success would
-/// still be refused (dealeragent.internal), exactly as before.
+/// error model (the DAP error; AAP's `aap.error` for the AAP compatibility
+/// tools), but the gateway's own check of a successful result stays the
+/// success shape alone: a tool that returned an error-shaped object as a
+/// success would still be refused (dealeragent.internal), exactly as before.
 #[test]
 fn published_output_schemas_admit_the_dap_error_but_success_validation_stays_strict() {
     let catalog = Catalog::load().unwrap();
@@ -198,11 +197,11 @@ use crate::common;
 
 use serde_json::json;
 
-/// Issue 13 item 5: `tools/list` over real HTTP stays at most 50 KB in all
-/// (it was 157,776 bytes before), and every `$ref` in it resolves inside the
+/// `tools/list` over real HTTP stays at most 50 KB in all (docs/mcp.md; it
+/// was 157,776 bytes before), and every `$ref` in it resolves inside the
 /// schema that holds it. Prints the bytes per tool for docs/benchmarks.md.
 /// Every served tool is listed once: the DAP tools on `/mcp`, the AAP
-/// binding's on each organization's AAP endpoint (issue 16); each list is
+/// binding's on each organization's AAP endpoint; each list is
 /// held to the budget.
 #[tokio::test]
 async fn tools_list_over_http_is_at_most_50_kb_and_has_no_dangling_ref() {
@@ -265,7 +264,7 @@ async fn tools_list_within_budget(app: &common::TestApp) -> usize {
     println!("tools/list response body: {} bytes", reply.raw.len());
     assert!(
         reply.raw.len() <= 50_000,
-        "tools/list is {} bytes; issue 13 item 5 allows 50,000",
+        "tools/list is {} bytes; docs/mcp.md allows 50,000",
         reply.raw.len()
     );
     tools.len()
@@ -572,7 +571,7 @@ fn violations(validator: &jsonschema::Validator, instance: &Value) -> BTreeSet<(
         .collect()
 }
 
-/// Issue 13 item 5: the compact `inputSchema` of `tools/list` validates
+/// The compact `inputSchema` of `tools/list` (docs/mcp.md) validates
 /// exactly as the full DAP definition bundled from `schemas/`: the same
 /// arguments pass, and a failing one fails at the same places for the same
 /// keywords (so `field_errors` are unchanged). Thousands of arguments per
@@ -654,7 +653,7 @@ fn compact_input_schemas_keep_property_descriptions_only() {
     }
 }
 
-/// Issue 13 item 3: search, get_vehicle and the manifest are assembled
+/// Search, get_vehicle and the manifest are assembled
 /// from pieces validated where they were produced. Every assembled result
 /// of the demo must still satisfy the tool's own (success) output schema,
 /// and its text content must be exactly its structured content.
