@@ -32,7 +32,7 @@ enum Fault {
     /// cursor is accepted under another caller.
     CursorAnyCaller,
     /// A search page's aggregate freshness describes only its own
-    /// vehicles (the defect issue 10 reported).
+    /// vehicles (a defect the gateway once had; DAP 6.4).
     PageOnlyFreshness,
     /// Used-vehicle disclosures lose their discrepancies: conflicting
     /// history collapsed to whatever the reports say.

@@ -1,4 +1,4 @@
-//! Signed conformance claims (DAP 0.1 section 14; issue 10 item 2): issue a
+//! Signed conformance claims (DAP 0.1 section 14, docs/conformance.md): issue a
 //! claim from a synthetic passing report, verify it, and prove that every
 //! tampering the DAP conformance rules name is rejected with its own error.
 //! Pure, except the stand-in server for the live comparison and one

@@ -1,6 +1,7 @@
-//! The floor for issue 13 item 4: the cheapest JSON-RPC server the gateway's
-//! own stack (axum, hyper, tokio, serde_json) can be, so the instruction
-//! counts of `scripts/bench-instructions` have something to be divided by.
+//! The echo floor of docs/benchmarks.md "Instruction counts": the cheapest
+//! JSON-RPC server the gateway's own stack (axum, hyper, tokio, serde_json)
+//! can be, so the instruction counts of `scripts/bench-instructions` have
+//! something to be divided by.
 //!
 //! Listens on `127.0.0.1:PORT` (`--port 0`, the default, picks a free port),
 //! prints `listening on http://127.0.0.1:PORT/mcp` on stdout, and answers

@@ -110,7 +110,8 @@ pub fn router(state: Arc<AppState>) -> Router {
     let cors = cors_layer(&state);
     Router::new()
         .route("/mcp", post(mcp::post).get(mcp::get).delete(mcp::delete))
-        // The AAP MCP binding, one endpoint per organization (issue 16).
+        // The AAP MCP binding, one endpoint per organization
+        // (docs/compatibility.md, docs/mcp.md "The AAP endpoints").
         .route(
             mcp::aap::PATH_TEMPLATE,
             post(mcp::aap::post)
@@ -137,9 +138,9 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/.well-known/oauth-protected-resource/aap/{organization_id}/mcp",
             get(aap_protected_resource),
         )
-        // The rooftop manager's console (issue 14), under /console/.
+        // The rooftop manager's console (docs/console.md), under /console/.
         .merge(crate::console::router())
-        // Discovery documents for agents (issue 16 item 4).
+        // Discovery documents for agents (`wellknown`).
         .merge(crate::wellknown::router())
         .layer(axum::middleware::from_fn_with_state(
             timeout,
@@ -151,7 +152,7 @@ pub fn router(state: Arc<AppState>) -> Router {
             cors_guard,
         ))
         // Outermost, so the line covers every answer the router gives,
-        // refusals of the layers above included (issue 15 item 2).
+        // refusals of the layers above included (docs/operations.md "Logs").
         .layer(axum::middleware::from_fn(access_log))
         .layer(axum::middleware::map_response(no_sniff))
         .with_state(state)
@@ -178,7 +179,7 @@ async fn no_sniff(mut response: Response) -> Response {
 /// agents and people make.
 const PROBE_PATHS: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
 
-/// One structured line per request (issue 15 item 2): HTTP method, path
+/// One structured line per request (docs/operations.md "Logs"): method, path
 /// (never the query, which could carry a credential), status, duration,
 /// and what the MCP layers noted: the JSON-RPC method, the tool, the
 /// outcome code, the principal (`anonymous` or the grant's subject id;
@@ -361,7 +362,7 @@ const TIMEOUT_RETRY_AFTER_SECONDS: u64 = 1;
 
 /// `--request-timeout-seconds`: a request still running after it is
 /// answered 503 with a JSON-RPC body (-32603) and `Retry-After`, like every
-/// other refusal on /mcp (issue 11 item 4; tower-http's timeout layer
+/// other refusal on /mcp (docs/security.md "Slow clients"; tower-http's timeout layer
 /// answered with an empty body). Dropping the handler's future cancels it.
 async fn request_deadline(State(limit): State<Duration>, req: Request, next: Next) -> Response {
     match tokio::time::timeout(limit, next.run(req)).await {
@@ -589,15 +590,15 @@ async fn serve_bound(
     let metrics = metrics.map(|l| spawn_metrics(l, state.clone()));
     let retention =
         crate::store::audit::spawn_retention(state.store.clone(), state.settings.audit_retention());
-    // The bundled demo stays within its SLAs (issue 14 item 7: the console
-    // and a newcomer's first look would otherwise show every demo vehicle
-    // stale after 15 minutes). Only the bundled demo's rooftops are ever
+    // The bundled demo stays within its SLAs (docs/console.md "The demo
+    // stays fresh": the console and a newcomer's first look would otherwise
+    // show every demo vehicle stale after 15 minutes). Only the bundled demo's rooftops are ever
     // touched; `--no-demo` and `--seed-dealers` start no refresh at all.
     let demo_refresh = (!state.settings.no_demo && state.settings.seed_dealers.is_none())
         .then(|| crate::demo::refresh::spawn(state.store.clone()));
     // Our own accept loop rather than `axum::serve`: header-read and idle
     // timeouts, connection caps, refusals with bodies and a shutdown
-    // deadline (issue 11 items 2 and 4; see `mcp::connections`).
+    // deadline (docs/security.md "Slow clients"; see `mcp::connections`).
     let limits = mcp::connections::Limits::from_settings(&state.settings);
     mcp::connections::serve(listener, router(state), limits, shutdown).await;
     retention.abort();

@@ -11,8 +11,8 @@
 //! schema files therefore keep definition names unique across files, which
 //! [`Catalog::load`] checks.
 //!
-//! What `tools/list` publishes is smaller than the bundles (issue 13 item
-//! 5: at most 50 KB in all): the exact compact `inputSchema` the gateway
+//! What `tools/list` publishes is smaller than the bundles (at most 50 KB
+//! in all, docs/mcp.md): the exact compact `inputSchema` the gateway
 //! also validates arguments against, and an abridged but sound
 //! `outputSchema`; [`compact`] says how and why.
 
@@ -78,7 +78,7 @@ pub const SCHEMA_FILES: &[(&str, &str)] = &[
         "offers.schema.json",
         include_str!("../../schemas/offers.schema.json"),
     ),
-    // The AAP compatibility adapter's own shapes (issue 16 item 1).
+    // The AAP compatibility adapter's own shapes (docs/compatibility.md).
     (
         "aap-common.schema.json",
         include_str!("../../schemas/aap-common.schema.json"),
@@ -91,7 +91,7 @@ pub const SCHEMA_FILES: &[(&str, &str)] = &[
         "aap-inventory.schema.json",
         include_str!("../../schemas/aap-inventory.schema.json"),
     ),
-    // The discovery documents (issue 16 item 4): DAP's static publication
+    // The discovery documents (`wellknown`): DAP's static publication
     // at /.well-known/dealer-agent.json and this gateway's own document.
     (
         "well-known.schema.json",
@@ -110,7 +110,7 @@ const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
 const ERROR_DEFINITION: &str = "error.schema.json#/$defs/error";
 
 /// AAP's typed error (`aap.error`): the `structuredContent` of every error
-/// result of a tool whose `error_model` is `aap` (issue 16 item 1).
+/// result of a tool whose `error_model` is `aap` (docs/compatibility.md).
 const AAP_ERROR_DEFINITION: &str = "aap-common.schema.json#/$defs/aapError";
 
 /// Which error object a tool answers with when it fails (catalog
@@ -199,7 +199,7 @@ struct RawCatalog {
     schema_base: String,
     profiles: Vec<Profile>,
     tools: Vec<RawTool>,
-    /// Scopes of the gateway's own non-MCP surfaces (issue 14: the console).
+    /// Scopes of the gateway's own non-MCP surfaces (docs/console.md).
     #[serde(default)]
     gateway_scopes: Vec<GatewayScope>,
     /// Documentation only: profiles a later release will add.
@@ -219,7 +219,7 @@ pub struct Profile {
     pub tools: Vec<String>,
     pub resources: Vec<String>,
     /// Tools of the protocol this profile adapts that the gateway does not
-    /// serve, each with why (issue 16: `aap_lead_submit`, a write). The
+    /// serve, each with why (`aap_lead_submit`, a write). The
     /// manifest and the discovery documents publish them.
     #[serde(default)]
     pub not_offered: Vec<NotOffered>,
@@ -234,7 +234,7 @@ pub struct NotOffered {
 }
 
 /// A scope checked by one of the gateway's own surfaces rather than by a
-/// tool (issue 14: `dealergateway:console:read` for `/console/`). It is
+/// tool (`dealergateway:console:read` for `/console/`). It is
 /// part of the scope model a grant may carry, but no DAP profile names it,
 /// so it never appears in the manifest or `tools/list`.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
@@ -710,7 +710,7 @@ fn bundle(
 /// (the TypeScript SDK, MCP Inspector 0.15 and 2.x) do so for error results
 /// too, and DAP requires an error result's `structuredContent` to be the
 /// DAP error object (DAP 0.1 errors.md section 1); with the success shape
-/// alone every tool error failed client-side validation (issue 10). The
+/// alone every tool error failed client-side validation. The
 /// root stays `type: object` (MCP: `outputSchema` root is an object). The
 /// error definitions are added once per tool and shared with the success
 /// shape where both use them (`freshness`, `timestamp`, ...), since
@@ -720,13 +720,13 @@ fn bundle(
 /// validating client never rejects a correct result) but writes
 /// definitions below [`compact::SUCCESS_DEPTH`] as their JSON type; the
 /// gateway itself still checks each result against the full success
-/// definition, and `/schemas/` serves the full files (issue 13 item 5).
+/// definition, and `/schemas/` serves the full files (docs/mcp.md).
 ///
 /// An AAP compatibility tool (`error_model: aap`) publishes `anyOf: [AAP
 /// response, aap.error]` (AAP MCP binding: the output schema accepts the
 /// typed response or `aap.error`), with only the root members of each
 /// published (depth 0): every served tool shares one `tools/list`, which
-/// must stay within 50 KB (issue 13 item 5).
+/// must stay within 50 KB (docs/benchmarks.md, "tools/list size").
 fn publish_output_schema(
     reference: &str,
     success: &Value,

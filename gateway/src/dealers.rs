@@ -59,7 +59,7 @@ const MONEY: money::Checks = money::Checks {
 pub struct ParsedDealers {
     pub records: Vec<OrganizationRecord>,
     /// Not errors: the import goes ahead. Today: contacts without a
-    /// `public` flag, which are not published.
+    /// `public` flag, which are not published (docs/dealers-file.md).
     pub warnings: Vec<Problem>,
 }
 
@@ -163,8 +163,8 @@ pub fn parse_with_warnings(
 /// rooftop resources): only contacts explicitly marked `public: true`. An
 /// absent flag means not public, and no grant unlocks a non-public contact:
 /// the catalog's `pii_output: public_business_contact_only` for
-/// dealeragent.dealer.get. Applied when serving, so rows
-/// stored before this rule are filtered too.
+/// dealeragent.dealer.get (docs/dealers-file.md, "Contact point"). Applied
+/// when serving, so rows stored before this rule are filtered too.
 pub fn published_rooftop(dap: &Value) -> Value {
     let mut out = dap.clone();
     if let Some(map) = out.as_object_mut()
@@ -236,7 +236,7 @@ fn convert(
             }
             // The schema bounds the length; only the tz database knows the
             // names. `hours` are local to this zone, so a misspelt zone
-            // would misstate every opening time.
+            // would misstate every opening time (docs/dealers-file.md).
             if rooftop["timezone"]
                 .as_str()
                 .is_none_or(|tz| tz.parse::<chrono_tz::Tz>().is_err())

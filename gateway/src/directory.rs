@@ -167,8 +167,8 @@ impl Directory {
 /// full cache starts over (views are few: anonymous plus one per grant).
 const MAX_CACHED_VIEWS: usize = 1024;
 
-/// Documents rendered once per directory snapshot and caller view (issue 13
-/// item 3: the manifest is serialized once per directory version; see
+/// Documents rendered once per directory snapshot and caller view (the
+/// manifest is serialized once per directory version; see
 /// `manifest::view_key`). Entries belong to one snapshot: a new snapshot
 /// drops every entry.
 #[derive(Default)]

@@ -1,4 +1,5 @@
-//! The published inventory feed of one organization (docs/inventory-feeds.md):
+//! The published inventory feed of one organization (docs/inventory-feeds.md,
+//! "The published feed"):
 //! `GET /feeds/{organization_id}/inventory.csv` in DAP Inventory CSV 0.1
 //! (`dealer-agent-inventory-csv/0.1`, spec/v0.1/dealer-agent-inventory-csv.md),
 //! the `published_feed` of the static publication at

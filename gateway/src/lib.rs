@@ -1,30 +1,30 @@
 //! Dealer Agent Gateway: a read-only Dealer Agent Protocol 0.1 gateway over
 //! MCP 2026-07-28 (plus the 2025-11-25 handshake).
 //!
-//! Request flow and layout: ARCHITECTURE.md. Every module says why it
-//! exists; requirements are cited as `DAP-CORE-NNN`.
+//! Layout, the request flow of one tool call and the layering rules:
+//! docs/architecture.md. Every module says why it exists; requirements are
+//! cited as `DAP-CORE-NNN`.
 //!
-//! The layers, each importing only those below it (no import circle; check
-//! with `farm-studio look gateway/src`):
+//! The layers, from the ground floor up, each importing only those below
+//! it (no import circle):
 //!
-//! 1. [`domain`]: the records every layer shares; imports nothing of ours.
-//! 2. Stores and inputs: [`store`] (the only SQL), [`catalog`], [`config`],
-//!    [`dealers`], [`ingest`], [`demo`], [`ratelimit`], [`telemetry`],
-//!    [`progress`], and [`report`], the problem reporter of every operator
-//!    file.
-//! 3. Read models and services: [`directory`], [`inventory`],
-//!    [`availability`], [`offers`], [`disclosure`], [`claim`], [`auth`]'s
-//!    credential verifiers.
-//! 4. [`state`]: `AppState`, what every request shares.
-//! 5. What answers a request: [`tools`] (each a [`tools::Tool`] with typed
-//!    arguments and output, called with a narrow `ToolContext`, never the
-//!    whole `AppState`), [`resources`],
-//!    [`manifest`], `auth::verify` (bearer extraction), the public
-//!    documents ([`wellknown`], [`feed_export`]), [`metrics`], then [`mcp`],
-//!    the transport (`/mcp` and the AAP endpoint per organization).
-//! 6. [`console`] (the manager's pages, which call the tools with the
-//!    signed-in grant), [`app`] (routes, start-up, shutdown), [`preview`],
-//!    and the command line ([`cli`]) on top.
+//! 1. [`domain`] (the records every layer shares; imports nothing of ours),
+//!    [`dap`] (the DAP wire vocabulary), [`catalog`], and the leaves
+//!    [`ratelimit`], [`telemetry`], [`progress`].
+//! 2. [`report`] (the problem reporter of every operator file), [`store`]
+//!    (the only SQL), [`claim`].
+//! 3. [`auth`], [`directory`], [`dealers`].
+//! 4. [`inventory`].
+//! 5. [`ingest`], [`offers`], [`availability`].
+//! 6. [`disclosure`], [`demo`], [`feed_export`], [`config`].
+//! 7. [`state`]: `AppState`, what every request shares.
+//! 8. [`tools`] (each a [`tools::Tool`] with typed arguments and output,
+//!    called with a narrow `ToolContext`, never the whole `AppState`),
+//!    [`metrics`].
+//! 9. [`mcp`] (the transport: `/mcp` and the AAP endpoint per
+//!    organization), [`console`], [`resources`], [`manifest`], [`preview`].
+//! 10. [`wellknown`], [`app`] (routes, start-up, shutdown).
+//! 11. The command line ([`cli`]) on top.
 
 /// Routes, start-up and graceful shutdown.
 pub mod app;

@@ -1,5 +1,5 @@
-//! Prometheus metrics (issue 15 item 1) and the per-request facts the
-//! access log writes (item 2).
+//! Prometheus metrics (docs/operations.md "Metrics") and the per-request
+//! facts the access log writes (docs/operations.md "Logs").
 //!
 //! Every layer counts through the `metrics` facade (`metrics::counter!`,
 //! `histogram!`, `gauge!`), so nothing below the transport imports this
@@ -323,7 +323,7 @@ async fn observe_state(state: &AppState) -> bool {
     true
 }
 
-/// What the access log says about one request (issue 15 item 2), filled
+/// What the access log says about one request (docs/operations.md "Logs"), filled
 /// in by the layers that learn each part: the transport (method,
 /// principal, trace id), the dispatcher (tool, outcome).
 #[derive(Debug, Default, Clone)]

@@ -1,4 +1,5 @@
-//! Progress of long CLI commands on stderr (issue 15 item 3): imports and
+//! Progress of long CLI commands on stderr (docs/operations.md "Progress of
+//! imports and `demo generate`"): imports and
 //! `demo generate`. On a terminal an indicatif bar (position, rate, ETA);
 //! when stderr is not a terminal (CI, cron, `2> file`) a plain line every
 //! 10 % of the work or every 5 seconds, whichever comes first, so a log

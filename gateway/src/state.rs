@@ -3,7 +3,7 @@
 //!
 //! It sits below the transport, the tools and the resources, which all take
 //! it, and above everything it holds; `app` builds it and routes requests to
-//! it (issue 13 item 1: no import circle through `AppState`).
+//! it (no import circle through `AppState`; docs/architecture.md).
 
 pub mod changes;
 pub mod start;
@@ -117,7 +117,7 @@ impl AppState {
             Duration::from_secs(settings.directory_refresh_seconds.max(1)),
         );
         // The DAP vehicle definition, compiled once for the indexes'
-        // pre-rendered vehicles (issue 13 item 3). It compiled when the
+        // pre-rendered vehicles. It compiled when the
         // catalog loaded; should it not, every vehicle is served as a tree
         // and validated per request instead.
         let vehicle_schema = crate::catalog::bundle_reference(
@@ -156,14 +156,15 @@ impl AppState {
             Duration::from_secs(settings.inventory_refresh_seconds.max(1)),
             vehicle_check,
         );
-        // In the store, so any replica serves any legacy session (issue 15
-        // item 4).
+        // In the store, so any replica serves any legacy session
+        // (docs/operations.md "Replicas").
         let sessions = Sessions::new(
             store.clone(),
             settings.max_legacy_sessions,
             Duration::from_secs(settings.legacy_session_idle_seconds.max(1)),
         );
-        // `--programs-refresh-seconds` (issue 12 item 3): how soon an
+        // `--programs-refresh-seconds` (docs/pricing.md "Revisions,
+        // whole-set validation, replacement and withdrawal"): how soon an
         // import, replacement or withdrawal reaches this replica.
         let offers = crate::offers::OffersService::with_pool(
             Duration::from_secs(settings.programs_refresh_seconds.max(1)),

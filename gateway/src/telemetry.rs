@@ -1,6 +1,6 @@
 //! Logging through `tracing` on stderr: JSON lines (for log collectors) or
-//! human-readable text (for a terminal), chosen by `--log-format` (issue 15
-//! item 2). Logs carry ids, codes and timings; never tokens, request bodies
+//! human-readable text (for a terminal), chosen by `--log-format`
+//! (docs/operations.md "Logs"). Logs carry ids, codes and timings; never tokens, request bodies
 //! or customer data.
 //!
 //! The subscriber is installed once, early (`main` calls [`init`] before
@@ -36,7 +36,7 @@ struct Handles {
     output: reload::Handle<Output, Summarized>,
 }
 
-/// sqlx's slow-statement warnings (issue 15 item 2) carry the whole SQL
+/// sqlx's slow-statement warnings carry the whole SQL
 /// text, pretty-printed (16 KB for some statements): unreadable in a log
 /// and costly to ship. This layer replaces each of them with one short
 /// warning under the same target: the statement kind (its first SQL

@@ -1,6 +1,7 @@
-//! Discovery documents for an agent that knows only the hostname (issue 16
-//! item 4), all generated from the directory, the catalog and the
-//! anonymous manifest, so they cannot drift from what the gateway serves:
+//! Discovery documents for an agent that knows only the hostname
+//! (docs/operations.md "The static publication"), all generated from the
+//! directory, the catalog and the anonymous manifest, so they cannot drift
+//! from what the gateway serves:
 //!
 //! - `/.well-known/dealer-agent.json`: DAP's static publication (DAP 0.1
 //!   discovery section 4, spec/v0.1/schemas/well-known.schema.json;

@@ -1,4 +1,4 @@
-//! Incentive programs (OFFERS.md section 2): validation of a programs file
+//! Incentive programs (docs/pricing.md section 1): validation of a programs file
 //! ([`ProgramSet::validate`]), which reports every problem at once and
 //! compiles each `rule_defined` rule exactly once.
 //!

@@ -1,18 +1,18 @@
 //! Exact money and offer evaluation for the Dealer Agent Gateway.
 //!
-//! Pure: no I/O, no async (ARCHITECTURE.md). Money rules: DAP-CORE-018..020,
-//! OFFERS.md section 1; the conventions are written up in `docs/money.md`.
+//! Pure: no I/O, no async, no floats (docs/architecture.md). Money rules:
+//! DAP-CORE-018..020; the conventions are written up in `docs/money.md`.
 //!
 //! - [`money`]: integer minor-unit [`Money`] in an ISO 4217 [`Currency`],
 //!   exact decimal conversion, the named feed adapter, checked arithmetic,
 //!   rate math with a named [`RoundingMode`], allocation, unknown amounts and
 //!   the DAP wire shape.
-//! - [`incentives`]: incentive programs (OFFERS.md section 2) and their
+//! - [`incentives`]: incentive programs (docs/pricing.md section 1) and their
 //!   validation ([`ProgramSet::validate`]).
 //! - [`rules`]: the one rhai sandbox for `rule_defined` stacking rules
-//!   (OFFERS.md section 4).
+//!   (docs/pricing.md section 4).
 //! - [`stacking`]: applicability, tri-state eligibility and the branch and
-//!   bound stacking search ([`evaluate`], OFFERS.md section 3).
+//!   bound stacking search ([`evaluate`], docs/pricing.md section 2).
 //!
 //! ```
 //! use pricing::{Currency, Money, RoundingMode};

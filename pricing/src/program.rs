@@ -1,12 +1,12 @@
-//! The incentive program model (OFFERS.md section 2): the serde shape of a
-//! programs file (`schemas/programs.schema.json`, `docs/pricing.md`) and the
+//! The incentive program model: the serde shape of a programs file
+//! (`schemas/programs.schema.json`, `docs/pricing.md` section 1) and the
 //! form a program takes once validated.
 //!
 //! It stands below both of its readers: `incentives` validates programs into
 //! [`ValidatedProgram`] (compiling rules with `rules`), and `rules` builds the
 //! `stack[i]` map a script sees from a [`ValidatedProgram`]. Holding the model
-//! here keeps those two from importing each other (issue #13: no import
-//! circles). The module is private; every name is public as
+//! here keeps those two from importing each other (no import circles,
+//! docs/architecture.md). The module is private; every name is public as
 //! `pricing::incentives::*`.
 
 use std::str::FromStr;
@@ -258,8 +258,8 @@ pub struct EligibilityCriterion {
     pub description: Option<String>,
 }
 
-/// A declarative stacking limit (docs/pricing.md "Declarative rules", issue 12
-/// item 7): while the program that declares it is in a stack, the stack's
+/// A declarative stacking limit (docs/pricing.md "Declarative rules"):
+/// while the program that declares it is in a stack, the stack's
 /// members it selects (those of `group`, or carrying `tag`, or all of them
 /// when neither is given; the declaring program included when it matches)
 /// number at most `max_programs` and their known amounts sum to at most
@@ -343,7 +343,7 @@ pub const GROUP_REF_PREFIX: &str = "group:";
 
 /// Prefix marking a tag reference in `combinable_with` /
 /// `not_combinable_with` (every program carrying the tag): mutual exclusion
-/// by tag, checked pairwise by the search (issue 12 item 7).
+/// by tag, checked pairwise by the search (docs/pricing.md "Declarative rules").
 pub const TAG_REF_PREFIX: &str = "tag:";
 
 /// Where the program came from.
@@ -361,7 +361,7 @@ pub struct ProgramProvenance {
     pub record_id: Option<String>,
 }
 
-/// One incentive program (OFFERS.md section 2).
+/// One incentive program (docs/pricing.md section 1, "The programs file").
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Program {

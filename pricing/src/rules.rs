@@ -1,5 +1,5 @@
-//! The rhai sandbox for `rule_defined` stacking rules (OFFERS.md section 4,
-//! STYLE.md item 15).
+//! The rhai sandbox for `rule_defined` stacking rules (docs/pricing.md
+//! section 4, "The rule sandbox").
 //!
 //! [`engine`] is the ONE constructor: every limit lives here. Scripts are
 //! compiled once at validation ([`compile`]) and evaluated per candidate

@@ -1,4 +1,4 @@
-//! The offer (incentive stacking) evaluator (OFFERS.md section 3).
+//! The offer (incentive stacking) evaluator (docs/pricing.md section 2).
 //!
 //! [`evaluate`] takes a vehicle, the validated programs of its organization
 //! and a hypothetical buyer [`Profile`], and reports per program its
@@ -752,7 +752,7 @@ fn ci_contains(list: &[String], value: &str) -> bool {
     list.iter().any(|x| x.eq_ignore_ascii_case(value))
 }
 
-/// Applicability (OFFERS.md 3.1), or a residency need when the profile
+/// Applicability (docs/pricing.md "Applicability"), or a residency need when the profile
 /// lacks the subdivision / postal code needed to decide.
 fn applicability(
     vp: &ValidatedProgram,
@@ -952,7 +952,7 @@ fn need_of(c: &EligibilityCriterion) -> Need {
     }
 }
 
-/// Tri-state eligibility (OFFERS.md 3.2).
+/// Tri-state eligibility (docs/pricing.md "Eligibility (tri-state)").
 fn eligibility(vp: &ValidatedProgram, profile: &Profile, mode: PaymentMode) -> Eligibility {
     let p = &vp.program;
     if p.criteria.is_empty() {
@@ -1135,9 +1135,9 @@ impl LimitState {
 /// A rule's verdict on one stack: `Ok(())` accepts, `Err(why)` rejects.
 type Verdict = Result<(), String>;
 
-/// Rule verdicts of one evaluation (issue 12 item 7: a stack already judged
-/// is not judged again). Keyed by the rule's program, the stack (sorted
-/// program indices) and, for a rule whose source names `ctx`, the branch's
+/// Rule verdicts of one evaluation (a stack already judged is not judged
+/// again; docs/pricing.md "Search"). Keyed by the rule's program, the stack
+/// (sorted program indices) and, for a rule whose source names `ctx`, the branch's
 /// payment mode; a rule that never names `ctx` sees the same inputs in every
 /// branch (amounts do not depend on the mode), so its verdicts are shared
 /// by all branches and by the best-stack and floor searches.
@@ -1827,8 +1827,8 @@ fn search_again<'a>(report: &StackReport, cands: Vec<&'a ValidatedProgram>) -> S
     }
 }
 
-/// Whether a usable discount belongs in the guaranteed floor (OFFERS.md
-/// 3.6, issue 12 item 8): the floor counts the programs that need **no claim
+/// Whether a usable discount belongs in the guaranteed floor (docs/pricing.md
+/// "Output"): the floor counts the programs that need **no claim
 /// from the buyer**, not only those with no criteria at all. A program is
 /// in it when it is plainly `eligible` in this branch and would still be
 /// eligible with every claim withdrawn, i.e. every criterion it relies on

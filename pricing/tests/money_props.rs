@@ -1,4 +1,4 @@
-//! Property tests (STYLE.md item 14) over every active ISO 4217 currency.
+//! Property tests (docs/money.md) over every active ISO 4217 currency.
 
 use pricing::money::{FeedAdapter, FeedNotation};
 use pricing::{Currency, Money, RoundingMode};

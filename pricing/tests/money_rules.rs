@@ -1,5 +1,5 @@
 //! Unit tests for every money rule and every `MoneyError` message
-//! (OFFERS.md section 1). Messages are asserted verbatim.
+//! (docs/money.md). Messages are asserted verbatim.
 
 use pricing::money::{Amount, AmountSum, FeedAdapter, FeedNotation, NonNegativeMoney};
 use pricing::{Currency, Money, MoneyError, RoundingMode};

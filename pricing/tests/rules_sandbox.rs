@@ -1,4 +1,4 @@
-//! The rhai sandbox (OFFERS.md section 4) and program validation.
+//! The rhai sandbox (docs/pricing.md section 4) and program validation.
 
 mod common;
 

@@ -101,7 +101,7 @@ fn to_json(specs: &[Spec]) -> Vec<Value> {
         .collect()
 }
 
-/// Independent restatement of OFFERS.md 3.3 for the oracle.
+/// Independent restatement of docs/pricing.md "Stack validity" for the oracle.
 fn pair_ok(specs: &[Spec], a: usize, b: usize) -> bool {
     let (sa, sb) = (&specs[a], &specs[b]);
     let excl = |x: &Spec, y: usize| x.not_with.contains(&y);
@@ -219,7 +219,7 @@ proptest! {
 }
 
 // ---------------------------------------------------------------------------
-// Declarative rules (issue 12 item 7): `stacking.limits` and `tag:` exclusions
+// Declarative rules (docs/pricing.md "Declarative rules"): `stacking.limits` and `tag:` exclusions
 // choose exactly the stack their rhai equivalents choose, and both equal a
 // brute-force optimum.
 

@@ -1,4 +1,7 @@
-//! OFFERS.md section 5: one test per stacking semantic, named after it.
+//! One test per stacking semantic the offer engine must express (class-based
+//! combinability, tag compatibility, exclusivity, best one within a group,
+//! cash-or-rate branches, caps and floors, validity windows, currency-bound
+//! amounts, deterministic tie-break, greedy versus optimal, ...), named after it.
 
 mod common;
 
@@ -681,7 +684,7 @@ fn failing_rule_invalidates_the_stack_and_never_panics() {
 }
 
 // ---------------------------------------------------------------------------
-// Declarative rules (issue 12 item 7, docs/pricing.md "Declarative rules").
+// Declarative rules (docs/pricing.md "Declarative rules").
 
 fn limited(id: &str, minor: i64, limits: serde_json::Value) -> serde_json::Value {
     set(
@@ -881,7 +884,7 @@ fn rule_verdicts_are_reused_across_branches_unless_the_rule_reads_ctx() {
 
 #[test]
 fn rule_scope_does_not_leak_between_evaluations() {
-    // The scope is reused across rule calls (issue 12 item 7): a variable a
+    // The scope is reused across rule calls: a variable a
     // script declares must not survive into the next call, and `ctx` stays
     // a constant.
     let ruled = |id: &str, m: i64, src: &str| {
@@ -932,7 +935,7 @@ fn rule_scope_does_not_leak_between_evaluations() {
 }
 
 // ---------------------------------------------------------------------------
-// The guaranteed floor (issue 12 item 8, OFFERS.md 3.6): programs that need
+// The guaranteed floor (docs/pricing.md "Output"): programs that need
 // no claim from the buyer.
 
 #[test]

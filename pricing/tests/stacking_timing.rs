@@ -158,7 +158,7 @@ fn realistic(n: usize) -> Vec<serde_json::Value> {
 }
 
 /// How the "oem sheet" mix states its dealer rule "with me, at most one
-/// OEM program" (issue 12 item 7).
+/// OEM program" (docs/benchmarks.md "Offers: declarative rules and rhai").
 #[derive(Clone, Copy, Debug)]
 enum DealerRule {
     /// rhai, not declared monotone (as the audit ran it).
@@ -172,7 +172,7 @@ enum DealerRule {
 /// lease-only), a percent-off dealer discount (the largest single program,
 /// 4 % capped at 2,000.00) that stacks with at most one OEM program, loyalty/conquest `best_one`, an always-stackable affinity
 /// program, a state program and dealer add-on discounts. This is the case
-/// the issue 12 audit measured (55-120 ms p50 with the rule in rhai).
+/// an earlier audit measured (55-120 ms p50 with the rule in rhai).
 fn oem_sheet(n: usize, rule: DealerRule) -> Vec<serde_json::Value> {
     let mut next = rng(0x51AF_D7ED_558C_CD11);
     (0..n)

@@ -1,5 +1,6 @@
-//! Compare a verified claim with what a gateway serves now (issue 10 item 2:
-//! "the claim's tools and profiles match what the URL serves now").
+//! Compare a verified claim with what a gateway serves now (docs/conformance.md
+//! "Verifying a claim": the claim's tools and profiles match what the URL
+//! serves now).
 //!
 //! A small self-contained MCP 2026-07-28 client: stateless requests, each
 //! with its own `params._meta` (protocol version and client capabilities

@@ -239,7 +239,7 @@ pub fn known_scopes(catalog: &Catalog) -> BTreeSet<String> {
             SCOPE_INVENTORY_READ.to_owned(),
             SCOPE_PRICING_READ.to_owned(),
         ])
-        // Scopes of gateway surfaces such as the console (issue 14 item 2),
+        // Scopes of gateway surfaces such as the console (docs/console.md),
         // so `token create --scopes dealergateway:console:read` is accepted.
         .chain(catalog.gateway_scopes.iter().map(|s| s.scope.clone()))
         .collect()

@@ -73,7 +73,7 @@ pub async fn authenticate_at(
     };
     // Two credentials are ambiguous: which grant would apply depends on
     // which one a proxy or this server happens to read first. Refused
-    // (401 invalid_request), never resolved by picking one (issue 11).
+    // (401 invalid_request), never resolved by picking one.
     if values.next().is_some() {
         return Err(AuthRejection {
             unavailable: false,

@@ -1,4 +1,4 @@
-//! Availability checks (issue 6, docs/availability.md): the service behind
+//! Availability checks (docs/availability.md): the service behind
 //! `dealeragent.inventory.verify_availability`, held in `AppState`.
 //!
 //! * Sources per rooftop (dealers file `gateway_settings.availability_source`):
@@ -86,7 +86,7 @@ struct Breaker {
 }
 
 /// What a source's circuit breaker is doing on this replica (for the
-/// console's availability page; issue 14 item 3).
+/// console's availability page, docs/console.md "Plain words").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BreakerState {
     /// Checks go upstream; `failures` consecutive failures so far.
@@ -245,9 +245,9 @@ impl AvailabilityService {
             Err(e) => tracing::warn!(error = %e, "reading availability observations failed"),
         }
         let breaker_key = &source.url_template;
-        // Metrics label the source by its rooftop id (issue 15 item 1: no
-        // tenant data beyond organization and rooftop ids; the URL is the
-        // dealer's).
+        // Metrics label the source by its rooftop id (docs/operations.md
+        // "Metrics": no tenant data beyond organization and rooftop ids; the
+        // URL is the dealer's).
         let label = key.0.clone();
         let admission = self.breaker_admit(breaker_key).map_err(|wait| {
             count_upstream(&label, "breaker_open");
@@ -585,8 +585,8 @@ mod breaker_tests {
         assert_eq!(wait, BREAKER_OPEN - Duration::from_secs(10));
     }
 
-    /// Issue 11 item 5: after the open period exactly one probe goes
-    /// upstream; every other concurrent check is refused meanwhile.
+    /// After the open period exactly one probe goes upstream; every other
+    /// concurrent check is refused meanwhile.
     #[test]
     fn half_open_admits_exactly_one_probe() {
         let t0 = Instant::now();
@@ -601,7 +601,7 @@ mod breaker_tests {
         }
     }
 
-    /// The console reads the breaker without changing it (issue 14 item 3).
+    /// The console reads the breaker without changing it (docs/console.md).
     #[test]
     fn the_breaker_state_is_read_as_it_is() {
         let service = AvailabilityService::new().unwrap();

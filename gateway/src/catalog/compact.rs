@@ -1,7 +1,7 @@
 //! Compact renderings of the bundled tool schemas for `tools/list`
-//! (issue 13 item 5: every AI client pays for `tools/list` in context on
-//! every connection, so it must stay at most 50 KB; measured in
-//! docs/benchmarks.md, "tools/list size").
+//! (every AI client pays for `tools/list` in context on every connection,
+//! so it must stay at most 50 KB; measured in docs/benchmarks.md,
+//! "tools/list size").
 //!
 //! Two renderings with different promises:
 //!
@@ -122,7 +122,7 @@ pub(super) fn input(bundled: &Value) -> Result<Value, String> {
 /// (depth 1), and so on; anything deeper is written as its JSON type.
 /// Depth 0: the success object's members, `required` and closedness, each
 /// member as its type. Depth 1 (the vehicle's, the evaluation's members
-/// too) fit seven tools in 47 KB; with the five tools of issue 16 (the
+/// too) fit seven tools in 47 KB; with the five tools added later (the
 /// used-vehicle profile and the AAP adapter) only depth 0 keeps
 /// `tools/list` within its 50 KB (docs/benchmarks.md, "tools/list size").
 /// The full schemas stay at `/schemas/`, and every result is still checked
@@ -597,9 +597,9 @@ fn shared_name(occurrence: &Occurrences, defs: Option<&Map<String, Value>>) -> S
 
 /// Write every subschema that occurs more than once (and is long enough
 /// for references to be shorter) once under `$defs` and reference it:
-/// "shared `$defs` once per tool, no repeated inlined copies" (issue 13
-/// item 5). A reference to an identical schema validates exactly as the
-/// schema itself; every step shrinks the text, so this ends.
+/// shared `$defs` once per tool, no repeated inlined copies (docs/mcp.md).
+/// A reference to an identical schema validates exactly as the schema
+/// itself; every step shrinks the text, so this ends.
 fn hoist_duplicates(schema: &mut Value) {
     loop {
         let seen = occurrences(schema);

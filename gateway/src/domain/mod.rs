@@ -1,5 +1,5 @@
 //! The ground floor: the records that store, auth, ingest, tools and the
-//! transport share (issue 13 item 1). Nothing here imports any other module
+//! transport share (docs/architecture.md). Nothing here imports any other module
 //! of the crate; every other module may import this one.
 //!
 //! - [`dealer`]: organizations, rooftops and their settings, provenance,

@@ -496,9 +496,9 @@ pub fn open(
 ) -> Result<CursorPayload, CursorError> {
     let opened = open_checked(key, token, expected, now);
     if let Err(e) = &opened {
-        // Issue 15 item 1: refusals by reason (an expired-cursor spike
-        // means clients page too slowly; bad signatures, tampering or a
-        // rotated key).
+        // Refusals by reason (docs/operations.md "Metrics"): an
+        // expired-cursor spike means clients page too slowly; bad
+        // signatures, tampering or a rotated key.
         metrics::counter!("dealer_gateway_cursor_refusals_total", "reason" => e.reason())
             .increment(1);
     }

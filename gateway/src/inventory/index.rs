@@ -126,7 +126,7 @@ pub(crate) struct Row {
 
 /// Facet counts and the oldest observation of the whole snapshot,
 /// computed once when it is indexed: a search without filters reads these
-/// instead of visiting every row (issue 13 item 4).
+/// instead of visiting every row.
 #[derive(Debug, Default)]
 pub(crate) struct Totals {
     /// By interned make id.
@@ -320,7 +320,7 @@ impl Arena {
     }
 }
 
-/// The [`Pieces`] of every row (issue 13 item 3): the head (most of a
+/// The [`Pieces`] of every row: the head (most of a
 /// vehicle: media, features, every attribute) LZ4-compressed per row, the
 /// six small strings back to back in one buffer, and the row's numbers.
 /// Compressed, a head takes about a third of its text; without it the
@@ -441,7 +441,7 @@ pub struct SnapshotIndex {
     /// Rows with a stock number, sorted by stock number.
     by_stock: Vec<u32>,
     sources: Vec<SourceSummary>,
-    /// Each row's pre-rendered DAP JSON (issue 13 item 3).
+    /// Each row's pre-rendered DAP JSON.
     pieces: PieceArena,
     pub(crate) totals: Totals,
     /// Rows whose rendering failed the vehicle schema when the snapshot
@@ -639,8 +639,8 @@ impl SnapshotIndex {
     }
 
     /// Validate every row's rendering once, as written at `now`, with
-    /// `check` (the DAP vehicle schema; issue 13 item 3: each piece is
-    /// validated where it is produced). A row that fails is remembered:
+    /// `check` (the DAP vehicle schema: each piece is validated where it is
+    /// produced). A row that fails is remembered:
     /// responses that would include it are built as trees and go through
     /// the output schema check at request time, which refuses them as the
     /// gateway did before pre-rendering, and each failure is logged here

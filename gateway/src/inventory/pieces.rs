@@ -1,5 +1,5 @@
-//! The pre-rendered parts of a vehicle's DAP JSON and
-//! the rules they are written by (see `render` for the rules in full).
+//! The pre-rendered parts of a vehicle's DAP JSON and the rules they are
+//! written by (see `render` for the rules in full).
 //! The ground floor of `inventory`: it imports only the vehicle record, so
 //! the index (which stores pieces) and the renderer (which reads them back)
 //! both build on it.
@@ -138,9 +138,11 @@ fn json_text(v: &Value) -> String {
 }
 
 /// The parts of one vehicle's DAP JSON that do not depend on when it is
-/// asked for, serialized once when its snapshot is indexed. A request only adds what depends on the clock (freshness
-/// `state`, the used-vehicle tenure's `age_days` and `age_as_of`) or on the
-/// vehicle's standing (withdrawn). [`PiecesRef::write`] joins them.
+/// asked for, serialized once when its snapshot is indexed
+/// (docs/benchmarks.md, "After render-once"). A request only adds what
+/// depends on the clock (freshness `state`, the used-vehicle tenure's
+/// `age_days` and `age_as_of`) or on the vehicle's standing (withdrawn).
+/// [`PiecesRef::write`] joins them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pieces {
     /// `{` and every member except `used_vehicle`, `availability`,

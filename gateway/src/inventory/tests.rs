@@ -1359,7 +1359,7 @@ fn timing_100k_vehicles_200_rooftops() {
     println!("index heap estimate: {} MiB", heap >> 20);
 }
 
-/// Issue 13 item 4: a search without filters reads each snapshot's
+/// A search without filters reads each snapshot's
 /// precomputed totals instead of visiting every row. It must answer exactly
 /// what the row-by-row path answers: `year_min: 1886` matches every row
 /// (the schema's first year) but forces the scan.

@@ -1,5 +1,5 @@
 //! The AAP endpoint of one organization: `POST/GET/DELETE
-//! /aap/{organization_id}/mcp` (issue 16).
+//! /aap/{organization_id}/mcp` (docs/mcp.md "The AAP endpoints").
 //!
 //! AAP's requests name no dealer: an AAP MCP endpoint serves one dealer
 //! ("a platform-hosted tenant endpoint", AAP MCP binding, "Publish a

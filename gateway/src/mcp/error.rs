@@ -3,7 +3,8 @@
 //! Only envelope, routing and infrastructure problems are JSON-RPC errors;
 //! a tool that ran and failed answers `isError: true` (DAP spec 11, MCP
 //! SEP-1303). Every modern-path rejection carries a JSON-RPC body so that a
-//! modern client never mistakes it for a legacy server (MCP.md section 3).
+//! modern client never mistakes it for a legacy server (docs/mcp.md "Header
+//! policy").
 
 use axum::http::StatusCode;
 use serde_json::{Value, json};
@@ -79,7 +80,7 @@ impl RpcError {
             // MCP 2026-07-28 requires `supported` and `requested`. Only the
             // revisions usable on this (per-request) path are `supported`;
             // those that need the handshake are listed apart, so a client
-            // retrying with a `supported` entry cannot loop (issue 10).
+            // retrying with a `supported` entry cannot loop.
             Self::UnsupportedVersion { requested } => (
                 StatusCode::BAD_REQUEST,
                 if INITIALIZE_REVISIONS.contains(&requested.as_str()) {

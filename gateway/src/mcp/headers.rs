@@ -1,7 +1,7 @@
 //! MCP 2026-07-28 standard request headers and their agreement with the
 //! body (streamable-http "Server Validation"; SEP-2243).
 //!
-//! Policy (MCP.md section 7): a supplied header that disagrees with the
+//! Policy (docs/mcp.md "Header policy"): a supplied header that disagrees with the
 //! body is always rejected (400, -32020). An omitted header is tolerated
 //! when the body supplies the value (AAP ingress rule), unless
 //! `--strict-mcp-headers` is set, which restores the strict upstream rule.

@@ -1,6 +1,6 @@
 //! The MCP endpoint (`POST /mcp`, plus GET/DELETE), both eras on one path.
 //!
-//! Check order for a POST (MCP.md sections 1.5, 3 and 7):
+//! Check order for a POST (docs/mcp.md "How a POST is handled"):
 //! 1. Host allowlist, then Origin allowlist (403): DNS-rebinding defence.
 //! 2. Content-Type (415), Accept (406 only when JSON is excluded), body size
 //!    (413), JSON parse (-32700), single JSON-RPC object (-32600; batches
@@ -65,7 +65,7 @@ pub enum Era {
     Legacy,
 }
 
-/// Which MCP endpoint a request reached (issue 16): `/mcp`, which serves
+/// Which MCP endpoint a request reached: `/mcp`, which serves
 /// the DAP tools, or the AAP endpoint of one organization
 /// (`/aap/{organization_id}/mcp`, [`aap`]), which serves the AAP binding's
 /// tools for that organization only. Both speak the same transport.
@@ -257,7 +257,7 @@ fn too_large(limit: usize) -> Response {
 
 /// A transport refusal with a forced status and a JSON-RPC body without
 /// `id` (the request was not read), for the connection layer and the HTTP
-/// middleware (issue 11 item 4: every refusal carries a body).
+/// middleware (docs/mcp.md "Header policy": every refusal carries a body).
 pub fn transport_refusal(status: StatusCode, error: RpcError) -> Response {
     plain_error(status, error)
 }
@@ -442,7 +442,7 @@ async fn handle_message(
         .is_some_and(|v| !HANDSHAKE_REVISIONS.contains(&v));
     let is_modern = meta_has_version || header_is_modern;
 
-    // For the access log (issue 15 item 2): a known method name (anything
+    // For the access log (docs/operations.md "Logs"): a known method name (anything
     // else is `other`), and who asked: `anonymous` or the grant's subject.
     crate::metrics::note(|f| {
         f.method = Some(crate::metrics::known_method(&method).to_owned());
@@ -551,7 +551,7 @@ async fn notification(state: &AppState, headers: &HeaderMap, method: &str) -> Re
     accepted()
 }
 
-/// Legacy sessions live in the store (issue 15 item 4): when it fails, the
+/// Legacy sessions live in the store (docs/operations.md "Replicas"): when it fails, the
 /// request cannot be placed in its session. 503 with an error id, as any
 /// other store failure; the session is not declared gone.
 fn session_store_failed(error: &session::SessionError) -> RpcError {

@@ -10,7 +10,7 @@ pub const LEGACY_REVISION: &str = "2025-11-25";
 pub const SUPPORTED_REVISIONS: [&str; 2] = [MODERN_REVISION, LEGACY_REVISION];
 /// Revisions a request may name in its per-request `_meta` (the stateless
 /// path). -32022 lists only these as `supported`: a client that retries
-/// with a listed version must succeed, never loop (issue 10).
+/// with a listed version must succeed, never loop.
 pub const PER_REQUEST_REVISIONS: [&str; 1] = [MODERN_REVISION];
 /// Revisions served only through the `initialize` handshake; -32022 names
 /// them separately (`requires_initialize`).

@@ -4,7 +4,7 @@
 //! 404 once terminated (DELETE) or forgotten (idle timeout, capacity). It is
 //! transport state only: never identity or authorization (AAP MCP binding).
 //!
-//! Sessions live in the store (issue 15 item 4), so any replica serves any
+//! Sessions live in the store (docs/operations.md "Replicas"), so any replica serves any
 //! session and a load balancer needs no sticky routing: a session opened on
 //! one replica is used on another, and one terminated on any replica is 404
 //! on every replica from the next request on (each use reads the row; there
@@ -110,8 +110,8 @@ impl Sessions {
             .store
             .create_legacy_session(&record, self.max, self.idle_before(now))
             .await?;
-        // Issue 15 item 1: the count is known here (sessions of every
-        // replica: the table is shared).
+        // The gauge of docs/operations.md "Metrics": the count is known here
+        // (sessions of every replica: the table is shared).
         #[expect(clippy::cast_precision_loss, reason = "a gauge; at most u32::MAX")]
         metrics::gauge!("dealer_gateway_legacy_sessions").set(stored as f64);
         Ok(id)
@@ -268,7 +268,7 @@ mod tests {
     }
 
     /// Repeated use keeps one row per session and, within the touch
-    /// interval, writes nothing (issue 15 item 4: not a write per request).
+    /// interval, writes nothing (not a write per request).
     #[tokio::test]
     async fn repeated_use_does_not_write_within_the_touch_interval() {
         let store = store().await;
@@ -346,7 +346,7 @@ mod tests {
 mod bench {
     use super::*;
 
-    /// `initialize` cost with a full table (issue 11 item 5), now a store
+    /// `initialize` cost with a full table, now a store
     /// transaction. A measurement, not a check: run with
     /// `cargo test -p gateway --lib session::bench -- --ignored --nocapture`.
     #[tokio::test]

@@ -1,4 +1,4 @@
-//! MCP over stdio (issue 15 item 5): `dealer-gateway stdio` for a local
+//! MCP over stdio (docs/mcp.md "stdio"): `dealer-gateway stdio` for a local
 //! client (a desktop assistant or an IDE) that starts the gateway as its
 //! subprocess.
 //!

@@ -46,7 +46,8 @@ pub async fn open(settings: &ServeSettings, database_url: &str) -> Result<Opened
         tracing::info!(seed = %seeded, "store was empty; loaded dealers");
     }
     // The audit log's retention and size bound hold before the first
-    // request (issue 11 item 1); `serve` keeps pruning every minute.
+    // request (docs/tokens-and-audit.md "Retention and size"); `serve` keeps
+    // pruning every minute.
     if let Err(e) =
         crate::store::audit::prune(store.as_ref(), settings.audit_retention(), Utc::now()).await
     {
@@ -111,7 +112,7 @@ pub async fn state(
     state.claim = claim;
     let state = Arc::new(state);
     // PostgreSQL: changes by any replica or the CLI reach this one within
-    // a second (issue 15 item 4). Started before the first load below, so
+    // a second (docs/operations.md "Replicas"). Started before the first load below, so
     // nothing committed after that load can be missed; the follower's first
     // message (a resync) reloads once more.
     if super::changes::spawn(&state).is_some() {

@@ -1,4 +1,4 @@
-//! Issue 16 items 1, 2 and 5: the Auto Agent Protocol (AAP) read tools, a
+//! The Auto Agent Protocol (AAP) read tools (docs/compatibility.md), a
 //! compatibility adapter over the DAP tools, over real HTTP (both backends
 //! through `common::test_database_url`), served on each organization's own
 //! AAP endpoint, `/aap/{organization_id}/mcp`.

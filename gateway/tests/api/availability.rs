@@ -1,4 +1,4 @@
-//! `dealeragent.inventory.verify_availability` over real HTTP (issue 6)
+//! `dealeragent.inventory.verify_availability` over real HTTP (docs/availability.md)
 //! against a fake dealer system the test starts on 127.0.0.1: bands, every
 //! failure mode, reuse within the band, coalescing, the circuit breaker,
 //! the search/get_vehicle overlay, quotas, audit and tenancy. Nothing may

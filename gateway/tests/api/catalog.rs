@@ -619,7 +619,7 @@ fn violations(validator: &jsonschema::Validator, instance: &Value) -> BTreeSet<(
         .collect()
 }
 
-/// Issue 13 item 5: the compact `inputSchema` of `tools/list` validates
+/// The compact `inputSchema` of `tools/list` (docs/mcp.md) validates
 /// exactly as the full DAP definition bundled from `schemas/`: the same
 /// arguments pass, and a failing one fails at the same places for the same
 /// keywords (so `field_errors` are unchanged). Thousands of arguments per
@@ -701,7 +701,7 @@ fn compact_input_schemas_keep_property_descriptions_only() {
     }
 }
 
-/// Issue 13 item 3: search, get_vehicle and the manifest are assembled
+/// Search, get_vehicle and the manifest are assembled
 /// from pieces validated where they were produced. Every assembled result
 /// of the demo must still satisfy the tool's own (success) output schema,
 /// and its text content must be exactly its structured content.

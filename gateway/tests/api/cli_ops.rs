@@ -1,4 +1,4 @@
-//! Operator-facing CLI: completions, the config file, progress, preview (issues 14 item 6 and 15).
+//! Operator-facing CLI: completions, the config file, progress, preview (docs/operations.md).
 //!
 //! The real binary: `completions`, `serve --config FILE` observed over
 //! HTTP, progress on stderr while stdout stays what scripts read. Runs on

@@ -1,4 +1,4 @@
-//! The rooftop manager's console (issue 14, docs/console.md) over real
+//! The rooftop manager's console (docs/console.md) over real
 //! HTTP against the bundled demo: sign-in with good, bad and scope-less
 //! tokens, the cookie's attributes, CSRF (Origin), isolation by URL (a
 //! foreign rooftop or vehicle gets the same 404 page as an absent one), each

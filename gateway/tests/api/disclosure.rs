@@ -1,4 +1,5 @@
-//! `dealeragent.pricing.get_disclosure` over real HTTP (docs/pricing.md):
+//! `dealeragent.pricing.get_disclosure` over real HTTP (docs/pricing.md
+//! section 5):
 //! the "one price problem" cases give honest disclosures — conditional
 //! offers listed apart from the advertised price, required charges
 //! itemized, unknown government charges never zero — and the completeness
@@ -754,7 +755,7 @@ async fn the_preview_shows_the_disclosure_the_score_with_fixes_and_the_offer_tab
     assert!(text.contains("branch finance"), "{text}");
     assert!(!text.contains("branch cash"), "{text}");
 
-    // Issue 12: the revision table and the combination rules in words.
+    // The revision table and the combination rules in words.
     // Revisions 1 (ended) and 3 (not yet started) of sm-used-cash beside
     // the live revision 2; a declarative limit and a `tag:` exclusion.
     let more = r#"
@@ -956,7 +957,7 @@ async fn the_pricing_scope_and_the_granted_rooftops_decide_access() {
     assert_eq!(tool_error_code(&result).as_deref(), Some(NOT_FOUND));
 }
 
-/// Issue 12 item 4: without a requested jurisdiction the default profile
+/// Without a requested jurisdiction the default profile
 /// takes only the rooftop's country and region, never its postal code, so
 /// the demo's `lk-il-green` (Illinois, not postal prefix 606) at the
 /// Chicago rooftop (60614) is listed with an unknown eligibility and a
@@ -1068,7 +1069,7 @@ fn many_programs(discounts: usize) -> Vec<u8> {
     yaml.into_bytes()
 }
 
-/// Issue 12 item 5: every surcharge and required charge is always in the
+/// Every surcharge and required charge is always in the
 /// text, discounts past the documented limit are counted exactly, and
 /// provenance beyond DAP's 32 transformations is abbreviated with the full
 /// list kept in the extension.
@@ -1137,7 +1138,7 @@ async fn the_text_names_every_surcharge_and_counts_the_offers_it_leaves_out() {
     assert!(d["provenance"]["transformations"].as_array().unwrap().len() < 32);
 }
 
-/// Issue 12 item 6: amounts that pass the import bound (an uncapped
+/// Amounts that pass the import bound (an uncapped
 /// percentage is bounded by the price) can still overflow for an extreme
 /// price. `offers.evaluate` then answers a non-retryable error, and the
 /// disclosure says so in `uncertainty` and its text and earns no points
@@ -1215,7 +1216,7 @@ async fn an_evaluation_that_overflows_is_reported_not_retried_or_scored() {
     );
 }
 
-/// Issue 12 item 5, the length bound: when 28 surcharges with long names
+/// The length bound: when 28 surcharges with long names
 /// fill most of the 4,000 characters, every surcharge stays named and the
 /// text names fewer discounts, counting exactly the ones it leaves out.
 #[tokio::test]
@@ -1267,7 +1268,7 @@ async fn long_texts_give_up_discount_names_never_surcharges() {
     );
 }
 
-/// Issue 13 item 4: a disclosure reused from the document cache is the
+/// A disclosure reused from the document cache is the
 /// document a fresh build gives, except `provenance.transformed_at`, which
 /// is each request's own instant. With programs: the same gateway builds,
 /// then reuses. Without: another gateway on the same store, with nothing
@@ -1293,9 +1294,9 @@ async fn a_reused_disclosure_is_the_document_a_fresh_build_gives() {
     for programs in [true, false] {
         let (fx, v) = setup_with(programs).await;
         // Steady state first: on PostgreSQL the change listener resyncs
-        // once after it connects (marking every cache stale), which can
-        // land between two calls of a fresh gateway and reload the program
-        // set. Wait until two calls agree.
+        // once after it connects (marking every cache stale,
+        // docs/operations.md "Replicas"), which can land between two calls of a fresh gateway and
+        // reload the program set. Wait until two calls agree.
         let settled = common::poll_until(std::time::Duration::from_secs(10), || async {
             let one = disclose(&fx.app, args(&v[0])).await;
             let two = disclose(&fx.app, args(&v[0])).await;

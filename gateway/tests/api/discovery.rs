@@ -100,7 +100,8 @@ async fn foreign_or_absent_organization_is_not_found_without_leaking_the_id() {
 }
 
 /// A dealers file whose one rooftop lists a public contact, a contact
-/// marked `public: false` and one with no flag (issue 11 item 3).
+/// marked `public: false` and one with no flag (docs/dealers-file.md,
+/// "Contact point").
 const CONTACTS_FILE: &str = r#"organizations:
   - organization_id: org.contacts
     name: Contacts Motors

@@ -1,6 +1,6 @@
 //! `dealeragent.inventory.get_vehicle` and the vehicle resource
 //! `dealeragent://organization/{org}/rooftop/{roof}/vehicle/{vehicle_id}`
-//! over real HTTP (issue 4): selectors, tenancy, withdrawn vehicles,
+//! over real HTTP (docs/inventory.md): selectors, tenancy, withdrawn vehicles,
 //! freshness, and resource ttl. Backend-neutral (SQLite, or PostgreSQL when
 //! `DEALER_GATEWAY_TEST_POSTGRES_URL` is set).
 

@@ -1,6 +1,6 @@
 //! `dealer-gateway import programs FILE --organization ORG [--replace]
 //! [--dry-run]` and `dealer-gateway programs withdraw`, run as the real
-//! binary (issue 7 item 1, issue 12 items 1-3): all or nothing, every problem
+//! binary (docs/pricing.md section 1): all or nothing, every problem
 //! at once (a rhai compile error names the program), exit 2 on bad input,
 //! every revision kept (an older one never overwrites a newer one), each
 //! import validated against the organization's whole resulting program set,
@@ -96,7 +96,7 @@ async fn valid_file_imports_and_identical_reimport_is_unchanged() {
     );
 }
 
-// Issue 12 item 1: an older revision is stored beside the newer one (it may
+// An older revision is stored beside the newer one (it may
 // cover another validity window); the newer one's document is untouched.
 #[tokio::test]
 async fn older_revision_is_stored_beside_the_newer_one_never_overwriting_it() {
@@ -165,7 +165,7 @@ programs:
     stacking: {group: w-other, combinability: stackable, not_combinable_with: ["group:w-affinity", "w-loyalty"]}
 "#;
 
-// Issue 12 item 2: each file validates alone, but not with what is stored:
+// Each file validates alone, but not with what is stored:
 // refused whole (exit 2), every conflict named, nothing written.
 #[tokio::test]
 async fn an_import_that_conflicts_with_stored_programs_is_refused_whole() {
@@ -257,7 +257,7 @@ programs:
     }
 }
 
-// Issue 12 item 3: withdrawal of one revision or of a program, refused when
+// Withdrawal of one revision or of a program, refused when
 // another program still names it; audited; final.
 #[tokio::test]
 async fn withdraw_is_audited_refused_while_named_and_final() {
@@ -351,7 +351,7 @@ async fn withdraw_is_audited_refused_while_named_and_final() {
     );
 }
 
-// Issue 12 item 3: `--replace` makes the file the complete program set.
+// `--replace` makes the file the complete program set.
 #[tokio::test]
 async fn replace_withdraws_every_revision_the_file_omits() {
     let db = store_with_dealers().await;
@@ -456,7 +456,7 @@ async fn bad_file_reports_every_problem_exits_2_and_writes_nothing() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }
 
-// Issue 12: a refused import, replacement or withdrawal leaves an audit
+// A refused import, replacement or withdrawal leaves an audit
 // event (outcome `invalid` for a file that fails on its own, `refused` for
 // a change the store refuses), holding only identifiers that pass the
 // identifier schema, and writes nothing else. A refused dry run writes
@@ -651,7 +651,7 @@ fn demo_organizations() -> Vec<gateway::store::OrganizationRecord> {
     .unwrap()
 }
 
-// Issue 12 item 2 for the demo seed: `serve` loading the bundled demo
+// Whole-set validation for the demo seed: `serve` loading the bundled demo
 // checks each organization's programs files as one set, as `import
 // programs` does, before anything is written; a broken demo is refused with
 // the conflict named instead of being loaded silently.

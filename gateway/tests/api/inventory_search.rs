@@ -1,4 +1,4 @@
-//! `dealeragent.inventory.search` over real HTTP (issue 4): every filter,
+//! `dealeragent.inventory.search` over real HTTP (docs/inventory.md): every filter,
 //! sort, facet and cursor rule of `inventory::search` / `inventory::cursor`,
 //! tenancy, and the freshness and provenance of results. Backend-neutral:
 //! the harness runs every test on SQLite, or on PostgreSQL when
@@ -1431,7 +1431,7 @@ async fn tampered_or_rebound_cursors_are_refused_with_one_message_that_does_not_
 }
 
 /// docs/inventory.md: an empty list filter is the same as an absent one,
-/// so it cannot change the query a cursor is bound to (issue 11 item 5).
+/// so it cannot change the query a cursor is bound to.
 #[tokio::test]
 async fn an_empty_list_filter_keeps_the_cursor_of_the_same_query() {
     let fx = setup().await;
@@ -1868,7 +1868,7 @@ async fn a_vehicle_observed_before_its_rooftop_sla_is_stale_and_makes_the_respon
 
     // A page holding only current vehicles, of a result set whose later
     // pages hold stale ones, is stale: the response never claims better
-    // freshness than the result set it pages through (DAP 6.4; issue 10).
+    // freshness than the result set it pages through (DAP 6.4).
     // (This used to read `current`, describing the page alone.)
     let args = json!({"organization_id": ORG, "rooftop_ids": [NORTH],
                       "sort": {"field": "observed_at", "order": "desc"}, "page": {"limit": 5}});

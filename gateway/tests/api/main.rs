@@ -1,5 +1,5 @@
-//! Every integration test of the gateway, in one test binary (issue 13
-//! item 7): one link instead of one per file, one harness (`common`:
+//! Every integration test of the gateway, in one test binary (docs/testing.md
+//! "Where the tests are"): one link instead of one per file, one harness (`common`:
 //! `spawn`, `spawn_with`, the CLI runner, `test_database_url`, which honours
 //! `DEALER_GATEWAY_TEST_POSTGRES_URL` so each test also runs on PostgreSQL).
 //! Each module below is one area; `cargo nextest run -p gateway --test api

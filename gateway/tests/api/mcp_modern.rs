@@ -231,7 +231,7 @@ async fn legacy_version_in_meta_is_unsupported_on_the_modern_path() {
     assert_eq!(r.body["error"]["data"]["requested"], LEGACY);
 }
 
-/// Issue 10: -32022 must list as `supported` only what the per-request
+/// -32022 must list as `supported` only what the per-request
 /// path accepts, and name the handshake revisions apart; a client that
 /// retries with any `supported` entry is served instead of looping.
 #[tokio::test]
@@ -754,7 +754,7 @@ fn has(errors: &[Value], keyword: &str, at: &str) -> bool {
         .any(|e| e["keyword"] == keyword && e["instance_location"] == at)
 }
 
-/// Issue 10: root-level validation errors carried `instance_location: ""`
+/// Root-level validation errors once carried `instance_location: ""`
 /// where DAP requires a JSON pointer starting with `/` at the member.
 #[tokio::test]
 async fn validation_errors_point_at_the_member_with_a_leading_slash() {
@@ -814,8 +814,8 @@ async fn unexpected_members_point_at_their_parent_without_echoing_the_name() {
     assert!(!raw.contains("a/b~c") && !raw.contains("a~1b~0c"), "{raw}");
 }
 
-/// Issue 10: MCP clients that validate `structuredContent` against
-/// `outputSchema` (TypeScript SDK, MCP Inspector) rejected every tool error.
+/// MCP clients that validate `structuredContent` against `outputSchema`
+/// (TypeScript SDK, MCP Inspector) once rejected every tool error.
 /// For every tool in `tools/list`, a real success result and real error
 /// results must validate against the published `outputSchema`.
 #[tokio::test]
@@ -852,7 +852,7 @@ async fn every_published_output_schema_accepts_the_tools_success_and_dap_error_r
     let mut tools = listed.result()["tools"].as_array().unwrap().clone();
     assert!(!tools.is_empty());
     // The AAP binding's tools are listed and served on each organization's
-    // AAP endpoint (issue 16), not on /mcp: checked there.
+    // AAP endpoint, not on /mcp: checked there.
     let mut aap = TestApp::attach(&app.base());
     aap.url = format!("{}/aap/{ORG}/mcp", app.base());
     let aap_tools = aap.modern("tools/list", json!({})).await.result()["tools"]
@@ -898,7 +898,7 @@ async fn every_published_output_schema_accepts_the_tools_success_and_dap_error_r
                 json!({"organization_id": ORG, "rooftop_id": ROOFTOP, "vehicle_id": used_vehicle}),
                 vec![absent_args.clone()],
             ),
-            // The AAP adapter (issue 16): its errors are AAP's aap.error,
+            // The AAP adapter: its errors are AAP's aap.error,
             // which its published outputSchema admits instead of DAP's.
             "aap_dealer_information" => (
                 json!({"type": "dealer.information.request", "dealer_id": ORG}),
@@ -1142,7 +1142,8 @@ async fn meta_is_required_on_every_method_not_just_discover() {
     assert_rpc_error(&r, 400, -32602);
 }
 
-/// The modern revision has no sessions and must ignore the header (MCP.md 1.1).
+/// The modern revision has no sessions and must ignore the header (MCP
+/// 2026-07-28 streamable HTTP transport).
 #[tokio::test]
 async fn stray_session_id_on_a_modern_notification_is_ignored() {
     let app = spawn().await;

@@ -633,7 +633,7 @@ async fn loopback_origins_pass_the_origin_check_but_get_cors_only_when_configure
     );
 }
 
-// ---- Slow clients and refusals at the connection (issue 11 items 2, 4) ----
+// ---- Slow clients and refusals at the connection (docs/security.md) ----
 
 use std::time::{Duration, Instant};
 

@@ -1,4 +1,5 @@
-//! Metrics and the access log (issue 15 items 1 and 2), over real HTTP.
+//! Metrics and the access log (docs/operations.md "Metrics" and "Logs"),
+//! over real HTTP.
 //!
 //! `/metrics` is scraped and parsed as Prometheus text exposition (every
 //! line must parse; a malformed one fails the test), then checked against

@@ -1,4 +1,4 @@
-//! `dealergateway.offers.evaluate` over real HTTP (issue 7 item 5) on the
+//! `dealergateway.offers.evaluate` over real HTTP (docs/pricing.md) on the
 //! bundled demo (its programs are seeded from demo/programs/): payment-mode
 //! branches with a proven best stack, tri-state military eligibility,
 //! PII-ish fields rejected without echo, tenancy, and the manifest's
@@ -254,9 +254,9 @@ async fn manifest_lists_the_extension_profile_outside_dap_capabilities() {
     );
 }
 
-/// Issue 12 item 6: amounts that cannot be summed with a vehicle's price
-/// are refused at import, whole, naming the bound; the same programs with
-/// amounts within it import.
+/// Amounts that cannot be summed with a vehicle's price are refused at
+/// import, whole, naming the bound (docs/pricing.md "Amounts"); the same
+/// programs with amounts within it import.
 #[test]
 fn amounts_that_cannot_be_summed_are_refused_at_import() {
     let catalog = gateway::catalog::Catalog::load().expect("catalog");
@@ -333,8 +333,9 @@ fn amounts_that_cannot_be_summed_are_refused_at_import() {
 }
 
 // ---------------------------------------------------------------------------
-// Issue 12 items 1-3: revisions, unusable programs, withdrawal and
-// replacement reaching a running gateway.
+// Revisions, unusable programs, withdrawal and replacement reaching a
+// running gateway (docs/pricing.md "Revisions, whole-set validation,
+// replacement and withdrawal").
 // ---------------------------------------------------------------------------
 
 /// Run the real binary against the running gateway's store.
@@ -410,7 +411,7 @@ programs:
     stacking: {group: rv, combinability: stackable}
 "#;
 
-// Issue 12 item 1: X@1 for November and X@2 from November 25 both stay
+// X@1 for November and X@2 from November 25 both stay
 // offered in their own windows; where the windows overlap the higher one
 // wins; every evaluation names the revision used and why the other was not.
 #[tokio::test]
@@ -472,7 +473,7 @@ async fn revisions_coexist_and_every_evaluation_names_the_revision_it_used() {
     assert_eq!(overlap["unusable_programs"], json!([]));
 }
 
-// Issue 12 item 2: a stored program that cannot be evaluated (stored before
+// A stored program that cannot be evaluated (stored before
 // whole-set validation existed: it names a program that is not stored) is
 // reported in the evaluation and in the disclosure's uncertainty.
 #[tokio::test]
@@ -562,7 +563,7 @@ async fn a_stored_program_that_cannot_be_evaluated_is_reported_to_callers() {
     );
 }
 
-// Issue 12 item 3: a withdrawal and a replacement made with the CLI while
+// A withdrawal and a replacement made with the CLI while
 // the gateway runs reach it within the refresh interval.
 #[tokio::test]
 async fn withdrawal_and_replacement_reach_a_running_gateway_within_the_refresh_interval() {
@@ -632,7 +633,7 @@ programs:
     );
 }
 
-// Issue 12 item 3: `--programs-refresh-seconds` decides how soon a running
+// `--programs-refresh-seconds` decides how soon a running
 // gateway sees a programs change. At 1 s a withdrawal reaches it well
 // within 5 s, which the 10 s default (`offers::DEFAULT_REFRESH`) would not:
 // the gateway below last read the store just before the withdrawal. A
@@ -686,8 +687,9 @@ async fn the_programs_refresh_interval_is_configurable() {
     assert!(seen_after < FAST_DEADLINE, "{seen_after:?}");
     if fast.database_url.starts_with("postgres") {
         // PostgreSQL: the withdrawal's change notification reaches the
-        // slow gateway too, long before its hour (issue 15 item 4: changes
-        // reach every replica within a second; polling is the fallback).
+        // slow gateway too, long before its hour (docs/operations.md
+        // "Replicas": changes reach every replica within a second; polling
+        // is the fallback).
         assert!(
             common::poll_until(FAST_DEADLINE, || async {
                 choice(&evaluate_at(&slow, &vehicle_id, as_of).await, "rv-cash")

@@ -1,6 +1,6 @@
-//! Three replicas on one PostgreSQL behind a real load balancer (issue 15
-//! item 4): nginx from Debian in front of three `dealer-gateway serve`
-//! processes (the built binary), started by the test.
+//! Three replicas on one PostgreSQL behind a real load balancer
+//! (docs/operations.md "Replicas"): nginx from Debian in front of three
+//! `dealer-gateway serve` processes (the built binary), started by the test.
 //!
 //! The replicas poll every 30 s here (directory, inventory, programs), so a
 //! change seen within the one-second bound can only have come through
@@ -38,7 +38,8 @@ const BONUS_PROGRAM: &str = "programs:
     stacking: {group: replica, combinability: stackable}
 ";
 
-/// The visibility bound of issue 15 item 4.
+/// The visibility bound of docs/operations.md "Replicas": a change made by
+/// one replica or the CLI is seen by every replica within about a second.
 const BOUND: Duration = Duration::from_secs(1);
 /// What the assertions allow beyond it (a 2-core machine under load).
 const SLACK: Duration = Duration::from_millis(1500);
@@ -1005,7 +1006,8 @@ async fn killing_a_replica_mid_load_loses_no_request() {
     drop(cluster);
 }
 
-/// Throughput of 1, 2 and 3 replicas behind one nginx (issue 15 item 4).
+/// Throughput of 1, 2 and 3 replicas behind one nginx (docs/benchmarks.md
+/// "Replicas").
 /// A measurement, not a check: `scripts/bench-replicas` runs it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "measurement; run by scripts/bench-replicas"]

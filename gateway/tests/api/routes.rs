@@ -72,8 +72,9 @@ async fn policy_lists_the_tools_with_their_safety_metadata() {
     assert!(!r.body["published_rooftops"].as_array().unwrap().is_empty());
 }
 
-/// Without a configured claim the gateway says so plainly (issue 10 item
-/// 3): the claim URI answers 404 with a notice, never a document that
+/// Without a configured claim the gateway says so plainly
+/// (docs/conformance.md "Publishing a claim from this gateway"): the claim
+/// URI answers 404 with a notice, never a document that
 /// looks like a claim, and the manifest pins that notice's digest and says
 /// `claim_published: false`.
 #[tokio::test]
@@ -209,7 +210,7 @@ async fn a_claim_that_does_not_describe_this_gateway_is_refused_at_start_up() {
         .retain(|t| t != "dealeragent.pricing.get_disclosure");
     // A real DAP profile this read-only gateway never serves (the consented
     // handoff writes leads); the used-vehicle profile played this part
-    // until issue 16 served it.
+    // until the gateway served it.
     let mut extra_profile = claim_for(&served, "2999-01-01T00:00:00Z");
     extra_profile["profiles"]
         .as_array_mut()

@@ -1,4 +1,4 @@
-//! Issue 5, items 9 and 10: the isolation matrix over real HTTP.
+//! The isolation matrix over real HTTP (docs/security.md "Threat model").
 //!
 //! Every credential kind (anonymous, rooftop token, other-rooftop token,
 //! group token, other-organization token, missing-scope token, expired,
@@ -1313,8 +1313,8 @@ async fn refused_credentials_get_a_bearer_challenge_and_nothing_executes() {
         assert!(!r.raw.contains(secret) && !challenge.contains(secret));
         assert_eq!(r.headers["cache-control"], "no-store");
     }
-    // Two Authorization headers are refused whatever they hold (issue 11:
-    // the first used to win), even when both are the same valid token.
+    // Two Authorization headers are refused whatever they hold (the first
+    // used to win), even when both are the same valid token.
     let group = f.token(Who::GroupToken).to_owned();
     for pair in [
         [format!("Bearer {rooftop}"), format!("Bearer {rooftop}")],
@@ -1606,7 +1606,7 @@ async fn authenticated_resource_reads_of_nonpublic_data_are_audited() {
 }
 
 // ---------------------------------------------------------------------------
-// Bounded audit (issue 11 item 1)
+// Bounded audit
 // ---------------------------------------------------------------------------
 
 /// The stated bound (docs/security.md, "Audit retention"): 1,000 hostile

@@ -1,4 +1,4 @@
-//! `dealer-gateway stdio` (issue 15 item 5): the real binary as a local MCP
+//! `dealer-gateway stdio` (docs/mcp.md "stdio"): the real binary as a local MCP
 //! client starts it, newline-delimited JSON-RPC on piped stdin/stdout,
 //! against a fresh store (SQLite, or PostgreSQL when
 //! `DEALER_GATEWAY_TEST_POSTGRES_URL` is set).

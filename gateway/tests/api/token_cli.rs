@@ -460,9 +460,9 @@ async fn audit_export_prints_json_lines_oldest_first() {
     }
 }
 
-/// Issue 11 item 1: refused anonymous calls are kept as counter rows, and
-/// the export must include them (more than one page of them), each line
-/// marked `"record": "audit_counter"`, after the events.
+/// Refused anonymous calls are kept as counter rows (docs/tokens-and-audit.md
+/// "Counted calls"), and the export must include them (more than one page
+/// of them), each line marked `"record": "audit_counter"`, after the events.
 #[tokio::test]
 async fn audit_export_includes_every_counter_row_after_the_events() {
     use gateway::store::AuditCount;
@@ -550,7 +550,7 @@ async fn audit_export_of_an_empty_log_prints_nothing() {
     assert_eq!(stdout(&out), "");
 }
 
-/// Issue 14 item 2: the console's scope is a scope of this gateway, so an
+/// The console's scope is a scope of this gateway, so an
 /// operator can issue a manager's token from the command line; an unknown
 /// scope is still refused.
 #[tokio::test]

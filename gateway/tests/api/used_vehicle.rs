@@ -1,5 +1,5 @@
 //! `dealeragent.inventory.get_used_vehicle_details` (profile
-//! `dealeragent.used-vehicle.read/0.1`, issue 16 items 3 and 5) over real
+//! `dealeragent.used-vehicle.read/0.1`) over real
 //! HTTP, on SQLite and, with `DEALER_GATEWAY_TEST_POSTGRES_URL`, on
 //! PostgreSQL: every evidence state of the demo (complete, partial,
 //! conflicting, missing, and a new vehicle), the used-vehicle columns of the

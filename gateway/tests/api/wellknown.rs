@@ -1,5 +1,6 @@
-//! Issue 16 item 4: the discovery documents and the published feed over
-//! real HTTP.
+//! The discovery documents and the published feed over real HTTP
+//! (docs/operations.md "The static publication", docs/inventory-feeds.md
+//! "The published feed").
 //!
 //! - `/.well-known/dealer-agent.json` is DAP's static publication of ONE
 //!   organization and validates against schemas/well-known.schema.json

@@ -1,5 +1,5 @@
-//! Largest-remainder allocation (OFFERS.md section 1: "the parts always sum
-//! to the whole"), e.g. spreading a group rebate over lines.
+//! Largest-remainder allocation (docs/money.md section 6: the parts always
+//! sum to the whole), e.g. spreading a group rebate over lines.
 
 use super::{Money, MoneyError};
 

@@ -1,5 +1,5 @@
 //! ISO 4217 currencies accepted for prices: a validated wrapper over
-//! `iso_currency` (STACK.md section 3 lists the traps this module absorbs).
+//! `iso_currency` (docs/money.md section 1 lists the traps this module absorbs).
 
 use std::fmt;
 use std::str::FromStr;
@@ -10,7 +10,7 @@ use super::error::{MoneyError, excerpt};
 
 /// Codes that `iso_currency` 0.7.1 flags as superseded although ISO 4217
 /// still lists them as active. `is_superseded()` alone must not be used to
-/// refuse input (STACK.md section 3).
+/// refuse input (docs/money.md section 1).
 const ACTIVE_DESPITE_SUPERSEDED_FLAG: &[iso_currency::Currency] = &[
     // VES (928, bolívar soberano): the crate's Wikipedia-derived table marks
     // it `superseded(VED)`, but ISO 4217 List One still carries VES as an
@@ -20,7 +20,7 @@ const ACTIVE_DESPITE_SUPERSEDED_FLAG: &[iso_currency::Currency] = &[
 
 /// An ISO 4217 currency that may carry a price.
 ///
-/// Construction guarantees two rules (OFFERS.md section 1):
+/// Construction guarantees two rules (docs/money.md section 1):
 /// - the currency has a defined minor unit, so [`Currency::exponent`] is one
 ///   of 0, 2, 3 or 4 (XAU, XDR, XXX and the like are refused);
 /// - the currency is active: a withdrawn code such as HRK is refused with an

@@ -1,5 +1,5 @@
 //! Exact conversion between plain decimal strings and minor units
-//! (DAP-CORE-018..020, OFFERS.md section 1). No floats, no rounding.
+//! (DAP-CORE-018..020, docs/money.md section 2). No floats, no rounding.
 
 use super::Currency;
 use super::error::{MoneyError, excerpt};

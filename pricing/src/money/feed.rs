@@ -1,5 +1,5 @@
 //! The named adapter for formatted feed amounts such as `$42,875.00` or
-//! `42 875,00 €` (OFFERS.md section 1). The caller names the notation; the
+//! `42 875,00 €` (docs/money.md section 3). The caller names the notation; the
 //! adapter never guesses a locale.
 
 use super::decimal::digits_to_minor;

@@ -1,4 +1,4 @@
-//! Exact minor-unit money (OFFERS.md section 1, DAP-CORE-018..020).
+//! Exact minor-unit money (docs/money.md, DAP-CORE-018..020).
 //!
 //! - [`Money`]: an `i64` count of minor units in a validated [`Currency`].
 //! - [`Money::from_decimal_str`]: the exact decimal-string rule;

@@ -1,8 +1,8 @@
-//! The number notations a feed may use (OFFERS.md section 1), named by the
+//! The number notations a feed may use (docs/money.md section 3), named by the
 //! caller and never guessed. A module of its own because both the feed
 //! adapter (`feed`) and the error that echoes the notation (`error`) name it;
-//! with it here neither imports the other's back (issue #13: no import
-//! circles). Public as `pricing::money::FeedNotation`.
+//! with it here neither imports the other's back (no import circles,
+//! docs/architecture.md). Public as `pricing::money::FeedNotation`.
 
 use std::fmt;
 

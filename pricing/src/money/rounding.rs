@@ -1,6 +1,6 @@
 //! Rounding modes and rate/percentage math that rounds exactly once
-//! (OFFERS.md section 1: "round once, at a declared point, with a named
-//! mode"; STYLE.md item 13).
+//! (docs/money.md section 5: round once, at a declared point, with a named
+//! mode; never a bare `round_dp`).
 
 use std::fmt;
 use std::str::FromStr;

@@ -1,4 +1,4 @@
-//! Unknown is not zero (OFFERS.md section 1): an amount that is not known
+//! Unknown is not zero (docs/money.md section 7): an amount that is not known
 //! stays unknown through every sum, and a sum reports what it could not add.
 
 use super::{Currency, Money, MoneyError};
