@@ -1,4 +1,4 @@
-//! Incentive offers (issue 7): the programs of each organization, cached
+//! Incentive offers (docs/pricing.md): the programs of each organization, cached
 //! for the tools that price vehicles (`dealergateway.offers.evaluate`,
 //! `dealeragent.pricing.get_disclosure`), the mapping of an inventory
 //! record to the pricing engine's [`pricing::Vehicle`], and the programs-file
@@ -27,7 +27,7 @@ use crate::store::{ProgramRecord, Store, StoreError};
 /// How long an organization's programs are reused before the store is read
 /// again, unless `--programs-refresh-seconds` says otherwise: an import, a
 /// replacement or a withdrawal shows up within this delay (docs/pricing.md,
-/// issue 12 item 3).
+/// "Revisions, whole-set validation, replacement and withdrawal").
 pub const DEFAULT_REFRESH: Duration = Duration::from_secs(10);
 
 /// One active stored revision, decoded (or why it does not decode).
@@ -55,7 +55,8 @@ pub struct OrgPrograms {
 }
 
 /// Which revision of one program an evaluation uses, and why the others
-/// are not used (issue 12 item 1; docs/pricing.md "Revisions").
+/// are not used (docs/pricing.md "Revisions, whole-set validation,
+/// replacement and withdrawal").
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct RevisionChoice {
     pub program_id: String,
@@ -77,7 +78,8 @@ pub struct RevisionNotUsed {
 
 /// A stored revision that cannot be evaluated (it does not decode, or the
 /// revisions chosen with it do not validate as a set). Reported in every
-/// evaluation and disclosure, never dropped in silence (issue 12 item 2).
+/// evaluation and disclosure, never dropped in silence (docs/pricing.md
+/// "Validation").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct UnusableProgram {
     pub program_id: String,
@@ -405,7 +407,7 @@ pub struct OffersService {
     /// before the load, and the programs.
     cache: Mutex<HashMap<String, CachedPrograms>>,
     /// Bumped by [`OffersService::mark_stale`] (a programs change
-    /// notification on PostgreSQL; issue 15 item 4): entries of an older
+    /// notification on PostgreSQL; docs/operations.md "Replicas"): entries of an older
     /// generation are read again.
     generation: std::sync::atomic::AtomicU64,
     /// Where evaluations run ([`pool`]).
@@ -512,8 +514,9 @@ fn window_text(p: &Program) -> String {
     }
 }
 
-/// The revision of each program id an evaluation at `at` uses (issue 12
-/// item 1; docs/pricing.md "Revisions"):
+/// The revision of each program id an evaluation at `at` uses
+/// (docs/pricing.md "Revisions, whole-set validation, replacement and
+/// withdrawal"):
 ///
 /// 1. the **highest revision whose validity window contains `at`**: a newer
 ///    revision supersedes an older one only where their windows overlap;
@@ -758,7 +761,7 @@ fn problem_text(problem: &pricing::ProgramProblem) -> String {
     }
 }
 
-/// Whole-set validation (issue 12 item 2): the organization's resulting
+/// Whole-set validation (docs/pricing.md "Validation"): the organization's resulting
 /// active revisions must validate as a set at every instant, i.e. for every
 /// revision choice [`choose`] can make (one per interval between two
 /// validity boundaries). Every conflict is named once, with the program, the
@@ -829,7 +832,7 @@ pub fn check_program_set(records: &[ProgramRecord]) -> Result<(), Vec<String>> {
                     }
                 }
             }
-            // The import's amount bound (issue 12 item 6) over the union of
+            // The import's amount bound (docs/pricing.md "Amounts") over the union of
             // the organization's files, not only over one file.
             Ok(validated) => {
                 for problem in import::amount_bound_problems(&validated) {

@@ -1290,7 +1290,7 @@ async fn refused_imports_are_kept_within_their_bound_and_every_import_is_counted
     );
 }
 
-/// Issue 11 item 6: a file's vehicles arrive one at a time, interleaved
+/// docs/inventory-feeds.md: a file's vehicles arrive one at a time, interleaved
 /// across rooftops, in batches larger than one write batch; every rooftop
 /// gets its snapshot in one transaction or none does, the summary equals
 /// `diff_vehicles` over whole snapshots, and a dry run writes nothing.
@@ -2664,7 +2664,7 @@ fn revision(id: &str, revision: u32) -> ProgramRevision {
     }
 }
 
-// Issue 12 item 1: every revision coexists (an older one than the newest
+// docs/pricing.md "Revisions": every revision coexists (an older one than the newest
 // stored is stored too: X@1 for November must survive X@2 for December).
 async fn programs_revisions_coexist_and_import_counts(store: &dyn Store) {
     seed_dealers(store).await;
@@ -2737,7 +2737,7 @@ async fn programs_revisions_coexist_and_import_counts(store: &dyn Store) {
     assert_eq!(current[4], program("cash", 3, 120));
 }
 
-// Issue 12 item 2: the check sees the whole resulting set (stored and
+// docs/pricing.md "Validation": the check sees the whole resulting set (stored and
 // new), and its refusal writes nothing (no row, no audit event).
 async fn programs_change_refused_by_the_set_check_writes_nothing(store: &dyn Store) {
     seed_dealers(store).await;
@@ -2782,7 +2782,7 @@ async fn programs_change_refused_by_the_set_check_writes_nothing(store: &dyn Sto
     assert!(store.audit_since(since, 10).await.unwrap().is_empty());
 }
 
-// Issue 12 item 3: `--replace` withdraws every active revision the file
+// docs/pricing.md "Revisions": `--replace` withdraws every active revision the file
 // omits, in one transaction with its audit event; a dry run writes nothing.
 async fn programs_replace_withdraws_what_the_file_omits_with_an_audit_event(store: &dyn Store) {
     seed_dealers(store).await;
@@ -2836,7 +2836,7 @@ async fn programs_replace_withdraws_what_the_file_omits_with_an_audit_event(stor
     assert_eq!(events[0].resource_ids, ["new:1", "bonus:1", "cash:1"]);
 }
 
-// Issue 12 item 3: withdraw one revision or every active one; withdrawing
+// docs/pricing.md "Revisions": withdraw one revision or every active one; withdrawing
 // nothing is an error; re-importing a withdrawn revision keeps it withdrawn.
 async fn programs_withdraw_one_revision_or_all_and_withdrawal_is_final(store: &dyn Store) {
     seed_dealers(store).await;
