@@ -37,7 +37,7 @@ use super::{Credential, Grant, RooftopScope};
 
 mod keys;
 
-pub use keys::{Jwks, JwsAlgorithm};
+pub use keys::{Jwks, JwsAlgorithm, KeyRule};
 
 /// Clock skew tolerated on `exp` and `nbf` unless configured otherwise.
 pub const DEFAULT_LEEWAY_SECONDS: u64 = 60;
@@ -73,7 +73,6 @@ const MAX_IDENTIFIER_CHARS: usize = 128;
 const MAX_ROOFTOPS: usize = 1024;
 const MAX_SCOPES: usize = 256;
 const MAX_JTI_BYTES: usize = 256;
-/// JWK members that only a private key has; a JWKS holding one is refused.
 /// Why a JWT configuration was refused at start-up.
 #[derive(Debug, thiserror::Error)]
 pub enum JwtConfigError {
@@ -87,7 +86,7 @@ pub enum JwtConfigError {
     Empty,
     /// `index` counts from 0 in the `keys` array.
     #[error("JWKS key {index}: {rule}")]
-    Key { index: usize, rule: String },
+    Key { index: usize, rule: KeyRule },
     #[error("JWT configuration: {0}")]
     Invalid(String),
 }

@@ -11,7 +11,65 @@ use serde_json::{Map, Value};
 
 use super::{JwtConfigError, MAX_RSA_BITS, MIN_RSA_BITS};
 
+/// JWK members that only a private key has; a JWKS holding one is refused.
 const PRIVATE_MEMBERS: [&str; 8] = ["d", "p", "q", "dp", "dq", "qi", "oth", "k"];
+
+/// Why one key of a JWKS was refused: RFC 7517 and RFC 7518 rules, and
+/// ours (public keys only, EC P-256 or RSA of 2048 to 8192 bits, unique
+/// kids; docs/jwt.md). The start-up error names the key's index with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyRule {
+    #[error("is not a JSON object")]
+    NotAnObject,
+    #[error("has no {0:?}")]
+    Missing(&'static str),
+    #[error("{0:?} is not a string")]
+    NotAString(&'static str),
+    #[error("contains private key material ({0:?}); the JWKS file must hold public keys only")]
+    PrivateMaterial(&'static str),
+    #[error("\"kid\" must be a non-empty string")]
+    EmptyKid,
+    #[error(
+        "has no \"kid\"; every key of a set of more than one needs a kid, since tokens select their key by kid"
+    )]
+    KidNeeded,
+    #[error("kid {kid:?} is already used by key {first}; kids must be unique")]
+    DuplicateKid { kid: String, first: usize },
+    #[error("\"use\" must be \"sig\" (signature verification)")]
+    UseNotSig,
+    #[error("\"key_ops\" must include \"verify\"")]
+    NoVerifyOp,
+    #[error("key type {0:?} is not supported (only \"EC\" with curve P-256, and \"RSA\")")]
+    KeyType(String),
+    #[error("\"alg\" {alg:?} is not supported for kty {kty:?} (only {expected})")]
+    Algorithm {
+        alg: String,
+        kty: String,
+        expected: JwsAlgorithm,
+    },
+    #[error("{0:?} is not unpadded base64url (RFC 7515 section 2)")]
+    NotBase64Url(&'static str),
+    #[error("curve {0:?} is not supported (only \"P-256\")")]
+    Curve(String),
+    #[error("has no \"crv\" string")]
+    NoCurve,
+    #[error("\"x\" and \"y\" must each be 32 bytes for P-256 (RFC 7518 section 6.2.1)")]
+    CoordinateLength,
+    #[error("\"x\" and \"y\" are not a point on P-256")]
+    OffCurve,
+    #[error("\"x\" and \"y\" are not unpadded base64url")]
+    EcComponents,
+    #[error("RSA modulus has {0} bits; at least {min} are required", min = MIN_RSA_BITS)]
+    RsaTooShort(usize),
+    #[error("RSA modulus has {0} bits; at most {max} are accepted", max = MAX_RSA_BITS)]
+    RsaTooLong(usize),
+    #[error("RSA exponent \"e\" is out of range")]
+    RsaExponentRange,
+    #[error("RSA {0} cannot be decoded")]
+    RsaUndecodable(&'static str),
+    #[error("RSA public key is invalid: {0}")]
+    RsaInvalid(String),
+}
 
 /// The JWS algorithms this gateway verifies. Each key type allows exactly
 /// one, so a token can never choose how its key is used.
@@ -158,9 +216,10 @@ impl Jwks {
             {
                 return Err(JwtConfigError::Key {
                     index,
-                    rule: format!(
-                        "kid {kid:?} is already used by key {first}; kids must be unique"
-                    ),
+                    rule: KeyRule::DuplicateKid {
+                        kid: kid.clone(),
+                        first,
+                    },
                 });
             }
             parsed.push(key);
@@ -170,7 +229,7 @@ impl Jwks {
         {
             return Err(JwtConfigError::Key {
                 index,
-                rule: "has no \"kid\"; every key of a set of more than one needs a kid, since tokens select their key by kid".to_owned(),
+                rule: KeyRule::KidNeeded,
             });
         }
         Ok(Jwks { keys: parsed })
@@ -205,92 +264,86 @@ impl Jwks {
     }
 }
 
-fn parse_jwk(jwk: &Value) -> Result<VerificationKey, String> {
+fn parse_jwk(jwk: &Value) -> Result<VerificationKey, KeyRule> {
     let Some(jwk) = jwk.as_object() else {
-        return Err("is not a JSON object".to_owned());
+        return Err(KeyRule::NotAnObject);
     };
     let kty = match jwk.get("kty") {
         Some(Value::String(kty)) => kty.as_str(),
-        Some(_) => return Err("\"kty\" is not a string".to_owned()),
-        None => return Err("has no \"kty\"".to_owned()),
+        Some(_) => return Err(KeyRule::NotAString("kty")),
+        None => return Err(KeyRule::Missing("kty")),
     };
     if let Some(member) = PRIVATE_MEMBERS.iter().find(|m| jwk.contains_key(**m)) {
-        return Err(format!(
-            "contains private key material ({member:?}); the JWKS file must hold public keys only"
-        ));
+        return Err(KeyRule::PrivateMaterial(member));
     }
     let kid = match jwk.get("kid") {
         None => None,
         Some(Value::String(kid)) if !kid.is_empty() => Some(kid.clone()),
-        Some(_) => return Err("\"kid\" must be a non-empty string".to_owned()),
+        Some(_) => return Err(KeyRule::EmptyKid),
     };
     match jwk.get("use") {
         None => {}
         Some(Value::String(u)) if u == "sig" => {}
-        Some(_) => return Err("\"use\" must be \"sig\" (signature verification)".to_owned()),
+        Some(_) => return Err(KeyRule::UseNotSig),
     }
     if let Some(ops) = jwk.get("key_ops") {
         let verifies = ops
             .as_array()
             .is_some_and(|ops| ops.iter().any(|op| op.as_str() == Some("verify")));
         if !verifies {
-            return Err("\"key_ops\" must include \"verify\"".to_owned());
+            return Err(KeyRule::NoVerifyOp);
         }
     }
     let (expected_alg, (kind, decoding)) = match kty {
         "EC" => (JwsAlgorithm::Es256, parse_ec(jwk)?),
         "RSA" => (JwsAlgorithm::Rs256, parse_rsa(jwk)?),
         other => {
-            return Err(format!(
-                "key type {other:?} is not supported (only \"EC\" with curve P-256, and \"RSA\")"
-            ));
+            return Err(KeyRule::KeyType(other.to_owned()));
         }
     };
     match jwk.get("alg") {
         None => {}
         Some(Value::String(alg)) if alg == expected_alg.as_str() => {}
         Some(Value::String(alg)) => {
-            return Err(format!(
-                "\"alg\" {alg:?} is not supported for kty {kty:?} (only {expected_alg})"
-            ));
+            return Err(KeyRule::Algorithm {
+                alg: alg.clone(),
+                kty: kty.to_owned(),
+                expected: expected_alg,
+            });
         }
-        Some(_) => return Err("\"alg\" is not a string".to_owned()),
+        Some(_) => return Err(KeyRule::NotAString("alg")),
     }
     Ok(VerificationKey::new(kid, kind, decoding))
 }
 
-fn jwk_text<'a>(jwk: &'a Map<String, Value>, member: &str) -> Result<&'a str, String> {
+fn jwk_text<'a>(jwk: &'a Map<String, Value>, member: &'static str) -> Result<&'a str, KeyRule> {
     let Some(value) = jwk.get(member) else {
-        return Err(format!("has no {member:?}"));
+        return Err(KeyRule::Missing(member));
     };
-    value
-        .as_str()
-        .ok_or_else(|| format!("{member:?} is not a string"))
+    value.as_str().ok_or(KeyRule::NotAString(member))
 }
 
-fn jwk_bytes(jwk: &Map<String, Value>, member: &str) -> Result<Vec<u8>, String> {
+fn jwk_bytes(jwk: &Map<String, Value>, member: &'static str) -> Result<Vec<u8>, KeyRule> {
     let text = jwk_text(jwk, member)?;
     URL_SAFE_NO_PAD
         .decode(text)
-        .map_err(|_| format!("{member:?} is not unpadded base64url (RFC 7515 section 2)"))
+        .map_err(|_| KeyRule::NotBase64Url(member))
 }
 
 type ParsedKey = (KeyKind, jsonwebtoken::DecodingKey);
 
-fn parse_ec(jwk: &Map<String, Value>) -> Result<ParsedKey, String> {
+fn parse_ec(jwk: &Map<String, Value>) -> Result<ParsedKey, KeyRule> {
     match jwk.get("crv").and_then(Value::as_str) {
         Some("P-256") => {}
         Some(other) => {
-            return Err(format!("curve {other:?} is not supported (only \"P-256\")"));
+            return Err(KeyRule::Curve(other.to_owned()));
         }
-        None => return Err("has no \"crv\" string".to_owned()),
+        None => return Err(KeyRule::NoCurve),
     }
     let x = jwk_bytes(jwk, "x")?;
     let y = jwk_bytes(jwk, "y")?;
     if x.len() != 32 || y.len() != 32 {
-        return Err(
-            "\"x\" and \"y\" must each be 32 bytes for P-256 (RFC 7518 section 6.2.1)".to_owned(),
-        );
+        return Err(KeyRule::CoordinateLength);
     }
     let mut sec1 = Vec::with_capacity(65);
     sec1.push(0x04);
@@ -298,15 +351,14 @@ fn parse_ec(jwk: &Map<String, Value>) -> Result<ParsedKey, String> {
     sec1.extend_from_slice(&y);
     // Checked here so that a key off the curve stops the start; the crate
     // would only refuse it when a token arrives.
-    p256::ecdsa::VerifyingKey::from_sec1_bytes(&sec1)
-        .map_err(|_| "\"x\" and \"y\" are not a point on P-256".to_owned())?;
+    p256::ecdsa::VerifyingKey::from_sec1_bytes(&sec1).map_err(|_| KeyRule::OffCurve)?;
     let decoding =
         jsonwebtoken::DecodingKey::from_ec_components(jwk_text(jwk, "x")?, jwk_text(jwk, "y")?)
-            .map_err(|_| "\"x\" and \"y\" are not unpadded base64url".to_owned())?;
+            .map_err(|_| KeyRule::EcComponents)?;
     Ok((KeyKind::Ec, decoding))
 }
 
-fn parse_rsa(jwk: &Map<String, Value>) -> Result<ParsedKey, String> {
+fn parse_rsa(jwk: &Map<String, Value>) -> Result<ParsedKey, KeyRule> {
     let n = jwk_bytes(jwk, "n")?;
     let e = jwk_bytes(jwk, "e")?;
     let n = strip_leading_zeros(&n);
@@ -316,27 +368,22 @@ fn parse_rsa(jwk: &Map<String, Value>) -> Result<ParsedKey, String> {
         None => 0,
     };
     if bits < MIN_RSA_BITS {
-        return Err(format!(
-            "RSA modulus has {bits} bits; at least {MIN_RSA_BITS} are required"
-        ));
+        return Err(KeyRule::RsaTooShort(bits));
     }
     if bits > MAX_RSA_BITS {
-        return Err(format!(
-            "RSA modulus has {bits} bits; at most {MAX_RSA_BITS} are accepted"
-        ));
+        return Err(KeyRule::RsaTooLong(bits));
     }
     if e.is_empty() || e.len() > 8 {
-        return Err("RSA exponent \"e\" is out of range".to_owned());
+        return Err(KeyRule::RsaExponentRange);
     }
-    let n_precision = u32::try_from(n.len() * 8).map_err(|_| "RSA modulus too large".to_owned())?;
+    let n_precision = u32::try_from(n.len() * 8).map_err(|_| KeyRule::RsaTooLong(bits))?;
     let n_uint = rsa::BoxedUint::from_be_slice(n, n_precision)
-        .map_err(|_| "RSA modulus cannot be decoded".to_owned())?;
-    let e_uint = rsa::BoxedUint::from_be_slice(e, 64)
-        .map_err(|_| "RSA exponent cannot be decoded".to_owned())?;
+        .map_err(|_| KeyRule::RsaUndecodable("modulus"))?;
+    let e_uint =
+        rsa::BoxedUint::from_be_slice(e, 64).map_err(|_| KeyRule::RsaUndecodable("exponent"))?;
     // The same constructor the crate calls for each token; called here so
     // that a key it would refuse stops the start instead.
-    rsa::PublicKey::new(n_uint, e_uint)
-        .map_err(|err| format!("RSA public key is invalid: {err}"))?;
+    rsa::PublicKey::new(n_uint, e_uint).map_err(|err| KeyRule::RsaInvalid(err.to_string()))?;
     Ok((
         KeyKind::Rsa { bits },
         jsonwebtoken::DecodingKey::from_rsa_raw_components(n, e),
