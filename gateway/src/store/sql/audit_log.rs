@@ -3,20 +3,8 @@
 
 use super::*;
 
-impl<D: Dialect> SqlStore<D>
-where
-    for<'c> &'c mut Conn<D>: Executor<'c, Database = D::Db>,
-    <D::Db as Database>::Arguments: IntoArguments<D::Db>,
-    for<'a> &'a str: ColumnIndex<Row<D>> + Encode<'a, D::Db> + Type<D::Db>,
-    usize: ColumnIndex<Row<D>>,
-    String: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    Option<String>: for<'q> Encode<'q, D::Db>,
-    Option<D::Time>: for<'q> Encode<'q, D::Db>,
-    i64: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    i32: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    bool: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    Vec<u8>: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-{
+shared_sql! {
+impl {
     /// Run `delete` (of at most `$2` rows from before `$1`) until it
     /// deletes fewer than [`AUDIT_PRUNE_BATCH`] rows, each statement its own
     /// transaction, so writers wait at most one batch; returns how many.
@@ -353,4 +341,5 @@ where
             counters_pruned_through,
         })
     }
+}
 }

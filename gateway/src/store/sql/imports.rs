@@ -3,20 +3,8 @@
 
 use super::*;
 
-impl<D: Dialect> SqlStore<D>
-where
-    for<'c> &'c mut Conn<D>: Executor<'c, Database = D::Db>,
-    <D::Db as Database>::Arguments: IntoArguments<D::Db>,
-    for<'a> &'a str: ColumnIndex<Row<D>> + Encode<'a, D::Db> + Type<D::Db>,
-    usize: ColumnIndex<Row<D>>,
-    String: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    Option<String>: for<'q> Encode<'q, D::Db>,
-    Option<D::Time>: for<'q> Encode<'q, D::Db>,
-    i64: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    i32: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    bool: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    Vec<u8>: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-{
+shared_sql! {
+impl {
     pub(super) async fn record_import(&self, attempt: &ImportAttempt) -> Result<(), StoreError> {
         let attempt = attempt.bounded();
         let mut tx = D::begin_write(&self.pool).await?;
@@ -123,4 +111,5 @@ where
             })
             .collect()
     }
+}
 }

@@ -27,6 +27,34 @@
 //! counters), `programs.rs`, `imports.rs` (the import log) and
 //! `sessions.rs` (legacy MCP sessions).
 
+/// An impl block of [`SqlStore`] over every dialect, with the bounds
+/// written once: the dialect's database binds and decodes the plain types
+/// every shared statement uses (both sqlx drivers meet them).
+/// `shared_sql! { impl { .. } }` is an inherent block; `shared_sql! {
+/// #[attr] impl Trait { .. } }` implements `Trait`. Defined before the
+/// submodules so that each table family's file can use it.
+macro_rules! shared_sql {
+    ($(#[$attr:meta])* impl $($trait_:ident)? { $($body:tt)* }) => {
+        $(#[$attr])*
+        impl<D: Dialect> $($trait_ for)? SqlStore<D>
+        where
+            for<'c> &'c mut Conn<D>: Executor<'c, Database = D::Db>,
+            <D::Db as Database>::Arguments: IntoArguments<D::Db>,
+            for<'a> &'a str: ColumnIndex<Row<D>> + Encode<'a, D::Db> + Type<D::Db>,
+            usize: ColumnIndex<Row<D>>,
+            String: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
+            Option<String>: for<'q> Encode<'q, D::Db>,
+            Option<D::Time>: for<'q> Encode<'q, D::Db>,
+            i64: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
+            i32: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
+            bool: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
+            Vec<u8>: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
+        {
+            $($body)*
+        }
+    };
+}
+
 mod audit_log;
 mod imports;
 mod organizations;
@@ -195,45 +223,18 @@ fn json<D: Dialect, T: DeserializeOwned>(row: &Row<D>, column: &str) -> Result<T
         .ok_or_else(|| StoreError::Corrupt(format!("stored {column} is null")))
 }
 
-// The bounds below say, once per impl block, that the dialect's database
-// binds and decodes the plain types every shared statement uses; both
-// sqlx drivers meet them.
-
-impl<D: Dialect> SqlStore<D>
-where
-    for<'c> &'c mut Conn<D>: Executor<'c, Database = D::Db>,
-    <D::Db as Database>::Arguments: IntoArguments<D::Db>,
-    for<'a> &'a str: ColumnIndex<Row<D>> + Encode<'a, D::Db> + Type<D::Db>,
-    usize: ColumnIndex<Row<D>>,
-    String: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    Option<String>: for<'q> Encode<'q, D::Db>,
-    Option<D::Time>: for<'q> Encode<'q, D::Db>,
-    i64: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    i32: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    bool: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    Vec<u8>: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-{
+shared_sql! {
+impl {
     /// A timestamp column.
     fn time(row: &Row<D>, column: &str) -> Result<DateTime<Utc>, StoreError> {
         D::parse_time(row.try_get(column)?)
     }
 }
+}
 
+shared_sql! {
 #[async_trait::async_trait]
-impl<D: Dialect> Store for SqlStore<D>
-where
-    for<'c> &'c mut Conn<D>: Executor<'c, Database = D::Db>,
-    <D::Db as Database>::Arguments: IntoArguments<D::Db>,
-    for<'a> &'a str: ColumnIndex<Row<D>> + Encode<'a, D::Db> + Type<D::Db>,
-    usize: ColumnIndex<Row<D>>,
-    String: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    Option<String>: for<'q> Encode<'q, D::Db>,
-    Option<D::Time>: for<'q> Encode<'q, D::Db>,
-    i64: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    i32: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    bool: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    Vec<u8>: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-{
+impl Store {
     async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("select 1").execute(&self.pool).await?;
         Ok(())
@@ -874,4 +875,5 @@ where
             .await?;
         Ok(u64::try_from(stored).unwrap_or(0))
     }
+}
 }

@@ -3,20 +3,8 @@
 
 use super::*;
 
-impl<D: Dialect> SqlStore<D>
-where
-    for<'c> &'c mut Conn<D>: Executor<'c, Database = D::Db>,
-    <D::Db as Database>::Arguments: IntoArguments<D::Db>,
-    for<'a> &'a str: ColumnIndex<Row<D>> + Encode<'a, D::Db> + Type<D::Db>,
-    usize: ColumnIndex<Row<D>>,
-    String: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    Option<String>: for<'q> Encode<'q, D::Db>,
-    Option<D::Time>: for<'q> Encode<'q, D::Db>,
-    i64: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    i32: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    bool: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    Vec<u8>: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-{
+shared_sql! {
+impl {
     /// A row of [`PROGRAM_COLUMNS`].
     pub(super) fn program_from_row(row: &Row<D>) -> Result<ProgramRecord, StoreError> {
         let revision: i64 = row.try_get("revision")?;
@@ -118,4 +106,5 @@ where
         tx.commit().await?;
         Ok(plan.summary)
     }
+}
 }
