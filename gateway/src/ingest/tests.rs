@@ -583,8 +583,8 @@ fn json_cells_convert_and_distinguish_unknown_from_none() {
     assert_eq!(v.required_dealer_charges.as_ref().unwrap().len(), 1);
     assert_eq!(v.conditional_adjustments, Some(vec![]));
     assert_eq!(v.media.len(), 2);
-    assert_eq!(v.media[1]["position"], 1);
-    assert_eq!(v.media[0]["type"], "image");
+    assert_eq!(v.media[1].position, Some(1));
+    assert_eq!(v.media[0].kind, "image");
     assert_eq!(v.features, ["Heated seats"]);
     assert_eq!(v.history_report_status.as_deref(), Some("not_available"));
 }
@@ -1373,13 +1373,10 @@ fn evidence_columns_are_read_into_the_record() {
         v.odometer.and_then(|o| o.status),
         Some(crate::inventory::model::OdometerStatus::NotActual)
     );
+    assert_eq!(v.used_evidence.title.as_ref().unwrap().brands, ["flood"]);
     assert_eq!(
-        v.used_evidence.title.as_ref().unwrap()["brands"],
-        json!(["flood"])
-    );
-    assert_eq!(
-        v.used_evidence.inspection.as_ref().unwrap()["status"],
-        json!("partial")
+        v.used_evidence.inspection.as_ref().unwrap().status,
+        "partial"
     );
     assert_eq!(
         v.used_evidence.certification_program.as_deref(),
@@ -1574,10 +1571,7 @@ fn the_json_feed_reads_the_evidence_extension_with_the_same_rules() {
         v.used_evidence.certification_program.as_deref(),
         Some("Honda Certified")
     );
-    assert_eq!(
-        v.used_evidence.title.as_ref().unwrap()["status"],
-        json!("clear")
-    );
+    assert_eq!(v.used_evidence.title.as_ref().unwrap().status, "clear");
     assert_eq!(
         v.odometer.and_then(|o| o.status),
         Some(crate::inventory::model::OdometerStatus::Actual)

@@ -48,11 +48,16 @@ fn car(rooftop: &str, n: usize) -> VehicleRecord {
             unit: DistanceUnit::Mi,
             status: None,
         }),
-        powertrain: Some(json!({"fuel_type": "gasoline", "drivetrain": "four_wd"})),
+        powertrain: Some(crate::dap::Powertrain {
+            fuel_type: Some("gasoline".into()),
+            drivetrain: Some("four_wd".into()),
+            ..Default::default()
+        }),
         features: vec!["Tow package".into()],
-        media: vec![
-            json!({"type": "image", "url": "https://cdn.example.com/1.jpg", "position": 0}),
-        ],
+        media: vec![crate::dap::MediaAsset::image(
+            "https://cdn.example.com/1.jpg",
+            0,
+        )],
         listing_url: Some("https://dealer.example.com/v/1".into()),
         window_sticker_url: None,
         advertised_price: Money::from_minor(4_287_500, Currency::USD),
@@ -1235,8 +1240,10 @@ fn timing_100k_vehicles_200_rooftops() {
             r.features = (0..8).map(|i| format!("Feature number {i}")).collect();
             r.media = (0..8)
                 .map(|i| {
-                    json!({"type": "image", "position": i,
-                           "url": format!("https://cdn.example.com/{}/{i}.jpg", r.vehicle_id)})
+                    crate::dap::MediaAsset::image(
+                        format!("https://cdn.example.com/{}/{i}.jpg", r.vehicle_id),
+                        i,
+                    )
                 })
                 .collect();
             records.push(r);
