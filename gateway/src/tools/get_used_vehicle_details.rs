@@ -46,3 +46,6 @@ impl super::Tool for GetUsedVehicleDetails {
             .ok_or(ToolError::NotFound)
     }
 }
+
+#[cfg(test)]
+mod tests;
