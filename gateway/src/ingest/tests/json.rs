@@ -130,3 +130,39 @@ fn json_problems_are_located_in_the_file_even_past_a_read_buffer() {
         "{p:#?}"
     );
 }
+
+/// The closed records of a JSON vehicle are read into their DAP types with
+/// every member kept (a fractional range keeps its number text); a value
+/// that is not of its type refuses the record at the member, never dropping
+/// it.
+#[test]
+fn json_powertrain_and_media_are_read_into_their_types() {
+    let mut record = json_vehicle();
+    record["powertrain"] = json!({
+        "fuel_type": "battery_electric", "drivetrain": "awd",
+        "electric_range": {"value": 402.5, "unit": "km"}
+    });
+    record["media"] = json!([
+        {"type": "image", "url": "https://cdn.example/1.jpg", "caption": "Front", "position": 0},
+        {"type": "spin", "url": "https://cdn.example/360"}
+    ]);
+    let feed = json_feed(json!([record.clone()])).unwrap();
+    let v = vehicles(&feed)[0];
+    let powertrain = v.powertrain.as_ref().unwrap();
+    assert_eq!(powertrain.drivetrain.as_deref(), Some("awd"));
+    assert_eq!(
+        serde_json::to_value(powertrain).unwrap(),
+        record["powertrain"]
+    );
+    assert_eq!(serde_json::to_value(&v.media).unwrap(), record["media"]);
+
+    // A position written 1.0 is refused at the member (the schema check
+    // names it; the type's own refusal restates it and is not repeated).
+    record["media"][1]["position"] = json!(1.0);
+    let found = problems(json_feed(json!([record])));
+    if let [p] = found.as_slice() {
+        assert_eq!(p.column, "/0/media/1/position", "{}", p.rule);
+    } else {
+        panic!("one problem expected: {found:?}");
+    }
+}
