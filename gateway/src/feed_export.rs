@@ -62,7 +62,6 @@ use std::task::{Context, Poll};
 
 use axum::body::{Body, Bytes};
 use chrono::SecondsFormat;
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
@@ -326,14 +325,10 @@ fn cells(record: &VehicleRecord, rooftop: &ExportRooftop) -> Result<Vec<String>,
     }
     let opt = |v: &Option<String>| v.clone().unwrap_or_default();
     let text = |v: &Option<String>| v.as_deref().map(neutralised).unwrap_or_default();
-    let images: Vec<&Value> = {
-        let mut media: Vec<&Value> = record
-            .media
-            .iter()
-            .filter(|m| m["type"] == "image" && m["url"].is_string())
-            .collect();
-        media.sort_by_key(|m| m["position"].as_i64().unwrap_or(i64::MAX));
-        media.into_iter().map(|m| &m["url"]).collect()
+    let images: Vec<&str> = {
+        let mut media: Vec<_> = record.media.iter().filter(|m| m.is_image()).collect();
+        media.sort_by_key(|m| m.position.unwrap_or(u64::MAX));
+        media.into_iter().map(|m| m.url.as_str()).collect()
     };
     let mut row = Vec::with_capacity(COLUMNS.len());
     for column in COLUMNS {

@@ -8,6 +8,12 @@ pub mod history;
 pub mod pricing;
 /// DAP `source`, `provenance` and `freshness`.
 pub mod provenance;
+/// Used-vehicle evidence as published: title, inspection, reconditioning.
+pub mod used;
+/// The used-vehicle disclosure as served, every part with provenance and freshness.
+pub mod used_details;
+/// Vehicle records as published: powertrain and media assets.
+pub mod vehicle;
 /// Wire limits and the one `truncate`.
 pub mod wire;
 
@@ -17,4 +23,9 @@ pub use pricing::{
     GovernmentChargeLine, Jurisdiction, Money, Scalar, Stacking,
 };
 pub use provenance::{Freshness, FreshnessState, Provenance, Source};
+pub use used::{
+    ConditionComponent, ConditionGrade, Inspection, Reconditioning, ReconditioningItem, Title,
+};
+pub use used_details::UsedVehicleDetails;
+pub use vehicle::{ElectricRange, MediaAsset, Powertrain};
 pub use wire::{MAX_AGE_LIMIT, MAX_TRANSFORMATIONS, truncate};

@@ -14,6 +14,11 @@ use chrono::Duration;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::dap::{
+    ConditionComponent, ConditionGrade, HistoryReport, Inspection, Reconditioning,
+    ReconditioningItem, Title,
+};
+
 use super::clock::{Clock, DAY, day_floor, ts};
 use super::data::{
     CAPTIVE_LENDERS, FEATURES_COMMON, FEATURES_EV, FEATURES_SUV, FEATURES_TRUCK, FEATURES_VAN,
@@ -128,17 +133,29 @@ pub(super) struct ConditionalAdjustment<'a> {
     stacking: Stacking<'a>,
 }
 
-/// A history-report object; `summary_sharing_authorized` is always false
-/// (DAP 6, CSV-003: false unless the provider agreement permits it).
-#[derive(Serialize)]
-pub(super) struct HistoryReport {
-    provider_id: &'static str,
-    provider_name: &'static str,
-    status: &'static str,
-    access: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
+/// A generated row's history report (DAP `historyReport` as a feed
+/// publishes it, [`HistoryReport`]): no summary, and
+/// `summary_sharing_authorized` false (DAP 6, CSV-003: false unless the
+/// provider agreement permits it).
+fn report(
+    provider_id: &str,
+    provider_name: &str,
+    status: &str,
+    access: &str,
     report_url: Option<String>,
-    summary_sharing_authorized: bool,
+) -> HistoryReport {
+    HistoryReport {
+        provider_id: provider_id.into(),
+        provider_name: provider_name.into(),
+        report_id: None,
+        status: status.into(),
+        access: access.into(),
+        report_url,
+        report_generated_at: None,
+        observed_at: None,
+        summary_sharing_authorized: false,
+        summary: None,
+    }
 }
 
 /// `required_dealer_charges_json`: a documentation/administration fee,
@@ -291,34 +308,31 @@ pub(super) fn history(rng: &mut Rng, roof: &FeedRooftop, vin: &str) -> Vec<Histo
         } else {
             ("restricted", "restricted", None)
         };
-        out.push(HistoryReport {
+        out.push(report(
             provider_id,
             provider_name,
             status,
             access,
             report_url,
-            summary_sharing_authorized: false,
-        });
+        ));
     }
     if autocheck {
-        out.push(HistoryReport {
-            provider_id: "com.experian.autocheck",
-            provider_name: "AutoCheck",
-            status: "available",
-            access: "on_request",
-            report_url: None,
-            summary_sharing_authorized: false,
-        });
+        out.push(report(
+            "com.experian.autocheck",
+            "AutoCheck",
+            "available",
+            "on_request",
+            None,
+        ));
     }
     if !carfax && !autocheck {
-        out.push(HistoryReport {
-            provider_id: "com.carfax",
-            provider_name: "CARFAX",
-            status: "not_available",
-            access: "none",
-            report_url: None,
-            summary_sharing_authorized: false,
-        });
+        out.push(report(
+            "com.carfax",
+            "CARFAX",
+            "not_available",
+            "none",
+            None,
+        ));
     }
     out
 }
@@ -582,13 +596,15 @@ impl Evidence {
     }
 }
 
-/// What a row with [`Evidence`] fills in, as the cells' JSON values (the
-/// shapes of `schemas/inventory-cells.schema.json`).
+/// What a row with [`Evidence`] fills in: the history cell as its JSON
+/// value, the title, inspection and reconditioning cells as the DAP records
+/// ingest reads them into (`crate::dap::used`, the shapes of
+/// `schemas/inventory-cells.schema.json`).
 pub(super) struct EvidenceCells {
     pub(super) history: Value,
-    pub(super) title: Option<Value>,
-    pub(super) inspection: Option<Value>,
-    pub(super) reconditioning: Option<Value>,
+    pub(super) title: Option<Title>,
+    pub(super) inspection: Option<Inspection>,
+    pub(super) reconditioning: Option<Reconditioning>,
     pub(super) odometer_status: &'static str,
     pub(super) certification_type: &'static str,
     pub(super) certification_program: Option<String>,
@@ -615,14 +631,14 @@ pub(super) fn evidence(e: Evidence, row: &EvidenceRow<'_>) -> EvidenceCells {
     } else {
         ("com.carfax", "CARFAX")
     };
-    let jurisdiction = id
-        .subdivision
-        .clone()
-        .or_else(|| id.country.map(str::to_owned));
-    let mut title = json!({ "status": "clear", "brands": [] });
-    if let Some(j) = &jurisdiction {
-        title["jurisdiction"] = json!(j);
-    }
+    let title = Title {
+        status: "clear".into(),
+        brands: Vec::new(),
+        jurisdiction: id
+            .subdivision
+            .clone()
+            .or_else(|| id.country.map(str::to_owned)),
+    };
     let summary = |accidents: &str, brands: &str, last: i64| {
         json!({
             "accident_status": accidents,
@@ -665,30 +681,39 @@ pub(super) fn evidence(e: Evidence, row: &EvidenceRow<'_>) -> EvidenceCells {
                 Some(summary("no_events_reported", "no_brands_reported", earlier))
             )]),
             title: Some(title),
-            inspection: Some(json!({
-                "status": "completed",
-                "inspection_authority": "dealer",
-                "inspector_name": "Certified pre-owned inspection centre",
-                "inspected_at": row.inspected_at,
-                "inspection_point_count": 172,
-                "grade": { "system": "Dealer retail inspection v2", "value": "retail ready" },
-                "components": [
-                    { "component": "mechanical", "status": "pass" },
-                    { "component": "brakes", "status": "pass" },
-                    { "component": "tires", "status": "pass" },
-                    { "component": "exterior", "status": "attention", "note": "Light scratch on the rear bumper." }
+            inspection: Some(Inspection {
+                inspector_name: Some("Certified pre-owned inspection centre".into()),
+                inspection_point_count: Some(172),
+                grade: Some(ConditionGrade {
+                    system: "Dealer retail inspection v2".into(),
+                    value: "retail ready".into(),
+                }),
+                components: Some(vec![
+                    component("mechanical", "pass", None),
+                    component("brakes", "pass", None),
+                    component("tires", "pass", None),
+                    component(
+                        "exterior",
+                        "attention",
+                        Some("Light scratch on the rear bumper."),
+                    ),
+                ]),
+                disclosed_damage: Some(vec!["Light scratch on the rear bumper.".into()]),
+                ..inspection("completed", row.inspected_at)
+            }),
+            reconditioning: Some(Reconditioning {
+                status: "completed".into(),
+                completed_at: Some(row.inspected_at.into()),
+                items: vec![
+                    item("brakes", "Front brake pads replaced.", "completed"),
+                    item("tires", "Four new all-season tires.", "completed"),
+                    item(
+                        "cosmetic",
+                        "Rear bumper scratch left as disclosed.",
+                        "declined",
+                    ),
                 ],
-                "disclosed_damage": ["Light scratch on the rear bumper."],
-            })),
-            reconditioning: Some(json!({
-                "status": "completed",
-                "completed_at": row.inspected_at,
-                "items": [
-                    { "category": "brakes", "description": "Front brake pads replaced.", "status": "completed" },
-                    { "category": "tires", "description": "Four new all-season tires.", "status": "completed" },
-                    { "category": "cosmetic", "description": "Rear bumper scratch left as disclosed.", "status": "declined" }
-                ],
-            })),
+            }),
             odometer_status: "actual",
             certification_type: "dealer_certified",
             certification_program: Some("Dealer Certified Pre-Owned (172-point)".to_owned()),
@@ -696,15 +721,13 @@ pub(super) fn evidence(e: Evidence, row: &EvidenceRow<'_>) -> EvidenceCells {
         Evidence::Partial => EvidenceCells {
             history: json!([report(carfax_id, carfax_name, "dealer_presented", None)]),
             title: Some(title),
-            inspection: Some(json!({
-                "status": "partial",
-                "inspection_authority": "dealer",
-                "inspected_at": row.inspected_at,
-                "components": [
-                    { "component": "mechanical", "status": "pass" },
-                    { "component": "battery", "status": "not_inspected" }
-                ],
-            })),
+            inspection: Some(Inspection {
+                components: Some(vec![
+                    component("mechanical", "pass", None),
+                    component("battery", "not_inspected", None),
+                ]),
+                ..inspection("partial", row.inspected_at)
+            }),
             reconditioning: None,
             odometer_status: "actual",
             certification_type: "not_certified",
@@ -731,15 +754,46 @@ pub(super) fn evidence(e: Evidence, row: &EvidenceRow<'_>) -> EvidenceCells {
             ]),
             title: Some(title),
             inspection: None,
-            reconditioning: Some(json!({
-                "status": "in_progress",
-                "items": [
-                    { "category": "safety", "description": "Open recall repair scheduled.", "status": "planned" }
-                ],
-            })),
+            reconditioning: Some(Reconditioning {
+                status: "in_progress".into(),
+                completed_at: None,
+                items: vec![item("safety", "Open recall repair scheduled.", "planned")],
+            }),
             odometer_status: "actual",
             certification_type: "not_certified",
             certification_program: None,
         },
+    }
+}
+
+/// The dealer's inspection with `status`, done at `inspected_at`; the rest
+/// not stated.
+fn inspection(status: &str, inspected_at: &str) -> Inspection {
+    Inspection {
+        status: status.into(),
+        inspection_authority: "dealer".into(),
+        inspector_name: None,
+        inspected_at: Some(inspected_at.into()),
+        report_url: None,
+        inspection_point_count: None,
+        grade: None,
+        components: None,
+        disclosed_damage: None,
+    }
+}
+
+fn component(component: &str, status: &str, note: Option<&str>) -> ConditionComponent {
+    ConditionComponent {
+        component: component.into(),
+        status: status.into(),
+        note: note.map(str::to_owned),
+    }
+}
+
+fn item(category: &str, description: &str, status: &str) -> ReconditioningItem {
+    ReconditioningItem {
+        category: category.into(),
+        description: description.into(),
+        status: status.into(),
     }
 }

@@ -11,7 +11,10 @@ use pricing::Money;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::dap::{ConditionalAdjustment, DealerCharge, HistoryReport};
+use crate::dap::{
+    ConditionalAdjustment, DealerCharge, HistoryReport, Inspection, MediaAsset, Powertrain,
+    Reconditioning, Title,
+};
 
 /// Odometer unit (DAP `distance.unit`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -66,6 +69,18 @@ pub enum OdometerStatus {
     Unknown,
 }
 
+impl OdometerStatus {
+    /// The DAP wire string (as serialized).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Actual => "actual",
+            Self::NotActual => "not_actual",
+            Self::ExceedsMechanicalLimits => "exceeds_mechanical_limits",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
 /// Where a vehicle record came from (DAP `source` + `provenance`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VehicleSource {
@@ -112,14 +127,12 @@ pub struct VehicleRecord {
     pub exterior_color: Option<String>,
     pub interior_color: Option<String>,
     pub odometer: Option<Odometer>,
-    /// DAP `powertrain` object as published (already schema-valid: ingest
-    /// checks it against vehicle.schema.json `powertrain`; not yet a typed
-    /// record of its own).
-    pub powertrain: Option<Value>,
+    /// DAP `powertrain` as published (ingest checks it against
+    /// vehicle.schema.json `powertrain`, then reads it into this type).
+    pub powertrain: Option<Powertrain>,
     pub features: Vec<String>,
-    /// DAP `mediaAsset` objects as published (schema-valid; not yet a
-    /// typed record of their own).
-    pub media: Vec<Value>,
+    /// DAP `mediaAsset` records as published (schema-checked by ingest).
+    pub media: Vec<MediaAsset>,
     /// HTTPS listing page.
     pub listing_url: Option<String>,
     pub window_sticker_url: Option<String>,
@@ -164,17 +177,16 @@ pub struct UsedEvidence {
     /// document's own odometer has no `exempt`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub odometer_status: Option<String>,
-    /// `csvTitle`: `{status, brands, jurisdiction?}` as published
-    /// (schema-valid; not yet a typed record of its own).
+    /// `csvTitle`: the title as the dealer discloses it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<Value>,
+    pub title: Option<Title>,
     /// `csvInspection`: a DAP `conditionReport` without provenance and
     /// freshness.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub inspection: Option<Value>,
-    /// `csvReconditioning`: `{status, completed_at?, items}`.
+    pub inspection: Option<Inspection>,
+    /// `csvReconditioning`: the completion state and its public items.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reconditioning: Option<Value>,
+    pub reconditioning: Option<Reconditioning>,
     /// The certification program (a manufacturer-CPO claim needs one,
     /// DAP-UV-024).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -285,8 +297,11 @@ pub fn discrepancies(record: &VehicleRecord) -> Vec<Discrepancy> {
             .map(|(name, _)| *name)
             .collect()
     };
-    let title = record.used_evidence.title.as_ref();
-    let title_status = title.and_then(|t| t["status"].as_str());
+    let title_status = record
+        .used_evidence
+        .title
+        .as_ref()
+        .map(|t| t.status.as_str());
     let contradicting = match title_status {
         Some("clear") => Some(("brands_reported", "the dealer's title record is clear")),
         Some("branded") => Some(("no_brands_reported", "the dealer's title record is branded")),

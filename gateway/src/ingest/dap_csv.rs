@@ -8,11 +8,14 @@
 //! silently), and every rule of docs/inventory-feeds.md applies.
 
 use pricing::Money;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::rules::{self, Cell, CellCache, Collector, Duplicates, Key, Transformations};
 use super::{Failure, FileSource, FormatResult, IngestContext, Progress, Sink};
-use crate::dap::{ConditionalAdjustment, DealerCharge, HistoryReport};
+use crate::dap::{
+    ConditionalAdjustment, DealerCharge, HistoryReport, Inspection, MediaAsset, Reconditioning,
+    Title,
+};
 use crate::inventory::model::{
     Odometer, OdometerStatus, UsedEvidence, VehicleRecord, VehicleSource,
 };
@@ -743,23 +746,31 @@ fn convert(
         p.typed(line, C::ConditionalAdjustmentsJson.name(), adjustments);
     let history_reports: Option<Vec<HistoryReport>> =
         p.typed(line, C::HistoryReportsJson.name(), history);
+    // Schema-checked cells read into their DAP records; a record that no
+    // longer matches its definition refuses the row, never drops a member.
     let title = json(C::TitleJson, Cell::Title, p);
+    let title: Option<Title> = p.typed(line, C::TitleJson.name(), title);
     let inspection = json(C::InspectionJson, Cell::Inspection, p);
+    let inspection: Option<Inspection> = p.typed(line, C::InspectionJson.name(), inspection);
     let reconditioning = json(C::ReconditioningJson, Cell::Reconditioning, p);
+    let reconditioning: Option<Reconditioning> =
+        p.typed(line, C::ReconditioningJson.name(), reconditioning);
 
     if p.len() != before {
         return None;
     }
     let (rooftop_id, _) = rooftop?;
     let vin = vin?;
-    let media = images
+    let media: Vec<MediaAsset> = images
         .as_ref()
         .and_then(Value::as_array)
         .map(|urls| {
+            // Every item is a URL string (csvImageUrls); its position is
+            // its index in the cell.
             urls.iter()
-                .enumerate()
-                .map(|(i, url)| json!({ "type": "image", "url": url, "position": i }))
-                .collect::<Vec<_>>()
+                .zip(0..)
+                .filter_map(|(url, i)| Some(MediaAsset::image(url.as_str()?, i)))
+                .collect()
         })
         .unwrap_or_default();
     if !media.is_empty() {

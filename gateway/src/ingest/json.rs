@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use super::rules::{self, Cell, Collector, Duplicates, Key, Transformations};
 use super::{Failure, FileSource, FormatResult, IngestContext, Progress, Sink};
-use crate::dap::HistoryReport;
+use crate::dap::{HistoryReport, Inspection, MediaAsset, Powertrain, Reconditioning, Title};
 use crate::inventory::model::{
     DistanceUnit, Odometer, OdometerStatus, UsedEvidence, VehicleRecord, VehicleSource,
 };
@@ -642,17 +642,33 @@ fn convert(
             .as_ref()
             .and_then(|e| e.get("history_reports").cloned()),
     );
+    // The schema-checked closed records read into their DAP types; one that
+    // no longer matches its type refuses the record (a restatement of a
+    // schema problem at the same place is dropped by the caller).
+    let evidence_part = |name: &str| evidence.as_ref().and_then(|e| e.get(name).cloned());
+    let title: Option<Title> = p.typed(i, &format!("{evidence_at}/title"), evidence_part("title"));
+    let inspection: Option<Inspection> = p.typed(
+        i,
+        &format!("{evidence_at}/inspection"),
+        evidence_part("inspection"),
+    );
+    let reconditioning: Option<Reconditioning> = p.typed(
+        i,
+        &format!("{evidence_at}/reconditioning"),
+        evidence_part("reconditioning"),
+    );
+    let powertrain: Option<Powertrain> =
+        p.typed(i, &at("/powertrain"), r.get("powertrain").cloned());
+    let media: Option<Vec<MediaAsset>> = p.typed(i, &at("/media"), r.get("media").cloned());
     if p.len() != before {
         return None;
     }
     let observed_at = observed_at?;
     let used_evidence = UsedEvidence {
         odometer_status: evidence_status,
-        title: evidence.as_ref().and_then(|e| e.get("title").cloned()),
-        inspection: evidence.as_ref().and_then(|e| e.get("inspection").cloned()),
-        reconditioning: evidence
-            .as_ref()
-            .and_then(|e| e.get("reconditioning").cloned()),
+        title,
+        inspection,
+        reconditioning,
         certification_program,
     };
     let strings = |v: &Value| -> Vec<String> {
@@ -678,9 +694,9 @@ fn convert(
         exterior_color: s(&r["exterior_color"]),
         interior_color: s(&r["interior_color"]),
         odometer,
-        powertrain: r.get("powertrain").cloned(),
+        powertrain,
         features: strings(&r["features"]),
-        media: r["media"].as_array().cloned().unwrap_or_default(),
+        media: media.unwrap_or_default(),
         listing_url: s(&r["listing_url"]),
         window_sticker_url: s(&r["window_sticker_url"]),
         advertised_price: price?,

@@ -9,8 +9,9 @@
 //! query runs against a deduplicated vocabulary of lower-cased words
 //! instead of per-vehicle strings.
 //!
-//! Memory: each record is kept as one LZ4-compressed compact JSON string (a tree of
-//! `serde_json::Value` for media and charges costs several times its text),
+//! Memory: each record is kept as one LZ4-compressed compact JSON string (a
+//! decoded record, with its media, charges and evidence, costs several times
+//! its text),
 //! and is decoded only for the few vehicles a page renders
 //! ([`SnapshotIndex::record`]). Identifiers live in contiguous arenas.
 

@@ -414,7 +414,8 @@ fn static_members(record: &VehicleRecord) -> (Map<String, Value>, Map<String, Va
         put("odometer", Value::Object(odo));
     }
     if let Some(p) = &record.powertrain {
-        put("powertrain", p.clone());
+        // A record of strings and JSON numbers: serializing cannot fail.
+        put("powertrain", serde_json::to_value(p).unwrap_or(Value::Null));
     }
     if !record.features.is_empty() {
         put(
@@ -433,7 +434,14 @@ fn static_members(record: &VehicleRecord) -> (Map<String, Value>, Map<String, Va
     if !record.media.is_empty() {
         put(
             "media",
-            Value::Array(record.media.iter().take(500).cloned().collect()),
+            Value::Array(
+                record
+                    .media
+                    .iter()
+                    .take(500)
+                    .map(|m| serde_json::to_value(m).unwrap_or(Value::Null))
+                    .collect(),
+            ),
         );
     }
     if let Some(u) = &record.listing_url {

@@ -24,16 +24,23 @@
 //! * Timestamps are RFC 3339 in UTC with `Z`.
 
 use chrono::{DateTime, Utc};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::index::SnapshotIndex;
 use super::model::VehicleRecord;
-use super::pieces::valid_until;
 pub use super::pieces::{
     Detail, FULL_ONLY, Mode, Pieces, PiecesRef, includes_required_dealer_charges, json_string,
     timestamp,
 };
-use crate::dap::{MAX_AGE_LIMIT, truncate};
+use super::pieces::{feed_source, valid_until};
+use crate::dap::used_details::{
+    Certification, Discrepancy, Distance, HistoryReportDisclosure, InventoryTenure,
+    OdometerDisclosure, ProviderSource, RelayProvenance, RelaySource,
+};
+use crate::dap::{
+    Freshness, FreshnessState, Inspection, MAX_AGE_LIMIT, Provenance, Reconditioning, Title,
+    UsedVehicleDetails, truncate,
+};
 
 /// What rendering needs beyond the record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,209 +208,239 @@ pub fn used_vehicle_details(
     record: &VehicleRecord,
     ctx: &RenderContext,
     trace_id: &str,
-) -> Option<Value> {
+) -> Option<UsedVehicleDetails> {
     if !matches!(record.condition.as_str(), "used" | "certified" | "demo") {
         return None;
     }
     let vin = record.vin.as_deref()?;
     let odometer = record.odometer.filter(|o| o.value >= 0)?;
-    let doc = vehicle(record, ctx);
-    let tenure = doc["used_vehicle"]["inventory_tenure"].clone();
-    if !tenure.is_object() {
-        return None;
-    }
-    let freshness = doc["freshness"].clone();
-    let feed_source = doc["provenance"]["sources"][0].clone();
+    // The vehicle's own rendering (the pre-rendered speed path) gives the
+    // tenure and the freshness, read back into their types: one rendering
+    // of them, not two. A vehicle without a dated tenure has no
+    // disclosure (the profile requires one, DAP-UV-006).
+    let mut doc = vehicle(record, ctx);
+    let tenure: InventoryTenure =
+        serde_json::from_value(doc["used_vehicle"]["inventory_tenure"].take()).ok()?;
+    let freshness: Freshness = serde_json::from_value(doc["freshness"].take()).ok()?;
+    let feed_source = feed_source(record);
     let observed_at = timestamp(record.source.observed_at);
     let evidence = &record.used_evidence;
 
     // A part the feed states: the feed's source, asserted, the vehicle's
     // freshness. A part it does not state: unknown, saying why.
-    let stated = json!({ "sources": [feed_source.clone()], "authority_status": "asserted" });
-    let unknown = |why: &str| -> (Value, Value) {
+    let known = || {
         (
-            json!({
-                "sources": [feed_source.clone()],
-                "authority_status": "unknown",
-                "transformations": [why],
-            }),
-            json!({ "observed_at": observed_at, "state": "unknown" }),
+            Provenance::asserted(vec![feed_source.clone()], None, Vec::<String>::new()),
+            freshness.clone(),
         )
     };
-    let with = |mut part: Value, (provenance, freshness): (Value, Value)| -> Value {
-        if let Some(map) = part.as_object_mut() {
-            map.insert("provenance".into(), provenance);
-            map.insert("freshness".into(), freshness);
-        }
-        part
+    let unknown = |why: &str| -> (Provenance, Freshness) {
+        (
+            Provenance {
+                sources: vec![feed_source.clone()],
+                authority_status: "unknown".into(),
+                transformed_at: None,
+                transformations: vec![why.to_owned()],
+            },
+            Freshness {
+                observed_at: observed_at.clone(),
+                state: FreshnessState::Unknown,
+                valid_until: None,
+                max_age_seconds: None,
+            },
+        )
     };
-    let known = || (stated.clone(), freshness.clone());
 
-    let odometer_status = evidence
-        .odometer_status
-        .clone()
-        .or_else(|| {
-            odometer
-                .status
-                .and_then(|s| serde_json::to_value(s).ok())
-                .and_then(|v| v.as_str().map(str::to_owned))
-        })
-        .unwrap_or_else(|| "unknown".to_owned());
-    let odometer = with(
-        json!({
-            "reading": { "value": odometer.value, "unit": odometer.unit.as_str() },
-            "status": odometer_status,
-            "observed_at": observed_at,
-        }),
-        known(),
-    );
+    let (provenance, odometer_freshness) = known();
+    let odometer = OdometerDisclosure {
+        reading: Distance {
+            value: u64::try_from(odometer.value).ok()?,
+            unit: odometer.unit.as_str(),
+        },
+        status: evidence
+            .odometer_status
+            .clone()
+            .or_else(|| odometer.status.map(|s| s.as_str().to_owned()))
+            .unwrap_or_else(|| "unknown".to_owned()),
+        observed_at: observed_at.clone(),
+        provenance,
+        freshness: odometer_freshness,
+    };
 
-    let mut sources = vec![feed_source.clone()];
-    let history_reports: Vec<Value> = record
+    let mut sources = vec![RelaySource::Feed(feed_source.clone())];
+    let history_reports: Vec<HistoryReportDisclosure> = record
         .history_reports
         .iter()
         .take(20)
         .map(|r| {
-            let report_observed = r
-                .observed_at
-                .clone()
-                .unwrap_or_else(|| observed_at.clone());
-            let mut provider = Map::new();
-            provider.insert(
-                "source_name".into(),
-                truncate(&r.provider_name, 128).into(),
-            );
-            if let Some(id) = &r.report_id {
-                provider.insert("source_record_id".into(), truncate(id, 256).into());
-            }
-            provider.insert("authority".into(), "third_party".into());
-            provider.insert("observed_at".into(), report_observed.clone().into());
-            let provider = Value::Object(provider);
+            let report_observed = r.observed_at.clone().unwrap_or_else(|| observed_at.clone());
+            let provider = RelaySource::Provider(ProviderSource {
+                source_name: truncate(&r.provider_name, 128).to_owned(),
+                source_record_id: r
+                    .report_id
+                    .as_deref()
+                    .map(|id| truncate(id, 256).to_owned()),
+                authority: "third_party".into(),
+                observed_at: report_observed.clone(),
+                content_digest: None,
+                source_uri: None,
+            });
             if !sources.contains(&provider) {
                 sources.push(provider.clone());
             }
-            let mut out = Map::new();
-            out.insert("provider_id".into(), r.provider_id.clone().into());
-            out.insert("provider_name".into(), r.provider_name.clone().into());
-            if let Some(v) = &r.report_id {
-                out.insert("report_id".into(), v.clone().into());
-            }
-            out.insert("status".into(), r.status.clone().into());
-            out.insert("access".into(), r.access.clone().into());
-            if let Some(v) = &r.report_url {
-                out.insert("report_url".into(), v.clone().into());
-            }
-            if let Some(v) = &r.report_generated_at {
-                out.insert("report_generated_at".into(), v.clone().into());
-            }
-            out.insert("observed_at".into(), report_observed.clone().into());
             let authorized = r.summary_sharing_authorized;
-            out.insert("summary_sharing_authorized".into(), authorized.into());
-            if authorized && let Some(summary) = &r.summary {
-                out.insert("summary".into(), summary.clone());
+            HistoryReportDisclosure {
+                provider_id: r.provider_id.clone(),
+                provider_name: r.provider_name.clone(),
+                report_id: r.report_id.clone(),
+                status: r.status.clone(),
+                access: r.access.clone(),
+                report_url: r.report_url.clone(),
+                report_generated_at: r.report_generated_at.clone(),
+                observed_at: report_observed.clone(),
+                summary_sharing_authorized: authorized,
+                summary: r.summary.clone().filter(|_| authorized),
+                provenance: RelayProvenance {
+                    sources: vec![provider, RelaySource::Feed(feed_source.clone())],
+                    authority_status: "asserted".into(),
+                    transformed_at: None,
+                    transformations: vec![
+                        "relayed by the dealer's inventory feed; not fetched from the provider"
+                            .into(),
+                    ],
+                },
+                freshness: report_freshness(&report_observed, ctx),
             }
-            out.insert(
-                "provenance".into(),
-                json!({
-                    "sources": [provider, feed_source.clone()],
-                    "authority_status": "asserted",
-                    "transformations": ["relayed by the dealer's inventory feed; not fetched from the provider"],
-                }),
-            );
-            out.insert(
-                "freshness".into(),
-                report_freshness(&report_observed, ctx),
-            );
-            Value::Object(out)
         })
         .collect();
 
     let title = match &evidence.title {
-        Some(t) => with(t.clone(), known()),
-        None => with(
-            json!({ "status": "unknown", "brands": [] }),
-            unknown(
+        Some(t) => {
+            let (p, f) = known();
+            t.clone().disclosed(p, f)
+        }
+        None => {
+            let (p, f) = unknown(
                 "the dealer's feed states no title: status unknown, brands not known to be none",
-            ),
-        ),
+            );
+            Title {
+                status: "unknown".into(),
+                brands: Vec::new(),
+                jurisdiction: None,
+            }
+            .disclosed(p, f)
+        }
     };
     let condition_report = match &evidence.inspection {
-        Some(i) => with(i.clone(), known()),
-        None => with(
-            json!({ "status": "unknown", "inspection_authority": "unknown" }),
-            unknown("the dealer's feed states no inspection: status unknown"),
-        ),
+        Some(i) => {
+            let (p, f) = known();
+            i.clone().disclosed(p, f)
+        }
+        None => {
+            let (p, f) = unknown("the dealer's feed states no inspection: status unknown");
+            Inspection {
+                status: "unknown".into(),
+                inspection_authority: "unknown".into(),
+                inspector_name: None,
+                inspected_at: None,
+                report_url: None,
+                inspection_point_count: None,
+                grade: None,
+                components: None,
+                disclosed_damage: None,
+            }
+            .disclosed(p, f)
+        }
     };
     let certification = certification(record, known(), &unknown);
     let reconditioning = match &evidence.reconditioning {
-        Some(r) => with(r.clone(), known()),
-        None => with(
-            json!({ "status": "unknown", "items": [] }),
-            unknown("the dealer's feed states no reconditioning: status unknown"),
-        ),
+        Some(r) => {
+            let (p, f) = known();
+            r.clone().disclosed(p, f)
+        }
+        None => {
+            let (p, f) = unknown("the dealer's feed states no reconditioning: status unknown");
+            Reconditioning {
+                status: "unknown".into(),
+                completed_at: None,
+                items: Vec::new(),
+            }
+            .disclosed(p, f)
+        }
     };
-    let discrepancies: Vec<Value> = super::model::discrepancies(record)
+    let discrepancies: Vec<Discrepancy> = super::model::discrepancies(record)
         .into_iter()
         .take(100)
-        .map(|d| {
-            json!({
-                "field": truncate(&d.field, 120),
-                "source_names": d.source_names.iter().map(|n| truncate(n, 200)).collect::<Vec<_>>(),
-                "description": truncate(&d.description, 1000),
-                "status": "unresolved",
-            })
+        .map(|d| Discrepancy {
+            field: truncate(&d.field, 120).to_owned(),
+            source_names: d
+                .source_names
+                .iter()
+                .map(|n| truncate(n, 200).to_owned())
+                .collect(),
+            description: truncate(&d.description, 1000).to_owned(),
+            status: "unresolved".into(),
         })
         .collect();
 
-    Some(json!({
-        "vehicle_id": record.vehicle_id,
-        "organization_id": record.organization_id,
-        "rooftop_id": record.rooftop_id,
-        "vin": vin,
-        "condition": record.condition,
-        "odometer": odometer,
-        "inventory_tenure": tenure,
-        "history_reports": history_reports,
-        "title": title,
-        "condition_report": condition_report,
-        "certification": certification,
-        "reconditioning": reconditioning,
-        "discrepancies": discrepancies,
-        "provenance": {
-            "sources": sources,
-            "authority_status": "asserted",
-            "transformed_at": timestamp(ctx.now),
-            "transformations": ["assembled from the dealer's inventory feed and the history-report facts it relays"],
+    Some(UsedVehicleDetails {
+        vehicle_id: record.vehicle_id.clone(),
+        organization_id: record.organization_id.clone(),
+        rooftop_id: record.rooftop_id.clone(),
+        vin: vin.to_owned(),
+        condition: record.condition.clone(),
+        odometer,
+        inventory_tenure: tenure,
+        history_reports,
+        title,
+        condition_report,
+        certification,
+        reconditioning,
+        discrepancies,
+        provenance: RelayProvenance {
+            sources,
+            authority_status: "asserted".into(),
+            transformed_at: Some(timestamp(ctx.now)),
+            transformations: vec![
+                "assembled from the dealer's inventory feed and the history-report facts it relays"
+                    .into(),
+            ],
         },
-        "freshness": freshness,
-        "trace_id": trace_id,
-    }))
+        freshness,
+        trace_id: trace_id.to_owned(),
+        extensions: None,
+    })
 }
 
 /// The freshness of a relayed report observed at `observed` (an RFC 3339
 /// text written by ingest): current for [`HISTORY_REPORT_VALIDITY_SECONDS`],
 /// then stale; `withdrawn` with the vehicle.
-fn report_freshness(observed: &str, ctx: &RenderContext) -> Value {
+fn report_freshness(observed: &str, ctx: &RenderContext) -> Freshness {
     let Some(at) = DateTime::parse_from_rfc3339(observed)
         .ok()
         .map(|t| t.with_timezone(&Utc))
     else {
-        return json!({ "observed_at": observed, "state": "unknown" });
+        return Freshness {
+            observed_at: observed.to_owned(),
+            state: FreshnessState::Unknown,
+            valid_until: None,
+            max_age_seconds: None,
+        };
     };
     let until = valid_until(at, HISTORY_REPORT_VALIDITY_SECONDS);
     let state = if ctx.withdrawn {
-        "withdrawn"
+        FreshnessState::Withdrawn
     } else if ctx.now <= until {
-        "current"
+        FreshnessState::Current
     } else {
-        "stale"
+        FreshnessState::Stale
     };
-    json!({
-        "observed_at": timestamp(at),
-        "state": state,
-        "valid_until": timestamp(until),
-        "max_age_seconds": HISTORY_REPORT_VALIDITY_SECONDS,
-    })
+    Freshness {
+        observed_at: timestamp(at),
+        state,
+        valid_until: Some(timestamp(until)),
+        max_age_seconds: Some(HISTORY_REPORT_VALIDITY_SECONDS),
+    }
 }
 
 /// The certification part. A manufacturer-CPO claim without a program name
@@ -411,40 +448,37 @@ fn report_freshness(observed: &str, ctx: &RenderContext) -> Value {
 /// with the reason, never as a lesser certification.
 fn certification(
     record: &VehicleRecord,
-    known: (Value, Value),
-    unknown: &dyn Fn(&str) -> (Value, Value),
-) -> Value {
+    known: (Provenance, Freshness),
+    unknown: &dyn Fn(&str) -> (Provenance, Freshness),
+) -> Certification {
     let program = record.used_evidence.certification_program.as_deref();
-    let (mut part, (provenance, freshness)) = match (record.certification_type.as_deref(), program)
-    {
+    let (kind, (provenance, freshness)) = match (record.certification_type.as_deref(), program) {
         (None | Some("unknown"), _) => (
-            json!({ "type": "unknown" }),
+            "unknown",
             unknown("the dealer's feed states no certification: type unknown"),
         ),
         (Some("manufacturer_cpo"), None) => (
-            json!({ "type": "unknown" }),
+            "unknown",
             unknown(
                 "the feed states manufacturer_cpo without a program name; a manufacturer CPO \
                  claim must name its program (DAP-UV-024), so the type is shown as unknown",
             ),
         ),
-        (Some(kind), _) => (json!({ "type": kind }), known),
+        (Some(kind), _) => (kind, known),
     };
-    if let (Some(p), Some(map)) = (program, part.as_object_mut())
-        && part_is_certified(map)
-    {
-        map.insert("program_name".into(), truncate(p, 200).into());
+    let certified = matches!(
+        kind,
+        "manufacturer_cpo" | "dealer_certified" | "third_party_certified"
+    );
+    Certification {
+        kind: kind.to_owned(),
+        program_name: program
+            .filter(|_| certified)
+            .map(|p| truncate(p, 200).to_owned()),
+        certified_at: None,
+        inspection_point_count: None,
+        warranty: None,
+        provenance,
+        freshness,
     }
-    if let Some(map) = part.as_object_mut() {
-        map.insert("provenance".into(), provenance);
-        map.insert("freshness".into(), freshness);
-    }
-    part
-}
-
-fn part_is_certified(part: &serde_json::Map<String, Value>) -> bool {
-    matches!(
-        part.get("type").and_then(Value::as_str),
-        Some("manufacturer_cpo" | "dealer_certified" | "third_party_certified")
-    )
 }

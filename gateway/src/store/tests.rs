@@ -351,13 +351,16 @@ fn vehicle(organization_id: &str, rooftop_id: &str, n: u32) -> VehicleRecord {
             },
             status: n.is_multiple_of(3).then_some(OdometerStatus::Actual),
         }),
-        powertrain: Some(json!({
-            "fuel": "gasoline",
-            "engine": {"displacement_l": 1.5, "cylinders": 4, "turbo": true},
-            "transmission": "cvt",
-        })),
+        powertrain: Some(crate::dap::Powertrain {
+            fuel_type: Some("gasoline".into()),
+            transmission: Some("cvt".into()),
+            ..Default::default()
+        }),
         features: vec!["Apple CarPlay".into(), "Heated seats".into()],
-        media: vec![json!({"url": format!("https://cdn.example.com/{n}.jpg"), "kind": "photo"})],
+        media: vec![crate::dap::MediaAsset::image(
+            format!("https://cdn.example.com/{n}.jpg"),
+            0,
+        )],
         listing_url: Some(format!("https://dealer.example.com/v/{n}")),
         window_sticker_url: None,
         advertised_price: pricing::Money::from_minor(
@@ -822,13 +825,22 @@ async fn snapshot_vehicles_round_trip_exactly(store: &dyn Store) {
     let mut odd = vehicle("org-b", "b-1", 100);
     odd.vin = None;
     odd.stock_number = None;
+    // Typed records with hard text and number forms: an exponent-written
+    // range, escapes, a caption and the largest position.
     odd.powertrain = Some(
         serde_json::from_str(
-            r#"{"z":{"nested":[1,2.5,-3e-7,{"k":null}]},"a":"ünïcødé \"quoted\" \\ \n","m":1e300}"#,
+            r#"{"drivetrain":"other","transmission":"ünïcødé \"quoted\" \\ \n","electric_range":{"value":1e300,"unit":"km"}}"#,
         )
         .unwrap(),
     );
-    odd.media = vec![json!([]), json!({}), json!(null)];
+    odd.media = vec![
+        serde_json::from_str(
+            r#"{"type":"spin","url":"https://cdn.example.com/ünï","caption":"\"quoted\" \\ \n","position":18446744073709551615}"#,
+        )
+        .unwrap(),
+        serde_json::from_str(r#"{"type":"document","url":"https://cdn.example.com/2.5e-7"}"#)
+            .unwrap(),
+    ];
     odd.advertised_price = pricing::Money::from_minor(i64::MIN + 1, pricing::Currency::USD);
     odd.required_dealer_charges = Some(vec![]);
     odd.conditional_adjustments = Some(vec![

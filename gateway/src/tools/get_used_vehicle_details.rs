@@ -8,15 +8,17 @@
 //! one without a used-vehicle disclosure (a `new` vehicle, DAP-UV-001),
 //! all answer the same `dealeragent.resource.not_found`, so the answer
 //! never reveals whether a VIN exists elsewhere (DAP-UV-002). The document
-//! is rendered by `inventory::render::used_vehicle_details` and checked
-//! against the tool's output schema by the pipeline, as a tree.
+//! is rendered by `inventory::render::used_vehicle_details` as the typed
+//! [`UsedVehicleDetails`] (drift-tested against its definition below) and
+//! checked against the tool's output schema by the pipeline (DAP 6.4).
 
 use chrono::Utc;
-use serde_json::Value;
 
 use super::args::UsedVehicleArgs;
+use super::output::ToolOutput;
 use super::target;
 use super::{ToolContext, ToolError};
+use crate::dap::UsedVehicleDetails;
 use crate::inventory::render::{self, RenderContext};
 
 pub const NAME: &str = "dealeragent.inventory.get_used_vehicle_details";
@@ -24,10 +26,14 @@ pub const NAME: &str = "dealeragent.inventory.get_used_vehicle_details";
 /// The tool (see [`super::Tool`]).
 pub struct GetUsedVehicleDetails;
 
+impl ToolOutput for UsedVehicleDetails {
+    const OUTPUT: &'static str = "used-vehicle.schema.json#/$defs/usedVehicleDetails";
+}
+
 impl super::Tool for GetUsedVehicleDetails {
     const NAME: &'static str = NAME;
     type Args = UsedVehicleArgs;
-    type Output = Value;
+    type Output = UsedVehicleDetails;
 
     async fn call(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         let found = target::resolve_vehicle(ctx, args.target()).await?;
@@ -40,3 +46,6 @@ impl super::Tool for GetUsedVehicleDetails {
             .ok_or(ToolError::NotFound)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -565,8 +565,8 @@ async fn two_dealers(adjust: impl FnOnce(&mut gateway::config::ServeSettings)) -
     ]);
     open[5].government_charges_status = Some("not_applicable".into());
     open[5].media = vec![
-        json!({"type": "image", "url": "https://img.example/a.jpg", "position": 0}),
-        json!({"type": "image", "url": "https://img.example/b.jpg", "position": 1}),
+        gateway::dap::MediaAsset::image("https://img.example/a.jpg", 0),
+        gateway::dap::MediaAsset::image("https://img.example/b.jpg", 1),
     ];
     open[5].history_reports = vec![];
     open[5].history_report_status = Some("not_available".into());
