@@ -14,7 +14,7 @@ use crate::dap::truncate;
 use crate::store::StoreError;
 
 /// error.schema.json `message` `maxLength` (characters).
-const MESSAGE_MAX_CHARS: usize = 500;
+pub(crate) const MESSAGE_MAX_CHARS: usize = 500;
 
 /// Every DAP error code, closed (error.schema.json `code`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

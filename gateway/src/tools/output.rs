@@ -486,4 +486,30 @@ pub(crate) mod drift {
             );
         }
     }
+
+    /// An error message longer than error.schema.json allows is cut to
+    /// its `maxLength` in characters (the one `crate::dap::truncate`),
+    /// and the object still validates.
+    #[test]
+    fn a_long_error_message_is_cut_to_the_published_limit() {
+        use super::super::ToolError;
+        use super::super::error::MESSAGE_MAX_CHARS;
+        let catalog = crate::catalog::Catalog::load().expect("catalog");
+        assert_eq!(
+            catalog.schema_documents["error.schema.json"]["$defs"]["error"]["properties"]["message"]
+                ["maxLength"],
+            serde_json::json!(MESSAGE_MAX_CHARS)
+        );
+        let long = ToolError::Invalid {
+            message: "é".repeat(MESSAGE_MAX_CHARS + 100),
+            field_errors: Vec::new(),
+        };
+        let object = long.dap_error(
+            "err.1",
+            "0123456789abcdef0123456789abcdef",
+            chrono::Utc::now(),
+        );
+        assert_eq!(object.message.chars().count(), MESSAGE_MAX_CHARS);
+        check_output(&[object]);
+    }
 }
