@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::{ToolContext, ToolError};
@@ -509,29 +509,94 @@ pub fn vehicle(dap: &Value, rooftops: &HashMap<String, String>) -> Option<Value>
     Some(Value::Object(out))
 }
 
+/// A facet value: text, or an integer for years (vehicle.schema.json
+/// `facetValue`, aap-common.schema.json `aapTermFacet`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum FacetValue {
+    Text(String),
+    Integer(i64),
+}
+
+impl FacetValue {
+    /// A DAP facet value as given; `None` for anything the DAP schema
+    /// does not allow there.
+    pub fn of(value: &Value) -> Option<FacetValue> {
+        match value {
+            Value::String(s) => Some(FacetValue::Text(s.clone())),
+            other => other.as_i64().map(FacetValue::Integer),
+        }
+    }
+
+    /// Its JSON text: what equal values are merged by and what ties are
+    /// ordered by, as DAP orders its own buckets.
+    fn key(&self) -> String {
+        match self {
+            FacetValue::Text(s) => Value::String(s.clone()).to_string(),
+            FacetValue::Integer(n) => n.to_string(),
+        }
+    }
+}
+
+/// One bucket of an AAP term facet (`aapTermFacet` item).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TermBucket {
+    pub value: FacetValue,
+    pub count: u64,
+}
+
+/// `aapRangeFacet`: the smallest and largest value counted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RangeFacet {
+    pub min: i64,
+    pub max: i64,
+}
+
+/// `aapFacets`. Every facet this gateway counts; those it does not (price,
+/// mileage, bodies, fuels, colors, ...) are not members, so they are never
+/// estimated (docs/compatibility.md). The order is the wire order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct AapFacets {
+    pub makes: Vec<TermBucket>,
+    pub models: Vec<TermBucket>,
+    pub years: Vec<TermBucket>,
+    pub conditions: Vec<TermBucket>,
+    pub vehicle_types: Vec<TermBucket>,
+    pub statuses: Vec<TermBucket>,
+    /// Absent when no year is counted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub year_range: Option<RangeFacet>,
+    /// One bucket per rooftop name (`aap_inventory_facets` counts them).
+    pub rooftops: Vec<TermBucket>,
+}
+
 /// A DAP facet (`[{value, count}]`) with its values mapped by `map` (a
 /// value mapped to `None` is dropped) and equal values merged, ordered
 /// like DAP's: count descending, then value ascending.
-pub fn term_facet(dap: &Value, map: impl Fn(&Value) -> Option<Value>) -> Value {
-    let mut merged: BTreeMap<String, (Value, u64)> = BTreeMap::new();
-    for bucket in dap.as_array().into_iter().flatten() {
-        let (Some(value), Some(count)) = (map(&bucket["value"]), bucket["count"].as_u64()) else {
-            continue;
-        };
-        let entry = merged.entry(value.to_string()).or_insert((value, 0));
-        entry.1 += count;
-    }
-    let mut buckets: Vec<(Value, u64)> = merged.into_values().filter(|(_, c)| *c > 0).collect();
-    buckets.sort_by(|a, b| {
-        b.1.cmp(&a.1)
-            .then_with(|| a.0.to_string().cmp(&b.0.to_string()))
-    });
-    Value::Array(
-        buckets
+pub fn term_facet(dap: &Value, map: impl Fn(&Value) -> Option<FacetValue>) -> Vec<TermBucket> {
+    merged(
+        dap.as_array()
             .into_iter()
-            .map(|(value, count)| json!({"value": value, "count": count}))
-            .collect(),
+            .flatten()
+            .filter_map(|bucket| Some((map(&bucket["value"])?, bucket["count"].as_u64()?))),
     )
+}
+
+/// `buckets` with equal values merged (their counts summed) and empty ones
+/// dropped, ordered like DAP's facets: count descending, then value
+/// ascending.
+pub fn merged(buckets: impl IntoIterator<Item = (FacetValue, u64)>) -> Vec<TermBucket> {
+    let mut merged: BTreeMap<String, TermBucket> = BTreeMap::new();
+    for (value, count) in buckets {
+        merged
+            .entry(value.key())
+            .or_insert(TermBucket { value, count: 0 })
+            .count += count;
+    }
+    let mut buckets: Vec<(String, TermBucket)> =
+        merged.into_iter().filter(|(_, b)| b.count > 0).collect();
+    buckets.sort_by(|(a_key, a), (b_key, b)| b.count.cmp(&a.count).then_with(|| a_key.cmp(b_key)));
+    buckets.into_iter().map(|(_, bucket)| bucket).collect()
 }
 
 /// The number of vehicles a DAP search matched: every vehicle has exactly
@@ -546,29 +611,17 @@ pub fn total(dap_search: &Value) -> u64 {
         .sum()
 }
 
-/// AAP facets of a DAP search's facets.
-pub fn facets(dap_search: &Value) -> Map<String, Value> {
+/// AAP facets of a DAP search's facets (without `rooftops`, which DAP
+/// does not count: `aap_inventory_facets` adds them).
+pub fn facets(dap_search: &Value) -> AapFacets {
     let f = &dap_search["facets"];
-    let same = |v: &Value| Some(v.clone());
     let mapped = |table: fn(&str) -> Option<&'static str>| {
-        move |v: &Value| v.as_str().and_then(table).map(|s| json!(s))
+        move |v: &Value| {
+            v.as_str()
+                .and_then(table)
+                .map(|s| FacetValue::Text(s.to_owned()))
+        }
     };
-    let mut out = Map::new();
-    out.insert("makes".into(), term_facet(&f["make"], same));
-    out.insert("models".into(), term_facet(&f["model"], same));
-    out.insert("years".into(), term_facet(&f["year"], same));
-    out.insert(
-        "conditions".into(),
-        term_facet(&f["condition"], mapped(condition)),
-    );
-    out.insert(
-        "vehicle_types".into(),
-        term_facet(&f["vehicle_type"], mapped(vehicle_type)),
-    );
-    out.insert(
-        "statuses".into(),
-        term_facet(&f["availability"], mapped(status)),
-    );
     let years: Vec<i64> = f["year"]
         .as_array()
         .into_iter()
@@ -576,10 +629,19 @@ pub fn facets(dap_search: &Value) -> Map<String, Value> {
         .filter(|b| b["count"].as_u64().is_some_and(|c| c > 0))
         .filter_map(|b| b["value"].as_i64())
         .collect();
-    if let (Some(min), Some(max)) = (years.iter().min(), years.iter().max()) {
-        out.insert("year_range".into(), json!({"min": min, "max": max}));
+    AapFacets {
+        makes: term_facet(&f["make"], FacetValue::of),
+        models: term_facet(&f["model"], FacetValue::of),
+        years: term_facet(&f["year"], FacetValue::of),
+        conditions: term_facet(&f["condition"], mapped(condition)),
+        vehicle_types: term_facet(&f["vehicle_type"], mapped(vehicle_type)),
+        statuses: term_facet(&f["availability"], mapped(status)),
+        year_range: match (years.iter().min(), years.iter().max()) {
+            (Some(&min), Some(&max)) => Some(RangeFacet { min, max }),
+            _ => None,
+        },
+        rooftops: Vec::new(),
     }
-    out
 }
 
 // ---------------------------------------------------------------------------
@@ -811,10 +873,12 @@ mod tests {
         let dap = json!([{"value": "suv", "count": 5}, {"value": "car", "count": 2},
                          {"value": "motorcycle", "count": 4}, {"value": "truck", "count": 1}]);
         let aap = term_facet(&dap, |v| {
-            v.as_str().and_then(vehicle_type).map(|s| json!(s))
+            v.as_str()
+                .and_then(vehicle_type)
+                .map(|s| FacetValue::Text(s.to_owned()))
         });
         assert_eq!(
-            aap,
+            serde_json::to_value(&aap).unwrap(),
             json!([{"value": "car", "count": 8}, {"value": "motorcycle", "count": 4}])
         );
     }

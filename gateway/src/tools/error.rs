@@ -10,7 +10,11 @@ use serde_json::Value;
 
 use super::output::{Freshness, ToolOutput};
 use crate::catalog::FieldError;
+use crate::dap::truncate;
 use crate::store::StoreError;
+
+/// error.schema.json `message` `maxLength` (characters).
+pub(crate) const MESSAGE_MAX_CHARS: usize = 500;
 
 /// Every DAP error code, closed (error.schema.json `code`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -268,7 +272,9 @@ impl ToolError {
         DapError {
             error_id: error_id.to_owned(),
             code,
-            message: truncate(&message, 500),
+            // error.schema.json `message` `maxLength`, cut with the one
+            // wire `truncate` (never inside a character).
+            message: truncate(&message, MESSAGE_MAX_CHARS).to_owned(),
             retryable: code.retryable(),
             trace_id: trace_id.to_owned(),
             created_at: now.to_rfc3339_opts(SecondsFormat::Millis, true),
@@ -281,10 +287,6 @@ impl ToolError {
                 }),
         }
     }
-}
-
-fn truncate(s: &str, max_chars: usize) -> String {
-    s.chars().take(max_chars).collect()
 }
 
 /// The DAP error object (error.schema.json `error`; DAP 0.1 "Errors"): the

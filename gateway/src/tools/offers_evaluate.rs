@@ -23,17 +23,15 @@ use pricing::stacking::{ClaimValue, Profile, ProfileJurisdiction, ProfilePayment
 use serde_json::Value;
 
 use super::args::{Detail, OffersArgs, OffersClaim, OffersPaymentMode, OffersProfile, UnknownWord};
-use super::output::{Freshness, FreshnessState, OffersEvaluation};
+use super::output::{Additions, Freshness, FreshnessState, OffersEvaluation, Omitted};
 use super::target;
 use super::{ToolContext, ToolError};
 use crate::catalog::FieldError;
+use crate::dap::MAX_AGE_LIMIT;
 use crate::inventory::render::timestamp;
 use crate::offers::vehicle_for_pricing;
 
 pub const NAME: &str = "dealergateway.offers.evaluate";
-
-/// DAP `freshness.max_age_seconds` limit.
-const MAX_AGE_LIMIT: u32 = 2_592_000;
 
 /// The tool (see [`super::Tool`]).
 pub struct OffersEvaluate;
@@ -41,7 +39,7 @@ pub struct OffersEvaluate;
 impl super::Tool for OffersEvaluate {
     const NAME: &'static str = NAME;
     type Args = OffersArgs;
-    type Output = Value;
+    type Output = OffersEvaluation;
 
     async fn call(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         // Tenancy first (DAP-CORE-031), then the profile, then the lookup: a
@@ -101,24 +99,27 @@ impl super::Tool for OffersEvaluate {
             FreshnessState::Stale
         };
 
-        let mut tree = super::output::tree(&OffersEvaluation {
+        let mut output = OffersEvaluation::new(
             evaluation,
-            revisions: selected.selection.revisions.clone(),
-            unusable_programs: selected.unusable(),
-            organization_id: record.organization_id.clone(),
-            rooftop_id: record.rooftop_id.clone(),
-            freshness: Freshness {
-                observed_at: timestamp(observed),
-                state: freshness_state,
-                valid_until: Some(timestamp(valid_until)),
-                max_age_seconds: Some(sla.min(MAX_AGE_LIMIT)),
+            Additions {
+                revisions: selected.selection.revisions.clone(),
+                unusable_programs: selected.unusable(),
+                organization_id: record.organization_id.clone(),
+                rooftop_id: record.rooftop_id.clone(),
+                freshness: Freshness {
+                    observed_at: timestamp(observed),
+                    state: freshness_state,
+                    valid_until: Some(timestamp(valid_until)),
+                    // common.schema.json's limit (DAP 6.4).
+                    max_age_seconds: Some(sla.min(MAX_AGE_LIMIT)),
+                },
+                trace_id: ctx.trace_id.clone(),
             },
-            trace_id: ctx.trace_id.clone(),
-        })?;
+        );
         if args.detail.unwrap_or_default() == Detail::Concise {
-            concise(&mut tree);
+            concise(&mut output);
         }
-        Ok(tree)
+        Ok(output)
     }
 }
 
@@ -210,8 +211,8 @@ fn invalid(pointer: &str, explanation: &str) -> ToolError {
 const FULL_EVALUATION: &str =
     "call dealergateway.offers.evaluate again with the same arguments and detail \"full\"";
 
-/// The concise form of an `offersEvaluation` tree (docs/pricing.md section
-/// 2, "Output"): what decides the answer stays whole (every branch's best
+/// The concise form of an evaluation (docs/pricing.md section 2,
+/// "Output"): what decides the answer stays whole (every branch's best
 /// stack, guaranteed floor, potential extra and unknown-amount programs,
 /// the winning mode and its per-program reports in `programs`, revisions,
 /// provenance, unusable programs, freshness); each branch's own
@@ -219,97 +220,78 @@ const FULL_EVALUATION: &str =
 /// Should that still pass the result budget (dozens of programs), the
 /// winning branch's reports of programs in none of its stacks and extras
 /// go too.
-pub fn concise(evaluation: &mut Value) {
-    let Value::Object(members) = evaluation else {
-        return;
-    };
+pub fn concise(evaluation: &mut OffersEvaluation) {
     let mut left_out = Vec::new();
-    if let Some(Value::Array(trace)) = members.get_mut("trace")
-        && !trace.is_empty()
-    {
+    if !evaluation.trace.is_empty() {
         left_out.push(format!(
             "the trace of the evaluation's decisions ({} entries)",
-            trace.len()
+            evaluation.trace.len()
         ));
-        trace.clear();
+        evaluation.trace.clear();
     }
-    let winning = members
-        .get("winning_payment_mode")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
     let mut dropped = Vec::new();
-    if let Some(Value::Array(branches)) = members.get_mut("branches") {
-        for branch in branches.iter_mut() {
-            let mode = branch["payment_mode"].as_str().unwrap_or("").to_owned();
-            if let Some(Value::Array(reports)) = branch.get_mut("programs")
-                && !reports.is_empty()
-            {
-                dropped.push(format!("{mode} {}", reports.len()));
-                reports.clear();
-            }
+    for branch in &mut evaluation.branches {
+        if !branch.programs.is_empty() {
+            dropped.push(format!(
+                "{} {}",
+                branch.payment_mode.name(),
+                branch.programs.len()
+            ));
+            branch.programs.clear();
         }
     }
     if !dropped.is_empty() {
         left_out.push(format!(
-            "each payment-mode branch's per-program reports ({}); the winning branch's ({winning}) are in programs",
-            dropped.join(", ")
+            "each payment-mode branch's per-program reports ({}); the winning branch's ({}) are in programs",
+            dropped.join(", "),
+            evaluation.winning_payment_mode.name()
         ));
     }
-    let size = |members: &serde_json::Map<String, Value>| {
-        serde_json::to_string(members).map_or(usize::MAX, |t| t.len())
-    };
-    if size(members) > super::budget::RESULT_BYTES {
-        let named = stack_members(members);
-        if let Some(Value::Array(reports)) = members.get_mut("programs") {
-            let before = reports.len();
-            reports.retain(|r| {
-                r["program_id"]
-                    .as_str()
-                    .is_some_and(|id| named.iter().any(|n| n == id))
-            });
-            left_out.push(format!(
-                "the winning branch's reports of {} programs in none of its stacks or extras, to stay within the {}-byte result budget",
-                before - reports.len(),
-                super::budget::RESULT_BYTES
-            ));
-        }
+    // The size of the answer as sent so far (`omitted` is still absent).
+    let size = serde_json::to_string(&*evaluation).map_or(usize::MAX, |t| t.len());
+    if size > super::budget::RESULT_BYTES {
+        let named = stack_members(evaluation);
+        let before = evaluation.programs.len();
+        evaluation
+            .programs
+            .retain(|r| named.contains(&r.program_id));
+        left_out.push(format!(
+            "the winning branch's reports of {} programs in none of its stacks or extras, to stay within the {}-byte result budget",
+            before - evaluation.programs.len(),
+            super::budget::RESULT_BYTES
+        ));
     }
     if !left_out.is_empty() {
-        members.insert(
-            "omitted".into(),
-            super::budget::omitted(&left_out, FULL_EVALUATION),
-        );
+        evaluation.omitted = Some(Omitted::concise(left_out, FULL_EVALUATION));
     }
 }
 
 /// The program ids the winning branch's best stack, guaranteed floor and
 /// potential extra name.
-fn stack_members(members: &serde_json::Map<String, Value>) -> Vec<String> {
-    let member = |key: &str| members.get(key).unwrap_or(&Value::Null);
+fn stack_members(evaluation: &OffersEvaluation) -> Vec<String> {
     let mut out = Vec::new();
-    for stack in ["best_stack", "guaranteed_floor"] {
+    for stack in [&evaluation.best_stack, &evaluation.guaranteed_floor] {
         for list in [
-            "program_ids",
-            "surcharge_ids",
-            "subject_to_evidence",
-            "unknown_amounts",
+            &stack.program_ids,
+            &stack.surcharge_ids,
+            &stack.subject_to_evidence,
+            &stack.unknown_amounts,
         ] {
-            for r in member(stack)[list].as_array().into_iter().flatten() {
-                out.extend(r["program_id"].as_str().map(str::to_owned));
-            }
+            out.extend(list.iter().map(|r| r.program_id.clone()));
         }
     }
-    for extra in member("potential_extra").as_array().into_iter().flatten() {
-        out.extend(extra["program"]["program_id"].as_str().map(str::to_owned));
-    }
-    for r in member("unknown_amount_programs")
-        .as_array()
-        .into_iter()
-        .flatten()
-    {
-        out.extend(r["program_id"].as_str().map(str::to_owned));
-    }
+    out.extend(
+        evaluation
+            .potential_extra
+            .iter()
+            .map(|extra| extra.program.program_id.clone()),
+    );
+    out.extend(
+        evaluation
+            .unknown_amount_programs
+            .iter()
+            .map(|r| r.program_id.clone()),
+    );
     out
 }
 

@@ -28,6 +28,10 @@ pub trait ToolOutput: Serialize {
 
 pub use crate::dap::provenance::{Freshness, FreshnessState, Provenance, Source};
 
+/// `dealergateway.offers.evaluate` (`offersEvaluation`, `offersOmitted`).
+mod offers;
+pub use offers::{Additions, OffersEvaluation, Omitted};
+
 /// `dealeragent.dealer.get` and the organization resource:
 /// `dealerOrganization`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -83,30 +87,6 @@ pub struct AvailabilityBand {
     pub band: &'static str,
     pub checked_live: bool,
     pub source: &'static str,
-}
-
-/// `dealergateway.offers.evaluate`: `offersEvaluation`. The engine's
-/// evaluation as the pricing crate serializes it, then what the gateway
-/// adds: which revision of each program was used and which could not be
-/// evaluated (docs/pricing.md), the tenancy, and freshness bounded by
-/// both the programs and the inventory record. `flatten` keeps the
-/// engine's members in place, so this has no member list of its own for
-/// the drift test; the pipeline checks every result against the
-/// definition (it is sent as a tree).
-#[derive(Debug, Clone, Serialize)]
-pub struct OffersEvaluation {
-    #[serde(flatten)]
-    pub evaluation: pricing::Evaluation,
-    pub revisions: Vec<crate::offers::RevisionChoice>,
-    pub unusable_programs: Vec<crate::offers::UnusableProgram>,
-    pub organization_id: String,
-    pub rooftop_id: String,
-    pub freshness: Freshness,
-    pub trace_id: String,
-}
-
-impl ToolOutput for OffersEvaluation {
-    const OUTPUT: &'static str = "offers.schema.json#/$defs/offersEvaluation";
 }
 
 /// A typed output as the tree the pipeline checks (`Produced::Tree`). Our
@@ -505,5 +485,31 @@ pub(crate) mod drift {
                 serde_json::to_value(object).unwrap()
             );
         }
+    }
+
+    /// An error message longer than error.schema.json allows is cut to
+    /// its `maxLength` in characters (the one `crate::dap::truncate`),
+    /// and the object still validates.
+    #[test]
+    fn a_long_error_message_is_cut_to_the_published_limit() {
+        use super::super::ToolError;
+        use super::super::error::MESSAGE_MAX_CHARS;
+        let catalog = crate::catalog::Catalog::load().expect("catalog");
+        assert_eq!(
+            catalog.schema_documents["error.schema.json"]["$defs"]["error"]["properties"]["message"]
+                ["maxLength"],
+            serde_json::json!(MESSAGE_MAX_CHARS)
+        );
+        let long = ToolError::Invalid {
+            message: "é".repeat(MESSAGE_MAX_CHARS + 100),
+            field_errors: Vec::new(),
+        };
+        let object = long.dap_error(
+            "err.1",
+            "0123456789abcdef0123456789abcdef",
+            chrono::Utc::now(),
+        );
+        assert_eq!(object.message.chars().count(), MESSAGE_MAX_CHARS);
+        check_output(&[object]);
     }
 }
