@@ -170,7 +170,7 @@ impl Transformations {
         let text: String = text.into();
         if self.0.len() < MAX_TRANSFORMATIONS && !self.0.contains(&text) {
             self.0
-                .push(text.chars().take(MAX_TRANSFORMATION_CHARS).collect());
+                .push(crate::dap::truncate(&text, MAX_TRANSFORMATION_CHARS).to_owned());
         }
     }
 

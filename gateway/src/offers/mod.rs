@@ -737,9 +737,11 @@ fn redact_evaluation(evaluation: &mut pricing::Evaluation) {
 /// At most 1,000 characters (`offersUnusableProgram.problems`), cut on a
 /// character boundary.
 fn bounded(text: &str) -> String {
-    match text.char_indices().nth(1_000) {
-        Some((end, _)) => format!("{}...", &text[..end]),
-        None => text.to_owned(),
+    let kept = crate::dap::truncate(text, 1_000);
+    if kept.len() < text.len() {
+        format!("{kept}...")
+    } else {
+        text.to_owned()
     }
 }
 

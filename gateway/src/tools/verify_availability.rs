@@ -180,7 +180,7 @@ fn provenance(
     Provenance {
         sources: vec![Source {
             // The schema's `source_name` bound.
-            source_name: source_name.chars().take(128).collect(),
+            source_name: crate::dap::truncate(source_name, 128).to_owned(),
             authority: authority.to_owned(),
             observed_at: timestamp(observed_at),
             source_record_id: None,
