@@ -676,6 +676,15 @@ pub fn jurisdiction_label(j: &Value) -> String {
     label
 }
 
+/// [`jurisdiction_label`] of a typed jurisdiction.
+pub fn jurisdiction_name(j: &crate::dap::Jurisdiction) -> String {
+    let mut label = j.subdivision.as_deref().unwrap_or(&j.country).to_owned();
+    if let Some(postal) = &j.postal_code {
+        let _ = write!(label, ", postal code {postal}");
+    }
+    label
+}
+
 fn assumed_text(assumed: Option<&Value>, from_profile: bool, payment_mode: Option<&str>) -> String {
     let mode = payment_mode.map_or_else(String::new, |m| format!(", payment mode {m}"));
     match (assumed, from_profile) {

@@ -18,7 +18,7 @@ use super::args::{Detail, DisclosureArgs};
 use super::target;
 use super::{Produced, ToolContext, ToolError};
 use crate::availability::{self, Band, Observed, band};
-use crate::dap::disclosure::OffersExtension;
+use crate::dap::disclosure::{OffersExtension, PricingDisclosure};
 use crate::disclosure::cache::{Document, DocumentKey, EvaluationKey};
 use crate::disclosure::{self, Inputs};
 use crate::inventory::model::VehicleRecord;
@@ -92,15 +92,8 @@ impl super::Tool for GetDisclosure {
         // The concise extension keeps what decides the answer and names the
         // rest (docs/pricing.md section 5); made once per document, which the
         // cache then serves.
-        if detail == Detail::Concise
-            && let Some(full) = &evaluation
-            && let Some(offers) = disclosure
-                .document
-                .extensions
-                .as_mut()
-                .and_then(|e| e.offers.as_mut())
-        {
-            *offers = OffersExtension::Text(concise_extension(full)?);
+        if detail == Detail::Concise && evaluation.is_some() {
+            concise(&mut disclosure.document)?;
         }
         let json = serde_json::to_string(&disclosure.document).map_err(ToolError::internal)?;
         if detail == Detail::Concise
@@ -327,6 +320,18 @@ async fn build(
         evaluation,
         unchanged_until,
     })
+}
+
+/// Writes the concise offers extension of `document` in place of the
+/// full evaluation: the default form an agent is sent (docs/pricing.md
+/// section 5).
+pub fn concise(document: &mut PricingDisclosure) -> Result<(), ToolError> {
+    if let Some(offers) = document.extensions.as_mut().and_then(|e| e.offers.as_mut())
+        && let OffersExtension::Text(full) = offers
+    {
+        *offers = OffersExtension::Text(concise_extension(full)?);
+    }
+    Ok(())
 }
 
 /// The concise offers extension ([`super::offers_evaluate::decisive`]) of
