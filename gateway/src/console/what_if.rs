@@ -715,19 +715,17 @@ fn programs_table(mode: &str, branch: &Value, trace: &Value, decl: &Declarations
     }
 }
 
-/// One payment mode: its waterfall, then every program.
+/// One payment mode: its waterfall, then every program. `priced` is the
+/// disclosure's advertised price and required dealer charges, typed (`None`
+/// when the disclosure could not be read: then no waterfall).
 fn branch_section(
     e: &Value,
     branch: &Value,
-    charges: Option<&[&DealerCharge]>,
-    charges_read: bool,
+    priced: Option<(Money, &[&DealerCharge])>,
     decl: &Declarations<'_>,
 ) -> Markup {
     let mode = h::text(branch, "payment_mode");
-    let advertised = serde_json::from_value::<Money>(e["advertised_price"].clone()).ok();
-    let drawn = advertised
-        .filter(|_| charges_read)
-        .map(|price| waterfall(price, charges, branch));
+    let drawn = priced.map(|(price, charges)| waterfall(price, Some(charges), branch));
     html! {
         @match drawn {
             Some(Ok((steps, notes))) => {
@@ -779,12 +777,16 @@ fn evaluation_section(
     let decl = Declarations::new(selection);
     let branches = e["branches"].as_array().unwrap_or(&empty);
     let winning = h::text(e, "winning_payment_mode");
-    let charges: Option<Vec<&DealerCharge>> = disclosure.ok().map(|d| {
-        d.required_dealer_charges
-            .iter()
-            .map(|l| &l.charge)
-            .collect()
+    let charges: Option<(Money, Vec<&DealerCharge>)> = disclosure.ok().map(|d| {
+        (
+            d.advertised_price.amount,
+            d.required_dealer_charges
+                .iter()
+                .map(|l| &l.charge)
+                .collect(),
+        )
     });
+    let priced = charges.as_ref().map(|(price, c)| (*price, c.as_slice()));
     html! {
         h2 id="evaluation" { "Offer evaluation" }
         dl.facts {
@@ -826,13 +828,13 @@ fn evaluation_section(
         } }
         @for b in branches.iter().filter(|b| h::text(b, "payment_mode") == winning) {
             h3 id={"branch-" (winning)} { "Best " (words::plain(V::PaymentMode, winning)) " stack, line by line" }
-            (branch_section(e, b, charges.as_deref(), disclosure.is_ok(), &decl))
+            (branch_section(e, b, priced, &decl))
         }
         @for b in branches.iter().filter(|b| h::text(b, "payment_mode") != winning) {
             @let mode = h::text(b, "payment_mode");
             details.branch id={"branch-" (mode)} {
                 summary { "The " (words::plain(V::PaymentMode, mode)) " stack, line by line" }
-                (branch_section(e, b, charges.as_deref(), disclosure.is_ok(), &decl))
+                (branch_section(e, b, priced, &decl))
             }
         }
         (h::raw_json("Raw structured content of the evaluation (as the agent receives it)", "raw-evaluation", e))
