@@ -15,6 +15,8 @@
 
 pub mod cache;
 mod programs;
+#[cfg(test)]
+mod tests;
 mod text;
 
 pub use programs::{profile_jurisdiction, programs_input};
