@@ -12,7 +12,6 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::args::{Detail, DisclosureArgs};
 use super::target;
@@ -86,13 +85,12 @@ impl super::Tool for GetDisclosure {
         }
         let Built {
             mut disclosure,
-            evaluation,
             unchanged_until,
         } = build(ctx, &prologue, &args).await?;
         // The concise extension keeps what decides the answer and names the
         // rest (docs/pricing.md section 5); made once per document, which the
         // cache then serves.
-        if detail == Detail::Concise && evaluation.is_some() {
+        if detail == Detail::Concise {
             concise(&mut disclosure.document)?;
         }
         let json = serde_json::to_string(&disclosure.document).map_err(ToolError::internal)?;
@@ -190,9 +188,8 @@ async fn prologue(ctx: &ToolContext, args: &DisclosureArgs) -> Result<Prologue, 
 
 /// A disclosure built and validated for this request.
 struct Built {
+    /// Its offers extension is the serialized evaluation, in full.
     disclosure: disclosure::Disclosure,
-    /// The offer evaluation, serialized once (in full).
-    evaluation: Option<Arc<RawValue>>,
     /// Until when the document stays the same (besides `transformed_at`).
     unchanged_until: DateTime<Utc>,
 }
@@ -305,19 +302,17 @@ async fn build(
     // key), then is written with the evaluation's bytes in its place.
     let tree = serde_json::to_value(&built.document).map_err(ToolError::internal)?;
     super::check_part(ctx, NAME, "disclosure", &tree)?;
-    let evaluation = evaluated.and_then(|e| e.evaluation);
-    if let Some(full) = &evaluation
+    if let Some(full) = evaluated.and_then(|e| e.evaluation)
         && let Some(offers) = built
             .document
             .extensions
             .as_mut()
             .and_then(|e| e.offers.as_mut())
     {
-        *offers = OffersExtension::Text(full.clone());
+        *offers = OffersExtension::Text(full);
     }
     Ok(Built {
         disclosure: built,
-        evaluation,
         unchanged_until,
     })
 }
