@@ -2,7 +2,10 @@
 //! `get_disclosure`, rendered as an agent receives them) and the what-if
 //! form (`dealergateway.offers.evaluate`, rendered in `what_if.rs`). Every
 //! call goes through `tools::invoke` with the manager's principal
-//! (docs/console.md "Pages").
+//! (docs/console.md "Pages"), except the disclosure, which is read typed
+//! through [`super::Signed::disclosure`] (the same checks, builder and
+//! answer; the page audits the read) so that no amount is parsed back
+//! from JSON.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
