@@ -15,6 +15,8 @@
 
 pub mod cache;
 mod programs;
+#[cfg(test)]
+mod tests;
 mod text;
 
 pub use programs::{profile_jurisdiction, programs_input};
@@ -23,10 +25,18 @@ pub use text::{CLOSING as TEXT_CLOSING, MAX_TEXT, TEXT_DISCOUNT_LIMIT};
 
 use chrono::{DateTime, Duration, Utc};
 use pricing::Money;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use crate::availability::Band;
-use crate::dap::{DealerCharge, MAX_AGE_LIMIT, MAX_TRANSFORMATIONS, Provenance, Source, truncate};
+use crate::dap::disclosure::{
+    AdjustmentOrigin, AdvertisedPrice, CompletenessComponents, DisclosureCompleteness,
+    DisclosureExtensions, GovernmentCharges, ListedAdjustment, ListedCharge, OffersExtension,
+    PricingDisclosure, ProvenanceExtension, Uncertainty,
+};
+use crate::dap::{
+    ConditionalAdjustment, CriterionValue, DealerCharge, Freshness, FreshnessState, Jurisdiction,
+    MAX_AGE_LIMIT, MAX_TRANSFORMATIONS, Provenance, Scalar, Source, truncate,
+};
 use crate::inventory::model::VehicleRecord;
 use crate::inventory::render::timestamp;
 use crate::store::{RooftopPricing, SourceRecord};
@@ -52,7 +62,7 @@ pub fn band_points(band: Band) -> u32 {
 /// freshness need.
 #[derive(Debug, Clone)]
 pub struct ProgramAdjustment {
-    pub adjustment: Value,
+    pub adjustment: ConditionalAdjustment,
     pub program_id: String,
     pub revision: u32,
     /// `sha256:…` of the program's stacking rule, when it has one.
@@ -66,8 +76,8 @@ pub struct ProgramsInput {
     /// Applicable programs (already narrowed by the caller's applicability
     /// rules) as adjustments.
     pub adjustments: Vec<ProgramAdjustment>,
-    /// The provenance `source` objects of the programs file(s).
-    pub sources: Vec<Value>,
+    /// The provenance sources of the programs file(s).
+    pub sources: Vec<Source>,
     /// When the programs were loaded.
     pub loaded_at: DateTime<Utc>,
     /// `extensions["dealergateway.offers"]`: the offer evaluation for the
@@ -147,20 +157,17 @@ pub struct Gap {
     pub fix: String,
 }
 
-/// A built disclosure: the wire document plus what the preview shows.
+/// A built disclosure: the typed wire document plus what the preview
+/// shows.
 #[derive(Debug, Clone)]
 pub struct Disclosure {
-    pub document: Value,
+    pub document: PricingDisclosure,
     pub score: u32,
     pub gaps: Vec<Gap>,
 }
 
 fn str_of<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
     v.get(key).and_then(Value::as_str)
-}
-
-fn parse_time(v: &Value, key: &str) -> Option<DateTime<Utc>> {
-    str_of(v, key).and_then(rfc3339)
 }
 
 fn rfc3339(s: &str) -> Option<DateTime<Utc>> {
@@ -186,22 +193,11 @@ pub fn next_feed_change(record: &VehicleRecord, now: DateTime<Utc>) -> Option<Da
         .min()
 }
 
-/// Does an adjustment's (or estimate's) jurisdiction `rule` cover the
-/// requested `wanted`? Country must be equal; a subdivision on the rule
-/// must equal the requested one (a request without a subdivision cannot
-/// rule it out, so it is kept for adjustments and not matched for
-/// estimates, see `strict`).
-fn jurisdiction_covers(rule: &Value, wanted: &Value, strict: bool) -> bool {
-    covers(
-        str_of(rule, "country"),
-        str_of(rule, "subdivision"),
-        wanted,
-        strict,
-    )
-}
-
-/// [`jurisdiction_covers`] for a rule given by its country and
-/// subdivision.
+/// Does an adjustment's (or estimate's) jurisdiction rule, given by its
+/// country and subdivision, cover the requested `wanted`? Country must be
+/// equal; a subdivision on the rule must equal the requested one (a
+/// request without a subdivision cannot rule it out, so it is kept for
+/// adjustments and not matched for estimates, see `strict`).
 fn covers(country: Option<&str>, subdivision: Option<&str>, wanted: &Value, strict: bool) -> bool {
     if country != str_of(wanted, "country") {
         return false;
@@ -216,38 +212,38 @@ fn covers(country: Option<&str>, subdivision: Option<&str>, wanted: &Value, stri
 /// Is the adjustment applicable under the request's jurisdiction, payment
 /// mode and `now` (validity window)?
 fn adjustment_applies(
-    adj: &Value,
+    adj: &ConditionalAdjustment,
     jurisdiction: Option<&Value>,
     payment_mode: Option<&str>,
     now: DateTime<Utc>,
 ) -> bool {
-    if parse_time(adj, "valid_until").is_some_and(|t| t < now)
-        || parse_time(adj, "valid_from").is_some_and(|t| t > now)
+    let time = |t: &Option<String>| t.as_deref().and_then(rfc3339);
+    if time(&adj.valid_until).is_some_and(|t| t < now)
+        || time(&adj.valid_from).is_some_and(|t| t > now)
     {
         return false;
     }
-    if let (Some(wanted), Some(list)) = (
-        jurisdiction,
-        adj.get("jurisdictions").and_then(Value::as_array),
-    ) && !list.is_empty()
-        && !list.iter().any(|j| jurisdiction_covers(j, wanted, false))
+    let covered = |j: &Jurisdiction, wanted: &Value| {
+        covers(Some(&j.country), j.subdivision.as_deref(), wanted, false)
+    };
+    if let (Some(wanted), Some(list)) = (jurisdiction, adj.jurisdictions.as_deref())
+        && !list.is_empty()
+        && !list.iter().any(|j| covered(j, wanted))
     {
         return false;
     }
     if let Some(mode) = payment_mode.filter(|m| *m != "unknown") {
-        let criteria = adj
-            .get("criteria")
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        let any_mode = str_of(adj, "criteria_mode") == Some("any");
-        let tests: Vec<bool> = criteria
+        let any_mode = adj.criteria_mode.as_deref() == Some("any");
+        let tests: Vec<bool> = adj
+            .criteria
             .iter()
-            .filter(|c| str_of(c, "criterion") == Some("payment_mode"))
-            .map(|c| match c.get("value") {
-                Some(Value::String(s)) => s == mode,
-                Some(Value::Array(a)) => a.iter().any(|v| v.as_str() == Some(mode)),
-                _ => true,
+            .filter(|c| c.criterion == "payment_mode")
+            .map(|c| match &c.value {
+                CriterionValue::Scalar(Scalar::Text(s)) => s == mode,
+                CriterionValue::List(a) => {
+                    a.iter().any(|v| matches!(v, Scalar::Text(s) if s == mode))
+                }
+                CriterionValue::Scalar(_) => true,
             })
             .collect();
         // With `any`, another criterion may still qualify the buyer; only an
@@ -336,7 +332,7 @@ const PLACES_NAMED: usize = 5;
 
 /// Government charges and, for the text, the estimate's total.
 struct Government {
-    value: Value,
+    value: GovernmentCharges,
     status: &'static str,
     total: Option<Money>,
     reason: String,
@@ -358,16 +354,14 @@ fn government(inputs: &Inputs<'_>) -> Government {
                         .to_owned(),
                 );
             }
-            let mut value = json!({
-                "status": "estimated",
-                "jurisdiction": estimate.jurisdiction,
-                "lines": estimate.lines,
-                "total": total,
-                "assumptions": assumptions,
-            });
-            if let Some(p) = config_provenance(inputs.config_source) {
-                value["provenance"] = p;
-            }
+            let value = GovernmentCharges {
+                status: "estimated".to_owned(),
+                jurisdiction: Some(estimate.jurisdiction.clone()),
+                lines: Some(estimate.lines.clone()),
+                total: Some(total),
+                assumptions: Some(assumptions.clone()),
+                provenance: config_provenance(inputs.config_source),
+            };
             return Government {
                 value,
                 status: "estimated",
@@ -390,7 +384,10 @@ fn government(inputs: &Inputs<'_>) -> Government {
                 inputs.record.source.source_name
             );
             Government {
-                value: json!({"status": status, "assumptions": [basis.clone()]}),
+                value: GovernmentCharges {
+                    assumptions: Some(vec![basis.clone()]),
+                    ..government_status(status)
+                },
                 status,
                 total: None,
                 reason: basis.clone(),
@@ -418,7 +415,7 @@ fn government(inputs: &Inputs<'_>) -> Government {
                 }
             };
             Government {
-                value: json!({"status": "unknown"}),
+                value: government_status("unknown"),
                 status: "unknown",
                 total: None,
                 reason,
@@ -428,9 +425,24 @@ fn government(inputs: &Inputs<'_>) -> Government {
     }
 }
 
-fn config_provenance(source: Option<&SourceRecord>) -> Option<Value> {
-    let provenance = Provenance::asserted(vec![config_source(source?)], None, Vec::<String>::new());
-    serde_json::to_value(provenance).ok()
+/// Government charges with only a status.
+fn government_status(status: &str) -> GovernmentCharges {
+    GovernmentCharges {
+        status: status.to_owned(),
+        jurisdiction: None,
+        lines: None,
+        total: None,
+        assumptions: None,
+        provenance: None,
+    }
+}
+
+fn config_provenance(source: Option<&SourceRecord>) -> Option<Provenance> {
+    Some(Provenance::asserted(
+        vec![config_source(source?)],
+        None,
+        Vec::<String>::new(),
+    ))
 }
 
 /// The dealers file as a DAP `source`.
@@ -445,22 +457,33 @@ fn config_source(s: &SourceRecord) -> Source {
     }
 }
 
-fn config_source_value(s: &SourceRecord) -> Value {
-    serde_json::to_value(config_source(s)).unwrap_or(Value::Null)
+/// The inventory feed as a DAP `source` (written in the feed's member
+/// order, `dap::disclosure`).
+fn feed_source(record: &VehicleRecord) -> Source {
+    let s = &record.source;
+    Source {
+        source_name: truncate(&s.source_name, 128).to_owned(),
+        authority: s.authority.clone(),
+        observed_at: timestamp(s.observed_at),
+        source_record_id: s
+            .source_record_id
+            .as_deref()
+            .filter(|i| !i.is_empty())
+            .map(|id| truncate(id, 256).to_owned()),
+        content_digest: Some(s.content_digest.clone()),
+        source_uri: None,
+    }
 }
 
-fn feed_source_value(record: &VehicleRecord) -> Value {
-    let s = &record.source;
-    let mut v = json!({
-        "source_name": truncate(&s.source_name, 128),
-        "authority": s.authority,
-        "observed_at": timestamp(s.observed_at),
-        "content_digest": s.content_digest,
-    });
-    if let Some(id) = s.source_record_id.as_deref().filter(|i| !i.is_empty()) {
-        v["source_record_id"] = truncate(id, 256).into();
+/// The provenance the disclosure gives a feed record published without
+/// one: the feed, asserted.
+fn feed_provenance(record: &VehicleRecord) -> Provenance {
+    Provenance {
+        sources: vec![feed_source(record)],
+        authority_status: "asserted".to_owned(),
+        transformed_at: None,
+        transformations: Vec::new(),
     }
-    v
 }
 
 /// The identifier of a disclosure: `pricing.<vehicle_id>.v<snapshot>`,
@@ -491,68 +514,71 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
     let charges = merged_charges(record, inputs.pricing);
     let charges_known = record.required_dealer_charges.is_some()
         || !inputs.pricing.required_dealer_charges.is_empty();
-    let charges_value: Vec<Value> = charges
+    let listed_charges: Vec<ListedCharge> = charges
         .iter()
-        .map(|charge| {
-            let mut c = serde_json::to_value(charge).unwrap_or(Value::Null);
+        .map(|&charge| {
+            let mut listed = ListedCharge {
+                charge: charge.clone(),
+                feed_provenance: false,
+            };
             if charge.provenance.is_none() {
                 let from_vehicle = record
                     .required_dealer_charges
                     .as_deref()
                     .is_some_and(|own| own.iter().any(|o| o.charge_id == charge.charge_id));
-                let p = if from_vehicle {
-                    Some(json!({"sources": [feed_source_value(record)], "authority_status": "asserted"}))
+                if from_vehicle {
+                    listed.charge.provenance = Some(feed_provenance(record));
+                    listed.feed_provenance = true;
                 } else {
-                    config_provenance(inputs.config_source)
-                };
-                if let Some(p) = p {
-                    c["provenance"] = p;
+                    listed.charge.provenance = config_provenance(inputs.config_source);
                 }
             }
-            c
+            listed
         })
         .collect();
     let includes_all = charges_known && charges.iter().all(|c| c.included_in_advertised_price);
 
     // Conditional adjustments: the feed's own, then published programs.
-    let mut adjustments: Vec<Value> = Vec::new();
+    let mut adjustments: Vec<ListedAdjustment> = Vec::new();
     let mut adjustment_expiries: Vec<DateTime<Utc>> = Vec::new();
-    let mut seen_ids: Vec<String> = Vec::new();
+    let mut seen_ids: Vec<&str> = Vec::new();
     let feed_adjustments = record
         .conditional_adjustments
         .as_deref()
         .unwrap_or_default();
     for adj in feed_adjustments {
-        let adj = &serde_json::to_value(adj).unwrap_or(Value::Null);
         if adjustment_applies(adj, inputs.jurisdiction, inputs.payment_mode, now) {
-            let mut a = adj.clone();
-            if a.get("provenance").is_none() {
-                a["provenance"] =
-                    json!({"sources": [feed_source_value(record)], "authority_status": "asserted"});
+            let mut listed = ListedAdjustment {
+                adjustment: adj.clone(),
+                origin: AdjustmentOrigin::Feed,
+            };
+            if adj.provenance.is_none() {
+                listed.adjustment.provenance = Some(feed_provenance(record));
+                listed.origin = AdjustmentOrigin::FeedAttributed;
             }
-            adjustment_expiries.extend(parse_time(adj, "valid_until"));
-            seen_ids.extend(str_of(adj, "adjustment_id").map(str::to_owned));
-            adjustments.push(a);
+            adjustment_expiries.extend(adj.valid_until.as_deref().and_then(rfc3339));
+            seen_ids.push(&adj.adjustment_id);
+            adjustments.push(listed);
         }
     }
-    let mut program_refs: Vec<Value> = Vec::new();
+    // The programs listed, for provenance: (id, revision, rule hash).
+    let mut program_refs: Vec<(&str, u32, Option<&str>)> = Vec::new();
     if let Some(programs) = &inputs.programs {
         for p in &programs.adjustments {
             if !adjustment_applies(&p.adjustment, inputs.jurisdiction, inputs.payment_mode, now) {
                 continue;
             }
-            let id = str_of(&p.adjustment, "adjustment_id").unwrap_or_default();
-            if seen_ids.iter().any(|s| s == id) {
+            let id = p.adjustment.adjustment_id.as_str();
+            if seen_ids.contains(&id) {
                 continue;
             }
-            seen_ids.push(id.to_owned());
+            seen_ids.push(id);
             adjustment_expiries.extend(p.valid_until);
-            let mut r = json!({"program_id": p.program_id, "revision": p.revision});
-            if let Some(h) = &p.rule_hash {
-                r["rule_hash"] = h.clone().into();
-            }
-            program_refs.push(r);
-            adjustments.push(p.adjustment.clone());
+            program_refs.push((&p.program_id, p.revision, p.rule_hash.as_deref()));
+            adjustments.push(ListedAdjustment {
+                adjustment: p.adjustment.clone(),
+                origin: AdjustmentOrigin::Program,
+            });
         }
     }
     let adjustments_known = record.conditional_adjustments.is_some() || inputs.programs.is_some();
@@ -564,13 +590,10 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
         .and_then(|p| p.evaluation_error.as_deref());
     let adjustments_described = adjustments_known
         && evaluation_error.is_none()
-        && adjustments.iter().all(|a| {
-            a.get("criteria")
-                .and_then(Value::as_array)
-                .is_some_and(|c| !c.is_empty())
-                && a.get("stacking")
-                    .is_some_and(|s| str_of(s, "group").is_some())
-                && (str_of(a, "amount_status") != Some("known") || a.get("amount").is_some())
+        && adjustments.iter().all(|listed| {
+            let a = &listed.adjustment;
+            // A typed adjustment always has its stacking group.
+            !a.criteria.is_empty() && (a.amount_status != "known" || a.amount.is_some())
         });
 
     let gov = government(inputs);
@@ -688,28 +711,27 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
     } else {
         "exact"
     };
-    let mut uncertainty = json!({"status": status});
-    if status != "exact" {
-        let mut reason = reasons.join(" ");
-        if reason.is_empty() {
-            reason = "Some price components are not exact.".to_owned();
-        }
-        uncertainty["reason"] = truncate(&reason, 500).into();
-    }
-    if !gov.assumptions.is_empty() {
-        uncertainty["assumptions"] = gov
+    let uncertainty = Uncertainty {
+        status: status.to_owned(),
+        reason: (status != "exact").then(|| {
+            let mut reason = reasons.join(" ");
+            if reason.is_empty() {
+                reason = "Some price components are not exact.".to_owned();
+            }
+            truncate(&reason, 500).to_owned()
+        }),
+        assumptions: gov
             .assumptions
             .iter()
             .take(32)
-            .map(|a| Value::from(truncate(a, 500)))
-            .collect::<Vec<_>>()
-            .into();
-    }
+            .map(|a| truncate(a, 500).to_owned())
+            .collect(),
+    };
 
     // Provenance.
-    let mut sources = vec![feed_source_value(record)];
+    let mut sources = vec![feed_source(record)];
     if let Some(s) = inputs.config_source {
-        sources.push(config_source_value(s));
+        sources.push(config_source(s));
     }
     if let Some(p) = &inputs.programs {
         sources.extend(p.sources.iter().cloned());
@@ -717,7 +739,7 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
     let mut transformations = vec![
         format!(
             "required dealer charges: rooftop defaults merged with the vehicle's own by charge_id ({} listed)",
-            charges_value.len()
+            listed_charges.len()
         ),
         format!(
             "conditional adjustments narrowed by jurisdiction, payment mode and validity ({} applicable)",
@@ -726,13 +748,9 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
         format!("government charges classified {}", gov.status),
         format!("completeness score {score} by the published weights (docs/pricing.md section 6)"),
     ];
-    for r in &program_refs {
-        let mut t = format!(
-            "program {} revision {}",
-            str_of(r, "program_id").unwrap_or_default(),
-            r["revision"]
-        );
-        if let Some(h) = str_of(r, "rule_hash") {
+    for (program_id, revision, rule_hash) in &program_refs {
+        let mut t = format!("program {program_id} revision {revision}");
+        if let Some(h) = rule_hash {
             t.push_str(&format!(" rule {h}"));
         }
         transformations.push(truncate(&t, 160).to_owned());
@@ -751,12 +769,12 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
         ));
         all
     });
-    let provenance = json!({
-        "sources": sources,
-        "authority_status": "asserted",
-        "transformed_at": timestamp(now),
-        "transformations": transformations,
-    });
+    let provenance = Provenance {
+        sources,
+        authority_status: "asserted".to_owned(),
+        transformed_at: Some(timestamp(now)),
+        transformations,
+    };
 
     // Freshness: oldest input, earliest expiry.
     let mut observed_at = observed;
@@ -775,25 +793,26 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
         .copied()
         .fold(inventory_until, DateTime::min);
     let state = if inputs.withdrawn {
-        "withdrawn"
+        FreshnessState::Withdrawn
     } else if now <= valid_until {
-        "current"
+        FreshnessState::Current
     } else {
-        "stale"
+        FreshnessState::Stale
     };
-    let freshness = json!({
-        "observed_at": timestamp(observed_at),
-        "valid_until": timestamp(valid_until),
-        "state": state,
-        "max_age_seconds": inputs.inventory_sla_seconds.min(MAX_AGE_LIMIT),
-    });
+    let freshness = Freshness {
+        observed_at: timestamp(observed_at),
+        state,
+        valid_until: Some(timestamp(valid_until)),
+        max_age_seconds: Some(inputs.inventory_sla_seconds.min(MAX_AGE_LIMIT)),
+    };
+    let listed: Vec<&ConditionalAdjustment> = adjustments.iter().map(|l| &l.adjustment).collect();
 
     let text = text::disclosure_text(&text::TextInputs {
         price,
         includes_all,
         charges_known,
         charges: &charges,
-        adjustments: &adjustments,
+        adjustments: &listed,
         gov_status: gov.status,
         gov_total: gov.total,
         gov_assumptions: &gov.assumptions,
@@ -801,57 +820,46 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
         evaluation_bounded,
     });
 
-    let mut doc = Map::new();
-    doc.insert(
-        "disclosure_id".into(),
-        disclosure_id(&record.vehicle_id, inputs.snapshot_version).into(),
-    );
-    doc.insert("vehicle_id".into(), record.vehicle_id.clone().into());
-    doc.insert(
-        "organization_id".into(),
-        record.organization_id.clone().into(),
-    );
-    doc.insert("rooftop_id".into(), record.rooftop_id.clone().into());
-    doc.insert(
-        "advertised_price".into(),
-        json!({
-            "amount": price,
-            "availability": "generally_available",
-            "includes_required_dealer_charges": includes_all,
-        }),
-    );
-    doc.insert("required_dealer_charges".into(), charges_value.into());
-    doc.insert("conditional_adjustments".into(), adjustments.into());
-    doc.insert("government_charges".into(), gov.value.clone());
-    doc.insert(
-        "disclosure_completeness".into(),
-        json!({
-            "score": score,
-            "components": {
-                "advertised_price_present_and_authoritative": price_authoritative,
-                "required_dealer_charges_itemized": charges_known,
-                "conditional_adjustments_have_eligibility_and_stacking": adjustments_described,
-                "government_charges_classified": gov_classified,
-                "availability_band": inputs.band.as_str(),
-            }
-        }),
-    );
-    doc.insert("disclosure_text".into(), text.into());
-    doc.insert("uncertainty".into(), uncertainty);
-    doc.insert("provenance".into(), provenance);
-    doc.insert("freshness".into(), freshness);
-    let mut extensions = Map::new();
-    if let Some(e) = inputs.programs.as_ref().and_then(|p| p.evaluation.as_ref()) {
-        extensions.insert("dealergateway.offers".into(), e.clone());
-    }
+    let mut extensions = DisclosureExtensions {
+        offers: inputs
+            .programs
+            .as_ref()
+            .and_then(|p| p.evaluation.clone())
+            .map(OffersExtension::Tree),
+        provenance: None,
+    };
     if let Some(all) = full_transformations {
-        extensions.insert(PROVENANCE_EXTENSION.into(), json!({"transformations": all}));
+        extensions.provenance = Some(ProvenanceExtension {
+            transformations: all,
+        });
     }
-    if !extensions.is_empty() {
-        doc.insert("extensions".into(), Value::Object(extensions));
-    }
+    let document = PricingDisclosure {
+        disclosure_id: disclosure_id(&record.vehicle_id, inputs.snapshot_version),
+        vehicle_id: record.vehicle_id.clone(),
+        organization_id: record.organization_id.clone(),
+        rooftop_id: record.rooftop_id.clone(),
+        advertised_price: AdvertisedPrice::generally_available(price, includes_all),
+        required_dealer_charges: listed_charges,
+        conditional_adjustments: adjustments,
+        government_charges: gov.value,
+        disclosure_completeness: DisclosureCompleteness {
+            score,
+            components: CompletenessComponents {
+                advertised_price_present_and_authoritative: price_authoritative,
+                required_dealer_charges_itemized: charges_known,
+                conditional_adjustments_have_eligibility_and_stacking: adjustments_described,
+                government_charges_classified: gov_classified,
+                availability_band: inputs.band.as_str().to_owned(),
+            },
+        },
+        disclosure_text: text,
+        uncertainty,
+        provenance,
+        freshness,
+        extensions: (!extensions.is_empty()).then_some(extensions),
+    };
     Disclosure {
-        document: Value::Object(doc),
+        document,
         score,
         gaps,
     }

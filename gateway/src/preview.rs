@@ -16,6 +16,7 @@ use pricing::stacking::{
 use serde_json::{Value, json};
 
 use crate::Error;
+use crate::dap::disclosure::PricingDisclosure;
 use crate::disclosure::{self, Inputs, WEIGHT_COMPONENT, band_points};
 use crate::store::RooftopPricing;
 
@@ -191,7 +192,7 @@ pub async fn render(
         organization,
         rooftop,
         snapshot.version,
-        built.document["disclosure_id"].as_str().unwrap_or("-")
+        built.document.disclosure_id
     );
     let _ = writeln!(
         out,
@@ -200,13 +201,7 @@ pub async fn render(
     );
     let _ = writeln!(out);
     let _ = writeln!(out, "== What an agent is told (disclosure_text) ==");
-    let _ = writeln!(
-        out,
-        "{}",
-        built.document["disclosure_text"]
-            .as_str()
-            .unwrap_or_default()
-    );
+    let _ = writeln!(out, "{}", built.document.disclosure_text);
     let _ = writeln!(out);
     write_parts(&mut out, &built.document);
     let _ = writeln!(out);
@@ -278,85 +273,62 @@ pub async fn render(
     Ok(out)
 }
 
-fn money_text(v: &Value) -> String {
-    serde_json::from_value::<pricing::Money>(v.clone())
-        .map_or_else(|_| "unknown".to_owned(), |m| m.to_string())
-}
-
-fn write_parts(out: &mut String, doc: &Value) {
+fn write_parts(out: &mut String, doc: &PricingDisclosure) {
     let _ = writeln!(out, "== Price components ==");
     let _ = writeln!(
         out,
         "Advertised price (generally available): {}  includes required charges: {}",
-        money_text(&doc["advertised_price"]["amount"]),
-        doc["advertised_price"]["includes_required_dealer_charges"]
+        doc.advertised_price.amount, doc.advertised_price.includes_required_dealer_charges
     );
-    let charges = doc["required_dealer_charges"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
+    let charges = &doc.required_dealer_charges;
     if charges.is_empty() {
         let _ = writeln!(out, "Required dealer charges: none listed");
     }
-    for c in charges {
+    for listed in charges {
+        let c = &listed.charge;
         let _ = writeln!(
             out,
             "  charge   {:<32} {:>18}  {}",
-            c["name"].as_str().unwrap_or_default(),
-            money_text(&c["amount"]),
-            if c["included_in_advertised_price"] == Value::Bool(true) {
+            c.name,
+            c.amount.to_string(),
+            if c.included_in_advertised_price {
                 "included"
             } else {
                 "NOT included"
             }
         );
     }
-    let adjustments = doc["conditional_adjustments"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
+    let adjustments = &doc.conditional_adjustments;
     if adjustments.is_empty() {
         let _ = writeln!(out, "Conditional adjustments: none listed");
     }
-    for a in adjustments {
-        let criteria: Vec<String> = a["criteria"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default()
+    for listed in adjustments {
+        let a = &listed.adjustment;
+        let criteria: Vec<String> = a
+            .criteria
             .iter()
-            .map(|c| {
-                format!(
-                    "{} ({})",
-                    c["criterion"].as_str().unwrap_or_default(),
-                    c["evidence_status"].as_str().unwrap_or_default()
-                )
-            })
+            .map(|c| format!("{} ({})", c.criterion, c.evidence_status))
             .collect();
-        let amount = if a["amount_status"] == "known" {
-            money_text(&a["amount"])
-        } else {
-            "unknown".to_owned()
-        };
+        // Unknown is said, never zero.
+        let amount = a
+            .known_amount()
+            .map_or_else(|| "unknown".to_owned(), |m| m.to_string());
         let _ = writeln!(
             out,
             "  offer    {:<32} {:>18}  {} | stacking {}/{} | needs {}",
-            a["name"].as_str().unwrap_or_default(),
+            a.name,
             amount,
-            a["direction"].as_str().unwrap_or_default(),
-            a["stacking"]["group"].as_str().unwrap_or_default(),
-            a["stacking"]["combinability"].as_str().unwrap_or_default(),
+            a.direction,
+            a.stacking.group,
+            a.stacking.combinability,
             criteria.join(", ")
         );
     }
-    let gov = &doc["government_charges"];
-    let status = gov["status"].as_str().unwrap_or("unknown");
-    match gov.get("total") {
+    let gov = &doc.government_charges;
+    let status = &gov.status;
+    match gov.total {
         Some(total) => {
-            let _ = writeln!(
-                out,
-                "Government charges: {status}, total {}",
-                money_text(total)
-            );
+            let _ = writeln!(out, "Government charges: {status}, total {total}");
         }
         None => {
             let _ = writeln!(
@@ -365,24 +337,38 @@ fn write_parts(out: &mut String, doc: &Value) {
             );
         }
     }
+    let state = serde_json::to_value(doc.freshness.state)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "Freshness: {} until {}",
-        doc["freshness"]["state"].as_str().unwrap_or_default(),
-        doc["freshness"]["valid_until"].as_str().unwrap_or("-")
+        "Freshness: {state} until {}",
+        doc.freshness.valid_until.as_deref().unwrap_or("-")
     );
 }
 
 fn write_score(out: &mut String, built: &disclosure::Disclosure, fixes: &Fixes<'_>) {
-    let components = &built.document["disclosure_completeness"]["components"];
+    let components = &built.document.disclosure_completeness.components;
     let _ = writeln!(out, "== Completeness score: {}/100 ==", built.score);
-    for key in [
-        "advertised_price_present_and_authoritative",
-        "required_dealer_charges_itemized",
-        "conditional_adjustments_have_eligibility_and_stacking",
-        "government_charges_classified",
+    for (key, ok) in [
+        (
+            "advertised_price_present_and_authoritative",
+            components.advertised_price_present_and_authoritative,
+        ),
+        (
+            "required_dealer_charges_itemized",
+            components.required_dealer_charges_itemized,
+        ),
+        (
+            "conditional_adjustments_have_eligibility_and_stacking",
+            components.conditional_adjustments_have_eligibility_and_stacking,
+        ),
+        (
+            "government_charges_classified",
+            components.government_charges_classified,
+        ),
     ] {
-        let ok = components[key] == Value::Bool(true);
         let _ = writeln!(
             out,
             "  [{}] {:<56} {:>2}/{WEIGHT_COMPONENT}",
@@ -391,9 +377,7 @@ fn write_score(out: &mut String, built: &disclosure::Disclosure, fixes: &Fixes<'
             if ok { WEIGHT_COMPONENT } else { 0 }
         );
     }
-    let band = components["availability_band"]
-        .as_str()
-        .unwrap_or("unknown");
+    let band = components.availability_band.as_str();
     let points = built
         .gaps
         .iter()
@@ -687,6 +671,15 @@ pub fn jurisdiction_label(j: &Value) -> String {
         .unwrap_or("no jurisdiction")
         .to_owned();
     if let Some(postal) = s("postal_code") {
+        let _ = write!(label, ", postal code {postal}");
+    }
+    label
+}
+
+/// [`jurisdiction_label`] of a typed jurisdiction.
+pub fn jurisdiction_name(j: &crate::dap::Jurisdiction) -> String {
+    let mut label = j.subdivision.as_deref().unwrap_or(&j.country).to_owned();
+    if let Some(postal) = &j.postal_code {
         let _ = write!(label, ", postal code {postal}");
     }
     label

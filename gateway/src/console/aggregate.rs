@@ -2,8 +2,9 @@
 //! chart and fixes and the programs' reach.
 //!
 //! Each vehicle's disclosure is built by the disclosure tool's own function
-//! (`tools::get_disclosure::GetDisclosure`: the same tenancy prologue, inputs and
-//! builder an agent's call runs), so the scores here are exactly the
+//! ([`get_disclosure::disclosure`]: the same tenancy prologue, inputs and
+//! builder an agent's call runs) and read typed, never serialized and
+//! parsed again, so the scores here are exactly the
 //! scores agents see. Going round `tools::invoke` skips only its per-call
 //! audit event (one page view would write one per vehicle); the tool's
 //! scope is checked here first instead, and the page writes one audit
@@ -22,10 +23,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{ConsoleError, Rooftop, Signed};
 use crate::availability::Band;
+use crate::dap::disclosure::CompletenessComponents;
+use crate::dap::{ConditionalAdjustment, FreshnessState};
 use crate::disclosure::{WEIGHT_COMPONENT, band_points};
 use crate::preview::Fixes;
 use crate::state::AppState;
@@ -132,19 +135,34 @@ fn band_of(name: &str) -> Band {
     }
 }
 
-/// The components of a disclosure document that lost points, with the
+/// The components of a disclosure that lost points, with the
 /// points at stake and the fix: each boolean component is worth
 /// [`WEIGHT_COMPONENT`], the band what [`band_points`] leaves. `fixes`
 /// knows what the rooftop has configured, so no fix is one already done.
-pub fn gaps(disclosure: &Value, fixes: &Fixes<'_>) -> Vec<Gap> {
-    let components = &disclosure["disclosure_completeness"]["components"];
+/// `adjustments` are the conditional adjustments the disclosure lists.
+pub fn gaps(
+    components: &CompletenessComponents,
+    adjustments: &[&ConditionalAdjustment],
+    fixes: &Fixes<'_>,
+) -> Vec<Gap> {
     FIXES
         .iter()
         .filter_map(|(component, fix)| {
+            let earned = match *component {
+                "advertised_price_present_and_authoritative" => {
+                    components.advertised_price_present_and_authoritative
+                }
+                "required_dealer_charges_itemized" => components.required_dealer_charges_itemized,
+                "conditional_adjustments_have_eligibility_and_stacking" => {
+                    components.conditional_adjustments_have_eligibility_and_stacking
+                }
+                "government_charges_classified" => components.government_charges_classified,
+                _ => false,
+            };
             let points = if *component == "availability_band" {
-                let band = band_of(components[*component].as_str().unwrap_or("unknown"));
+                let band = band_of(&components.availability_band);
                 WEIGHT_COMPONENT - band_points(band)
-            } else if components[*component] == json!(true) {
+            } else if earned {
                 0
             } else {
                 WEIGHT_COMPONENT
@@ -154,7 +172,7 @@ pub fn gaps(disclosure: &Value, fixes: &Fixes<'_>) -> Vec<Gap> {
                 points,
                 fix: fixes
                     .fix(component)
-                    .or_else(|| adjustments_fix(component, disclosure))
+                    .or_else(|| adjustments_fix(component, adjustments))
                     .unwrap_or_else(|| (*fix).to_owned()),
             })
         })
@@ -165,19 +183,15 @@ pub fn gaps(disclosure: &Value, fixes: &Fixes<'_>) -> Vec<Gap> {
 /// general fix says to list them or import programs, which is then done):
 /// the listed ones that lack what the score needs, or the programs that
 /// could not be evaluated.
-fn adjustments_fix(component: &str, disclosure: &Value) -> Option<String> {
+fn adjustments_fix(component: &str, listed: &[&ConditionalAdjustment]) -> Option<String> {
     if component != "conditional_adjustments_have_eligibility_and_stacking" {
         return None;
     }
-    let listed = disclosure.get("conditional_adjustments")?.as_array()?;
+    // A typed adjustment always has its stacking group.
     let incomplete: Vec<&str> = listed
         .iter()
-        .filter(|a| {
-            a["criteria"].as_array().is_none_or(Vec::is_empty)
-                || a["stacking"]["group"].as_str().is_none()
-                || (a["amount_status"] == json!("known") && a.get("amount").is_none())
-        })
-        .map(|a| a["name"].as_str().unwrap_or("(unnamed)"))
+        .filter(|a| a.criteria.is_empty() || (a.amount_status == "known" && a.amount.is_none()))
+        .map(|a| a.name.as_str())
         .collect();
     Some(if incomplete.is_empty() {
         "The organization's incentive programs could not be evaluated for this vehicle (the vehicle page says why): correct the programs file and import it again.".to_owned()
@@ -242,31 +256,24 @@ impl ScoreCache {
                     payment_mode: None,
                     detail: None,
                 };
-                match <get_disclosure::GetDisclosure as crate::tools::Tool>::call(&ctx, args)
-                    .await
-                    .map(crate::tools::Produced::into_value)
-                {
-                    Ok(doc) => scores.vehicles.push(VehicleScore {
-                        title: title(&record),
-                        stock_number: record.stock_number.clone(),
-                        score: u32::try_from(
-                            doc["disclosure_completeness"]["score"]
-                                .as_u64()
-                                .unwrap_or(0),
-                        )
-                        .unwrap_or(0),
-                        gaps: gaps(&doc, &fixes),
-                        adjustments: doc["conditional_adjustments"]
-                            .as_array()
-                            .map(|a| {
-                                a.iter()
-                                    .filter_map(|x| x["adjustment_id"].as_str().map(str::to_owned))
-                                    .collect()
-                            })
-                            .unwrap_or_default(),
-                        stale: doc["freshness"]["state"] == json!("stale"),
-                        vehicle_id: record.vehicle_id,
-                    }),
+                match get_disclosure::disclosure(&ctx, &args).await {
+                    Ok(built) => {
+                        let doc = &built.document;
+                        let listed: Vec<&ConditionalAdjustment> = doc
+                            .conditional_adjustments
+                            .iter()
+                            .map(|l| &l.adjustment)
+                            .collect();
+                        scores.vehicles.push(VehicleScore {
+                            title: title(&record),
+                            stock_number: record.stock_number.clone(),
+                            score: doc.disclosure_completeness.score,
+                            gaps: gaps(&doc.disclosure_completeness.components, &listed, &fixes),
+                            adjustments: listed.iter().map(|a| a.adjustment_id.clone()).collect(),
+                            stale: doc.freshness.state == FreshnessState::Stale,
+                            vehicle_id: record.vehicle_id,
+                        });
+                    }
                     Err(e) => scores.failures.push(e.code().as_str().to_owned()),
                 }
             }
@@ -309,23 +316,28 @@ pub fn title(record: &crate::inventory::model::VehicleRecord) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    fn components(charges: bool, band: &str) -> CompletenessComponents {
+        CompletenessComponents {
+            advertised_price_present_and_authoritative: true,
+            required_dealer_charges_itemized: charges,
+            conditional_adjustments_have_eligibility_and_stacking: true,
+            government_charges_classified: false,
+            availability_band: band.to_owned(),
+        }
+    }
 
     #[test]
     fn gaps_follow_the_published_weights() {
-        let doc = json!({"disclosure_completeness": {"score": 45, "components": {
-            "advertised_price_present_and_authoritative": true,
-            "required_dealer_charges_itemized": false,
-            "conditional_adjustments_have_eligibility_and_stacking": true,
-            "government_charges_classified": false,
-            "availability_band": "stale"
-        }}});
+        let (score, components) = (45, components(false, "stale"));
         let pricing = crate::store::RooftopPricing::default();
         let fixes = Fixes {
             pricing: &pricing,
             assumed: None,
             live_source: false,
         };
-        let found: Vec<(&str, u32)> = gaps(&doc, &fixes)
+        let found: Vec<(&str, u32)> = gaps(&components, &[], &fixes)
             .iter()
             .map(|g| (g.component, g.points))
             .collect();
@@ -338,22 +350,13 @@ mod tests {
             ]
         );
         // 100 minus the points at stake is the score the tool computed.
-        assert_eq!(
-            u64::from(100 - found.iter().map(|(_, p)| p).sum::<u32>()),
-            doc["disclosure_completeness"]["score"].as_u64().unwrap()
-        );
+        assert_eq!(100 - found.iter().map(|(_, p)| p).sum::<u32>(), score);
     }
 
     #[test]
     fn a_fix_is_never_one_the_rooftop_has_already_done() {
         use crate::store::{GovernmentChargeEstimate, RooftopPricing};
-        let doc = json!({"disclosure_completeness": {"components": {
-            "advertised_price_present_and_authoritative": true,
-            "required_dealer_charges_itemized": true,
-            "conditional_adjustments_have_eligibility_and_stacking": true,
-            "government_charges_classified": false,
-            "availability_band": "asserted"
-        }}});
+        let components = components(true, "asserted");
         let illinois = GovernmentChargeEstimate {
             jurisdiction: serde_json::from_value(json!({"country": "US", "subdivision": "US-IL"}))
                 .unwrap(),
@@ -369,7 +372,7 @@ mod tests {
                 assumed: Some(assumed),
                 live_source: live,
             };
-            gaps(&doc, &fixes)
+            gaps(&components, &[], &fixes)
                 .into_iter()
                 .find(|g| g.component == component)
                 .map(|g| g.fix)

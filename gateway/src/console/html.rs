@@ -250,6 +250,11 @@ pub fn money(v: Option<&Value>) -> String {
         .map_or_else(|| "unknown".to_owned(), |m| m.to_string())
 }
 
+/// A typed amount as text; `unknown` when there is none (never zero).
+pub fn amount(m: Option<pricing::Money>) -> String {
+    m.map_or_else(|| "unknown".to_owned(), |m| m.to_string())
+}
+
 /// A string member, or an empty string.
 pub fn text<'v>(v: &'v Value, key: &str) -> &'v str {
     v.get(key).and_then(Value::as_str).unwrap_or_default()

@@ -182,6 +182,41 @@ impl Signed {
         }
     }
 
+    /// The disclosure an agent holding this grant gets for `args`, typed
+    /// ([`crate::tools::get_disclosure::disclosure`]: the same tenancy,
+    /// inputs and builder), read without serializing and parsing it, or the
+    /// DAP error object. The tool's scope and its input schema are checked
+    /// first, as `tools::invoke` checks them; the page that reads it writes
+    /// its own audit event (DAP-CORE-039), as the overview does.
+    pub async fn disclosure(
+        &self,
+        state: &Arc<AppState>,
+        args: &Value,
+    ) -> Result<crate::disclosure::Disclosure, Value> {
+        use crate::tools::{ToolError, get_disclosure};
+        let ctx = self.context(state);
+        let checked = aggregate::tool_scope(state, self, get_disclosure::NAME)
+            .map_err(|scope| ToolError::ScopeInsufficient { scope })
+            .and_then(|()| match state.catalog.tool(get_disclosure::NAME) {
+                Some(tool) => tool
+                    .validate_input(args)
+                    .map_err(|field_errors| ToolError::Validation { field_errors }),
+                None => Err(ToolError::internal("the disclosure tool is not served")),
+            })
+            .and_then(|()| {
+                serde_json::from_value::<crate::tools::args::DisclosureArgs>(args.clone())
+                    .map_err(ToolError::internal)
+            });
+        let result = match checked {
+            Ok(args) => get_disclosure::disclosure(&ctx, &args).await,
+            Err(e) => Err(e),
+        };
+        result.map_err(|e| {
+            let error_id = format!("err.{}", uuid::Uuid::new_v4());
+            e.to_dap(&error_id, &ctx.trace_id, Utc::now())
+        })
+    }
+
     pub fn context(&self, state: &Arc<AppState>) -> crate::tools::ToolContext {
         crate::tools::ToolContext::new(
             state,

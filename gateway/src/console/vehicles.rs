@@ -2,7 +2,10 @@
 //! `get_disclosure`, rendered as an agent receives them) and the what-if
 //! form (`dealergateway.offers.evaluate`, rendered in `what_if.rs`). Every
 //! call goes through `tools::invoke` with the manager's principal
-//! (docs/console.md "Pages").
+//! (docs/console.md "Pages"), except the disclosure, which is read typed
+//! through [`super::Signed::disclosure`] (the same checks, builder and
+//! answer; the page audits the read) so that no amount is parsed back
+//! from JSON.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -17,6 +20,8 @@ use serde_json::{Map, Value, json};
 use super::aggregate;
 use super::words::{self, Vocabulary as V};
 use super::{Console, ConsoleError, Rooftop, Signed, encode, html as h, nav, page, signed_in};
+use crate::dap::disclosure::PricingDisclosure;
+use crate::dap::{ConditionalAdjustment, CriterionValue, EligibilityCriterion, Scalar};
 use crate::state::AppState;
 use crate::tools::{get_disclosure, get_vehicle, inventory_search};
 
@@ -294,14 +299,28 @@ pub async fn vehicle(
     }
     // The disclosure an agent gets for a buyer in the rooftop's own
     // jurisdiction, the one the scores assume (aggregate.rs).
+    // Read typed (no money parsed back from JSON); the raw form below is
+    // the typed document with the concise extension an agent is sent.
     let jurisdiction = crate::preview::rooftop_jurisdiction(&rooftop.record().dap);
     let mut disclosure_args = args.clone();
     if let Some(j) = &jurisdiction {
         disclosure_args["jurisdiction"] = j.clone();
     }
-    let disclosure = signed
-        .tool(&state, get_disclosure::NAME, &disclosure_args)
+    let disclosure = signed.disclosure(&state, &disclosure_args).await;
+    signed
+        .audit(
+            &state,
+            "dealergateway.console.vehicle",
+            vec![rooftop.id().to_owned()],
+        )
         .await;
+    let raw_disclosure = disclosure.as_ref().ok().map(|d| {
+        let mut document = d.document.clone();
+        // The evaluation was serialized by this gateway: its concise form
+        // cannot fail short of a defect, then the full one is shown.
+        let _ = get_disclosure::concise(&mut document);
+        serde_json::to_value(&document).unwrap_or(Value::Null)
+    });
     let fixes = aggregate::rooftop_fixes(&rooftop, jurisdiction.as_ref());
     let base = format!("/console/rooftop/{}", encode(rooftop.id()));
     let title = match &record {
@@ -321,86 +340,78 @@ pub async fn vehicle(
         p { a href={(base) "/vehicle/" (encode(&vehicle_id)) "/what-if"} { "Try a buyer profile (what-if)" } }
         @match &disclosure {
             Err(error) => (h::tool_error("The disclosure tool refused", error)),
-            Ok(d) => (disclosure_section(d, &fixes)),
+            Ok(d) => (disclosure_section(&d.document, &fixes)),
         }
         @match &record {
             Err(error) => (h::tool_error("The vehicle tool refused", error)),
             Ok(v) => (record_section(v)),
         }
         h2 { "Raw structured content" }
-        @if let Ok(d) = &disclosure { (h::raw_json("Disclosure (dealeragent.pricing.get_disclosure), as the agent receives it", "raw-disclosure", d)) }
+        @if let Some(d) = &raw_disclosure { (h::raw_json("Disclosure (dealeragent.pricing.get_disclosure), as the agent receives it", "raw-disclosure", d)) }
         @if let Ok(v) = &record { (h::raw_json("Vehicle (dealeragent.inventory.get_vehicle), as the agent receives it", "raw-vehicle", v)) }
     };
     page(&signed, &title, &nav(rooftop.id(), "Vehicles"), &body)
 }
 
-fn disclosure_section(d: &Value, fixes: &crate::preview::Fixes<'_>) -> Markup {
-    let score = d
-        .pointer("/disclosure_completeness/score")
-        .cloned()
-        .unwrap_or(Value::Null);
-    let gaps = aggregate::gaps(d, fixes);
-    let empty = Vec::new();
-    let band = d
-        .pointer("/disclosure_completeness/components/availability_band")
-        .and_then(Value::as_str)
-        .unwrap_or("unknown");
+fn disclosure_section(d: &PricingDisclosure, fixes: &crate::preview::Fixes<'_>) -> Markup {
+    let adjustments: Vec<&ConditionalAdjustment> = d
+        .conditional_adjustments
+        .iter()
+        .map(|l| &l.adjustment)
+        .collect();
+    let completeness = &d.disclosure_completeness;
+    let gaps = aggregate::gaps(&completeness.components, &adjustments, fixes);
+    let gov = &d.government_charges;
     html! {
         h2 { "What agents are told" }
         (super::overview::assumed_jurisdiction(fixes.assumed))
-        blockquote.agent id="disclosure-text" { (h::text(d, "disclosure_text")) }
+        blockquote.agent id="disclosure-text" { (d.disclosure_text) }
         dl.facts {
-            div { dt { "Advertised price" } dd id="advertised-price" { (h::money(d.pointer("/advertised_price/amount"))) } }
-            div { dt { "Advertised price availability" } dd { (words::plain(V::PriceAvailability, h::text(&d["advertised_price"], "availability"))) } }
-            div { dt { "Government charges" } dd id="government-status" { (words::hinted(V::GovernmentStatus, h::text(&d["government_charges"], "status"))) } }
-            div { dt { "Completeness score" } dd id="completeness-score" { (score) " / 100" } }
-            div { dt { "Availability band" } dd id="availability-band" { (words::hinted(V::Band, band)) } }
+            div { dt { "Advertised price" } dd id="advertised-price" { (d.advertised_price.amount) } }
+            div { dt { "Advertised price availability" } dd { (words::plain(V::PriceAvailability, &d.advertised_price.availability)) } }
+            div { dt { "Government charges" } dd id="government-status" { (words::hinted(V::GovernmentStatus, &gov.status)) } }
+            div { dt { "Completeness score" } dd id="completeness-score" { (completeness.score) " / 100" } }
+            div { dt { "Availability band" } dd id="availability-band" { (words::hinted(V::Band, &completeness.components.availability_band)) } }
         }
         h2 { "Required dealer charges" }
-        @let charges = d["required_dealer_charges"].as_array().unwrap_or(&empty);
-        @if d.get("required_dealer_charges").is_none() {
-            p.warn { "Unknown: the feed does not list them and the rooftop has no defaults." }
-        } @else if charges.is_empty() {
+        @if d.required_dealer_charges.is_empty() {
             p { "None." }
         } @else {
             div.scroll tabindex="0" { table id="required-charges" {
                 caption.sr { "Required dealer charges" }
                 thead { tr { th scope="col" { "Charge" } th.num scope="col" { "Amount" } th scope="col" { "In the advertised price" } th scope="col" { "Payee" } th scope="col" { "Taxable" } } }
-                tbody { @for c in charges { tr {
-                    td { (h::text(c, "name")) }
-                    td.num { (h::money(c.get("amount"))) }
-                    td { @if c["included_in_advertised_price"] == json!(true) { "included" } @else { "not included" } }
-                    td { (words::plain(V::Payee, h::text(c, "payee"))) }
-                    td { (words::plain(V::TaxableStatus, h::text(c, "taxable_status"))) }
+                tbody { @for listed in &d.required_dealer_charges { @let c = &listed.charge; tr {
+                    td { (c.name) }
+                    td.num { (c.amount) }
+                    td { @if c.included_in_advertised_price { "included" } @else { "not included" } }
+                    td { (words::plain(V::Payee, &c.payee)) }
+                    td { (words::plain(V::TaxableStatus, c.taxable_status.as_deref().unwrap_or_default())) }
                 } } }
             } }
         }
         h2 { "Conditional adjustments" }
-        @let adjustments = d["conditional_adjustments"].as_array().unwrap_or(&empty);
-        @if d.get("conditional_adjustments").is_none() {
-            p.warn { "Unknown: the feed lists none and no programs are published." }
-        } @else if adjustments.is_empty() {
+        @if adjustments.is_empty() {
             p { "None." }
         } @else {
             div.scroll tabindex="0" { table id="conditional-adjustments" {
                 caption.sr { "Conditional adjustments with eligibility and stacking" }
                 thead { tr { th scope="col" { "Adjustment" } th scope="col" { "Direction" } th.num scope="col" { "Amount" } th scope="col" { "Eligibility" } th scope="col" { "Stacking" } } }
-                tbody { @for a in adjustments { tr {
-                    td { (h::text(a, "name")) br; code { (h::text(a, "adjustment_id")) } }
-                    td { (words::plain(V::Direction, h::text(a, "direction"))) }
-                    td.num { @if h::text(a, "amount_status") == "known" { (h::money(a.get("amount"))) } @else { (words::plain(V::AmountStatus, h::text(a, "amount_status"))) } }
-                    td { ul { @for c in a["criteria"].as_array().unwrap_or(&empty) {
-                        li { (criterion_words(c)) }
+                tbody { @for a in &adjustments { tr {
+                    td { (a.name) br; code { (a.adjustment_id) } }
+                    td { (words::plain(V::Direction, &a.direction)) }
+                    td.num { @if a.amount_status == "known" { (h::amount(a.amount)) } @else { (words::plain(V::AmountStatus, &a.amount_status)) } }
+                    td { ul { @for c in &a.criteria {
+                        li { (eligibility_words(c)) }
                     } } }
-                    td { "group " (h::text(&a["stacking"], "group")) ": " (words::hinted(V::Combinability, h::text(&a["stacking"], "combinability"))) }
+                    td { "group " (a.stacking.group) ": " (words::hinted(V::Combinability, &a.stacking.combinability)) }
                 } } }
             } }
         }
-        @if let Some(lines) = d.pointer("/government_charges/lines").and_then(Value::as_array) {
+        @if let Some(lines) = &gov.lines {
             h2 { "Government charges" }
-            p { "Estimated by the dealer for " (d.pointer("/government_charges/jurisdiction").map(crate::preview::jurisdiction_label).unwrap_or_default())
-                ", not included in the price: " strong id="government-total" { (h::money(d.pointer("/government_charges/total"))) } "." }
-            ul { @for l in lines { li { (h::text(l, "name")) ": " (h::money(l.get("amount"))) } } }
+            p { "Estimated by the dealer for " (gov.jurisdiction.as_ref().map(crate::preview::jurisdiction_name).unwrap_or_default())
+                ", not included in the price: " strong id="government-total" { (h::amount(gov.total)) } "." }
+            ul { @for l in lines { li { (l.name) ": " (l.amount) } } }
         }
         h2 { "Completeness: what is missing and how to fix it" }
         @if gaps.is_empty() {
@@ -416,9 +427,31 @@ fn disclosure_section(d: &Value, fixes: &crate::preview::Fixes<'_>) -> Markup {
                 } } }
             } }
         }
-        @if let Some(u) = d.get("uncertainty").filter(|u| !h::text(u, "reason").is_empty()) {
-            p.notice id="uncertainty" { strong { "Price " (words::plain(V::Uncertainty, h::text(u, "status"))) ": " } (h::text(u, "reason")) }
+        @if let Some(reason) = d.uncertainty.reason.as_deref().filter(|r| !r.is_empty()) {
+            p.notice id="uncertainty" { strong { "Price " (words::plain(V::Uncertainty, &d.uncertainty.status)) ": " } (reason) }
         }
+    }
+}
+
+/// [`criterion_words`] of a typed criterion.
+fn eligibility_words(c: &EligibilityCriterion) -> Markup {
+    let scalar = |s: &Scalar| match s {
+        Scalar::Text(t) => t.clone(),
+        Scalar::Flag(b) => b.to_string(),
+        Scalar::Number(n) => n.to_string(),
+    };
+    let value = match &c.value {
+        CriterionValue::Scalar(Scalar::Text(s)) => s.clone(),
+        CriterionValue::List(items) => items.iter().map(scalar).collect::<Vec<_>>().join(", "),
+        CriterionValue::Scalar(_) => String::new(),
+    };
+    let operator = c.operator.as_str();
+    html! {
+        (words::plain(V::Criterion, &c.criterion)) " "
+        (words::plain(V::Operator, operator))
+        @if matches!(operator, "equals" | "in") && !value.is_empty() { " " (value) }
+        " (" (words::plain(V::EvidenceStatus, &c.evidence_status)) ")"
+        @if let Some(d) = c.description.as_deref().filter(|d| !d.is_empty()) { ": " (d) }
     }
 }
 

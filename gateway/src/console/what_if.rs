@@ -29,8 +29,10 @@ use serde_json::{Map, Value, json};
 
 use super::words::{self, Vocabulary as V};
 use super::{Console, ConsoleError, encode, html as h, nav, page};
+use crate::dap::DealerCharge;
+use crate::dap::disclosure::PricingDisclosure;
 use crate::state::AppState;
-use crate::tools::{get_disclosure, get_vehicle, offers_evaluate};
+use crate::tools::{get_vehicle, offers_evaluate};
 use waterfall::{waterfall, waterfall_table};
 
 mod waterfall;
@@ -153,8 +155,15 @@ pub async fn what_if(
                 if field("payment_mode") != "unknown" {
                     disclosure_args["payment_mode"] = json!(field("payment_mode"));
                 }
-                let disclosure = signed
-                    .tool(&state, get_disclosure::NAME, &disclosure_args)
+                // Read typed: its charges' money is never parsed back
+                // from JSON; the page's own audit event records the read.
+                let disclosure = signed.disclosure(&state, &disclosure_args).await;
+                signed
+                    .audit(
+                        &state,
+                        "dealergateway.console.what_if",
+                        vec![rooftop.id().to_owned()],
+                    )
                     .await;
                 // The stacking declarations of the revisions the evaluation
                 // used (its `as_of`), for the reasons a program is out.
@@ -263,7 +272,7 @@ pub async fn what_if(
         @match &evaluation {
             None => {},
             Some(Err(error)) => (h::tool_error("The offers tool refused", error)),
-            Some(Ok((e, disclosure, programs))) => (evaluation_section(e, disclosure.as_ref(), programs)),
+            Some(Ok((e, disclosure, programs))) => (evaluation_section(e, disclosure.as_ref().map(|d| &d.document), programs)),
         }
     };
     page(&signed, "What-if", &nav(rooftop.id(), "Vehicles"), &body)
@@ -706,19 +715,17 @@ fn programs_table(mode: &str, branch: &Value, trace: &Value, decl: &Declarations
     }
 }
 
-/// One payment mode: its waterfall, then every program.
+/// One payment mode: its waterfall, then every program. `priced` is the
+/// disclosure's advertised price and required dealer charges, typed (`None`
+/// when the disclosure could not be read: then no waterfall).
 fn branch_section(
     e: &Value,
     branch: &Value,
-    charges: Option<&[Value]>,
-    charges_read: bool,
+    priced: Option<(Money, &[&DealerCharge])>,
     decl: &Declarations<'_>,
 ) -> Markup {
     let mode = h::text(branch, "payment_mode");
-    let advertised = serde_json::from_value::<Money>(e["advertised_price"].clone()).ok();
-    let drawn = advertised
-        .filter(|_| charges_read)
-        .map(|price| waterfall(price, charges, branch));
+    let drawn = priced.map(|(price, charges)| waterfall(price, Some(charges), branch));
     html! {
         @match drawn {
             Some(Ok((steps, notes))) => {
@@ -763,18 +770,23 @@ fn stack_names(stack: &Value, branch: &Value) -> String {
 
 fn evaluation_section(
     e: &Value,
-    disclosure: Result<&Value, &Value>,
+    disclosure: Result<&PricingDisclosure, &Value>,
     selection: &crate::offers::ProgramsAt,
 ) -> Markup {
     let empty = Vec::new();
     let decl = Declarations::new(selection);
     let branches = e["branches"].as_array().unwrap_or(&empty);
     let winning = h::text(e, "winning_payment_mode");
-    let charges: Option<Vec<Value>> = disclosure
-        .ok()
-        .and_then(|d| d.get("required_dealer_charges"))
-        .and_then(Value::as_array)
-        .cloned();
+    let charges: Option<(Money, Vec<&DealerCharge>)> = disclosure.ok().map(|d| {
+        (
+            d.advertised_price.amount,
+            d.required_dealer_charges
+                .iter()
+                .map(|l| &l.charge)
+                .collect(),
+        )
+    });
+    let priced = charges.as_ref().map(|(price, c)| (*price, c.as_slice()));
     html! {
         h2 id="evaluation" { "Offer evaluation" }
         dl.facts {
@@ -785,13 +797,13 @@ fn evaluation_section(
         }
         @match disclosure {
             Ok(d) => {
-                @let gov = &d["government_charges"];
+                @let gov = &d.government_charges;
                 p id="government-note" {
-                    @if h::text(gov, "status") == "estimated" {
+                    @if gov.status == "estimated" {
                         "Government charges are not in the waterfall: the dealer estimates them at "
-                        strong { (h::money(gov.get("total"))) } " for " (gov.get("jurisdiction").map(crate::preview::jurisdiction_label).unwrap_or_default()) "."
+                        strong { (h::amount(gov.total)) } " for " (gov.jurisdiction.as_ref().map(crate::preview::jurisdiction_name).unwrap_or_default()) "."
                     } @else {
-                        "Government charges are not in the waterfall: " (words::hinted(V::GovernmentStatus, h::text(gov, "status"))) " for this buyer's jurisdiction."
+                        "Government charges are not in the waterfall: " (words::hinted(V::GovernmentStatus, &gov.status)) " for this buyer's jurisdiction."
                     }
                 }
             },
@@ -816,13 +828,13 @@ fn evaluation_section(
         } }
         @for b in branches.iter().filter(|b| h::text(b, "payment_mode") == winning) {
             h3 id={"branch-" (winning)} { "Best " (words::plain(V::PaymentMode, winning)) " stack, line by line" }
-            (branch_section(e, b, charges.as_deref(), disclosure.is_ok(), &decl))
+            (branch_section(e, b, priced, &decl))
         }
         @for b in branches.iter().filter(|b| h::text(b, "payment_mode") != winning) {
             @let mode = h::text(b, "payment_mode");
             details.branch id={"branch-" (mode)} {
                 summary { "The " (words::plain(V::PaymentMode, mode)) " stack, line by line" }
-                (branch_section(e, b, charges.as_deref(), disclosure.is_ok(), &decl))
+                (branch_section(e, b, priced, &decl))
             }
         }
         (h::raw_json("Raw structured content of the evaluation (as the agent receives it)", "raw-evaluation", e))

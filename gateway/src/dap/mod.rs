@@ -2,6 +2,8 @@
 //! constants every layer shares, each defined once and held to the
 //! published schemas (`schemas/`) by drift tests.
 
+/// DAP `pricingDisclosure`, the disclosure tool's typed answer.
+pub mod disclosure;
 /// A published vehicle history report.
 pub mod history;
 /// DAP money, charges, adjustments, jurisdictions and government charges.

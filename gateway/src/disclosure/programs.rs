@@ -6,17 +6,49 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use super::{ProgramAdjustment, ProgramsInput, bounded_sentence, evaluation_failure, str_of};
-use crate::dap::truncate;
+use crate::dap::{
+    ConditionalAdjustment, CriterionValue, EligibilityCriterion, Jurisdiction, Provenance, Scalar,
+    Source, Stacking, truncate,
+};
 use crate::inventory::model::VehicleRecord;
 use crate::inventory::render::timestamp;
 
-/// A DAP jurisdiction object from a program's `"US"` / `"US-IL"` code.
-fn jurisdiction_of_code(code: &str) -> Value {
-    let country: String = code.chars().take(2).collect();
-    if code.contains('-') {
-        json!({"country": country, "subdivision": code})
-    } else {
-        json!({"country": country})
+/// A DAP jurisdiction from a program's `"US"` / `"US-IL"` code.
+fn jurisdiction_of_code(code: &str) -> Jurisdiction {
+    Jurisdiction {
+        country: code.chars().take(2).collect(),
+        subdivision: code.contains('-').then(|| code.to_owned()),
+        locality: None,
+        postal_code: None,
+    }
+}
+
+/// A criterion the gateway states itself (`value` true, or a list).
+fn criterion(
+    criterion: &str,
+    operator: &str,
+    value: CriterionValue,
+    evidence_status: &str,
+    description: String,
+) -> EligibilityCriterion {
+    EligibilityCriterion {
+        criterion: criterion.to_owned(),
+        operator: operator.to_owned(),
+        value,
+        evidence_status: evidence_status.to_owned(),
+        description: Some(description),
+    }
+}
+
+/// The source a program's provenance names.
+fn program_source(pv: &pricing::incentives::ProgramProvenance) -> Source {
+    Source {
+        source_name: truncate(&pv.source_name, 128).to_owned(),
+        authority: dap_authority(&pv.authority).to_owned(),
+        observed_at: timestamp(pv.observed_at.with_timezone(&Utc)),
+        source_record_id: None,
+        content_digest: None,
+        source_uri: None,
     }
 }
 
@@ -46,25 +78,35 @@ fn dap_authority(a: &str) -> &str {
 fn program_adjustment(
     vp: &pricing::incentives::ValidatedProgram,
     report: &pricing::stacking::ProgramReport,
-) -> Value {
+) -> ConditionalAdjustment {
     use pricing::stacking::ResolvedAmount;
     let p = &vp.program;
-    let mut criteria: Vec<Value> = p
+    // The program's own criteria are DAP criteria already (the programs
+    // file is checked against the schema when it is imported).
+    let mut criteria: Vec<EligibilityCriterion> = p
         .criteria
         .iter()
-        .filter_map(|c| serde_json::to_value(c).ok())
+        .filter_map(|c| {
+            serde_json::to_value(c)
+                .and_then(serde_json::from_value)
+                .ok()
+        })
         .collect();
     if let Some(modes) = &p.payment_modes {
         let names: Vec<&str> = modes.iter().map(|m| m.name()).collect();
-        if !criteria
-            .iter()
-            .any(|c| str_of(c, "criterion") == Some("payment_mode"))
-        {
-            criteria.push(json!({
-                "criterion": "payment_mode", "operator": "in", "value": names,
-                "evidence_status": "not_required",
-                "description": format!("Only for {} purchases.", names.join(", ")),
-            }));
+        if !criteria.iter().any(|c| c.criterion == "payment_mode") {
+            criteria.push(criterion(
+                "payment_mode",
+                "in",
+                CriterionValue::List(
+                    names
+                        .iter()
+                        .map(|n| Scalar::Text((*n).to_owned()))
+                        .collect(),
+                ),
+                "not_required",
+                format!("Only for {} purchases.", names.join(", ")),
+            ));
         }
     }
     // A program whose residency the default profile cannot decide (a
@@ -74,21 +116,29 @@ fn program_adjustment(
     // guessed from the rooftop's own address (docs/pricing.md section 2).
     if let pricing::stacking::Eligibility::Unknown { needs } = &report.eligibility {
         for need in needs.iter().filter(|n| n.criterion == "residency") {
-            criteria.push(json!({
-                "criterion": "residency", "operator": "verified", "value": true,
-                "evidence_status": "required",
-                "description": truncate(&format!("Buyer's residence decides eligibility: {}.", need.evidence), 500),
-            }));
+            criteria.push(criterion(
+                "residency",
+                "verified",
+                CriterionValue::Scalar(Scalar::Flag(true)),
+                "required",
+                truncate(
+                    &format!("Buyer's residence decides eligibility: {}.", need.evidence),
+                    500,
+                )
+                .to_owned(),
+            ));
         }
     }
     if criteria.is_empty() {
-        criteria.push(json!({
-            "criterion": "other", "operator": "present", "value": true,
-            "evidence_status": "not_required",
-            "description": "No buyer criteria: applies within the program's vehicle scope, jurisdictions, validity and payment modes.",
-        }));
+        criteria.push(criterion(
+            "other",
+            "present",
+            CriterionValue::Scalar(Scalar::Flag(true)),
+            "not_required",
+            "No buyer criteria: applies within the program's vehicle scope, jurisdictions, validity and payment modes.".to_owned(),
+        ));
     }
-    let combinable: Vec<&str> = p
+    let combinable: Vec<String> = p
         .stacking
         .combinable_with
         .iter()
@@ -96,61 +146,61 @@ fn program_adjustment(
         .filter(|s| is_identifier(s))
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
+        .map(str::to_owned)
         .collect();
-    let mut stacking = json!({
-        "group": truncate(&p.stacking.group, 80),
-        "combinability": p.stacking.combinability.name(),
-    });
-    if !combinable.is_empty() {
-        stacking["combinable_with"] = json!(combinable);
-    }
-    let mut adj = json!({
-        "adjustment_id": p.program_id,
-        "name": truncate(&p.name, 160),
-        "direction": p.direction.name(),
-        "criteria": criteria,
-        "criteria_mode": p.criteria_mode.name(),
-        "stacking": stacking,
-    });
-    match &report.amount {
+    let amount = match &report.amount {
         ResolvedAmount::Known { amount, .. } | ResolvedAmount::Percent { amount, .. }
             if !amount.is_negative() =>
         {
-            adj["amount_status"] = "known".into();
-            adj["amount"] = json!(amount);
+            Some(*amount)
         }
-        _ => adj["amount_status"] = "unknown".into(),
-    }
-    if let Some(js) = &p.jurisdictions {
-        adj["jurisdictions"] = js.iter().map(|j| jurisdiction_of_code(j)).collect();
-    }
-    if let Some(t) = p.valid_from {
-        adj["valid_from"] = timestamp(t.with_timezone(&Utc)).into();
-    }
-    if let Some(t) = p.valid_until {
-        adj["valid_until"] = timestamp(t.with_timezone(&Utc)).into();
-    }
-    if let Some(pv) = &p.provenance {
-        let mut source = json!({
-            "source_name": truncate(&pv.source_name, 128),
-            "authority": dap_authority(&pv.authority),
-            "observed_at": timestamp(pv.observed_at.with_timezone(&Utc)),
-        });
-        if let Some(id) = pv.record_id.as_deref().filter(|i| !i.is_empty()) {
-            source["source_record_id"] = truncate(id, 256).into();
-        }
+        _ => None,
+    };
+    let provenance = p.provenance.as_ref().map(|pv| {
+        let source = Source {
+            source_record_id: pv
+                .record_id
+                .as_deref()
+                .filter(|i| !i.is_empty())
+                .map(|id| truncate(id, 256).to_owned()),
+            ..program_source(pv)
+        };
         let mut transformations = vec![format!("program {} revision {}", p.program_id, p.revision)];
         // Rhai and declarative limits alike: the hash names the combination rule.
         if let Some(hash) = vp.rule_hash() {
             transformations.push(format!("stacking rule {hash}"));
         }
-        adj["provenance"] = json!({
-            "sources": [source],
-            "authority_status": "asserted",
-            "transformations": transformations.iter().map(|t| truncate(t, 160)).collect::<Vec<_>>(),
-        });
+        Provenance {
+            sources: vec![source],
+            authority_status: "asserted".to_owned(),
+            transformed_at: None,
+            transformations: transformations
+                .iter()
+                .map(|t| truncate(t, 160).to_owned())
+                .collect(),
+        }
+    });
+    ConditionalAdjustment {
+        adjustment_id: p.program_id.clone(),
+        name: truncate(&p.name, 160).to_owned(),
+        direction: p.direction.name().to_owned(),
+        amount_status: if amount.is_some() { "known" } else { "unknown" }.to_owned(),
+        amount,
+        criteria,
+        criteria_mode: Some(p.criteria_mode.name().to_owned()),
+        jurisdictions: p
+            .jurisdictions
+            .as_ref()
+            .map(|js| js.iter().map(|j| jurisdiction_of_code(j)).collect()),
+        valid_from: p.valid_from.map(|t| timestamp(t.with_timezone(&Utc))),
+        valid_until: p.valid_until.map(|t| timestamp(t.with_timezone(&Utc))),
+        stacking: Stacking {
+            group: truncate(&p.stacking.group, 80).to_owned(),
+            combinability: p.stacking.combinability.name().to_owned(),
+            combinable_with: (!combinable.is_empty()).then_some(combinable),
+        },
+        provenance,
     }
-    adj
 }
 
 /// The programs part of a disclosure: every program applicable to the
@@ -181,7 +231,7 @@ pub fn programs_input(
     let vehicle = crate::offers::vehicle_for_pricing(record);
     let evaluation = programs.evaluate(&vehicle, &profile, SearchBudget::default());
     let mut adjustments = Vec::new();
-    let mut sources: Vec<Value> = Vec::new();
+    let mut sources: Vec<Source> = Vec::new();
     let evaluation_value = match &evaluation {
         Ok(e) => {
             for vp in validated.programs() {
@@ -207,15 +257,9 @@ pub fn programs_input(
                     continue;
                 }
                 if let Some(pv) = &p.provenance
-                    && !sources
-                        .iter()
-                        .any(|s| str_of(s, "source_name") == Some(&pv.source_name))
+                    && !sources.iter().any(|s| s.source_name == pv.source_name)
                 {
-                    sources.push(json!({
-                        "source_name": truncate(&pv.source_name, 128),
-                        "authority": dap_authority(&pv.authority),
-                        "observed_at": timestamp(pv.observed_at.with_timezone(&Utc)),
-                    }));
+                    sources.push(program_source(pv));
                 }
                 adjustments.push(ProgramAdjustment {
                     adjustment: program_adjustment(vp, report),
@@ -236,11 +280,14 @@ pub fn programs_input(
     };
     let evaluation_error = evaluation.as_ref().err().map(evaluation_failure);
     if sources.is_empty() {
-        sources.push(json!({
-            "source_name": "dealer-agent-gateway incentive programs",
-            "authority": "dealer_asserted",
-            "observed_at": timestamp(loaded_at),
-        }));
+        sources.push(Source {
+            source_name: "dealer-agent-gateway incentive programs".to_owned(),
+            authority: "dealer_asserted".to_owned(),
+            observed_at: timestamp(loaded_at),
+            source_record_id: None,
+            content_digest: None,
+            source_uri: None,
+        });
     }
     let evaluation_bounded = evaluation
         .as_ref()

@@ -19,16 +19,10 @@
 //! then conditional discounts (at most [`TEXT_DISCOUNT_LIMIT`] named).
 
 use pricing::Money;
-use serde_json::Value;
 
 // A name is cut on a character boundary; a phrase never is.
-use super::{str_of, truncate as cut};
-use crate::dap::DealerCharge;
-
-/// The money of a disclosure member this module was handed as JSON.
-fn money_of(v: &Value) -> Option<Money> {
-    serde_json::from_value::<Money>(v.clone()).ok()
-}
+use super::truncate as cut;
+use crate::dap::{ConditionalAdjustment, DealerCharge};
 
 /// Longest `disclosure_text` DAP allows (characters).
 pub const MAX_TEXT: usize = 4000;
@@ -56,8 +50,8 @@ pub struct TextInputs<'a> {
     pub charges_known: bool,
     /// The required dealer charges, as served: each with its amount.
     pub charges: &'a [&'a DealerCharge],
-    /// DAP `conditionalAdjustment` objects, as served.
-    pub adjustments: &'a [Value],
+    /// The conditional adjustments, as served.
+    pub adjustments: &'a [&'a ConditionalAdjustment],
     /// DAP `governmentCharges.status`.
     pub gov_status: &'a str,
     /// The estimate's total, when estimated.
@@ -262,9 +256,8 @@ fn joined(phrases: &[String], sep: &str, rest: usize, count: &str) -> String {
 }
 
 /// A known adjustment's amount (`amount_status` `known` requires one).
-fn amount_text(v: &Value) -> String {
-    v.get("amount")
-        .and_then(money_of)
+fn amount_text(a: &ConditionalAdjustment) -> String {
+    a.amount
         .map_or_else(|| "an unknown amount".to_owned(), |m| m.to_string())
 }
 
@@ -276,19 +269,19 @@ fn charge_item(c: &DealerCharge) -> Item {
     }
 }
 
-fn adjustment_item(a: &Value) -> Item {
-    let verb = if str_of(a, "direction") == Some("surcharge") {
+fn adjustment_item(a: &ConditionalAdjustment) -> Item {
+    let verb = if a.is_surcharge() {
         "surcharge"
     } else {
         "discount"
     };
-    let amount = if str_of(a, "amount_status") == Some("known") {
+    let amount = if a.amount_status == "known" {
         amount_text(a)
     } else {
         "amount unknown".to_owned()
     };
     Item {
-        name: str_of(a, "name").unwrap_or("offer").to_owned(),
+        name: a.name.clone(),
         tail: format!(" ({verb}, {amount})"),
         shortenable: true,
     }
@@ -400,10 +393,11 @@ pub fn disclosure_text(t: &TextInputs<'_>) -> String {
     if let Some(b) = t.evaluation_bounded {
         parts.push(Part::Fixed(cut(b, MAX_FAILURE_CHARS).to_owned()));
     }
-    let (surcharges, discounts): (Vec<&Value>, Vec<&Value>) = t
+    let (surcharges, discounts): (Vec<&ConditionalAdjustment>, Vec<&ConditionalAdjustment>) = t
         .adjustments
         .iter()
-        .partition(|a| str_of(a, "direction") == Some("surcharge"));
+        .copied()
+        .partition(|a| a.is_surcharge());
     if !surcharges.is_empty() {
         parts.push(Part::List(List {
             kind: Kind::Surcharges,
@@ -474,10 +468,31 @@ mod tests {
     use super::*;
     use pricing::Currency;
     use proptest::prelude::*;
-    use serde_json::json;
 
-    fn usd(minor: i64) -> Value {
-        json!({"amount_minor": minor, "currency": "USD"})
+    fn usd(minor: i64) -> Money {
+        Money::from_minor(minor, Currency::USD)
+    }
+
+    /// An adjustment with what the text reads: name, direction, amount.
+    fn adjustment_of(name: String, surcharge: bool, amount: Option<i64>) -> ConditionalAdjustment {
+        ConditionalAdjustment {
+            adjustment_id: "a".into(),
+            name,
+            direction: if surcharge { "surcharge" } else { "discount" }.into(),
+            amount_status: if amount.is_some() { "known" } else { "unknown" }.into(),
+            amount: amount.map(usd),
+            criteria: Vec::new(),
+            criteria_mode: None,
+            jurisdictions: None,
+            valid_from: None,
+            valid_until: None,
+            stacking: crate::dap::Stacking {
+                group: "g".into(),
+                combinability: "stackable".into(),
+                combinable_with: None,
+            },
+            provenance: None,
+        }
     }
 
     fn charge(id: String, name: String, minor: i64, included: bool) -> DealerCharge {
@@ -501,7 +516,7 @@ mod tests {
     #[derive(Debug, Clone)]
     struct Case {
         charges: Vec<DealerCharge>,
-        adjustments: Vec<Value>,
+        adjustments: Vec<ConditionalAdjustment>,
         gov: (&'static str, Vec<String>),
         evaluation_error: Option<String>,
     }
@@ -537,15 +552,11 @@ mod tests {
                     .into_iter()
                     .enumerate()
                     .map(|(i, (f, surcharge, amount))| {
-                        let mut a = json!({
-                            "name": name(if surcharge { 'S' } else { 'D' }, i, &f),
-                            "direction": if surcharge { "surcharge" } else { "discount" },
-                            "amount_status": if amount.is_some() { "known" } else { "unknown" },
-                        });
-                        if let Some(m) = amount {
-                            a["amount"] = usd(m);
-                        }
-                        a
+                        adjustment_of(
+                            name(if surcharge { 'S' } else { 'D' }, i, &f),
+                            surcharge,
+                            amount,
+                        )
                     })
                     .collect(),
                 gov: (
@@ -566,7 +577,7 @@ mod tests {
             includes_all: !c.charges.is_empty() && c.charges.iter().all(is_included),
             charges_known: true,
             charges: &c.charges.iter().collect::<Vec<_>>(),
-            adjustments: &c.adjustments,
+            adjustments: &c.adjustments.iter().collect::<Vec<_>>(),
             gov_status: c.gov.0,
             gov_total: Some(Money::from_minor(218_100, Currency::USD)),
             gov_assumptions: &c.gov.1,
@@ -655,8 +666,8 @@ mod tests {
             let (inc, not): (Vec<&DealerCharge>, Vec<&DealerCharge>) = c.charges.iter().partition(|x| is_included(x));
             let inc: Vec<Item> = inc.iter().map(|x| charge_item(x)).collect();
             let not: Vec<Item> = not.iter().map(|x| charge_item(x)).collect();
-            let (sur, dis): (Vec<&Value>, Vec<&Value>) =
-                c.adjustments.iter().partition(|a| str_of(a, "direction") == Some("surcharge"));
+            let (sur, dis): (Vec<&ConditionalAdjustment>, Vec<&ConditionalAdjustment>) =
+                c.adjustments.iter().partition(|a| a.is_surcharge());
             let sur: Vec<Item> = sur.iter().map(|x| adjustment_item(x)).collect();
             let dis: Vec<Item> = dis.iter().map(|x| adjustment_item(x)).collect();
             for (items, kind) in [(&not, Kind::NotIncluded), (&inc, Kind::Included), (&sur, Kind::Surcharges), (&dis, Kind::Discounts)] {
@@ -689,8 +700,8 @@ mod tests {
         let charges: Vec<DealerCharge> = (0..30)
             .map(|i| charge(format!("c{i}"), long('C', i), 10_000 + i as i64, false))
             .collect();
-        let adjustments: Vec<Value> = (0..30)
-            .map(|i| json!({"name": long('S', i), "direction": "surcharge", "amount_status": "known", "amount": usd(5_000)}))
+        let adjustments: Vec<ConditionalAdjustment> = (0..30)
+            .map(|i| adjustment_of(long('S', i), true, Some(5_000)))
             .collect();
         let c = Case {
             charges,

@@ -7,6 +7,19 @@ fn usd(minor: i64) -> Value {
     json!({"amount_minor": minor, "currency": "USD"})
 }
 
+fn charge(name: &str, amount: Money, included: bool) -> crate::dap::DealerCharge {
+    crate::dap::DealerCharge {
+        charge_id: name.to_lowercase().replace(' ', "-"),
+        name: name.into(),
+        amount,
+        payee: "dealer".into(),
+        included_in_advertised_price: included,
+        taxable_status: None,
+        required: true,
+        provenance: None,
+    }
+}
+
 #[test]
 fn the_waterfall_lines_sum_to_its_net_and_the_floor_keeps_it_at_zero() {
     let branch = json!({
@@ -22,10 +35,12 @@ fn the_waterfall_lines_sum_to_its_net_and_the_floor_keeps_it_at_zero() {
             "floored_at_zero": false,
         },
     });
-    let charges = [
-        json!({"name": "Doc fee", "amount": usd(34_900), "included_in_advertised_price": false}),
-        json!({"name": "Prep", "amount": usd(20_000), "included_in_advertised_price": true}),
-    ];
+    let dollars = |minor| Money::from_minor(minor, Currency::USD);
+    let (doc_fee, prep) = (
+        charge("Doc fee", dollars(34_900), false),
+        charge("Prep", dollars(20_000), true),
+    );
+    let charges = [&doc_fee, &prep];
     let price = Money::from_minor(2_000_000, Currency::USD);
     let (steps, notes) = waterfall(price, Some(&charges), &branch).expect("drawn");
     let kinds: Vec<&str> = steps.iter().map(|s| s.kind).collect();
@@ -67,9 +82,8 @@ fn the_waterfall_lines_sum_to_its_net_and_the_floor_keeps_it_at_zero() {
     assert_eq!(counted, net);
     assert_eq!(net, 34_900, "zero, plus the charge");
     // A charge in another currency cannot be summed.
-    let yen = [
-        json!({"name": "Agency", "amount": {"amount_minor": 5, "currency": "JPY"}, "included_in_advertised_price": false}),
-    ];
+    let agency = charge("Agency", Money::from_minor(5, Currency::JPY), false);
+    let yen = [&agency];
     assert!(waterfall(price, Some(&yen), &branch).is_err());
 }
 

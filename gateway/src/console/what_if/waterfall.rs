@@ -19,7 +19,7 @@ pub(super) struct Step {
 /// overflow).
 pub(super) fn waterfall(
     advertised: Money,
-    charges: Option<&[Value]>,
+    charges: Option<&[&DealerCharge]>,
     branch: &Value,
 ) -> Result<(Vec<Step>, Vec<String>), String> {
     let known_charges = charges.is_some();
@@ -54,37 +54,26 @@ pub(super) fn waterfall(
         total,
     }];
     for c in charges {
-        let label = format!("+ {} (required dealer charge)", h::text(c, "name"));
-        if c["included_in_advertised_price"] == json!(true) {
+        let label = format!("+ {} (required dealer charge)", c.name);
+        if c.included_in_advertised_price {
             notes.push(format!(
                 "{} is already included in the advertised price.",
-                h::text(c, "name")
+                c.name
             ));
             continue;
         }
-        match serde_json::from_value::<Money>(c["amount"].clone()) {
-            Ok(m) if m.currency() == advertised.currency() => {
-                total = total.checked_add(m).map_err(overflow)?;
-                steps.push(Step {
-                    label,
-                    kind: "charge",
-                    delta: Some(m),
-                    total,
-                });
-            }
-            Ok(_) => {
-                return Err(format!(
-                    "{} is in another currency than the price",
-                    h::text(c, "name")
-                ));
-            }
-            Err(_) => steps.push(Step {
-                label,
-                kind: "charge",
-                delta: None,
-                total,
-            }),
+        // Typed money: never an amount unknown because it failed to parse.
+        let m = c.amount;
+        if m.currency() != advertised.currency() {
+            return Err(format!("{} is in another currency than the price", c.name));
         }
+        total = total.checked_add(m).map_err(overflow)?;
+        steps.push(Step {
+            label,
+            kind: "charge",
+            delta: Some(m),
+            total,
+        });
     }
     let mut before_offers = Money::zero(advertised.currency());
     for r in refs(best, "program_ids") {
