@@ -185,9 +185,10 @@ impl Signed {
     /// The disclosure an agent holding this grant gets for `args`, typed
     /// ([`crate::tools::get_disclosure::disclosure`]: the same tenancy,
     /// inputs and builder), read without serializing and parsing it, or the
-    /// DAP error object. The tool's scope and its input schema are checked
-    /// first, as `tools::invoke` checks them; the page that reads it writes
-    /// its own audit event (DAP-CORE-039), as the overview does.
+    /// DAP error object. The pipeline's own admission check
+    /// ([`crate::tools::admit`]: scope, input schema) runs first; the page
+    /// that reads it writes its own audit event (DAP-CORE-039), as the
+    /// overview does.
     pub async fn disclosure(
         &self,
         state: &Arc<AppState>,
@@ -195,18 +196,10 @@ impl Signed {
     ) -> Result<crate::disclosure::Disclosure, Value> {
         use crate::tools::{ToolError, get_disclosure};
         let ctx = self.context(state);
-        let checked = aggregate::tool_scope(state, self, get_disclosure::NAME)
-            .map_err(|scope| ToolError::ScopeInsufficient { scope })
-            .and_then(|()| match state.catalog.tool(get_disclosure::NAME) {
-                Some(tool) => tool
-                    .validate_input(args)
-                    .map_err(|field_errors| ToolError::Validation { field_errors }),
-                None => Err(ToolError::internal("the disclosure tool is not served")),
-            })
-            .and_then(|()| {
-                serde_json::from_value::<crate::tools::args::DisclosureArgs>(args.clone())
-                    .map_err(ToolError::internal)
-            });
+        let checked = crate::tools::admit(&ctx, get_disclosure::NAME, args).and_then(|()| {
+            serde_json::from_value::<crate::tools::args::DisclosureArgs>(args.clone())
+                .map_err(ToolError::internal)
+        });
         let result = match checked {
             Ok(args) => get_disclosure::disclosure(&ctx, &args).await,
             Err(e) => Err(e),

@@ -507,6 +507,24 @@ fn authorize_tool(ctx: &ToolContext, tool: &crate::catalog::Tool) -> Result<(), 
     }
 }
 
+/// What every call passes before its tool runs: the tool's access policy
+/// (scope, or the anonymous quota) and its input schema. [`invoke`] and
+/// in-process readers of a typed answer (the console's disclosure) share
+/// it, so neither can skip a check the other makes; tenancy is each tool's
+/// own, before its lookup ([`policy`]).
+pub fn admit(ctx: &ToolContext, name: &str, args: &Value) -> Result<(), ToolError> {
+    let tool = registered(name)
+        .and_then(|registration| registration.catalog_entry(ctx.catalog()))
+        .ok_or_else(|| ToolError::internal(format!("{name} is not served")))?;
+    admit_to(ctx, tool, args)
+}
+
+fn admit_to(ctx: &ToolContext, tool: &crate::catalog::Tool, args: &Value) -> Result<(), ToolError> {
+    authorize_tool(ctx, tool)?;
+    tool.validate_input(args)
+        .map_err(|field_errors| ToolError::Validation { field_errors })
+}
+
 /// A tool's structured output and, for some tools, its result `_meta`.
 type Output = (Produced, Option<Value>);
 
@@ -585,10 +603,7 @@ async fn run<T: Tool>(ctx: &ToolContext, args: &Value) -> Result<Output, ToolErr
 pub async fn invoke(ctx: &ToolContext, name: &str, args: &Value) -> Option<ToolOutcome> {
     let registration = registered(name)?;
     let tool = registration.catalog_entry(ctx.catalog())?;
-    let result = match authorize_tool(ctx, tool).and_then(|()| {
-        tool.validate_input(args)
-            .map_err(|field_errors| ToolError::Validation { field_errors })
-    }) {
+    let result = match admit_to(ctx, tool, args) {
         Err(e) => Err(e),
         Ok(()) => match (registration.call)(ctx, args).await {
             Ok((Produced::Tree(output), meta)) => match tool.validate_output(&output) {
