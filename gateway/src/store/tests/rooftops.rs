@@ -14,11 +14,7 @@ async fn an_unreadable_stored_rooftop_is_corrupt_and_named() {
         .execute(&store.pool)
         .await
         .unwrap();
-    let err = store
-        .get_organization("org-a")
-        .await
-        .err()
-        .expect("corrupt");
+    let err = store.get_organization("org-a").await.expect_err("corrupt");
     let StoreError::Corrupt(what) = &err else {
         panic!("{err:?}")
     };
