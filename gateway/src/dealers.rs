@@ -790,6 +790,41 @@ mod tests {
         assert_eq!(published_rooftop(&private).contacts, None);
     }
 
+    /// Every rooftop member reads into its DAP type as written (the file
+    /// is schema-checked first); a rooftop that would not read (only if
+    /// the schema and `crate::dap` drift apart) is a problem at its
+    /// pointer naming the member, never a dropped value.
+    #[test]
+    fn the_rooftop_reads_as_its_dap_type_or_is_refused_precisely() {
+        let text = yaml(
+            "        timezone: America/Chicago\n        website: https://a.example/\n        hours: []\n        supported_currencies: [USD]\n        extensions: {x.b: 1, x.a: [2]}\n",
+            PUBLICATION,
+        );
+        let parsed = parse_yaml(&text).unwrap();
+        assert_eq!(
+            serde_json::to_string(&parsed.records[0].rooftops[0].dap).unwrap(),
+            r#"{"rooftop_id":"roof.a","name":"A","website":"https://a.example/","address":{"lines":["1 Main"],"locality":"Chicago","country":"US"},"timezone":"America/Chicago","departments":["sales"],"hours":[],"supported_currencies":["USD"],"extensions":{"x.b":1,"x.a":[2]}}"#
+        );
+
+        let mut drifted = serde_json::to_value(&parsed.records[0].rooftops[0].dap).unwrap();
+        drifted["parking"] = serde_json::json!("free");
+        let mut problems = Vec::new();
+        let read: Option<Rooftop> = typed(
+            &drifted,
+            "/organizations/0/rooftops/0".into(),
+            &mut problems,
+        );
+        assert_eq!(read, None);
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].pointer, "/organizations/0/rooftops/0");
+        assert_eq!(problems[0].rule, "schema");
+        assert!(
+            problems[0].explanation.contains("unknown field `parking`"),
+            "{}",
+            problems[0].explanation
+        );
+    }
+
     #[test]
     fn availability_source_defaults_to_feed() {
         assert_eq!(
