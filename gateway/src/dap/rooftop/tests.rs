@@ -200,3 +200,29 @@ fn the_region_is_an_iso_subdivision() {
     written.region = Some("US-IL".into());
     assert_eq!(written.subdivision().as_deref(), Some("US-IL"));
 }
+
+/// The demo dealers file's rooftops serve the bytes the file's own
+/// documents did when the rooftop was kept as a JSON tree: the typed
+/// record changes no answer (dealer.get, resources, AAP).
+#[test]
+fn the_demo_rooftops_serve_the_bytes_of_their_documents() {
+    let bytes = crate::demo::DEMO_DEALERS.as_bytes();
+    let (_, doc) =
+        crate::report::parse_document(bytes, crate::report::Syntax::of("dealers.yaml")).unwrap();
+    let documents: Vec<String> = doc["organizations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|o| o["rooftops"].as_array().unwrap().iter().cloned())
+        .map(|mut r| {
+            r.as_object_mut().unwrap().remove("gateway_settings");
+            serde_json::to_string(&r).unwrap()
+        })
+        .collect();
+    let typed: Vec<String> = demo_rooftops()
+        .iter()
+        .map(|r| serde_json::to_string(r).unwrap())
+        .collect();
+    assert!(!typed.is_empty());
+    assert_eq!(typed, documents);
+}
