@@ -14,6 +14,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::catalog::Catalog;
+use crate::dap::Rooftop;
 use crate::report::explain::{MAX_PROBLEMS, Schema};
 use crate::report::{self, FileReport, Syntax, Target, money};
 use crate::store::{
@@ -160,30 +161,13 @@ pub fn parse_with_warnings(
 }
 
 /// A stored rooftop as it is published (`dealer.get`, the organization and
-/// rooftop resources): only contacts explicitly marked `public: true`. An
-/// absent flag means not public, and no grant unlocks a non-public contact:
-/// the catalog's `pii_output: public_business_contact_only` for
-/// dealeragent.dealer.get (docs/dealers-file.md, "Contact point"). Applied
-/// when serving, so rows stored before this rule are filtered too.
-pub fn published_rooftop(dap: &Value) -> Value {
-    let mut out = dap.clone();
-    if let Some(map) = out.as_object_mut()
-        && let Some(contacts) = map.get_mut("contacts")
-    {
-        let public: Vec<Value> = contacts
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|c| c.get("public") == Some(&Value::Bool(true)))
-            .cloned()
-            .collect();
-        if public.is_empty() {
-            map.remove("contacts");
-        } else {
-            *contacts = Value::Array(public);
-        }
-    }
-    out
+/// rooftop resources): only contacts explicitly marked `public: true`
+/// ([`crate::dap::Rooftop::published`]): the catalog's `pii_output:
+/// public_business_contact_only` for dealeragent.dealer.get
+/// (docs/dealers-file.md, "Contact point"). Applied when serving, so rows
+/// stored before this rule are filtered too.
+pub fn published_rooftop(dap: &Rooftop) -> Rooftop {
+    dap.published()
 }
 
 /// `sha256:<hex>` of the file bytes (DAP `source.content_digest`).
@@ -301,11 +285,15 @@ fn convert(
             if let Some(map) = dap.as_object_mut() {
                 map.remove("gateway_settings");
             }
-            rooftops.push(RooftopRecord {
-                rooftop_id,
-                dap,
-                settings,
-            });
+            // Schema-valid, so it reads as its type unless the schema and
+            // `crate::dap` drift apart: then the file is refused, precisely.
+            if let Some(dap) = typed(&dap, ptr, problems) {
+                rooftops.push(RooftopRecord {
+                    rooftop_id,
+                    dap,
+                    settings,
+                });
+            }
         }
         out.push(OrganizationRecord {
             organization_id,
@@ -424,24 +412,6 @@ fn rooftop_pricing(
             "duplicate charge_id: each required dealer charge of a rooftop has its own id",
         )
     }));
-    // The import is refused when any problem was found; a record that
-    // does not read as its type (only if the schema and `crate::dap` drift
-    // apart) is then a problem too, never dropped in silence.
-    fn typed<T: serde::de::DeserializeOwned>(
-        value: &Value,
-        at: String,
-        problems: &mut Vec<Problem>,
-    ) -> Option<T> {
-        serde_json::from_value(value.clone())
-            .map_err(|e| {
-                problems.push(Problem::new(
-                    at,
-                    "schema",
-                    format!("does not match its schema definition: {e}"),
-                ));
-            })
-            .ok()
-    }
     let required_dealer_charges = charges
         .iter()
         .enumerate()
@@ -469,6 +439,26 @@ fn rooftop_pricing(
         required_dealer_charges,
         government_charge_estimates,
     }
+}
+
+/// A schema-valid part of the file as its type. The import is refused when
+/// any problem was found; a record that does not read as its type (only if
+/// the schema and `crate::dap` drift apart) is then a problem too, never
+/// dropped in silence.
+fn typed<T: serde::de::DeserializeOwned>(
+    value: &Value,
+    at: String,
+    problems: &mut Vec<Problem>,
+) -> Option<T> {
+    serde_json::from_value(value.clone())
+        .map_err(|e| {
+            problems.push(Problem::new(
+                at,
+                "schema",
+                format!("does not match its schema definition: {e}"),
+            ));
+        })
+        .ok()
 }
 
 /// Default timeout of an http availability source (milliseconds).
@@ -781,21 +771,57 @@ mod tests {
             ]
         );
         let dap = &parsed.records[0].rooftops[0].dap;
-        assert_eq!(
-            dap["contacts"].as_array().unwrap().len(),
-            3,
-            "stored as written"
-        );
+        assert_eq!(dap.contacts.as_ref().unwrap().len(), 3, "stored as written");
         let published = published_rooftop(dap);
         assert_eq!(
-            published["contacts"],
+            serde_json::to_value(&published.contacts).unwrap(),
             serde_json::json!([{"department": "sales", "channel": "phone", "value": "+13125550142", "public": true}])
         );
         // No public contact at all: no contacts member.
-        let private = serde_json::json!({"name": "A", "contacts": [{"department": "sales", "channel": "phone", "value": "+1", "public": false}]});
+        let mut private = dap.clone();
+        private.contacts = Some(vec![crate::dap::ContactPoint {
+            department: "sales".into(),
+            channel: "phone".into(),
+            value: "+1".into(),
+            public: Some(false),
+        }]);
+        let text = serde_json::to_string(&published_rooftop(&private)).unwrap();
+        assert!(!text.contains("contacts"), "{text}");
+        assert_eq!(published_rooftop(&private).contacts, None);
+    }
+
+    /// Every rooftop member reads into its DAP type as written (the file
+    /// is schema-checked first); a rooftop that would not read (only if
+    /// the schema and `crate::dap` drift apart) is a problem at its
+    /// pointer naming the member, never a dropped value.
+    #[test]
+    fn the_rooftop_reads_as_its_dap_type_or_is_refused_precisely() {
+        let text = yaml(
+            "        timezone: America/Chicago\n        website: https://a.example/\n        hours: []\n        supported_currencies: [USD]\n        extensions: {x.b: 1, x.a: [2]}\n",
+            PUBLICATION,
+        );
+        let parsed = parse_yaml(&text).unwrap();
         assert_eq!(
-            published_rooftop(&private),
-            serde_json::json!({"name": "A"})
+            serde_json::to_string(&parsed.records[0].rooftops[0].dap).unwrap(),
+            r#"{"rooftop_id":"roof.a","name":"A","website":"https://a.example/","address":{"lines":["1 Main"],"locality":"Chicago","country":"US"},"timezone":"America/Chicago","departments":["sales"],"hours":[],"supported_currencies":["USD"],"extensions":{"x.b":1,"x.a":[2]}}"#
+        );
+
+        let mut drifted = serde_json::to_value(&parsed.records[0].rooftops[0].dap).unwrap();
+        drifted["parking"] = serde_json::json!("free");
+        let mut problems = Vec::new();
+        let read: Option<Rooftop> = typed(
+            &drifted,
+            "/organizations/0/rooftops/0".into(),
+            &mut problems,
+        );
+        assert_eq!(read, None);
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].pointer, "/organizations/0/rooftops/0");
+        assert_eq!(problems[0].rule, "schema");
+        assert!(
+            problems[0].explanation.contains("unknown field `parking`"),
+            "{}",
+            problems[0].explanation
         );
     }
 

@@ -629,8 +629,8 @@ pub fn rule_sentences(p: &pricing::Program) -> Vec<String> {
 /// The same default the disclosure's offer evaluation already uses
 /// ([`disclosure::profile_jurisdiction`]), here also for government
 /// charges. `None` when the address has no ISO country code.
-pub fn rooftop_jurisdiction(rooftop_dap: &Value) -> Option<Value> {
-    jurisdiction_value(&disclosure::profile_jurisdiction(None, rooftop_dap)?)
+pub fn rooftop_jurisdiction(rooftop: &crate::dap::Rooftop) -> Option<Value> {
+    jurisdiction_value(&disclosure::profile_jurisdiction(None, rooftop)?)
 }
 
 /// The DAP `jurisdiction` object (common.schema.json) of a profile's

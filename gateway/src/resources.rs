@@ -70,7 +70,7 @@ pub async fn list(
             out.push(json!({
                 "uri": format!("{ORG_PREFIX}{}/rooftop/{}", org.organization_id, rooftop.rooftop_id),
                 "name": rooftop.rooftop_id,
-                "title": rooftop.dap.get("name").cloned().unwrap_or(Value::Null),
+                "title": rooftop.dap.name,
                 "mimeType": "application/json"
             }));
         }

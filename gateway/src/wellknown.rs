@@ -365,10 +365,7 @@ pub fn publication(state: &AppState, org: &OrganizationRecord) -> Value {
     let public = Principal::Anonymous.visible_rooftops(org);
     let rooftops: Vec<Value> = public
         .iter()
-        .filter_map(|r| {
-            let name = r.dap["name"].as_str()?;
-            Some(json!({"rooftop_id": r.rooftop_id, "name": name}))
-        })
+        .map(|r| json!({"rooftop_id": r.rooftop_id, "name": r.dap.name}))
         .collect();
     // The feed is written from the live snapshots on every request, so it
     // is exactly as fresh as each rooftop's newest import, which is within

@@ -262,11 +262,7 @@ impl Rooftop {
     }
 
     pub fn name(&self) -> &str {
-        self.record()
-            .dap
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or(&self.record().rooftop_id)
+        &self.record().dap.name
     }
 
     pub fn directory(&self) -> &Arc<DirectorySnapshot> {

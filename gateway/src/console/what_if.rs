@@ -80,16 +80,16 @@ pub async fn what_if(
         Err(r) => return r,
     };
     let field = |k: &str| form.get(k).map(|v| v.trim()).unwrap_or_default();
-    let address = &rooftop.record().dap["address"];
+    let address = &rooftop.record().dap.address;
     let country = if form.contains_key("country") {
         field("country").to_owned()
     } else {
-        h::text(address, "country").to_owned()
+        address.country.clone()
     };
     let subdivision = if form.contains_key("subdivision") {
         field("subdivision").to_owned()
     } else {
-        let region = h::text(address, "region");
+        let region = address.region.as_deref().unwrap_or_default();
         if region.is_empty() {
             String::new()
         } else {

@@ -10,6 +10,8 @@ pub mod history;
 pub mod pricing;
 /// DAP `source`, `provenance` and `freshness`.
 pub mod provenance;
+/// Dealer rooftops as published: address, departments, contacts, hours.
+pub mod rooftop;
 /// Used-vehicle evidence as published: title, inspection, reconditioning.
 pub mod used;
 /// The used-vehicle disclosure as served, every part with provenance and freshness.
@@ -25,6 +27,7 @@ pub use pricing::{
     GovernmentChargeLine, Jurisdiction, Money, Scalar, Stacking,
 };
 pub use provenance::{Freshness, FreshnessState, Provenance, Source};
+pub use rooftop::{Address, ContactPoint, HoursInterval, Rooftop};
 pub use used::{
     ConditionComponent, ConditionGrade, Inspection, Reconditioning, ReconditioningItem, Title,
 };

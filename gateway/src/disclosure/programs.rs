@@ -317,7 +317,7 @@ pub fn programs_input(
 /// instead of being hidden by a guess (docs/pricing.md section 5).
 pub fn profile_jurisdiction(
     requested: Option<&Value>,
-    rooftop_dap: &Value,
+    rooftop: &crate::dap::Rooftop,
 ) -> Option<pricing::stacking::ProfileJurisdiction> {
     let from = |v: &Value, sub_key: &str, postal: bool| {
         let country = str_of(v, "country")?.to_owned();
@@ -338,6 +338,10 @@ pub fn profile_jurisdiction(
     };
     match requested {
         Some(j) => from(j, "subdivision", true),
-        None => from(rooftop_dap.get("address")?, "region", false),
+        None => Some(pricing::stacking::ProfileJurisdiction {
+            country: rooftop.address.country.clone(),
+            subdivision: rooftop.address.subdivision(),
+            postal_code: None,
+        }),
     }
 }

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::dap::{DealerCharge, GovernmentChargeLine, Jurisdiction};
+use crate::dap::{DealerCharge, GovernmentChargeLine, Jurisdiction, Rooftop};
 
 /// Where an imported record came from (DAP `source`, `provenance`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -133,11 +133,10 @@ pub struct FreshnessSla {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RooftopRecord {
     pub rooftop_id: String,
-    /// The DAP `rooftop` object exactly as it goes on the wire
-    /// (`rooftop_id`, `name`, `address`, `timezone`, `departments`, ...),
-    /// schema-checked by the dealers-file import; not yet a typed record of
-    /// its own.
-    pub dap: serde_json::Value,
+    /// The DAP `rooftop` record (dealer.schema.json `rooftop`) as the
+    /// dealers-file import read it, every contact included: what is
+    /// published is [`Rooftop::published`].
+    pub dap: Rooftop,
     pub settings: RooftopSettings,
 }
 

@@ -237,13 +237,7 @@ async fn currencies(
         .map(|org| principal.visible_rooftops(org))
         .unwrap_or_default()
         .into_iter()
-        .flat_map(|r| {
-            r.dap["supported_currencies"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-        })
-        .filter_map(|c| c.as_str().map(str::to_owned))
+        .flat_map(|r| r.dap.supported_currencies.clone().unwrap_or_default())
         .collect();
     out.sort();
     out.dedup();

@@ -20,6 +20,9 @@ use super::*;
 use crate::domain::grant::{Credential, RooftopScope};
 use crate::inventory::model::{InventoryImportSummary, VehicleRecord, diff_vehicles};
 
+/// Typed rooftops as stored and read back.
+mod rooftops;
+
 const POSTGRES_URL_VAR: &str = "DEALER_GATEWAY_TEST_POSTGRES_URL";
 
 // ---------------------------------------------------------------------------
@@ -280,14 +283,15 @@ fn settings() -> RooftopSettings {
 fn rooftop(id: &str, name: &str) -> RooftopRecord {
     RooftopRecord {
         rooftop_id: id.into(),
-        dap: json!({
+        dap: serde_json::from_value(json!({
             "rooftop_id": id,
             "name": name,
-            "address": {"line1": "1 Main St", "city": "Springfield", "region": "IL",
+            "address": {"lines": ["1 Main St"], "locality": "Springfield", "region": "IL",
                         "postal_code": "62701", "country": "US"},
             "timezone": "America/Chicago",
             "departments": ["sales", "service"],
-        }),
+        }))
+        .unwrap(),
         settings: settings(),
     }
 }
@@ -586,7 +590,9 @@ async fn organizations_not_named_are_untouched(store: &dyn Store) {
 }
 
 async fn json_documents_keep_their_key_order(store: &dyn Store) {
-    let text = r#"{"zeta":1,"rooftop_id":"k-1","alpha":{"y":true,"b":null},"mid":[3,1,2]}"#;
+    // The rooftop is typed (schema member order); its open extension bag
+    // keeps the key order it was imported with, at every depth.
+    let text = r#"{"rooftop_id":"k-1","name":"Keys","address":{"lines":["1 Main St"],"locality":"Springfield","country":"US"},"timezone":"America/Chicago","departments":["sales"],"extensions":{"x.zeta":1,"x.alpha":{"y":true,"b":null},"x.mid":[3,1,2]}}"#;
     let mut r = rooftop("k-1", "Keys");
     r.dap = serde_json::from_str(text).unwrap();
     let mut o = org("org-k", "Keys", vec![r]);
@@ -605,7 +611,7 @@ async fn json_documents_keep_their_key_order(store: &dyn Store) {
 
     // The same document with its keys reordered is not a change to count,
     // but the new text is what is stored.
-    let reordered = r#"{"rooftop_id":"k-1","alpha":{"b":null,"y":true},"mid":[3,1,2],"zeta":1}"#;
+    let reordered = r#"{"rooftop_id":"k-1","name":"Keys","address":{"lines":["1 Main St"],"locality":"Springfield","country":"US"},"timezone":"America/Chicago","departments":["sales"],"extensions":{"x.alpha":{"b":null,"y":true},"x.mid":[3,1,2],"x.zeta":1}}"#;
     let mut again = stored.clone();
     again.rooftops[0].dap = serde_json::from_str(reordered).unwrap();
     let done = store.upsert_organizations(&[again]).await.unwrap();

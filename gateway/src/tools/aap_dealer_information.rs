@@ -14,8 +14,9 @@ use serde::ser::SerializeMap;
 use serde_json::Value;
 
 use super::args::AapDealerInformationArgs;
-use super::output::ToolOutput;
+use super::output::{DealerOrganization, FreshnessState, ToolOutput};
 use super::{ToolContext, ToolError, aap_map, dealer_get};
+use crate::dap::{HoursInterval, Rooftop};
 
 pub const NAME: &str = "aap_dealer_information";
 
@@ -29,8 +30,7 @@ impl super::Tool for AapDealerInformation {
 
     async fn call(ctx: &ToolContext, args: Self::Args) -> Result<Self::Output, ToolError> {
         let (directory, organization_id) = aap_map::dealer(ctx, args.dealer_id.as_deref()).await?;
-        let dap =
-            dealer_get::organization_view(&directory, &ctx.principal, &organization_id, None)?;
+        let dap = dealer_get::organization(&directory, &ctx.principal, &organization_id, None)?;
         Ok(response(&dap))
     }
 }
@@ -75,31 +75,31 @@ pub struct AapRooftop {
     pub schedules: Vec<Schedule>,
     /// The DAP rooftop's departments, as given.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub capabilities: Option<Vec<Value>>,
+    pub capabilities: Option<Vec<String>>,
 }
 
 /// AAP `aapNamedValue`: a contact by department.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NamedValue {
-    pub name: Value,
-    pub value: Value,
+    pub name: String,
+    pub value: String,
 }
 
 /// AAP `aapRooftop.address`, mapped from the DAP postal address.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct AapAddress {
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub address_line_1: Option<Value>,
+    pub address_line_1: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub address_line_2: Option<Value>,
+    pub address_line_2: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub city: Option<Value>,
+    pub city: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub state: Option<Value>,
+    pub state: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub zip: Option<Value>,
+    pub zip: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub country: Option<Value>,
+    pub country: Option<String>,
 }
 
 /// AAP `aapSchedule`.
@@ -132,31 +132,35 @@ pub struct DayHours {
 }
 
 /// The AAP `dealer.information.response` of a DAP `dealerOrganization`.
-pub fn response(dap: &Value) -> DealerInformationResponse {
-    let rooftops: Vec<AapRooftop> = dap["rooftops"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(rooftop)
-        .collect();
-    let freshness = &dap["freshness"];
+pub fn response(dap: &DealerOrganization) -> DealerInformationResponse {
+    let rooftops: Vec<AapRooftop> = dap.rooftops.iter().map(rooftop).collect();
+    let freshness = &dap.freshness;
     let message = format!(
         "Compatibility view of DAP dealer {id} (dealeragent.dealer.get), not native DAP. Directory data {authority}, observed {observed}, freshness {state} until {until}.",
-        id = dap["organization_id"].as_str().unwrap_or_default(),
-        authority = dap["provenance"]["authority_status"]
-            .as_str()
-            .unwrap_or("unknown"),
-        observed = freshness["observed_at"].as_str().unwrap_or("unknown"),
-        state = freshness["state"].as_str().unwrap_or("unknown"),
-        until = freshness["valid_until"].as_str().unwrap_or("unknown"),
+        id = dap.organization_id,
+        authority = dap.provenance.authority_status,
+        observed = freshness.observed_at,
+        state = state_name(freshness.state),
+        until = freshness.valid_until.as_deref().unwrap_or("unknown"),
     );
     DealerInformationResponse {
         kind: "dealer.information.response",
         data: DealerInformation {
-            name: dap["name"].as_str().unwrap_or_default().to_owned(),
+            name: dap.name.clone(),
             rooftops,
         },
         message,
+    }
+}
+
+/// DAP `freshness.state` as written on the wire (checked against its
+/// serialization by the tests).
+fn state_name(state: FreshnessState) -> &'static str {
+    match state {
+        FreshnessState::Current => "current",
+        FreshnessState::Stale => "stale",
+        FreshnessState::Unknown => "unknown",
+        FreshnessState::Withdrawn => "withdrawn",
     }
 }
 
@@ -164,20 +168,14 @@ pub fn response(dap: &Value) -> DealerInformationResponse {
 /// hours. A day with several intervals (a lunch break) has no honest AAP
 /// form and is left out, as is a day DAP does not list (AAP's `null` says
 /// closed, which DAP does not assert).
-fn weekly(hours: &Value) -> Option<WeeklyHours> {
+fn weekly(hours: &[HoursInterval]) -> Option<WeeklyHours> {
     let mut per_day: Vec<(String, DayHours)> = Vec::new();
     let mut repeated: Vec<String> = Vec::new();
-    for interval in hours.as_array().into_iter().flatten() {
-        let (Some(day), Some(open), Some(close)) = (
-            interval["day"].as_str(),
-            interval["opens"].as_str(),
-            interval["closes"].as_str(),
-        ) else {
-            continue;
-        };
+    for interval in hours {
+        let day = interval.day.as_str();
         let hours = DayHours {
-            open: open.to_owned(),
-            close: close.to_owned(),
+            open: interval.opens.clone(),
+            close: interval.closes.clone(),
         };
         match per_day.iter_mut().find(|(d, _)| d == day) {
             Some(entry) => {
@@ -199,40 +197,62 @@ fn weekly(hours: &Value) -> Option<WeeklyHours> {
     (!per_day.is_empty()).then_some(WeeklyHours(per_day))
 }
 
-fn rooftop(dap: &Value) -> AapRooftop {
-    let text = |member: &str| dap.get(member).and_then(Value::as_str).map(str::to_owned);
+/// The hours of one department in the rooftop's
+/// `dealergateway.department-hours` extension: the extension is open, so
+/// only intervals that read as DAP `hoursInterval` count (an interval
+/// missing a member was always skipped).
+fn extension_hours(hours: &Value) -> Vec<HoursInterval> {
+    hours
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|interval| {
+            let text = |member: &str| interval[member].as_str().map(str::to_owned);
+            Some(HoursInterval {
+                day: text("day")?,
+                opens: text("opens")?,
+                closes: text("closes")?,
+            })
+        })
+        .collect()
+}
+
+fn rooftop(dap: &Rooftop) -> AapRooftop {
     let contacts = |channel: &str| -> Vec<NamedValue> {
-        dap["contacts"]
-            .as_array()
-            .into_iter()
+        dap.contacts
+            .iter()
             .flatten()
-            .filter(|c| c["channel"].as_str() == Some(channel))
+            .filter(|c| c.channel == channel)
             .map(|c| NamedValue {
-                name: c["department"].clone(),
-                value: c["value"].clone(),
+                name: c.department.clone(),
+                value: c.value.clone(),
             })
             .collect()
     };
-    let a = &dap["address"];
-    let lines = a["lines"].as_array().cloned().unwrap_or_default();
+    let a = &dap.address;
     let address = AapAddress {
-        address_line_1: lines.first().cloned(),
-        address_line_2: lines.get(1).cloned(),
-        city: a.get("locality").cloned(),
-        state: a.get("region").cloned(),
-        zip: a.get("postal_code").cloned(),
-        country: a.get("country").cloned(),
+        address_line_1: a.lines.first().cloned(),
+        address_line_2: a.lines.get(1).cloned(),
+        city: Some(a.locality.clone()),
+        state: a.region.clone(),
+        zip: a.postal_code.clone(),
+        country: Some(a.country.clone()),
     };
     let mut schedules = Vec::new();
-    if let Some(value) = weekly(&dap["hours"]) {
+    if let Some(value) = weekly(dap.hours.as_deref().unwrap_or_default()) {
         schedules.push(Schedule {
             name: "general".to_owned(),
             value,
         });
     }
-    if let Some(departments) = dap["extensions"]["dealergateway.department-hours"].as_object() {
+    if let Some(departments) = dap
+        .extensions
+        .as_ref()
+        .and_then(|e| e.get("dealergateway.department-hours"))
+        .and_then(Value::as_object)
+    {
         for (department, hours) in departments {
-            if let Some(value) = weekly(hours) {
+            if let Some(value) = weekly(&extension_hours(hours)) {
                 schedules.push(Schedule {
                     name: department.clone(),
                     value,
@@ -241,15 +261,15 @@ fn rooftop(dap: &Value) -> AapRooftop {
         }
     }
     AapRooftop {
-        name: dap["name"].as_str().unwrap_or_default().to_owned(),
-        legal_name: text("legal_name"),
-        website: text("website"),
-        timezone: text("timezone"),
+        name: dap.name.clone(),
+        legal_name: dap.legal_name.clone(),
+        website: dap.website.clone(),
+        timezone: Some(dap.timezone.clone()),
         emails: contacts("email"),
         phones: contacts("phone"),
         address,
         schedules,
-        capabilities: dap["departments"].as_array().cloned(),
+        capabilities: Some(dap.departments.clone()),
     }
 }
 
@@ -259,7 +279,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::output::drift;
+    use crate::tools::output::{Freshness, Provenance, drift};
 
     /// `DealerInformationResponse` against `aapDealerInformationResponse`,
     /// for every organization of the demo dealers file; weekly hours keep
@@ -279,17 +299,29 @@ mod tests {
         .expect("the demo dealers file parses");
         let mut instances = Vec::new();
         for org in &orgs {
-            let dap = json!({
-                "organization_id": org.organization_id,
-                "name": org.name,
-                "rooftops": org
+            let dap = DealerOrganization {
+                organization_id: org.organization_id.clone(),
+                name: org.name.clone(),
+                rooftops: org
                     .rooftops
                     .iter()
                     .map(|r| crate::dealers::published_rooftop(&r.dap))
-                    .collect::<Vec<_>>(),
-                "provenance": {"authority_status": "asserted"},
-                "freshness": {"observed_at": "2026-01-02T03:04:05Z", "state": "current"},
-            });
+                    .collect(),
+                provenance: Provenance {
+                    sources: Vec::new(),
+                    authority_status: "asserted".into(),
+                    transformed_at: None,
+                    transformations: Vec::new(),
+                },
+                freshness: Freshness {
+                    observed_at: "2026-01-02T03:04:05Z".into(),
+                    state: FreshnessState::Current,
+                    valid_until: None,
+                    max_age_seconds: None,
+                },
+                legal_name: None,
+                extensions: None,
+            };
             instances.push(response(&dap));
         }
         assert!(instances.iter().any(|r| {
@@ -316,9 +348,27 @@ mod tests {
             {"day": "saturday", "opens": "10:00", "closes": "16:00"},
             {"day": "sunday", "opens": "11:00", "closes": "15:00"},
         ]);
+        let typed: Vec<HoursInterval> = serde_json::from_value(hours.clone()).unwrap();
+        assert_eq!(extension_hours(&hours), typed);
         assert_eq!(
-            serde_json::to_string(&weekly(&hours).unwrap()).unwrap(),
+            serde_json::to_string(&weekly(&typed).unwrap()).unwrap(),
             r#"{"tuesday":{"open":"09:00","close":"18:00"},"sunday":{"open":"11:00","close":"15:00"},"saturday":{"open":"10:00","close":"16:00"}}"#
         );
+    }
+
+    /// The freshness state in the message is its wire name.
+    #[test]
+    fn freshness_states_are_named_as_on_the_wire() {
+        for state in [
+            FreshnessState::Current,
+            FreshnessState::Stale,
+            FreshnessState::Unknown,
+            FreshnessState::Withdrawn,
+        ] {
+            assert_eq!(
+                serde_json::to_value(state).unwrap(),
+                json!(state_name(state))
+            );
+        }
     }
 }

@@ -153,7 +153,7 @@ pub fn rooftop_names(
             org.rooftops
                 .iter()
                 .map(|r| {
-                    let name = r.dap["name"].as_str().unwrap_or(&r.rooftop_id).to_owned();
+                    let name = r.dap.name.clone();
                     (r.rooftop_id.clone(), name)
                 })
                 .collect()
@@ -272,7 +272,7 @@ pub fn search_args(
         for (i, name) in names.iter().enumerate() {
             let rooftop = visible
                 .iter()
-                .find(|r| r.dap["name"].as_str() == Some(name.as_str()))
+                .find(|r| r.dap.name == *name)
                 .ok_or_else(|| {
                     invalid(
                         &format!("/filters/rooftops/{i}"),

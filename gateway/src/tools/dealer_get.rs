@@ -12,6 +12,7 @@ use super::output::{DealerOrganization, Freshness, FreshnessState, Provenance, S
 use super::{ToolContext, ToolError};
 use crate::auth::Principal;
 use crate::catalog::FieldError;
+use crate::dap::Rooftop;
 use crate::directory::DirectorySnapshot;
 use crate::domain::dealer::OrganizationRecord;
 
@@ -97,7 +98,7 @@ pub fn organization(
     if visible.is_empty() {
         return Err(ToolError::NotFound);
     }
-    let rooftops: Vec<Value> = match rooftop_ids {
+    let rooftops: Vec<Rooftop> = match rooftop_ids {
         // Only contacts marked `public: true` leave the gateway, whoever
         // asks (pii_output: public_business_contact_only in capabilities.yaml).
         None => visible
@@ -124,7 +125,7 @@ pub fn organization(
 /// The organization record around its published rooftops, judged at `now`.
 fn record(
     org: &OrganizationRecord,
-    rooftops: Vec<Value>,
+    rooftops: Vec<Rooftop>,
     now: DateTime<Utc>,
 ) -> DealerOrganization {
     let observed_at = org.source.observed_at;

@@ -40,7 +40,7 @@ pub struct DealerOrganization {
     pub name: String,
     /// The published rooftop records (`dealers::published_rooftop`), as
     /// imported and validated from the dealers file.
-    pub rooftops: Vec<Value>,
+    pub rooftops: Vec<crate::dap::Rooftop>,
     pub provenance: Provenance,
     pub freshness: Freshness,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -54,10 +54,20 @@ impl {
         })
     }
 
+    /// A rooftop row. Its `dap` document is read as the DAP rooftop it
+    /// was written from; one that does not read (edited by hand, or
+    /// written by a gateway whose rooftop differs) is corrupt, named with
+    /// its rooftop and what does not read, never a panic.
     pub(super) fn rooftop_from_row(row: &Row<D>) -> Result<RooftopRecord, StoreError> {
+        let rooftop_id: String = row.try_get("rooftop_id")?;
+        let dap = serde_json::from_value(json::<D, serde_json::Value>(row, "dap")?).map_err(|e| {
+            StoreError::Corrupt(format!(
+                "stored rooftop '{rooftop_id}': its dap document is not a DAP rooftop: {e}"
+            ))
+        })?;
         Ok(RooftopRecord {
-            rooftop_id: row.try_get("rooftop_id")?,
-            dap: json::<D, _>(row, "dap")?,
+            rooftop_id,
+            dap,
             settings: json::<D, _>(row, "settings")?,
         })
     }
