@@ -13,10 +13,10 @@
 //! set's size (its facet counts).
 
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::args::AapSearchArgs;
-use super::output::ToolOutput;
+use super::output::{AapVehicle, ToolOutput};
 use super::{Produced, ToolContext, ToolError, aap_map, budget, inventory_search};
 
 pub const NAME: &str = "aap_inventory_search";
@@ -49,7 +49,7 @@ impl super::Tool for AapInventorySearch {
         let wanted = skip + limit;
         let names = aap_map::rooftop_names(&directory, &organization_id);
 
-        let mut collected: Vec<Value> = Vec::with_capacity(limit);
+        let mut collected: Vec<AapVehicle> = Vec::with_capacity(limit);
         let mut seen = 0usize;
         let mut total = None;
         let mut cursor: Option<String> = None;
@@ -109,10 +109,7 @@ impl super::Tool for AapInventorySearch {
         } else {
             limit
         };
-        let resource_ids: Vec<String> = collected
-            .iter()
-            .filter_map(|v| v["vehicle_id"].as_str().map(str::to_owned))
-            .collect();
+        let resource_ids: Vec<String> = collected.iter().map(|v| v.vehicle_id.clone()).collect();
         let response = super::output::tree(&SearchResponse {
             kind: SEARCH_RESPONSE,
             data: SearchData {
@@ -135,8 +132,8 @@ impl super::Tool for AapInventorySearch {
 }
 
 /// AAP `inventory.search.response` (`aapSearchResponse`). Its vehicles
-/// are the `aapVehicle` objects `aap_map::vehicle` maps from DAP vehicles
-/// (checked with the whole response against the AAP schema).
+/// are the typed `aapVehicle`s `aap_map::vehicle` maps from DAP vehicles
+/// (`output::AapVehicle`, drift-tested on the demo in `aap_map`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SearchResponse {
     #[serde(rename = "type")]
@@ -155,7 +152,7 @@ pub struct SearchData {
     pub total: u64,
     pub skip: usize,
     pub limit: usize,
-    pub vehicles: Vec<Value>,
+    pub vehicles: Vec<AapVehicle>,
 }
 
 const SEARCH_RESPONSE: &str = "inventory.search.response";

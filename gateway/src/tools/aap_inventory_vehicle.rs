@@ -10,9 +10,10 @@
 //! unit; a unit AAP does not list (sold, unavailable, withdrawn, unknown
 //! status) is not found.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::args::AapVehicleArgs;
+use super::output::{AapVehicle, AapVehicleResponse};
 use super::{Produced, ToolContext, ToolError, aap_map, get_vehicle, policy};
 use crate::catalog::FieldError;
 
@@ -38,7 +39,7 @@ impl super::Tool for AapInventoryVehicle {
             (None, None, None) => return Err(ToolError::NotFound),
         };
         let names = aap_map::rooftop_names(&directory, &organization_id);
-        let mut found: Vec<Value> = Vec::new();
+        let mut found: Vec<AapVehicle> = Vec::new();
         for rooftop in rooftops {
             let dap_args = json!({
                 "organization_id": organization_id,
@@ -67,12 +68,8 @@ impl super::Tool for AapInventoryVehicle {
             0 => Err(ToolError::NotFound),
             1 => {
                 let vehicle = found.remove(0);
-                let resource_ids = vehicle["vehicle_id"]
-                    .as_str()
-                    .map(str::to_owned)
-                    .into_iter()
-                    .collect();
-                let response = json!({"type": "inventory.vehicle.response", "data": vehicle});
+                let resource_ids = vec![vehicle.vehicle_id.clone()];
+                let response = super::output::tree(&AapVehicleResponse::of(vehicle))?;
                 // Checked here, against the AAP response schema, because the
                 // result is returned with its resource id for the audit record.
                 super::check_part(ctx, NAME, "AAP vehicle response", &response)?;

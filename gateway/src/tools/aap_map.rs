@@ -21,11 +21,13 @@ use std::sync::Arc;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Number, Value, json};
 
+use super::output::{AapVehicle, AapVehicleEvidence, Odometer};
 use super::{ToolContext, ToolError};
 use crate::auth::Principal;
 use crate::catalog::FieldError;
+use crate::dap::disclosure::AdvertisedPrice;
 use crate::directory::DirectorySnapshot;
 
 /// The catalog profile of the AAP tools.
@@ -383,9 +385,9 @@ fn miles(distance: &Value) -> Option<u64> {
 /// AAP's `electric_range_mi` of a DAP electric range: miles as given;
 /// whole kilometres converted to tenths of a mile (a fractional kilometre
 /// figure is left out rather than converted in floating point).
-fn electric_range_miles(range: &Value) -> Option<Value> {
+fn electric_range_miles(range: &Value) -> Option<Number> {
     match range["unit"].as_str()? {
-        "mi" => range["value"].as_number().map(|n| Value::Number(n.clone())),
+        "mi" => range["value"].as_number().cloned(),
         "km" => {
             let km = range["value"].as_u64()?;
             let tenths = (u128::from(km) * MM_PER_KM * 10 + MM_PER_MILE / 2) / MM_PER_MILE;
@@ -407,106 +409,106 @@ pub fn list_price(advertised: &Value) -> Option<i64> {
         .then_some(minor / 100)
 }
 
-fn copy_str(out: &mut Map<String, Value>, aap: &str, value: &Value) {
-    if let Some(text) = value.as_str().filter(|t| !t.is_empty()) {
-        out.insert(aap.into(), json!(text));
-    }
+/// A non-empty DAP text member.
+fn text(value: &Value) -> Option<String> {
+    value.as_str().filter(|t| !t.is_empty()).map(str::to_owned)
+}
+
+/// The typed DAP `advertisedPrice` of a rendered DAP vehicle (money never
+/// travels as a JSON tree past this point).
+fn advertised_price(value: &Value) -> Option<AdvertisedPrice> {
+    let optional = |member: &str| value[member].as_str().map(str::to_owned);
+    Some(AdvertisedPrice {
+        amount: serde_json::from_value(value["amount"].clone()).ok()?,
+        availability: value["availability"].as_str()?.to_owned(),
+        includes_required_dealer_charges: value["includes_required_dealer_charges"].as_bool()?,
+        label: optional("label"),
+        valid_from: optional("valid_from"),
+        valid_until: optional("valid_until"),
+    })
+}
+
+/// A DAP `odometer` (`{value, unit, status?}`).
+fn odometer(value: &Value) -> Option<Odometer> {
+    Some(Odometer {
+        value: value["value"].as_u64()?,
+        unit: value["unit"].as_str()?.to_owned(),
+        status: value["status"].as_str().map(str::to_owned),
+    })
 }
 
 /// The AAP vehicle of one DAP vehicle, or `None` when AAP may not list it
-/// (not in stock, or withdrawn from the dealer's feed).
-pub fn vehicle(dap: &Value, rooftops: &HashMap<String, String>) -> Option<Value> {
+/// (not in stock, or withdrawn from the dealer's feed). A vehicle without
+/// the members every DAP vehicle has (identifiers, advertised price,
+/// provenance, freshness) is not listed rather than answered with a hole.
+pub fn vehicle(dap: &Value, rooftops: &HashMap<String, String>) -> Option<AapVehicle> {
     let aap_status = status(dap["availability"]["status"].as_str()?)?;
     if dap["freshness"]["state"] == json!("withdrawn") {
         return None;
     }
-    let mut out = Map::new();
-    out.insert("vehicle_id".into(), dap["vehicle_id"].clone());
-    out.insert("dealer_id".into(), dap["organization_id"].clone());
     let rooftop_id = dap["rooftop_id"].as_str()?;
-    if let Some(name) = rooftops.get(rooftop_id) {
-        out.insert("rooftop".into(), json!(name));
-    }
-    if let Some(t) = dap["vehicle_type"].as_str().and_then(vehicle_type) {
-        out.insert("vehicle_type".into(), json!(t));
-    }
-    copy_str(&mut out, "vin", &dap["vin"]);
-    copy_str(&mut out, "stock", &dap["stock_number"]);
-    if let Some(year) = dap["year"].as_i64() {
-        out.insert("year".into(), json!(year));
-    }
-    copy_str(&mut out, "make", &dap["make"]);
-    copy_str(&mut out, "model", &dap["model"]);
-    copy_str(&mut out, "trim", &dap["trim"]);
-    if let Some(c) = dap["condition"].as_str().and_then(condition) {
-        out.insert("condition".into(), json!(c));
-    }
-    out.insert("status".into(), json!(aap_status));
-    if let Some(price) = list_price(&dap["advertised_price"]) {
-        out.insert("list_price".into(), json!(price));
-    }
-    if let Some(mi) = miles(&dap["odometer"]) {
-        out.insert("mileage".into(), json!(mi));
-    }
-    if let Some(body) = dap["body_style"].as_str().filter(|b| !b.is_empty()) {
-        out.insert("body".into(), json!(body.to_lowercase()));
-    }
     let powertrain = &dap["powertrain"];
-    copy_str(&mut out, "transmission", &powertrain["transmission"]);
-    if let Some(d) = powertrain["drivetrain"].as_str().and_then(driveline) {
-        out.insert("driveline".into(), json!(d));
-    }
-    if let Some(f) = powertrain["fuel_type"].as_str().and_then(fuel) {
-        out.insert("fuel".into(), json!(f));
-    }
-    if let Some(range) = electric_range_miles(&powertrain["electric_range"]) {
-        out.insert("electric_range_mi".into(), range);
-    }
-    copy_str(&mut out, "exterior_color", &dap["exterior_color"]);
-    copy_str(&mut out, "interior_color", &dap["interior_color"]);
-    if let Some(features) = dap["features"].as_array() {
-        out.insert("features".into(), Value::Array(features.clone()));
-    }
-    if let Some(media) = dap["media"].as_array() {
-        let mut images: Vec<(i64, &Value)> = media
+    let photos = dap["media"].as_array().and_then(|media| {
+        let mut images: Vec<(i64, &str)> = media
             .iter()
             .filter(|m| m["type"] == json!("image"))
-            .map(|m| (m["position"].as_i64().unwrap_or(i64::MAX), &m["url"]))
+            .filter_map(|m| {
+                Some((
+                    m["position"].as_i64().unwrap_or(i64::MAX),
+                    m["url"].as_str()?,
+                ))
+            })
             .collect();
         images.sort_by_key(|(position, _)| *position);
-        let photos: Vec<Value> = images.into_iter().map(|(_, url)| url.clone()).collect();
-        if !photos.is_empty() {
-            out.insert("photos".into(), Value::Array(photos));
-        }
-    }
-    copy_str(&mut out, "vdp_url", &dap["listing_url"]);
-    if let Some(stocked) = dap["used_vehicle"]["inventory_tenure"]["stocked_at"]
-        .as_str()
-        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-    {
-        out.insert(
-            "inventory_date".into(),
-            json!(stocked.with_timezone(&Utc).format("%Y-%m-%d").to_string()),
-        );
-    }
-    copy_str(&mut out, "updated_at", &dap["availability"]["observed_at"]);
-    let mut evidence = Map::new();
-    evidence.insert("rooftop_id".into(), json!(rooftop_id));
-    for member in ["condition", "vehicle_type", "odometer"] {
-        if let Some(v) = dap.get(member) {
-            evidence.insert(member.into(), v.clone());
-        }
-    }
-    for member in [
-        "availability",
-        "advertised_price",
-        "provenance",
-        "freshness",
-    ] {
-        evidence.insert(member.into(), dap[member].clone());
-    }
-    out.insert("dealergateway".into(), Value::Object(evidence));
-    Some(Value::Object(out))
+        let photos: Vec<String> = images.into_iter().map(|(_, url)| url.to_owned()).collect();
+        (!photos.is_empty()).then_some(photos)
+    });
+    let evidence = AapVehicleEvidence {
+        rooftop_id: rooftop_id.to_owned(),
+        condition: dap["condition"].as_str().map(str::to_owned),
+        vehicle_type: dap["vehicle_type"].as_str().map(str::to_owned),
+        odometer: odometer(&dap["odometer"]),
+        availability: dap["availability"].clone(),
+        advertised_price: advertised_price(&dap["advertised_price"])?,
+        provenance: serde_json::from_value(dap["provenance"].clone()).ok()?,
+        freshness: serde_json::from_value(dap["freshness"].clone()).ok()?,
+    };
+    Some(AapVehicle {
+        vehicle_id: dap["vehicle_id"].as_str()?.to_owned(),
+        dealer_id: dap["organization_id"].as_str()?.to_owned(),
+        rooftop: rooftops.get(rooftop_id).cloned(),
+        vehicle_type: dap["vehicle_type"].as_str().and_then(vehicle_type),
+        vin: text(&dap["vin"]),
+        stock: text(&dap["stock_number"]),
+        year: dap["year"].as_i64(),
+        make: text(&dap["make"]),
+        model: text(&dap["model"]),
+        trim: text(&dap["trim"]),
+        condition: dap["condition"].as_str().and_then(condition),
+        status: aap_status,
+        list_price: list_price(&dap["advertised_price"]),
+        mileage: miles(&dap["odometer"]),
+        body: text(&dap["body_style"]).map(|b| b.to_lowercase()),
+        transmission: text(&powertrain["transmission"]),
+        driveline: powertrain["drivetrain"].as_str().and_then(driveline),
+        fuel: powertrain["fuel_type"].as_str().and_then(fuel),
+        electric_range_mi: electric_range_miles(&powertrain["electric_range"]),
+        exterior_color: text(&dap["exterior_color"]),
+        interior_color: text(&dap["interior_color"]),
+        features: dap["features"].as_array().map(|f| {
+            f.iter()
+                .filter_map(|t| t.as_str().map(str::to_owned))
+                .collect()
+        }),
+        photos,
+        vdp_url: text(&dap["listing_url"]),
+        inventory_date: dap["used_vehicle"]["inventory_tenure"]["stocked_at"]
+            .as_str()
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+            .map(|stocked| stocked.with_timezone(&Utc).format("%Y-%m-%d").to_string()),
+        updated_at: text(&dap["availability"]["observed_at"]),
+        dealergateway: evidence,
+    })
 }
 
 /// A facet value: text, or an integer for years (vehicle.schema.json
@@ -835,7 +837,7 @@ mod tests {
             "provenance": {}, "freshness": {"state": "current"}
         });
         let rooftops = HashMap::from([("roof.1".to_owned(), "Roof One".to_owned())]);
-        let aap = vehicle(&dap, &rooftops).expect("in stock");
+        let aap = serde_json::to_value(vehicle(&dap, &rooftops).expect("in stock")).unwrap();
         // lossless
         assert_eq!(aap["transmission"], json!("1-speed automatic"));
         // lossy

@@ -32,6 +32,11 @@ pub use crate::dap::provenance::{Freshness, FreshnessState, Provenance, Source};
 mod offers;
 pub use offers::{Additions, OffersEvaluation, Omitted};
 
+/// The AAP vehicle and `aap_inventory_vehicle` (`aapVehicle`,
+/// `aapVehicleEvidence`, `aapVehicleResponse`).
+mod aap_vehicle;
+pub use aap_vehicle::{AapVehicle, AapVehicleEvidence, AapVehicleResponse, Odometer};
+
 /// `dealeragent.dealer.get` and the organization resource:
 /// `dealerOrganization`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
