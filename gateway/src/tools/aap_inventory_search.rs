@@ -73,7 +73,7 @@ impl super::Tool for AapInventorySearch {
                 if seen <= skip {
                     continue;
                 }
-                if let Some(vehicle) = aap_map::vehicle(dap, &names) {
+                if let Some(vehicle) = aap_map::vehicle(dap, &names)? {
                     collected.push(vehicle);
                 }
             }

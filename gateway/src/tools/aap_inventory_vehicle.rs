@@ -60,7 +60,7 @@ impl super::Tool for AapInventoryVehicle {
             if !(agrees("vin", &args.vin) && agrees("stock_number", &args.stock)) {
                 continue;
             }
-            if let Some(vehicle) = aap_map::vehicle(&dap, &names) {
+            if let Some(vehicle) = aap_map::vehicle(&dap, &names)? {
                 found.push(vehicle);
             }
         }

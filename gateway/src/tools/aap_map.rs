@@ -415,7 +415,7 @@ fn text(value: &Value) -> Option<String> {
 }
 
 /// The typed DAP `advertisedPrice` of a rendered DAP vehicle (money never
-/// travels as a JSON tree past this point).
+/// travels as a JSON tree past this point); `None` when it is malformed.
 fn advertised_price(value: &Value) -> Option<AdvertisedPrice> {
     let optional = |member: &str| value[member].as_str().map(str::to_owned);
     Some(AdvertisedPrice {
@@ -438,15 +438,33 @@ fn odometer(value: &Value) -> Option<Odometer> {
 }
 
 /// The AAP vehicle of one DAP vehicle, or `None` when AAP may not list it
-/// (not in stock, or withdrawn from the dealer's feed). A vehicle without
-/// the members every DAP vehicle has (identifiers, advertised price,
-/// provenance, freshness) is not listed rather than answered with a hole.
-pub fn vehicle(dap: &Value, rooftops: &HashMap<String, String>) -> Option<AapVehicle> {
-    let aap_status = status(dap["availability"]["status"].as_str()?)?;
+/// (not in stock, or withdrawn from the dealer's feed). A DAP vehicle
+/// without the members every one has (identifiers, advertised price,
+/// provenance, freshness; vehicle.schema.json) is a defect of the DAP
+/// tool, answered `dealeragent.internal` like any output that fails its
+/// schema (DAP 6.4), never a vehicle quietly left out.
+pub fn vehicle(
+    dap: &Value,
+    rooftops: &HashMap<String, String>,
+) -> Result<Option<AapVehicle>, ToolError> {
+    let Some(aap_status) = dap["availability"]["status"].as_str().and_then(status) else {
+        return Ok(None);
+    };
     if dap["freshness"]["state"] == json!("withdrawn") {
-        return None;
+        return Ok(None);
     }
-    let rooftop_id = dap["rooftop_id"].as_str()?;
+    let malformed = |member: &str| {
+        ToolError::internal(format!(
+            "the DAP vehicle has no valid {member} for its AAP vehicle"
+        ))
+    };
+    let id = |member: &str| {
+        dap[member]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| malformed(member))
+    };
+    let rooftop_id = id("rooftop_id")?;
     let powertrain = &dap["powertrain"];
     let photos = dap["media"].as_array().and_then(|media| {
         let mut images: Vec<(i64, &str)> = media
@@ -464,19 +482,22 @@ pub fn vehicle(dap: &Value, rooftops: &HashMap<String, String>) -> Option<AapVeh
         (!photos.is_empty()).then_some(photos)
     });
     let evidence = AapVehicleEvidence {
-        rooftop_id: rooftop_id.to_owned(),
+        rooftop_id: rooftop_id.clone(),
         condition: dap["condition"].as_str().map(str::to_owned),
         vehicle_type: dap["vehicle_type"].as_str().map(str::to_owned),
         odometer: odometer(&dap["odometer"]),
         availability: dap["availability"].clone(),
-        advertised_price: advertised_price(&dap["advertised_price"])?,
-        provenance: serde_json::from_value(dap["provenance"].clone()).ok()?,
-        freshness: serde_json::from_value(dap["freshness"].clone()).ok()?,
+        advertised_price: advertised_price(&dap["advertised_price"])
+            .ok_or_else(|| malformed("advertised_price"))?,
+        provenance: serde_json::from_value(dap["provenance"].clone())
+            .map_err(|_| malformed("provenance"))?,
+        freshness: serde_json::from_value(dap["freshness"].clone())
+            .map_err(|_| malformed("freshness"))?,
     };
-    Some(AapVehicle {
-        vehicle_id: dap["vehicle_id"].as_str()?.to_owned(),
-        dealer_id: dap["organization_id"].as_str()?.to_owned(),
-        rooftop: rooftops.get(rooftop_id).cloned(),
+    Ok(Some(AapVehicle {
+        vehicle_id: id("vehicle_id")?,
+        dealer_id: id("organization_id")?,
+        rooftop: rooftops.get(&rooftop_id).cloned(),
         vehicle_type: dap["vehicle_type"].as_str().and_then(vehicle_type),
         vin: text(&dap["vin"]),
         stock: text(&dap["stock_number"]),
@@ -508,7 +529,7 @@ pub fn vehicle(dap: &Value, rooftops: &HashMap<String, String>) -> Option<AapVeh
             .map(|stocked| stocked.with_timezone(&Utc).format("%Y-%m-%d").to_string()),
         updated_at: text(&dap["availability"]["observed_at"]),
         dealergateway: evidence,
-    })
+    }))
 }
 
 /// A facet value: text, or an integer for years (vehicle.schema.json
@@ -834,10 +855,14 @@ mod tests {
                                  "availability": "generally_available", "includes_required_dealer_charges": true},
             "powertrain": {"transmission": "1-speed automatic", "drivetrain": "four_wd",
                            "fuel_type": "battery_electric", "electric_range": {"value": 400, "unit": "km"}},
-            "provenance": {}, "freshness": {"state": "current"}
+            "provenance": {"sources": [{"source_name": "feed.csv", "authority": "dealer_asserted",
+                                        "observed_at": "2026-01-01T00:00:00Z"}],
+                           "authority_status": "asserted"},
+            "freshness": {"observed_at": "2026-01-01T00:00:00Z", "state": "current"}
         });
         let rooftops = HashMap::from([("roof.1".to_owned(), "Roof One".to_owned())]);
-        let aap = serde_json::to_value(vehicle(&dap, &rooftops).expect("in stock")).unwrap();
+        let aap = vehicle(&dap, &rooftops).unwrap().expect("in stock");
+        let aap = serde_json::to_value(aap).unwrap();
         // lossless
         assert_eq!(aap["transmission"], json!("1-speed automatic"));
         // lossy
@@ -855,10 +880,18 @@ mod tests {
         // withdrawn or out of stock: not listed
         let mut withdrawn = dap.clone();
         withdrawn["freshness"]["state"] = json!("withdrawn");
-        assert!(vehicle(&withdrawn, &rooftops).is_none());
-        let mut sold = dap;
+        assert!(vehicle(&withdrawn, &rooftops).unwrap().is_none());
+        let mut sold = dap.clone();
         sold["availability"]["status"] = json!("sold");
-        assert!(vehicle(&sold, &rooftops).is_none());
+        assert!(vehicle(&sold, &rooftops).unwrap().is_none());
+        // A listed unit without DAP provenance is a defect, never quietly
+        // left out of the AAP answer.
+        let mut unsourced = dap;
+        unsourced["provenance"] = json!({});
+        assert!(matches!(
+            vehicle(&unsourced, &rooftops),
+            Err(ToolError::Internal { .. })
+        ));
     }
 
     #[test]
@@ -927,3 +960,6 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod demo_drift;
