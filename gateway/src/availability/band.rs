@@ -20,8 +20,8 @@
 //! `stale` band every status is reported as `unknown` with the reason.
 //! Never an error: the caller gets an explicit result it must not upgrade.
 
+use crate::dap::{Availability, Freshness, FreshnessState};
 use chrono::{DateTime, Duration, Utc};
-use serde_json::{Value, json};
 
 /// Authority of the dealer's system of record (DAP `sourceAuthority`).
 pub const AUTHORITATIVE: &str = "authoritative_dealer_system";
@@ -111,8 +111,8 @@ pub fn band_end(band: Band, observed_at: DateTime<Utc>) -> Option<DateTime<Utc>>
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reported {
     pub band: Band,
-    pub availability: Value,
-    pub freshness: Value,
+    pub availability: Availability,
+    pub freshness: Freshness,
 }
 
 /// Render `observation` (or its absence) at `now`.
@@ -122,14 +122,22 @@ pub fn report(observation: Option<&Observed<'_>>, what: &str, now: DateTime<Utc>
         let at = crate::inventory::render::timestamp(now);
         return Reported {
             band,
-            availability: json!({
-                "status": "unknown",
-                "authority_status": "unknown",
-                "observed_at": at,
-                "human_verification_required": true,
-                "reason": format!("No availability observation exists for this vehicle from {what}; availability is unknown."),
-            }),
-            freshness: json!({"observed_at": at, "state": "unknown"}),
+            availability: Availability {
+                status: "unknown".to_owned(),
+                authority_status: "unknown".to_owned(),
+                observed_at: at.clone(),
+                human_verification_required: Some(true),
+                reason: Some(format!(
+                    "No availability observation exists for this vehicle from {what}; availability is unknown."
+                )),
+                valid_until: None,
+            },
+            freshness: Freshness {
+                observed_at: at,
+                state: FreshnessState::Unknown,
+                valid_until: None,
+                max_age_seconds: None,
+            },
         };
     };
     let observed_at = crate::inventory::render::timestamp(o.observed_at);
@@ -168,33 +176,31 @@ pub fn report(observation: Option<&Observed<'_>>, what: &str, now: DateTime<Utc>
             ),
         ),
     };
-    let mut availability = json!({
-        "status": status,
-        "authority_status": authority_status,
-        "observed_at": observed_at,
-        "human_verification_required": band != Band::VerifiedCurrent,
-        "reason": crate::dap::truncate(&reason, 500),
-    });
-    let mut freshness = json!({
-        "observed_at": observed_at,
-        "state": if band == Band::Stale { "stale" } else { "current" },
-    });
-    if let Some(end) = band_end(band, o.observed_at) {
-        let end = crate::inventory::render::timestamp(end);
-        availability["valid_until"] = json!(end);
-        freshness["valid_until"] = json!(end);
-    } else {
-        // Stale: it stopped being usable when its last band ended.
-        let end = o
-            .observed_at
-            .checked_add_signed(Duration::seconds(ASSERTED_SECONDS))
-            .map(crate::inventory::render::timestamp);
-        availability["valid_until"] = json!(end);
-        freshness["valid_until"] = json!(end);
-    }
-    if let Some(max) = band.max_age_seconds() {
-        freshness["max_age_seconds"] = json!(max);
-    }
+    // A stale observation stopped being usable when its last band ended.
+    let valid_until = band_end(band, o.observed_at)
+        .or_else(|| {
+            o.observed_at
+                .checked_add_signed(Duration::seconds(ASSERTED_SECONDS))
+        })
+        .map(crate::inventory::render::timestamp);
+    let availability = Availability {
+        status: status.to_owned(),
+        authority_status: authority_status.to_owned(),
+        observed_at: observed_at.clone(),
+        human_verification_required: Some(band != Band::VerifiedCurrent),
+        reason: Some(crate::dap::truncate(&reason, 500).to_owned()),
+        valid_until: valid_until.clone(),
+    };
+    let freshness = Freshness {
+        observed_at,
+        state: if band == Band::Stale {
+            FreshnessState::Stale
+        } else {
+            FreshnessState::Current
+        },
+        valid_until,
+        max_age_seconds: band.max_age_seconds().and_then(|m| u32::try_from(m).ok()),
+    };
     Reported {
         band,
         availability,
@@ -221,9 +227,7 @@ pub fn bound_freshness(
     now: DateTime<Utc>,
 ) {
     let f = &mut reported.freshness;
-    if f.get("state").and_then(Value::as_str) != Some("current")
-        && f.get("state").and_then(Value::as_str) != Some("stale")
-    {
+    if !matches!(f.state, FreshnessState::Current | FreshnessState::Stale) {
         return;
     }
     let sla_until = observed_at
@@ -238,14 +242,13 @@ pub fn bound_freshness(
         .flatten()
         .min()
         .unwrap_or(sla_until);
-    f["valid_until"] = json!(crate::inventory::render::timestamp(until));
-    let max_age = f
-        .get("max_age_seconds")
-        .and_then(Value::as_u64)
-        .map_or(u64::from(sla_seconds), |m| m.min(u64::from(sla_seconds)));
-    f["max_age_seconds"] = json!(max_age);
+    f.valid_until = Some(crate::inventory::render::timestamp(until));
+    f.max_age_seconds = Some(
+        f.max_age_seconds
+            .map_or(sla_seconds, |m| m.min(sla_seconds)),
+    );
     if now > until {
-        f["state"] = json!("stale");
+        f.state = FreshnessState::Stale;
     }
 }
 
@@ -262,6 +265,10 @@ fn describe_age(seconds: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn v<T: serde::Serialize>(t: &T) -> serde_json::Value {
+        serde_json::to_value(t).expect("serializes")
+    }
 
     fn at(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
@@ -350,17 +357,17 @@ mod tests {
                 for t in times {
                     let o = obs(status, authority, t);
                     let r = report(Some(&o), "the source", now);
-                    let shown = r.availability["status"].as_str().unwrap();
+                    let shown = r.availability.status.as_str();
                     if shown == "available" {
                         assert!(r.band.is_authoritative(), "{authority} {status} {t}");
-                        assert_eq!(r.availability["authority_status"], "authoritative");
+                        assert_eq!(v(&r.availability)["authority_status"], "authoritative");
                     }
                     if !r.band.is_authoritative() {
                         assert_ne!(shown, "available");
-                        assert_ne!(r.availability["authority_status"], "authoritative");
+                        assert_ne!(v(&r.availability)["authority_status"], "authoritative");
                     }
                     assert_eq!(
-                        r.availability["human_verification_required"],
+                        v(&r.availability)["human_verification_required"],
                         r.band != Band::VerifiedCurrent
                     );
                 }
@@ -377,10 +384,10 @@ mod tests {
             now,
         );
         assert_eq!(vc.band, Band::VerifiedCurrent);
-        assert_eq!(vc.availability["status"], "available");
-        assert_eq!(vc.availability["valid_until"], "2026-12-01T12:01:30Z");
-        assert_eq!(vc.freshness["state"], "current");
-        assert_eq!(vc.freshness["max_age_seconds"], 120);
+        assert_eq!(v(&vc.availability)["status"], "available");
+        assert_eq!(v(&vc.availability)["valid_until"], "2026-12-01T12:01:30Z");
+        assert_eq!(v(&vc.freshness)["state"], "current");
+        assert_eq!(v(&vc.freshness)["max_age_seconds"], 120);
 
         let asserted = report(
             Some(&obs("available", "dealer_asserted", "2026-12-01T11:17:00Z")),
@@ -388,9 +395,9 @@ mod tests {
             now,
         );
         assert_eq!(asserted.band, Band::Asserted);
-        assert_eq!(asserted.availability["status"], "unknown");
-        assert_eq!(asserted.availability["authority_status"], "asserted");
-        let reason = asserted.availability["reason"].as_str().unwrap();
+        assert_eq!(v(&asserted.availability)["status"], "unknown");
+        assert_eq!(v(&asserted.availability)["authority_status"], "asserted");
+        let reason = asserted.availability.reason.as_deref().unwrap();
         assert!(
             reason.contains("asserted available at 2026-12-01T11:17:00Z (asserted, 43 min old)"),
             "{reason}"
@@ -401,7 +408,7 @@ mod tests {
             "The dealer's feed",
             now,
         );
-        assert_eq!(sold.availability["status"], "sold");
+        assert_eq!(v(&sold.availability)["status"], "sold");
 
         let stale = report(
             Some(&obs("sold", AUTHORITATIVE, "2026-11-28T12:00:00Z")),
@@ -409,14 +416,17 @@ mod tests {
             now,
         );
         assert_eq!(stale.band, Band::Stale);
-        assert_eq!(stale.availability["status"], "unknown");
-        assert_eq!(stale.freshness["state"], "stale");
-        assert_eq!(stale.availability["valid_until"], "2026-11-29T12:00:00Z");
+        assert_eq!(v(&stale.availability)["status"], "unknown");
+        assert_eq!(v(&stale.freshness)["state"], "stale");
+        assert_eq!(
+            v(&stale.availability)["valid_until"],
+            "2026-11-29T12:00:00Z"
+        );
 
         let none = report(None, "the dealer system", now);
         assert_eq!(none.band, Band::Unknown);
-        assert_eq!(none.availability["status"], "unknown");
-        assert_eq!(none.availability["authority_status"], "unknown");
-        assert_eq!(none.freshness["state"], "unknown");
+        assert_eq!(v(&none.availability)["status"], "unknown");
+        assert_eq!(v(&none.availability)["authority_status"], "unknown");
+        assert_eq!(v(&none.freshness)["state"], "unknown");
     }
 }

@@ -559,7 +559,9 @@ pub fn apply_overlay(
         return;
     };
     let reported = band::report(Some(&observed(o)), OVERLAY_SOURCE, now);
-    vehicle["availability"] = reported.availability;
+    if let Ok(availability) = serde_json::to_value(&reported.availability) {
+        vehicle["availability"] = availability;
+    }
 }
 
 /// Reason prefix of an overlaid availability.

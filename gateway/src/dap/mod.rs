@@ -2,6 +2,8 @@
 //! constants every layer shares, each defined once and held to the
 //! published schemas (`schemas/`) by drift tests.
 
+/// DAP `availability`: sale status, authority, validity.
+pub mod availability;
 /// DAP `pricingDisclosure`, the disclosure tool's typed answer.
 pub mod disclosure;
 /// A published vehicle history report.
@@ -21,6 +23,7 @@ pub mod vehicle;
 /// Wire limits and the one `truncate`.
 pub mod wire;
 
+pub use availability::Availability;
 pub use history::HistoryReport;
 pub use pricing::{
     ConditionalAdjustment, CriterionValue, DealerCharge, EligibilityCriterion,

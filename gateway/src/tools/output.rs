@@ -67,10 +67,10 @@ pub struct AvailabilityResult {
     pub rooftop_id: String,
     /// DAP `availability`, as `availability::band::report` bounds it
     /// (never `available` outside an authoritative band, DAP-CORE-036).
-    pub availability: Value,
+    pub availability: crate::dap::Availability,
     pub provenance: Provenance,
     /// DAP `freshness`, as `availability::band` bounds it.
-    pub freshness: Value,
+    pub freshness: crate::dap::Freshness,
     pub trace_id: String,
 }
 

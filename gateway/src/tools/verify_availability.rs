@@ -18,8 +18,8 @@
 //! `dealeragent.upstream.unavailable` (retryable, `retry_after_ms`).
 //! `purpose` is accepted and does not change the answer.
 
+use crate::dap::{Availability, Freshness, FreshnessState};
 use chrono::Utc;
-use serde_json::{Value, json};
 
 use super::args::AvailabilityArgs;
 use super::output::{AvailabilityBand, AvailabilityMeta, AvailabilityResult, Provenance, Source};
@@ -57,13 +57,14 @@ impl super::Tool for VerifyAvailability {
                 &record.vehicle_id,
                 &record.organization_id,
                 &record.rooftop_id,
-                json!({
-                    "status": "unknown",
-                    "authority_status": "asserted",
-                    "observed_at": observed,
-                    "human_verification_required": true,
-                    "reason": WITHDRAWN_REASON,
-                }),
+                Availability {
+                    status: "unknown".to_owned(),
+                    authority_status: "asserted".to_owned(),
+                    observed_at: observed.clone(),
+                    human_verification_required: Some(true),
+                    reason: Some(WITHDRAWN_REASON.to_owned()),
+                    valid_until: None,
+                },
                 provenance(
                     &record.source.source_name,
                     &record.source.authority,
@@ -71,7 +72,7 @@ impl super::Tool for VerifyAvailability {
                     "asserted",
                     now,
                 ),
-                json!({"observed_at": observed, "state": "withdrawn"}),
+                withdrawn_freshness(observed),
                 Band::Unknown,
                 false,
                 source_kind,
@@ -142,10 +143,7 @@ impl super::Tool for VerifyAvailability {
                 now,
             );
         }
-        let authority_status = reported.availability["authority_status"]
-            .as_str()
-            .unwrap_or("unknown")
-            .to_owned();
+        let authority_status = reported.availability.authority_status.clone();
         Ok(typed_result(
             &record.vehicle_id,
             &record.organization_id,
@@ -196,14 +194,25 @@ fn provenance(
     }
 }
 
+/// A withdrawn unit's freshness: the state says it, with the time its
+/// record was last observed (DAP 6.4).
+fn withdrawn_freshness(observed_at: String) -> Freshness {
+    Freshness {
+        observed_at,
+        state: FreshnessState::Withdrawn,
+        valid_until: None,
+        max_age_seconds: None,
+    }
+}
+
 #[allow(clippy::too_many_arguments, reason = "one flat result object")]
 fn typed_result(
     vehicle_id: &str,
     organization_id: &str,
     rooftop_id: &str,
-    availability: Value,
+    availability: Availability,
     provenance: Provenance,
-    freshness: Value,
+    freshness: Freshness,
     band: Band,
     checked_live: bool,
     source_kind: &'static str,
@@ -232,7 +241,6 @@ fn typed_result(
 #[cfg(test)]
 mod tests {
     use chrono::{Duration, TimeZone, Utc};
-    use serde_json::json;
 
     use super::{WITHDRAWN_REASON, provenance, typed_result};
     use crate::availability::{Band, band};
@@ -254,10 +262,16 @@ mod tests {
                 "veh.1",
                 "org.a",
                 "roof.a",
-                json!({"status": "unknown", "authority_status": "asserted", "observed_at": stamp,
-                       "human_verification_required": true, "reason": WITHDRAWN_REASON}),
+                crate::dap::Availability {
+                    status: "unknown".into(),
+                    authority_status: "asserted".into(),
+                    observed_at: stamp.clone(),
+                    human_verification_required: Some(true),
+                    reason: Some(WITHDRAWN_REASON.into()),
+                    valid_until: None,
+                },
                 provenance("feed.csv", "dealer_asserted", observed, "asserted", now),
-                json!({"observed_at": stamp, "state": "withdrawn"}),
+                super::withdrawn_freshness(stamp),
                 Band::Unknown,
                 false,
                 "feed",
@@ -283,10 +297,7 @@ mod tests {
             }
         }
         for reported in reports {
-            let authority_status = reported.availability["authority_status"]
-                .as_str()
-                .unwrap_or("unknown")
-                .to_owned();
+            let authority_status = reported.availability.authority_status.clone();
             instances.push(
                 typed_result(
                     "veh.1",
