@@ -107,8 +107,10 @@ pub struct AapVehicleEvidence {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub odometer: Option<Odometer>,
     /// DAP `availability`, as the DAP tool answered it (bounded by
-    /// `availability::band`, DAP-CORE-036); that record has no typed home
-    /// of its own yet, so it is carried as given.
+    /// `availability::band`, DAP-CORE-036), byte for byte: the
+    /// pre-rendered vehicle writes `valid_until` before the verdict and an
+    /// overlaid check after it ([`crate::dap::Availability`]), both valid,
+    /// and the adapter must not reorder what the DAP tool said.
     pub availability: Value,
     pub advertised_price: AdvertisedPrice,
     pub provenance: Provenance,
