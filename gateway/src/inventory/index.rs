@@ -201,6 +201,58 @@ impl Interner {
     }
 }
 
+/// The rows of each interned id (make or model), ascending: a filter on
+/// a few makes or models visits their rows instead of every row of the
+/// snapshot (docs/benchmarks.md "Search complexity").
+#[derive(Debug, Default)]
+pub(crate) struct Postings {
+    /// `rows[ends[id - 1]..ends[id]]` are the rows of `id`.
+    ends: Vec<u32>,
+    rows: Vec<u32>,
+}
+
+impl Postings {
+    /// Counting sort of the rows by `id_of`, for ids below `ids`.
+    fn build(n: usize, ids: usize, id_of: impl Fn(usize) -> u32) -> Postings {
+        let mut ends = vec![0u32; ids];
+        for i in 0..n {
+            ends[id_of(i) as usize] += 1;
+        }
+        let mut acc = 0u32;
+        for e in &mut ends {
+            acc += *e;
+            *e = acc;
+        }
+        let mut fill: Vec<u32> = ends.clone();
+        let mut rows = vec![0u32; n];
+        // Filling from the back keeps each id's rows ascending.
+        for i in (0..n).rev() {
+            let slot = &mut fill[id_of(i) as usize];
+            *slot -= 1;
+            rows[*slot as usize] = row_u32(i);
+        }
+        Postings { ends, rows }
+    }
+
+    /// The rows of `id`, ascending.
+    pub fn rows(&self, id: usize) -> &[u32] {
+        let a = if id == 0 {
+            0
+        } else {
+            self.ends[id - 1] as usize
+        };
+        &self.rows[a..self.ends[id] as usize]
+    }
+
+    fn heap_bytes(&self) -> usize {
+        (self.ends.len() + self.rows.len()) * 4
+    }
+}
+
+/// How many row orders a snapshot can hold: one per sort field and
+/// direction (`search::order_slot`).
+pub(crate) const SORT_ORDERS: usize = 10;
+
 /// Words per vocabulary chunk: a chunk is first tested as a whole with
 /// `str::contains` (vectorized in std), and its words only when it hits.
 const CHUNK_WORDS: usize = 64;
@@ -431,6 +483,20 @@ pub struct SnapshotIndex {
     pub(crate) rows: Vec<Row>,
     pub(crate) makes: Interner,
     pub(crate) models: Interner,
+    /// Rows by interned make id and by interned model id.
+    pub(crate) make_rows: Postings,
+    pub(crate) model_rows: Postings,
+    /// The rows in the total order of each sort (field and direction),
+    /// built on the first search that needs it: a sorted search without
+    /// filters then reads a page from its cursor position instead of
+    /// ranking every row (docs/benchmarks.md "Search complexity"). Built
+    /// lazily so that loading a snapshot costs nothing for sorts nobody
+    /// asks for.
+    pub(crate) orders: [std::sync::OnceLock<Box<[u32]>>; SORT_ORDERS],
+    /// The latest inventory-age basis of any row ([`NO_BASIS`] when none):
+    /// while `now` is past it, no row's basis lies in the future, so the
+    /// inventory-age order does not depend on `now`.
+    pub(crate) max_basis_us: i64,
     pub(crate) text: TextIndex,
     vehicle_ids: Arena,
     vins: Arena,
@@ -618,7 +684,14 @@ impl SnapshotIndex {
         let by_stock = sorted_present(&stock_numbers);
 
         let totals = Totals::of(&rows, makes.exact.len(), models.exact.len());
+        let make_rows = Postings::build(n, makes.exact.len(), |i| rows[i].make);
+        let model_rows = Postings::build(n, models.exact.len(), |i| rows[i].model);
+        let max_basis_us = rows.iter().map(|r| r.basis_us).max().unwrap_or(NO_BASIS);
         SnapshotIndex {
+            make_rows,
+            model_rows,
+            orders: Default::default(),
+            max_basis_us,
             sources,
             meta,
             inventory_sla_seconds,
@@ -833,6 +906,14 @@ impl SnapshotIndex {
             + self.stock_numbers.text.len()
             + self.len() * 12
             + (self.by_vehicle_id.len() + self.by_vin.len() + self.by_stock.len()) * 4
+            + self.make_rows.heap_bytes()
+            + self.model_rows.heap_bytes()
+            + self
+                .orders
+                .iter()
+                .filter_map(|o| o.get())
+                .map(|o| o.len() * 4)
+                .sum::<usize>()
     }
 }
 

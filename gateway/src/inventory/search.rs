@@ -68,7 +68,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::index::{
-    AVAILABILITY, CONDITIONS, NO_BASIS, NO_ODOMETER, Row, SnapshotIndex, VEHICLE_TYPES,
+    AVAILABILITY, CONDITIONS, NO_BASIS, NO_ODOMETER, Row, SORT_ORDERS, SnapshotIndex, VEHICLE_TYPES,
 };
 
 /// Page size when the request gives none: ten concise vehicles and the
@@ -434,6 +434,104 @@ fn first_after(index: &SnapshotIndex, a: &PageKey) -> usize {
     })
 }
 
+/// Where the order of `sort` is kept in [`SnapshotIndex`] (`orders`).
+fn order_slot(sort: Sort) -> usize {
+    let field = match sort.field {
+        SortField::AdvertisedPrice => 0,
+        SortField::Year => 1,
+        SortField::Odometer => 2,
+        SortField::InventoryAgeDays => 3,
+        SortField::ObservedAt => 4,
+    };
+    let slot = field * 2 + usize::from(sort.descending);
+    debug_assert!(slot < SORT_ORDERS);
+    slot
+}
+
+/// The snapshot's rows in the total order of `sort` (built on first use),
+/// or `None` while that order depends on `now`: a vehicle whose
+/// inventory-age basis lies in the future has no age yet and sorts last,
+/// so the age order is fixed only once `now` is past every basis.
+fn sorted_rows(index: &SnapshotIndex, sort: Sort, now_us: i64) -> Option<&[u32]> {
+    if sort.field == SortField::InventoryAgeDays && index.max_basis_us > now_us {
+        return None;
+    }
+    let order = index.orders[order_slot(sort)].get_or_init(|| {
+        let mut rows: Vec<(SortKey, u32)> = (0..index.len())
+            .map(|i| {
+                let row = u32::try_from(i).unwrap_or(u32::MAX);
+                (sort_key(Some(sort), &index.rows[i], now_us), row)
+            })
+            .collect();
+        // Vehicle ids are unique within a snapshot, so the order is total.
+        rows.sort_unstable_by(|a, b| {
+            a.0.cmp(&b.0).then_with(|| {
+                index
+                    .vehicle_id(a.1 as usize)
+                    .cmp(index.vehicle_id(b.1 as usize))
+            })
+        });
+        rows.into_iter().map(|(_, row)| row).collect()
+    });
+    Some(order)
+}
+
+/// Rows that can match `prepared`'s make or model filter (the posting
+/// lists of the matching spellings) or, without either, its text query,
+/// when they are few enough that visiting them beats visiting every row.
+fn candidate_rows(index: &SnapshotIndex, prepared: &Prepared) -> Option<Vec<u32>> {
+    let gather = |wanted: &Option<Vec<bool>>, postings: &super::index::Postings| {
+        let wanted = wanted.as_ref()?;
+        let ids = wanted.iter().enumerate().filter(|(_, w)| **w);
+        let n: usize = ids.clone().map(|(id, _)| postings.rows(id).len()).sum();
+        Some((n, ids.map(|(id, _)| id).collect::<Vec<_>>()))
+    };
+    let by_make = gather(&prepared.make, &index.make_rows);
+    let by_model = gather(&prepared.model, &index.model_rows);
+    let (n, ids, postings) = match (by_make, by_model) {
+        (Some(a), Some(b)) if b.0 < a.0 => (b.0, b.1, &index.model_rows),
+        (Some(a), _) => (a.0, a.1, &index.make_rows),
+        (None, Some(b)) => (b.0, b.1, &index.model_rows),
+        (None, None) => return text_rows(index, prepared.text.as_deref()?),
+    };
+    if n > index.len() / 2 {
+        return None;
+    }
+    let mut rows = Vec::with_capacity(n);
+    for id in ids {
+        rows.extend_from_slice(postings.rows(id));
+    }
+    Some(rows)
+}
+
+/// The rows a text query's bitmap holds, when few enough to visit alone.
+fn text_rows(index: &SnapshotIndex, bits: &[u64]) -> Option<Vec<u32>> {
+    let n: usize = bits.iter().map(|w| w.count_ones() as usize).sum();
+    if n > index.len() / 2 {
+        return None;
+    }
+    let mut rows = Vec::with_capacity(n);
+    for (w, &word) in bits.iter().enumerate() {
+        let mut rest = word;
+        while rest != 0 {
+            let bit = rest.trailing_zeros() as usize;
+            rows.push(u32::try_from(w * 64 + bit).unwrap_or(u32::MAX));
+            rest &= rest - 1;
+        }
+    }
+    Some(rows)
+}
+
+/// How a search visits a snapshot: through its orders and posting lists
+/// where they apply, or by visiting every row (the reference the indexed
+/// plan is tested against).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Plan {
+    Indexed,
+    #[cfg(test)]
+    Scan,
+}
+
 /// Offers a matching row that lies after the cursor to the page; false
 /// when the page (full, and every member better) rejects it.
 fn offer<'a>(heap: &mut BinaryHeap<Cand<'a>>, cand: Cand<'a>, limit: usize) -> bool {
@@ -476,6 +574,30 @@ pub fn search_with_overlay(
     now: DateTime<Utc>,
     overlay: &AvailabilityOverlay,
 ) -> SearchPage {
+    run(indexes, query, after, now, overlay, Plan::Indexed)
+}
+
+/// [`search_with_overlay`] visiting every row of every snapshot: the
+/// reference the indexed plan must equal.
+#[cfg(test)]
+pub(crate) fn search_by_scan(
+    indexes: &[Arc<SnapshotIndex>],
+    query: &SearchQuery,
+    after: Option<&PageKey>,
+    now: DateTime<Utc>,
+    overlay: &AvailabilityOverlay,
+) -> SearchPage {
+    run(indexes, query, after, now, overlay, Plan::Scan)
+}
+
+fn run(
+    indexes: &[Arc<SnapshotIndex>],
+    query: &SearchQuery,
+    after: Option<&PageKey>,
+    now: DateTime<Utc>,
+    overlay: &AvailabilityOverlay,
+    plan: Plan,
+) -> SearchPage {
     let now_us = now.timestamp_micros();
     let f = &query.filters;
     let limit = query.limit.clamp(1, MAX_LIMIT);
@@ -516,17 +638,31 @@ pub fn search_with_overlay(
         let slot = u32::try_from(slot).unwrap_or(u32::MAX);
         let row32 = |i: usize| u32::try_from(i).unwrap_or(u32::MAX);
 
-        // No filter, no text, no overlay here, default order: every row
-        // matches, so the snapshot's precomputed totals are the facets and
-        // the page is the next `limit` rows in vehicle_id order — O(limit +
-        // log n) instead of a visit of every row (docs/benchmarks.md
-        // "Search complexity").
-        let unfiltered = query.tokens.is_empty()
-            && *f == Filters::default()
-            && prepared.availability.is_empty()
-            && query.sort.is_none();
-        if unfiltered {
-            let start = after.map_or(0, |a| first_after(index, a));
+        // No filter and no text: every row matches, so the snapshot's
+        // precomputed totals are the facets (an availability overlay moves
+        // its few vehicles between availability buckets), and the page is
+        // the next `limit` rows of the requested order after the cursor —
+        // O(limit + log n) instead of a visit of every row
+        // (docs/benchmarks.md "Search complexity").
+        let bare = plan == Plan::Indexed && query.tokens.is_empty() && *f == Filters::default();
+        let order: Option<&[u32]> = match query.sort {
+            _ if !bare => None,
+            None => Some(&index.by_vehicle_id),
+            Some(sort) => sorted_rows(index, sort, now_us),
+        };
+        if let Some(order) = order {
+            let key = |row: u32| sort_key(query.sort, &index.rows[row as usize], now_us);
+            let start = after.map_or(0, |a| {
+                order.partition_point(|&row| {
+                    let cand = Cand {
+                        key: key(row),
+                        index,
+                        slot,
+                        row,
+                    };
+                    cand.cmp_key(&a.sort, &a.vehicle_id, &a.rooftop_id) != Ordering::Greater
+                })
+            });
             let t = &index.totals;
             total += index.len();
             after_count += index.len() - start;
@@ -552,9 +688,13 @@ pub fn search_with_overlay(
             for (c, n) in counts.availability.iter_mut().zip(&t.availability) {
                 *c += n;
             }
-            for &row in index.by_vehicle_id.iter().skip(start) {
+            for (&row, &code) in &prepared.availability {
+                counts.availability[usize::from(index.rows[row].availability)] -= 1;
+                counts.availability[usize::from(code)] += 1;
+            }
+            for &row in &order[start..] {
                 let cand = Cand {
-                    key: SortKey::default(),
+                    key: key(row),
                     index,
                     slot,
                     row,
@@ -564,8 +704,14 @@ pub fn search_with_overlay(
                 }
             }
         } else {
-            match (&f.vin, &f.stock_number, query.sort) {
-                (None, None, None) => {
+            // A make or model filter visits the rows of the matching
+            // spellings only.
+            let candidates = match (&f.vin, &f.stock_number, plan) {
+                (None, None, Plan::Indexed) => candidate_rows(index, &prepared),
+                _ => None,
+            };
+            match (&f.vin, &f.stock_number, query.sort, candidates) {
+                (None, None, None, None) => {
                     // Default order: walk rows in vehicle_id order, so rows before
                     // the cursor are found by position and, once the page rejects a
                     // row, every later row of this snapshot is rejected too.
@@ -594,7 +740,7 @@ pub fn search_with_overlay(
                         }
                     }
                 }
-                (vin, stock, sort) => {
+                (vin, stock, sort, candidates) => {
                     let subset: Option<Vec<u32>> = match (vin, stock) {
                         (Some(vin), stock) => Some(
                             index
@@ -609,7 +755,7 @@ pub fn search_with_overlay(
                                 .collect(),
                         ),
                         (None, Some(stock)) => Some(index.find_stock_number(stock).to_vec()),
-                        (None, None) => None,
+                        (None, None) => candidates,
                     };
                     let mut visit = |i: usize| {
                         if !row_matches(f, &prepared, index, i, now_us) {
