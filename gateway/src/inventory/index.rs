@@ -526,25 +526,21 @@ pub struct SourceSummary {
     pub observed_at: DateTime<Utc>,
 }
 
-fn summarize_sources(records: &[VehicleRecord]) -> Vec<SourceSummary> {
-    let mut out: Vec<SourceSummary> = Vec::new();
-    for r in records {
-        let s = &r.source;
-        match out.iter_mut().find(|e| {
-            e.source_name == s.source_name
-                && e.authority == s.authority
-                && e.content_digest == s.content_digest
-        }) {
-            Some(e) => e.observed_at = e.observed_at.max(s.observed_at),
-            None => out.push(SourceSummary {
-                source_name: s.source_name.clone(),
-                authority: s.authority.clone(),
-                content_digest: s.content_digest.clone(),
-                observed_at: s.observed_at,
-            }),
-        }
+/// Counts `s` into the snapshot's distinct sources.
+fn add_source(out: &mut Vec<SourceSummary>, s: &super::model::VehicleSource) {
+    match out.iter_mut().find(|e| {
+        e.source_name == s.source_name
+            && e.authority == s.authority
+            && e.content_digest == s.content_digest
+    }) {
+        Some(e) => e.observed_at = e.observed_at.max(s.observed_at),
+        None => out.push(SourceSummary {
+            source_name: s.source_name.clone(),
+            authority: s.authority.clone(),
+            content_digest: s.content_digest.clone(),
+            observed_at: s.observed_at,
+        }),
     }
-    out
 }
 
 fn micros(t: DateTime<Utc>) -> i64 {
@@ -566,6 +562,22 @@ impl SnapshotIndex {
         records: Vec<VehicleRecord>,
     ) -> SnapshotIndex {
         let n = records.len();
+        Self::build_from(meta, inventory_sla_seconds, n, records)
+    }
+
+    /// [`SnapshotIndex::build`] from records as they come (e.g. from the
+    /// store while it reads them): each record is indexed and dropped
+    /// before the next, so the records of a large snapshot are never all
+    /// in memory at once. `expected` is how many to reserve room for.
+    pub fn build_from(
+        meta: SnapshotMeta,
+        inventory_sla_seconds: u32,
+        expected: usize,
+        records: impl IntoIterator<Item = VehicleRecord>,
+    ) -> SnapshotIndex {
+        // A reservation only: a stored count that is wrong costs a
+        // reallocation, never an oversized allocation.
+        let n = expected.min(1 << 22);
         let mut makes = Interner::default();
         let mut models = Interner::default();
         let mut rows = Vec::with_capacity(n);
@@ -576,11 +588,12 @@ impl SnapshotIndex {
         let mut vehicle_ids = Arena::default();
         let mut vins = Arena::default();
         let mut stock_numbers = Arena::default();
-        let sources = summarize_sources(&records);
+        let mut sources: Vec<SourceSummary> = Vec::new();
         let mut blobs: Vec<Box<[u8]>> = Vec::with_capacity(n);
         let mut pieces = PieceArena::default();
 
         for r in records {
+            add_source(&mut sources, &r.source);
             let basis = r.stocked_at.or(r.first_public_listing_at);
             rows.push(Row {
                 odometer_mm: r.odometer.map_or(NO_ODOMETER, |o| o.millimetres()),
@@ -656,6 +669,9 @@ impl SnapshotIndex {
                     .into_boxed_slice(),
             );
         }
+        let n = rows.len();
+        rows.shrink_to_fit();
+        blobs.shrink_to_fit();
         makes.finish();
         models.finish();
         vocab.shrink_to_fit();

@@ -53,6 +53,11 @@ pub const PRUNE_AFTER: chrono::Duration = chrono::Duration::hours(25);
 /// older version still works: its snapshot is loaded from the store.
 pub const MAX_PINNED_PER_ROOFTOP: usize = 2;
 
+/// Decoded vehicles waiting for the index builder while a snapshot loads
+/// ([`LiveInventory::build_streamed`]): enough to keep both sides busy,
+/// a few megabytes at most.
+const STREAM_QUEUE: usize = 256;
+
 /// One rooftop's current inventory.
 #[derive(Debug, Clone)]
 pub struct RooftopInventory {
@@ -403,10 +408,7 @@ impl Shared {
         sla: u32,
         now: DateTime<Utc>,
     ) -> Result<RooftopInventory, StoreError> {
-        let vehicles = self.store.snapshot_vehicles(&meta.snapshot_id).await?;
-        let latest = Arc::new(
-            build_off_workers(self.vehicle_check.clone(), index_meta(meta), sla, vehicles).await?,
-        );
+        let latest = Arc::new(self.build_streamed(meta, sla).await?);
         let mut withdrawn = None;
         if meta.version > 1 && meta.created_at + WITHDRAWN_GRACE > now {
             let history = self
@@ -436,6 +438,43 @@ impl Shared {
             }
         }
         Ok(RooftopInventory { latest, withdrawn })
+    }
+
+    /// Index a stored snapshot while the store reads it: the store decodes
+    /// one vehicle at a time into a short channel and the index, built on
+    /// the blocking pool, takes each as it comes. Reading every row first
+    /// held a rooftop's stored rows and all its decoded records at once,
+    /// about twice the finished index, and the allocator kept most of that
+    /// after loading (docs/benchmarks.md "Memory at a million").
+    async fn build_streamed(
+        &self,
+        meta: &SnapshotRecord,
+        sla: u32,
+    ) -> Result<SnapshotIndex, StoreError> {
+        let (tx, mut rx) = tokio::sync::mpsc::channel(STREAM_QUEUE);
+        let check = self.vehicle_check.clone();
+        let im = index_meta(meta);
+        let expected = usize::try_from(meta.vehicle_count).unwrap_or(0);
+        let builder = tokio::task::spawn_blocking(move || {
+            let records = std::iter::from_fn(|| rx.blocking_recv());
+            let mut index = SnapshotIndex::build_from(im, sla, expected, records);
+            index.check_pieces(Utc::now(), check.as_ref());
+            index
+        });
+        // When the read fails part way, the channel closes, the builder
+        // finishes what it has and that partial index is discarded.
+        let read = self
+            .store
+            .stream_snapshot_vehicles(&meta.snapshot_id, tx)
+            .await;
+        let index = builder.await.map_err(|e| {
+            StoreError::Corrupt(format!(
+                "indexing a snapshot of {} failed: {e}",
+                meta.rooftop_id
+            ))
+        })?;
+        read?;
+        Ok(index)
     }
 
     /// Prune superseded snapshots at most hourly (cheap, idempotent, safe

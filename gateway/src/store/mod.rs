@@ -405,6 +405,18 @@ pub trait Store: Send + Sync + 'static {
     /// unknown snapshot id (e.g. one pruned meanwhile).
     async fn snapshot_vehicles(&self, snapshot_id: &str) -> Result<Vec<VehicleRecord>, StoreError>;
 
+    /// [`Store::snapshot_vehicles`] one vehicle at a time, in the same
+    /// order, into `out` as each row is decoded: a reader that indexes
+    /// them as they come never holds a large rooftop's stored rows and its
+    /// decoded records at once (docs/benchmarks.md "Memory at a million").
+    /// Stops early, without an error, when `out`'s receiver is gone.
+    /// Returns how many vehicles were sent.
+    async fn stream_snapshot_vehicles(
+        &self,
+        snapshot_id: &str,
+        out: tokio::sync::mpsc::Sender<VehicleRecord>,
+    ) -> Result<usize, StoreError>;
+
     /// Delete the snapshots that are superseded (not the newest of their
     /// rooftop) and whose successor (the next version of the rooftop) was
     /// created before `superseded_before`, with their vehicles; returns how

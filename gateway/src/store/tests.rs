@@ -885,6 +885,40 @@ async fn snapshot_vehicles_round_trip_exactly(store: &dyn Store) {
         store.snapshot_vehicles("no-such-snapshot").await.unwrap(),
         vec![]
     );
+    // The stream sends the same vehicles in the same order, through a
+    // queue shorter than the snapshot.
+    let (tx, mut rx) = tokio::sync::mpsc::channel(4);
+    let reader = tokio::spawn(async move {
+        let mut got = Vec::new();
+        while let Some(v) = rx.recv().await {
+            got.push(v);
+        }
+        got
+    });
+    let sent = store
+        .stream_snapshot_vehicles(&snapshot.snapshot_id, tx)
+        .await
+        .unwrap();
+    let streamed = reader.await.unwrap();
+    assert_eq!(sent, stored.len());
+    assert_eq!(streamed, stored);
+    // A reader that stops early ends the stream without an error.
+    let (tx, mut rx) = tokio::sync::mpsc::channel(1);
+    let first = tokio::spawn(async move { rx.recv().await });
+    let sent = store
+        .stream_snapshot_vehicles(&snapshot.snapshot_id, tx)
+        .await
+        .unwrap();
+    assert!(first.await.unwrap().is_some());
+    assert!(sent < stored.len());
+    let (tx, _) = tokio::sync::mpsc::channel(1);
+    assert_eq!(
+        store
+            .stream_snapshot_vehicles("no-such-snapshot", tx)
+            .await
+            .unwrap(),
+        0
+    );
 }
 
 async fn latest_snapshots_are_the_newest_per_rooftop(store: &dyn Store) {

@@ -438,6 +438,15 @@ impl Store {
         Self::read_vehicles(&mut conn, snapshot_id).await
     }
 
+    async fn stream_snapshot_vehicles(
+        &self,
+        snapshot_id: &str,
+        out: tokio::sync::mpsc::Sender<VehicleRecord>,
+    ) -> Result<usize, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        Self::stream_vehicles(&mut conn, snapshot_id, out).await
+    }
+
     async fn prune_snapshots(&self, superseded_before: DateTime<Utc>) -> Result<u64, StoreError> {
         // A writing transaction: on SQLite a deferred write could fail to
         // upgrade its read lock when another writer commits in between.

@@ -20,6 +20,29 @@ impl {
         rows.iter().map(|row| json::<D, _>(row, "doc")).collect()
     }
 
+    /// [`Self::read_vehicles`], each vehicle sent into `out` as its row
+    /// arrives (see [`Store::stream_snapshot_vehicles`]).
+    pub(super) async fn stream_vehicles(
+        conn: &mut Conn<D>,
+        snapshot_id: &str,
+        out: tokio::sync::mpsc::Sender<VehicleRecord>,
+    ) -> Result<usize, StoreError> {
+        use futures_util::TryStreamExt as _;
+        let mut rows =
+            sqlx::query("select doc from vehicles where snapshot_id = $1 order by vehicle_id")
+                .bind(snapshot_id)
+                .fetch(&mut *conn);
+        let mut sent = 0;
+        while let Some(row) = rows.try_next().await? {
+            let vehicle = json::<D, _>(&row, "doc")?;
+            if out.send(vehicle).await.is_err() {
+                break;
+            }
+            sent += 1;
+        }
+        Ok(sent)
+    }
+
     /// A row of [`SNAPSHOT_COLUMNS`].
     pub(super) fn snapshot_from_row(row: &Row<D>) -> Result<SnapshotRecord, StoreError> {
         let vehicle_count: i64 = row.try_get("vehicle_count")?;
