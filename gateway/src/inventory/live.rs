@@ -54,7 +54,7 @@ pub const PRUNE_AFTER: chrono::Duration = chrono::Duration::hours(25);
 pub const MAX_PINNED_PER_ROOFTOP: usize = 2;
 
 /// Decoded vehicles waiting for the index builder while a snapshot loads
-/// ([`LiveInventory::build_streamed`]): enough to keep both sides busy,
+/// ([`build_streamed`]): enough to keep both sides busy,
 /// a few megabytes at most.
 const STREAM_QUEUE: usize = 256;
 
@@ -288,16 +288,12 @@ impl LiveInventory {
             return Ok(None);
         };
         let sla = Slas::of(directory).of_snapshot(&meta);
-        let vehicles = self
-            .shared
-            .store
-            .snapshot_vehicles(&meta.snapshot_id)
-            .await?;
-        let index = build_off_workers(
+        let index = build_streamed(
+            self.shared.store.as_ref(),
             self.shared.vehicle_check.clone(),
-            index_meta(&meta),
+            &meta,
             sla,
-            vehicles,
+            Keep::All,
         )
         .await?;
         Ok(Some(Arc::new(index)))
@@ -408,7 +404,16 @@ impl Shared {
         sla: u32,
         now: DateTime<Utc>,
     ) -> Result<RooftopInventory, StoreError> {
-        let latest = Arc::new(self.build_streamed(meta, sla).await?);
+        let latest = Arc::new(
+            build_streamed(
+                self.store.as_ref(),
+                self.vehicle_check.clone(),
+                meta,
+                sla,
+                Keep::All,
+            )
+            .await?,
+        );
         let mut withdrawn = None;
         if meta.version > 1 && meta.created_at + WITHDRAWN_GRACE > now {
             let history = self
@@ -416,65 +421,23 @@ impl Shared {
                 .snapshot_history(&meta.organization_id, &meta.rooftop_id, 2)
                 .await?;
             if let Some(previous) = history.iter().find(|s| s.version < meta.version) {
+                // Only the vehicles the new snapshot dropped, picked as the
+                // previous snapshot streams by (never all of it in memory).
                 let current = latest.clone();
-                let dropped: Vec<VehicleRecord> = self
-                    .store
-                    .snapshot_vehicles(&previous.snapshot_id)
-                    .await?
-                    .into_iter()
-                    .filter(|v| current.find_vehicle_id(&v.vehicle_id).is_none())
-                    .collect();
+                let dropped = build_streamed(
+                    self.store.as_ref(),
+                    self.vehicle_check.clone(),
+                    previous,
+                    sla,
+                    Keep::NotIn(current),
+                )
+                .await?;
                 if !dropped.is_empty() {
-                    withdrawn = Some(Arc::new(
-                        build_off_workers(
-                            self.vehicle_check.clone(),
-                            index_meta(previous),
-                            sla,
-                            dropped,
-                        )
-                        .await?,
-                    ));
+                    withdrawn = Some(Arc::new(dropped));
                 }
             }
         }
         Ok(RooftopInventory { latest, withdrawn })
-    }
-
-    /// Index a stored snapshot while the store reads it: the store decodes
-    /// one vehicle at a time into a short channel and the index, built on
-    /// the blocking pool, takes each as it comes. Reading every row first
-    /// held a rooftop's stored rows and all its decoded records at once,
-    /// about twice the finished index, and the allocator kept most of that
-    /// after loading (docs/benchmarks.md "Memory at a million").
-    async fn build_streamed(
-        &self,
-        meta: &SnapshotRecord,
-        sla: u32,
-    ) -> Result<SnapshotIndex, StoreError> {
-        let (tx, mut rx) = tokio::sync::mpsc::channel(STREAM_QUEUE);
-        let check = self.vehicle_check.clone();
-        let im = index_meta(meta);
-        let expected = usize::try_from(meta.vehicle_count).unwrap_or(0);
-        let builder = tokio::task::spawn_blocking(move || {
-            let records = std::iter::from_fn(|| rx.blocking_recv());
-            let mut index = SnapshotIndex::build_from(im, sla, expected, records);
-            index.check_pieces(Utc::now(), check.as_ref());
-            index
-        });
-        // When the read fails part way, the channel closes, the builder
-        // finishes what it has and that partial index is discarded.
-        let read = self
-            .store
-            .stream_snapshot_vehicles(&meta.snapshot_id, tx)
-            .await;
-        let index = builder.await.map_err(|e| {
-            StoreError::Corrupt(format!(
-                "indexing a snapshot of {} failed: {e}",
-                meta.rooftop_id
-            ))
-        })?;
-        read?;
-        Ok(index)
     }
 
     /// Prune superseded snapshots at most hourly (cheap, idempotent, safe
@@ -537,24 +500,56 @@ fn expire_pins(pins: &mut Pins, now: DateTime<Utc>) {
     }
 }
 
-/// Index a snapshot and validate its pre-rendered vehicles once, on the
-/// blocking pool: building a large rooftop takes long enough (seconds in a
-/// debug build) that on an async worker it would hold up the requests
-/// scheduled there.
-async fn build_off_workers(
+/// Which vehicles of a stored snapshot [`build_streamed`] indexes.
+enum Keep {
+    All,
+    /// Those missing from this (newer) snapshot: the withdrawn ones.
+    NotIn(Arc<SnapshotIndex>),
+}
+
+/// Index a stored snapshot while the store reads it, keeping the vehicles
+/// `keep` accepts (room is reserved for all of them only when `keep`
+/// takes every one): the store decodes one vehicle at a time into a short
+/// channel and the index, built on the blocking pool (never on an async
+/// worker: docs/inventory.md "Snapshots", readers never wait for a
+/// reload), takes each as it comes. Reading every row first held a
+/// rooftop's stored rows and all its decoded records at once, about twice
+/// the finished index, and the allocator kept most of that after loading
+/// (docs/benchmarks.md "Memory at a million").
+async fn build_streamed(
+    store: &dyn Store,
     check: VehicleCheck,
-    meta: SnapshotMeta,
+    meta: &SnapshotRecord,
     sla: u32,
-    vehicles: Vec<VehicleRecord>,
+    keep: Keep,
 ) -> Result<SnapshotIndex, StoreError> {
-    let rooftop_id = meta.rooftop_id.clone();
-    tokio::task::spawn_blocking(move || {
-        let mut index = SnapshotIndex::build(meta, sla, vehicles);
+    let (tx, mut rx) = tokio::sync::mpsc::channel(STREAM_QUEUE);
+    let im = index_meta(meta);
+    let expected = match keep {
+        Keep::All => usize::try_from(meta.vehicle_count).unwrap_or(0),
+        Keep::NotIn(_) => 0,
+    };
+    let builder = tokio::task::spawn_blocking(move || {
+        let records =
+            std::iter::from_fn(|| rx.blocking_recv()).filter(|v: &VehicleRecord| match &keep {
+                Keep::All => true,
+                Keep::NotIn(current) => current.find_vehicle_id(&v.vehicle_id).is_none(),
+            });
+        let mut index = SnapshotIndex::build_from(im, sla, expected, records);
         index.check_pieces(Utc::now(), check.as_ref());
         index
-    })
-    .await
-    .map_err(|e| StoreError::Corrupt(format!("indexing a snapshot of {rooftop_id} failed: {e}")))
+    });
+    // When the read fails part way, the channel closes, the builder
+    // finishes what it has and that partial index is discarded.
+    let read = store.stream_snapshot_vehicles(&meta.snapshot_id, tx).await;
+    let index = builder.await.map_err(|e| {
+        StoreError::Corrupt(format!(
+            "indexing a snapshot of {} failed: {e}",
+            meta.rooftop_id
+        ))
+    })?;
+    read?;
+    Ok(index)
 }
 
 fn index_meta(s: &SnapshotRecord) -> SnapshotMeta {
