@@ -171,18 +171,16 @@ async fn route(
                 // rooftops the caller may see (MCP caching: never shared
                 // between authorization contexts), so it is built per
                 // request and never cached.
-                Endpoint::Aap { organization_id } => Ok(MethodResult {
-                    body: obj(json!({"tools": super::aap::tool_list(
-                        state,
-                        principal,
-                        organization_id
-                    )
-                    .await?})),
-                    cache: Some((state.directory_ttl_ms(), "private")),
-                    structured: None,
-                    code: None,
-                    rendered: None,
-                }),
+                Endpoint::Aap { organization_id } => {
+                    let tools = super::aap::tool_list(state, principal, organization_id).await?;
+                    Ok(MethodResult {
+                        body: obj(json!({ "tools": tools })),
+                        cache: Some((state.directory_ttl_ms(), "private")),
+                        structured: None,
+                        code: None,
+                        rendered: None,
+                    })
+                }
             }
         }
         (_, "tools/call") => {
