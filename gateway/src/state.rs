@@ -57,6 +57,8 @@ pub struct AppState {
     pub evaluations: crate::disclosure::cache::EvaluationCache,
     /// Serialized manifests per directory snapshot and caller view.
     pub manifests: crate::directory::ViewCache,
+    /// The serialized `tools/list` of `/mcp`, per era.
+    pub tool_lists: crate::mcp::ToolListCache,
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<String>,
 }
@@ -192,6 +194,7 @@ impl AppState {
             availability,
             offers,
             manifests: crate::directory::ViewCache::default(),
+            tool_lists: crate::mcp::ToolListCache::default(),
             evaluations: crate::disclosure::cache::EvaluationCache::default(),
             public_base,
             claim: crate::claim::PublishedClaim::none(),

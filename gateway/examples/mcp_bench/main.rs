@@ -208,6 +208,11 @@ struct HotResult {
     is_error: Option<bool>,
     #[serde(rename = "structuredContent", default)]
     structured: Option<HotStructured>,
+    /// Where `verify_availability` reports `checked_live` now (the result's
+    /// `_meta`, docs/availability.md); `structuredContent.extensions` is
+    /// still read for gateways that put it there.
+    #[serde(rename = "_meta", default)]
+    meta: Option<HotExtensions>,
 }
 
 #[derive(Deserialize)]
@@ -362,9 +367,10 @@ impl Mcp {
             latency,
             bytes: bytes.len(),
             next_cursor: page.and_then(|p| p.next_cursor),
-            checked_live: extensions
-                .and_then(|e| e.availability)
-                .and_then(|a| a.checked_live),
+            checked_live: [result.meta, extensions]
+                .into_iter()
+                .flatten()
+                .find_map(|e| e.availability.and_then(|a| a.checked_live)),
         })
     }
 

@@ -5,7 +5,7 @@
 //! modern results carry `resultType`, server identity in `_meta` and
 //! `ttlMs`/`cacheScope`; legacy (2025-11-25) results carry none of these.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value, json};
 
@@ -28,6 +28,10 @@ pub struct MethodResult {
     /// A tool's DAP error code when it refused or failed (`isError`), for
     /// the metrics and the access log.
     pub code: Option<tools::ErrorCode>,
+    /// A result already decorated and serialized for each era (the
+    /// `tools/list` of `/mcp`, [`ToolListCache`]): written as it is, in place
+    /// of `body`, which is then empty.
+    pub rendered: Option<Arc<RenderedResult>>,
 }
 
 /// What a tool result writes besides its other members (docs/mcp.md
@@ -142,32 +146,42 @@ async fn route(
             cache: Some((3_600_000, "public")),
             structured: None,
             code: None,
+            rendered: None,
         }),
         (Era::Legacy, "ping") => Ok(MethodResult {
             body: Map::new(),
             cache: None,
             structured: None,
             code: None,
+            rendered: None,
         }),
         (_, "tools/list") => {
             reject_cursor(params)?;
-            let (tools, cache) = match endpoint {
-                Endpoint::Dap => (tool_list(state), (3_600_000, "public")),
+            match endpoint {
+                // The same for every caller: rendered once (ToolListCache).
+                Endpoint::Dap => Ok(MethodResult {
+                    body: Map::new(),
+                    cache: None,
+                    structured: None,
+                    code: None,
+                    rendered: Some(state.tool_lists.get(state)),
+                }),
                 // Private: the endpoint exists only for callers who may see
                 // its organization, and its currencies are those of the
                 // rooftops the caller may see (MCP caching: never shared
-                // between authorization contexts).
-                Endpoint::Aap { organization_id } => (
-                    super::aap::tool_list(state, principal, organization_id).await?,
-                    (state.directory_ttl_ms(), "private"),
-                ),
-            };
-            Ok(MethodResult {
-                body: obj(json!({"tools": tools})),
-                cache: Some(cache),
-                structured: None,
-                code: None,
-            })
+                // between authorization contexts), so it is built per
+                // request and never cached.
+                Endpoint::Aap { organization_id } => {
+                    let tools = super::aap::tool_list(state, principal, organization_id).await?;
+                    Ok(MethodResult {
+                        body: obj(json!({ "tools": tools })),
+                        cache: Some((state.directory_ttl_ms(), "private")),
+                        structured: None,
+                        code: None,
+                        rendered: None,
+                    })
+                }
+            }
         }
         (_, "tools/call") => {
             let request = ToolRequest {
@@ -187,6 +201,7 @@ async fn route(
                 cache: Some((state.directory_ttl_ms(), scope)),
                 structured: None,
                 code: None,
+                rendered: None,
             })
         }
         (_, "resources/templates/list") if resources => {
@@ -196,6 +211,7 @@ async fn route(
                 cache: Some((3_600_000, "public")),
                 structured: None,
                 code: None,
+                rendered: None,
             })
         }
         (_, "prompts/list") if resources => {
@@ -205,6 +221,7 @@ async fn route(
                 cache: Some((3_600_000, "public")),
                 structured: None,
                 code: None,
+                rendered: None,
             })
         }
         (_, "prompts/get") if resources => Ok(MethodResult {
@@ -212,12 +229,14 @@ async fn route(
             cache: None,
             structured: None,
             code: None,
+            rendered: None,
         }),
         (_, "completion/complete") if resources => Ok(MethodResult {
             body: obj(super::completion::complete(state, principal, params).await?),
             cache: None,
             structured: None,
             code: None,
+            rendered: None,
         }),
         (_, "resources/read") if resources => {
             let uri = params
@@ -239,6 +258,7 @@ async fn route(
                     cache: Some((ttl_ms, scope)),
                     structured: None,
                     code: None,
+                    rendered: None,
                 }),
                 Ok(None) => Err(RpcError::ResourceNotFound {
                     uri: uri.to_owned(),
@@ -332,6 +352,79 @@ pub fn tool_list(state: &AppState) -> Vec<Value> {
         .filter(|t| !super::aap::is_aap_tool(t))
         .map(crate::catalog::Tool::list_entry)
         .collect()
+}
+
+/// How long clients may reuse the `tools/list` of `/mcp` (MCP caching):
+/// the catalog is fixed for the life of the process.
+const TOOL_LIST_TTL_MS: u64 = 3_600_000;
+
+/// The `tools/list` result of `/mcp` before it is rendered: the slow
+/// construction the cache renders once, and the one its tests compare the
+/// cached text with.
+fn dap_tool_list_result(state: &AppState) -> MethodResult {
+    MethodResult {
+        body: obj(json!({"tools": tool_list(state)})),
+        cache: Some((TOOL_LIST_TTL_MS, "public")),
+        structured: None,
+        code: None,
+        rendered: None,
+    }
+}
+
+/// A result serialized once for each era, as [`Decorated::into_envelope`]
+/// writes its `result` member.
+pub struct RenderedResult {
+    modern: Box<[u8]>,
+    legacy: Box<[u8]>,
+}
+
+impl RenderedResult {
+    /// `result`'s text for each era: decorated and written exactly as a
+    /// result built per request would be, so the bytes on the wire do not
+    /// change.
+    fn render(result: impl Fn() -> MethodResult) -> Self {
+        let text = |era| {
+            let mut out = Vec::new();
+            decorate(era, result()).write_result(&mut out);
+            out.into_boxed_slice()
+        };
+        Self {
+            modern: text(Era::Modern),
+            legacy: text(Era::Legacy),
+        }
+    }
+
+    fn text(&self, era: Era) -> &[u8] {
+        match era {
+            Era::Modern => &self.modern,
+            Era::Legacy => &self.legacy,
+        }
+    }
+}
+
+/// The `tools/list` result of `/mcp`, serialized once per process.
+///
+/// It is the same for every caller (public, DAP-CORE-012: from the catalog
+/// only), and what it holds depends on nothing a request carries: the
+/// catalog, which is fixed once the state is built; the tool registry,
+/// which is compiled in; and the era, whose decoration (`resultType`,
+/// `ttlMs`, `cacheScope`, the server identity in `_meta`; none in
+/// 2025-11-25) differs, so each era has its own text. Copying the
+/// published schemas into a tree and serializing them again for each
+/// request cost about 60 times the echo floor for a 36 KB reply
+/// (docs/benchmarks.md "Scenarios added for a million vehicles"); writing
+/// the cached text costs about a copy.
+#[derive(Default)]
+pub struct ToolListCache(OnceLock<Arc<RenderedResult>>);
+
+impl ToolListCache {
+    /// The rendered list, built from `state` on first use. `state` must be
+    /// the state that holds this cache (its catalog is the key).
+    pub fn get(&self, state: &AppState) -> Arc<RenderedResult> {
+        self.0
+            .get_or_init(|| Arc::new(RenderedResult::render(|| dap_tool_list_result(state))))
+            .clone()
+    }
 }
 
 /// A `tools/call` to route.
@@ -438,6 +531,7 @@ async fn tools_call(
             links: outcome.links,
         }),
         code: outcome.code,
+        rendered: None,
     })
 }
 
@@ -448,6 +542,9 @@ async fn tools_call(
 pub struct Decorated {
     body: Map<String, Value>,
     structured: Option<ToolContent>,
+    /// The whole `result` already written for `era` (then `body` is empty
+    /// and `structured` is `None`).
+    rendered: Option<(Era, Arc<RenderedResult>)>,
 }
 
 impl Decorated {
@@ -464,17 +561,33 @@ impl Decorated {
         let extra = self.structured.as_ref().map_or(0, |s| {
             let n = s.structured.get().len();
             7 * n + 128 + s.links.len()
-        });
+        }) + self
+            .rendered
+            .as_ref()
+            .map_or(0, |(era, r)| r.text(*era).len());
         let mut out = Vec::with_capacity(256 + extra);
         out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
         // Writing a `Value` or a `str` into a Vec cannot fail.
         let _ = serde_json::to_writer(&mut out, id);
-        out.extend_from_slice(b",\"result\":{");
+        out.extend_from_slice(b",\"result\":");
+        self.write_result(&mut out);
+        out.push(b'}');
+        out
+    }
+
+    /// The `result` object: the rendered text as it is, or the structured
+    /// content and the members of `body`.
+    fn write_result(&self, out: &mut Vec<u8>) {
+        if let Some((era, rendered)) = &self.rendered {
+            out.extend_from_slice(rendered.text(*era));
+            return;
+        }
+        out.push(b'{');
         let mut first = true;
         if let Some(content) = &self.structured {
             let structured = content.structured.get();
             out.extend_from_slice(b"\"content\":[{\"type\":\"text\",\"text\":");
-            write_json_string(&mut out, structured);
+            write_json_string(out, structured);
             out.push(b'}');
             out.extend_from_slice(content.links.as_bytes());
             out.extend_from_slice(b"],\"structuredContent\":");
@@ -486,12 +599,11 @@ impl Decorated {
                 out.push(b',');
             }
             first = false;
-            let _ = serde_json::to_writer(&mut out, key);
+            let _ = serde_json::to_writer(&mut *out, key);
             out.push(b':');
-            let _ = serde_json::to_writer(&mut out, value);
+            let _ = serde_json::to_writer(&mut *out, value);
         }
-        out.extend_from_slice(b"}}");
-        out
+        out.push(b'}');
     }
 }
 
@@ -511,6 +623,14 @@ fn write_json_string(out: &mut Vec<u8>, text: &str) {
 
 /// Shape a result for its era.
 pub fn decorate(era: Era, result: MethodResult) -> Decorated {
+    if let Some(rendered) = result.rendered {
+        // Decorated for every era when it was rendered.
+        return Decorated {
+            body: Map::new(),
+            structured: None,
+            rendered: Some((era, rendered)),
+        };
+    }
     let mut body = result.body;
     if era == Era::Modern {
         body.insert("resultType".into(), json!("complete"));
@@ -529,6 +649,7 @@ pub fn decorate(era: Era, result: MethodResult) -> Decorated {
     Decorated {
         body,
         structured: result.structured,
+        rendered: None,
     }
 }
 
@@ -582,3 +703,6 @@ mod unit {
         }
     }
 }
+
+#[cfg(test)]
+mod tool_list_tests;

@@ -39,7 +39,7 @@ use crate::auth::{Principal, verify};
 use crate::state::AppState;
 use error::RpcError;
 
-pub use dispatch::{capabilities, server_info, tool_list};
+pub use dispatch::{ToolListCache, capabilities, server_info, tool_list};
 pub use headers::host_without_port;
 pub use revision::{
     INITIALIZE_REVISIONS, LEGACY_REVISION, MODERN_REVISION, PER_REQUEST_REVISIONS,
