@@ -48,6 +48,12 @@ pub struct Evaluated {
     pub input: Option<Arc<ProgramsInput>>,
     /// The evaluation itself, serialized once.
     pub evaluation: Option<Arc<RawValue>>,
+    /// Its concise form (what decides the answer), made once from the
+    /// same tree: the default disclosure is sent with this in place of the
+    /// full evaluation, which used to be parsed back from its text for
+    /// every document built (docs/benchmarks.md "Scenarios added for a
+    /// million vehicles", the first disclosure).
+    pub concise: Option<Arc<RawValue>>,
     /// The instant it was evaluated at.
     pub as_of: DateTime<Utc>,
 }
@@ -208,28 +214,35 @@ impl EvaluationCache {
     /// and returns it as served: the evaluation serialized once, an empty
     /// object in its place in the input. An evaluation its budget bounded
     /// is kept like any other (reused for at most [`REUSE`]): evaluating
-    /// it again would cost the same budget again.
+    /// it again would cost the same budget again. `summarize` makes the
+    /// concise form of the evaluation's tree (the tool's rule).
     pub fn remember(
         &self,
         key: EvaluationKey,
         programs: &Arc<OrgPrograms>,
         now: DateTime<Utc>,
         mut input: Option<ProgramsInput>,
+        summarize: fn(&serde_json::Value) -> serde_json::Value,
     ) -> Evaluated {
         let mut expires = now + REUSE;
         let mut evaluation = None;
+        let mut concise = None;
         if let Some(p) = input.as_mut() {
             if let Some(until) = p.evaluation_valid_until {
                 expires = expires.min(until);
             }
             if let Some(tree) = p.evaluation.take() {
                 evaluation = serde_json::value::to_raw_value(&tree).ok().map(Arc::from);
+                concise = serde_json::value::to_raw_value(&summarize(&tree))
+                    .ok()
+                    .map(Arc::from);
                 p.evaluation = Some(serde_json::Value::Object(serde_json::Map::new()));
             }
         }
         let evaluated = Evaluated {
             input: input.map(Arc::new),
             evaluation,
+            concise,
             as_of: now,
         };
         let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);

@@ -85,13 +85,17 @@ impl super::Tool for GetDisclosure {
         }
         let Built {
             mut disclosure,
+            concise_offers,
             unchanged_until,
         } = build(ctx, &prologue, &args).await?;
         // The concise extension keeps what decides the answer and names the
-        // rest (docs/pricing.md section 5); made once per document, which the
-        // cache then serves.
+        // rest (docs/pricing.md section 5); made once per evaluation, and the
+        // document once, which the cache then serves.
         if detail == Detail::Concise {
-            concise(&mut disclosure.document)?;
+            match concise_offers {
+                Some(text) => with_offers(&mut disclosure.document, text),
+                None => concise(&mut disclosure.document)?,
+            }
         }
         let json = serde_json::to_string(&disclosure.document).map_err(ToolError::internal)?;
         if detail == Detail::Concise
@@ -190,6 +194,8 @@ async fn prologue(ctx: &ToolContext, args: &DisclosureArgs) -> Result<Prologue, 
 struct Built {
     /// Its offers extension is the serialized evaluation, in full.
     disclosure: disclosure::Disclosure,
+    /// The concise form of that extension, made when it was evaluated.
+    concise_offers: Option<Arc<serde_json::value::RawValue>>,
     /// Until when the document stays the same (besides `transformed_at`).
     unchanged_until: DateTime<Utc>,
 }
@@ -250,7 +256,13 @@ async fn build(
                         })
                         .await
                         .map_err(super::offers_evaluate::pool_error)?;
-                    ctx.evaluations().remember(key, org_programs, now, input)
+                    ctx.evaluations().remember(
+                        key,
+                        org_programs,
+                        now,
+                        input,
+                        super::offers_evaluate::decisive,
+                    )
                 }
             })
         }
@@ -302,6 +314,7 @@ async fn build(
     // key), then is written with the evaluation's bytes in its place.
     let tree = serde_json::to_value(&built.document).map_err(ToolError::internal)?;
     super::check_part(ctx, NAME, "disclosure", &tree)?;
+    let concise_offers = evaluated.as_ref().and_then(|e| e.concise.clone());
     if let Some(full) = evaluated.and_then(|e| e.evaluation)
         && let Some(offers) = built
             .document
@@ -313,6 +326,7 @@ async fn build(
     }
     Ok(Built {
         disclosure: built,
+        concise_offers,
         unchanged_until,
     })
 }
@@ -329,6 +343,16 @@ pub fn concise(document: &mut PricingDisclosure) -> Result<(), ToolError> {
     Ok(())
 }
 
+/// Puts `text` (an evaluation's concise form, see [`concise`]) in place
+/// of the full evaluation in `document`'s offers extension.
+fn with_offers(document: &mut PricingDisclosure, text: Arc<serde_json::value::RawValue>) {
+    if let Some(offers) = document.extensions.as_mut().and_then(|e| e.offers.as_mut())
+        && let OffersExtension::Text(_) = offers
+    {
+        *offers = OffersExtension::Text(text);
+    }
+}
+
 /// The concise offers extension ([`super::offers_evaluate::decisive`]) of
 /// a serialized evaluation. The evaluation was serialized by this gateway,
 /// so it parses; a failure would be a defect.
@@ -340,4 +364,58 @@ fn concise_extension(
     serde_json::value::to_raw_value(&summary)
         .map(Arc::from)
         .map_err(ToolError::internal)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    fn leaf() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            ".{0,12}".prop_map(Value::from),
+        ]
+    }
+
+    fn tree() -> impl Strategy<Value = Value> {
+        leaf().prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec(
+                    (
+                        prop_oneof![
+                            prop::sample::select(super::super::offers_evaluate::DECISIVE_KEYS)
+                                .prop_map(str::to_owned),
+                            "[a-z_]{1,10}",
+                        ],
+                        inner
+                    ),
+                    0..8
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// The concise form made from the evaluation's tree when it is
+        /// evaluated is byte for byte the one parsed back from its text.
+        #[test]
+        fn concise_from_the_tree_equals_concise_from_the_text(tree in tree()) {
+            let full = serde_json::value::to_raw_value(&tree).unwrap();
+            let parsed = super::concise_extension(&full).unwrap();
+            let direct = serde_json::value::to_raw_value(
+                &super::super::offers_evaluate::decisive(&tree),
+            )
+            .unwrap();
+            prop_assert_eq!(parsed.get(), direct.get());
+        }
+    }
 }

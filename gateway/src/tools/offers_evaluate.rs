@@ -297,6 +297,9 @@ fn stack_members(evaluation: &OffersEvaluation) -> Vec<String> {
 
 /// The members of an evaluation a disclosure's concise offers extension
 /// keeps (docs/pricing.md section 5): what decides the answer.
+#[cfg(test)]
+pub(crate) const DECISIVE_KEYS: &[&str] = &DECISIVE;
+
 const DECISIVE: [&str; 9] = [
     "as_of",
     "payment_mode",
