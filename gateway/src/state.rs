@@ -58,7 +58,7 @@ pub struct AppState {
     /// Serialized manifests per directory snapshot and caller view.
     pub manifests: crate::directory::ViewCache,
     /// The serialized `tools/list` of `/mcp`, per era.
-    pub tool_lists: crate::mcp::ToolListCache,
+    pub tool_lists: crate::mcp::rendered::ToolListCache,
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<String>,
 }
@@ -194,7 +194,7 @@ impl AppState {
             availability,
             offers,
             manifests: crate::directory::ViewCache::default(),
-            tool_lists: crate::mcp::ToolListCache::default(),
+            tool_lists: crate::mcp::rendered::ToolListCache::default(),
             evaluations: crate::disclosure::cache::EvaluationCache::default(),
             public_base,
             claim: crate::claim::PublishedClaim::none(),

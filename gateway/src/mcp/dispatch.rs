@@ -5,11 +5,12 @@
 //! modern results carry `resultType`, server identity in `_meta` and
 //! `ttlMs`/`cacheScope`; legacy (2025-11-25) results carry none of these.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
 use super::error::RpcError;
+use super::rendered::{RenderedResult, ToolListCache};
 use super::{Caller, Endpoint, Era};
 use crate::resources;
 use crate::state::AppState;
@@ -371,59 +372,31 @@ fn dap_tool_list_result(state: &AppState) -> MethodResult {
     }
 }
 
-/// A result serialized once for each era, as [`Decorated::into_envelope`]
-/// writes its `result` member.
-pub struct RenderedResult {
-    modern: Box<[u8]>,
-    legacy: Box<[u8]>,
+/// `result`'s text for each era: decorated and written exactly as a
+/// result built per request would be, so the bytes on the wire do not
+/// change.
+fn render(result: impl Fn() -> MethodResult) -> RenderedResult {
+    let text = |era| {
+        let mut out = Vec::new();
+        decorate(era, result()).write_result(&mut out);
+        out.into_boxed_slice()
+    };
+    RenderedResult::new(text(Era::Modern), text(Era::Legacy))
 }
-
-impl RenderedResult {
-    /// `result`'s text for each era: decorated and written exactly as a
-    /// result built per request would be, so the bytes on the wire do not
-    /// change.
-    fn render(result: impl Fn() -> MethodResult) -> Self {
-        let text = |era| {
-            let mut out = Vec::new();
-            decorate(era, result()).write_result(&mut out);
-            out.into_boxed_slice()
-        };
-        Self {
-            modern: text(Era::Modern),
-            legacy: text(Era::Legacy),
-        }
-    }
-
-    fn text(&self, era: Era) -> &[u8] {
-        match era {
-            Era::Modern => &self.modern,
-            Era::Legacy => &self.legacy,
-        }
-    }
-}
-
-/// The `tools/list` result of `/mcp`, serialized once per process.
-///
-/// It is the same for every caller (public, DAP-CORE-012: from the catalog
-/// only), and what it holds depends on nothing a request carries: the
-/// catalog, which is fixed once the state is built; the tool registry,
-/// which is compiled in; and the era, whose decoration (`resultType`,
-/// `ttlMs`, `cacheScope`, the server identity in `_meta`; none in
-/// 2025-11-25) differs, so each era has its own text. Copying the
-/// published schemas into a tree and serializing them again for each
-/// request cost about 60 times the echo floor for a 36 KB reply
-/// (docs/benchmarks.md "Scenarios added for a million vehicles"); writing
-/// the cached text costs about a copy.
-#[derive(Default)]
-pub struct ToolListCache(OnceLock<Arc<RenderedResult>>);
 
 impl ToolListCache {
     /// The rendered list, built from `state` on first use. `state` must be
     /// the state that holds this cache (its catalog is the key).
     pub fn get(&self, state: &AppState) -> Arc<RenderedResult> {
-        self.0
-            .get_or_init(|| Arc::new(RenderedResult::render(|| dap_tool_list_result(state))))
-            .clone()
+        self.get_or_render(|| render(|| dap_tool_list_result(state)))
+    }
+}
+
+/// The rendered text of `era`.
+fn era_text(rendered: &RenderedResult, era: Era) -> &[u8] {
+    match era {
+        Era::Modern => rendered.modern(),
+        Era::Legacy => rendered.legacy(),
     }
 }
 
@@ -564,7 +537,7 @@ impl Decorated {
         }) + self
             .rendered
             .as_ref()
-            .map_or(0, |(era, r)| r.text(*era).len());
+            .map_or(0, |(era, r)| era_text(r, *era).len());
         let mut out = Vec::with_capacity(256 + extra);
         out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
         // Writing a `Value` or a `str` into a Vec cannot fail.
@@ -579,7 +552,7 @@ impl Decorated {
     /// content and the members of `body`.
     fn write_result(&self, out: &mut Vec<u8>) {
         if let Some((era, rendered)) = &self.rendered {
-            out.extend_from_slice(rendered.text(*era));
+            out.extend_from_slice(era_text(rendered, *era));
             return;
         }
         out.push(b'{');

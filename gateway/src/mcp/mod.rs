@@ -22,6 +22,7 @@ mod dispatch;
 pub mod error;
 pub mod headers;
 pub mod prompts;
+pub mod rendered;
 pub mod revision;
 pub mod session;
 pub mod stdio;
@@ -39,7 +40,7 @@ use crate::auth::{Principal, verify};
 use crate::state::AppState;
 use error::RpcError;
 
-pub use dispatch::{ToolListCache, capabilities, server_info, tool_list};
+pub use dispatch::{capabilities, server_info, tool_list};
 pub use headers::host_without_port;
 pub use revision::{
     INITIALIZE_REVISIONS, LEGACY_REVISION, MODERN_REVISION, PER_REQUEST_REVISIONS,

@@ -1,4 +1,4 @@
-//! The `tools/list` of `/mcp` is rendered once ([`ToolListCache`]); these
+//! The `tools/list` of `/mcp` is rendered once (`mcp::rendered::ToolListCache`); these
 //! tests hold the cached reply to the per-request construction it replaced,
 //! byte for byte in both eras, and to the shape of a `tools/list` result.
 
