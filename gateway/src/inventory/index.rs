@@ -503,6 +503,9 @@ pub struct SnapshotIndex {
     stock_numbers: Arena,
     /// Row numbers sorted by `vehicle_id`.
     pub(crate) by_vehicle_id: Vec<u32>,
+    /// Each row's position in `by_vehicle_id`: the default order compared
+    /// as integers, not strings, when a search visits a subset of rows.
+    pub(crate) vehicle_id_rank: Vec<u32>,
     /// Rows with a VIN, sorted by VIN.
     by_vin: Vec<u32>,
     /// Rows with a stock number, sorted by stock number.
@@ -688,6 +691,10 @@ impl SnapshotIndex {
                 .get(*a as usize)
                 .cmp(vehicle_ids.get(*b as usize))
         });
+        let mut vehicle_id_rank = vec![0u32; n];
+        for (position, row) in by_vehicle_id.iter().enumerate() {
+            vehicle_id_rank[*row as usize] = row_u32(position);
+        }
         let sorted_present = |arena: &Arena| {
             let mut v: Vec<u32> = (0..n)
                 .filter(|i| !arena.get(*i).is_empty())
@@ -720,6 +727,7 @@ impl SnapshotIndex {
             vins,
             stock_numbers,
             by_vehicle_id,
+            vehicle_id_rank,
             by_vin,
             by_stock,
             totals,
@@ -921,7 +929,11 @@ impl SnapshotIndex {
             + self.vins.text.len()
             + self.stock_numbers.text.len()
             + self.len() * 12
-            + (self.by_vehicle_id.len() + self.by_vin.len() + self.by_stock.len()) * 4
+            + (self.by_vehicle_id.len()
+                + self.vehicle_id_rank.len()
+                + self.by_vin.len()
+                + self.by_stock.len())
+                * 4
             + self.make_rows.heap_bytes()
             + self.model_rows.heap_bytes()
             + self

@@ -757,6 +757,15 @@ fn run(
                         (None, Some(stock)) => Some(index.find_stock_number(stock).to_vec()),
                         (None, None) => candidates,
                     };
+                    // Default order over a subset: the cursor and the page
+                    // compare each row's rank in vehicle_id order (integers);
+                    // only this snapshot's best `limit` meet the other
+                    // snapshots' rows (and their strings) in the page.
+                    let start = match (sort, after) {
+                        (None, Some(a)) => first_after(index, a),
+                        _ => 0,
+                    };
+                    let mut best: BinaryHeap<u32> = BinaryHeap::new();
                     let mut visit = |i: usize| {
                         if !row_matches(f, &prepared, index, i, now_us) {
                             return;
@@ -765,6 +774,20 @@ fn run(
                         total += 1;
                         oldest_us = oldest_us.min(r.observed_us);
                         counts.add(r, prepared.availability(i, r));
+                        if sort.is_none() {
+                            let rank = index.vehicle_id_rank[i];
+                            if (rank as usize) < start {
+                                return;
+                            }
+                            after_count += 1;
+                            if best.len() < limit {
+                                best.push(rank);
+                            } else if best.peek().is_some_and(|worst| rank < *worst) {
+                                best.pop();
+                                best.push(rank);
+                            }
+                            return;
+                        }
                         let cand = Cand {
                             key: sort_key(sort, r, now_us),
                             index,
@@ -783,6 +806,15 @@ fn run(
                     match subset {
                         Some(rows) => rows.iter().for_each(|i| visit(*i as usize)),
                         None => (0..index.len()).for_each(visit),
+                    }
+                    for rank in best {
+                        let cand = Cand {
+                            key: SortKey::default(),
+                            index,
+                            slot,
+                            row: index.by_vehicle_id[rank as usize],
+                        };
+                        offer(&mut heap, cand, limit);
                     }
                 }
             }
