@@ -19,9 +19,11 @@ mod programs;
 mod tests;
 mod text;
 
-pub use programs::{profile_jurisdiction, programs_input};
+pub use programs::{AnnotatedEvaluation, profile_jurisdiction, programs_input};
 
 pub use text::{CLOSING as TEXT_CLOSING, MAX_TEXT, TEXT_DISCOUNT_LIMIT};
+
+use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 use pricing::Money;
@@ -82,7 +84,7 @@ pub struct ProgramsInput {
     pub loaded_at: DateTime<Utc>,
     /// `extensions["dealergateway.offers"]`: the offer evaluation for the
     /// default profile.
-    pub evaluation: Option<Value>,
+    pub evaluation: Option<OffersOutcome>,
     /// The evaluation's own validity limit (a program starting or ending).
     pub evaluation_valid_until: Option<DateTime<Utc>>,
     /// Why the evaluation for the default profile could not complete (a
@@ -98,6 +100,39 @@ pub struct ProgramsInput {
     /// (`optimality: bounded`, docs/pricing.md section 4): a sentence for
     /// the text and `uncertainty`.
     pub evaluation_bounded: Option<String>,
+}
+
+/// The offer evaluation a disclosure carries under
+/// `extensions["dealergateway.offers"]`, typed until it is written: the
+/// engine's evaluation is serialized straight to text, never through a
+/// `serde_json::Value` tree (docs/benchmarks.md "The first disclosure
+/// without a tree").
+#[derive(Debug, Clone)]
+pub enum OffersOutcome {
+    /// The evaluation for the default profile, with the gateway's members.
+    Evaluated(Arc<AnnotatedEvaluation>),
+    /// `{"error": sentence}`: it could not complete ([`evaluation_failure`]).
+    Failed(String),
+    /// Held by the evaluation cache, which writes its text into the served
+    /// document; an empty object stands in its place until then (the
+    /// extension bag admits any object under a well-formed key, so the
+    /// document is validated with the same members).
+    Held,
+}
+
+impl serde::Serialize for OffersOutcome {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self {
+            OffersOutcome::Evaluated(evaluation) => evaluation.serialize(serializer),
+            OffersOutcome::Failed(error) => {
+                let mut map = serializer.serialize_map(Some(1))?;
+                map.serialize_entry("error", error)?;
+                map.end()
+            }
+            OffersOutcome::Held => serializer.serialize_map(Some(0))?.end(),
+        }
+    }
 }
 
 /// The sentence a disclosure carries when its offer evaluation was
@@ -824,8 +859,15 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
         offers: inputs
             .programs
             .as_ref()
-            .and_then(|p| p.evaluation.clone())
-            .map(OffersExtension::Tree),
+            .and_then(|p| p.evaluation.as_ref())
+            .and_then(|outcome| match outcome {
+                OffersOutcome::Held => {
+                    Some(OffersExtension::Tree(Value::Object(Default::default())))
+                }
+                written => serde_json::value::to_raw_value(written)
+                    .ok()
+                    .map(|text| OffersExtension::Text(Arc::from(text))),
+            }),
         provenance: None,
     };
     if let Some(all) = full_transformations {

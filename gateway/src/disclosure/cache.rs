@@ -13,12 +13,12 @@
 //! entries are never shared with the old one.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::value::RawValue;
 
-use super::ProgramsInput;
+use super::{OffersOutcome, ProgramsInput};
 use crate::offers::OrgPrograms;
 
 /// How long one evaluation is reused.
@@ -46,8 +46,9 @@ pub struct Evaluated {
     /// is validated with the same members); `None` when the organization
     /// publishes no programs.
     pub input: Option<Arc<ProgramsInput>>,
-    /// The evaluation itself, serialized once.
-    pub evaluation: Option<Arc<RawValue>>,
+    /// The evaluation itself, written to text once, when a reader first
+    /// asks for it in full (the default disclosure needs only `concise`).
+    pub evaluation: Option<Arc<FullEvaluation>>,
     /// Its concise form (what decides the answer), made once from the
     /// same tree: the default disclosure is sent with this in place of the
     /// full evaluation, which used to be parsed back from its text for
@@ -56,6 +57,34 @@ pub struct Evaluated {
     pub concise: Option<Arc<RawValue>>,
     /// The instant it was evaluated at.
     pub as_of: DateTime<Utc>,
+}
+
+/// An evaluation kept typed, with its text made on first use.
+#[derive(Debug)]
+pub struct FullEvaluation {
+    outcome: OffersOutcome,
+    text: OnceLock<Option<Arc<RawValue>>>,
+}
+
+impl FullEvaluation {
+    pub fn new(outcome: OffersOutcome) -> Self {
+        FullEvaluation {
+            outcome,
+            text: OnceLock::new(),
+        }
+    }
+
+    /// The evaluation as JSON text, written once. `None` only if it
+    /// cannot be serialized, which no evaluation the engine makes does.
+    pub fn text(&self) -> Option<Arc<RawValue>> {
+        self.text
+            .get_or_init(|| {
+                serde_json::value::to_raw_value(&self.outcome)
+                    .ok()
+                    .map(Arc::from)
+            })
+            .clone()
+    }
 }
 
 struct Entry {
@@ -211,18 +240,19 @@ impl EvaluationCache {
     }
 
     /// Remembers `input`, evaluated for `key` under `programs` at `now`,
-    /// and returns it as served: the evaluation serialized once, an empty
-    /// object in its place in the input. An evaluation its budget bounded
-    /// is kept like any other (reused for at most [`REUSE`]): evaluating
-    /// it again would cost the same budget again. `summarize` makes the
-    /// concise form of the evaluation's tree (the tool's rule).
+    /// and returns it as served: the evaluation kept typed (its text made
+    /// when first asked for), [`OffersOutcome::Held`] in its place in the
+    /// input. An evaluation its budget bounded is kept like any other
+    /// (reused for at most [`REUSE`]): evaluating it again would cost the
+    /// same budget again. `summarize` makes the concise form of the
+    /// evaluation (the tool's rule).
     pub fn remember(
         &self,
         key: EvaluationKey,
         programs: &Arc<OrgPrograms>,
         now: DateTime<Utc>,
         mut input: Option<ProgramsInput>,
-        summarize: fn(&serde_json::Value) -> serde_json::Value,
+        summarize: fn(&OffersOutcome) -> serde_json::Value,
     ) -> Evaluated {
         let mut expires = now + REUSE;
         let mut evaluation = None;
@@ -231,12 +261,12 @@ impl EvaluationCache {
             if let Some(until) = p.evaluation_valid_until {
                 expires = expires.min(until);
             }
-            if let Some(tree) = p.evaluation.take() {
-                evaluation = serde_json::value::to_raw_value(&tree).ok().map(Arc::from);
-                concise = serde_json::value::to_raw_value(&summarize(&tree))
+            if let Some(outcome) = p.evaluation.take() {
+                concise = serde_json::value::to_raw_value(&summarize(&outcome))
                     .ok()
                     .map(Arc::from);
-                p.evaluation = Some(serde_json::Value::Object(serde_json::Map::new()));
+                evaluation = Some(Arc::new(FullEvaluation::new(outcome)));
+                p.evaluation = Some(OffersOutcome::Held);
             }
         }
         let evaluated = Evaluated {

@@ -3,15 +3,29 @@
 //! the offer evaluation for the default profile (docs/pricing.md).
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::{ProgramAdjustment, ProgramsInput, bounded_sentence, evaluation_failure, str_of};
+use super::{
+    OffersOutcome, ProgramAdjustment, ProgramsInput, bounded_sentence, evaluation_failure, str_of,
+};
 use crate::dap::{
     ConditionalAdjustment, CriterionValue, EligibilityCriterion, Jurisdiction, Provenance, Scalar,
     Source, Stacking, truncate,
 };
 use crate::inventory::model::VehicleRecord;
 use crate::inventory::render::timestamp;
+
+/// The offer evaluation of a disclosure: the engine's evaluation, member
+/// for member as the engine serializes it, then the members the gateway
+/// adds (docs/pricing.md "Revisions"): the same text `ProgramsAt::annotate`
+/// makes of a tree, written without one.
+#[derive(Debug, serde::Serialize)]
+pub struct AnnotatedEvaluation {
+    #[serde(flatten)]
+    pub evaluation: pricing::Evaluation,
+    pub revisions: Vec<crate::offers::RevisionChoice>,
+    pub unusable_programs: Vec<crate::offers::UnusableProgram>,
+}
 
 /// A DAP jurisdiction from a program's `"US"` / `"US-IL"` code.
 fn jurisdiction_of_code(code: &str) -> Jurisdiction {
@@ -269,14 +283,9 @@ pub fn programs_input(
                     valid_until: p.valid_until.map(|t| t.with_timezone(&Utc)),
                 });
             }
-            // Which revision of each program was used and why the others
-            // were not; unusable programs.
-            serde_json::to_value(e).ok().map(|mut v| {
-                programs.annotate(&mut v);
-                v
-            })
+            None
         }
-        Err(err) => Some(json!({"error": evaluation_failure(err)})),
+        Err(err) => Some(OffersOutcome::Failed(evaluation_failure(err))),
     };
     let evaluation_error = evaluation.as_ref().err().map(evaluation_failure);
     if sources.is_empty() {
@@ -294,16 +303,31 @@ pub fn programs_input(
         .ok()
         .and_then(|e| e.cost.stopped)
         .map(bounded_sentence);
+    let evaluation_valid_until = evaluation
+        .as_ref()
+        .ok()
+        .and_then(|e| e.valid_until)
+        .map(|t| t.with_timezone(&Utc));
+    // Which revision of each program was used and why the others were
+    // not; unusable programs (the members `ProgramsAt::annotate` adds to
+    // a tree, in the same order).
+    let evaluation_value = match evaluation {
+        Ok(evaluation) => Some(OffersOutcome::Evaluated(std::sync::Arc::new(
+            AnnotatedEvaluation {
+                evaluation,
+                revisions: programs.selection.revisions.clone(),
+                unusable_programs: programs.unusable(),
+            },
+        ))),
+        Err(_) => evaluation_value,
+    };
     Some(ProgramsInput {
         adjustments,
         sources,
         loaded_at,
         evaluation: evaluation_value,
         evaluation_error,
-        evaluation_valid_until: evaluation
-            .ok()
-            .and_then(|e| e.valid_until)
-            .map(|t| t.with_timezone(&Utc)),
+        evaluation_valid_until,
         unusable: programs.unusable_sentences(),
         evaluation_bounded,
     })

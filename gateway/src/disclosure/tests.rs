@@ -176,7 +176,7 @@ fn programs() -> ProgramsInput {
             source_uri: None,
         }],
         loaded_at: now() - Duration::hours(1),
-        evaluation: Some(json!({})),
+        evaluation: Some(OffersOutcome::Held),
         evaluation_valid_until: None,
         evaluation_error: None,
         unusable: vec![],
@@ -289,5 +289,100 @@ fn the_typed_answer_keeps_unknown_apart_from_zero() {
     assert_eq!(
         bare.score + bare.gaps.iter().map(|g| g.points_lost).sum::<u32>(),
         100
+    );
+}
+
+/// A program record as the store holds it (docs/pricing.md's format).
+fn stored_program(doc: serde_json::Value) -> crate::store::ProgramRecord {
+    crate::store::ProgramRecord {
+        program_id: doc["program_id"].as_str().unwrap_or("corrupt").to_owned(),
+        revision: 1,
+        doc,
+        rule_hash: None,
+        imported_at: now() - Duration::hours(2),
+        source: SourceRecord {
+            source_name: "programs-file:programs.yaml".into(),
+            authority: "dealer_asserted".into(),
+            content_digest: digest(),
+            observed_at: now() - Duration::hours(2),
+        },
+    }
+}
+
+/// The evaluation a disclosure carries is written straight from its typed
+/// form; its text and its concise form must be byte for byte what the tree
+/// route made (`to_value` of the engine's evaluation, then
+/// `ProgramsAt::annotate`, then `decisive` of that tree), over programs
+/// that exercise every member: payment-mode branches, a rule, a percent
+/// amount, a residency need, unusable programs.
+#[test]
+fn the_evaluation_written_without_a_tree_is_the_trees_text() {
+    use crate::tools::offers_evaluate::{decisive, decisive_outcome};
+    let base = |id: &str, extra: serde_json::Value| {
+        let mut p = json!({
+            "program_id": id, "revision": 1, "name": format!("Program {id}"), "kind": "cash",
+            "direction": "discount",
+            "amount": {"status": "known", "amount": {"amount_minor": 100_000, "currency": "USD"}},
+            "stacking": {"group": "oem", "combinability": "stackable"}
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            p[k] = v.clone();
+        }
+        p
+    };
+    let records = [
+        stored_program(base("cash", json!({}))),
+        stored_program(base(
+            "finance-bonus",
+            json!({"payment_modes": ["finance"], "kind": "bonus_cash",
+                   "amount": {"status": "known", "amount": {"amount_minor": 40_000, "currency": "USD"}},
+                   "stacking": {"group": "dealer", "combinability": "rule_defined",
+                                "rule": "stack.len() <= 2"},
+                   "provenance": {"source_name": "OEM sheet", "authority": "oem",
+                                  "observed_at": "2026-08-01T00:00:00Z"}}),
+        )),
+        stored_program(base(
+            "dealer-percent",
+            json!({"kind": "dealer_discount",
+                   "amount": {"status": "percent_off", "percent": "1.5", "rounding": "half_up"},
+                   "stacking": {"group": "dealer", "combinability": "stackable"}}),
+        )),
+        stored_program(base("illinois", json!({"jurisdictions": ["US-IL"]}))),
+        stored_program(base(
+            "bad-rule",
+            json!({"stacking": {"group": "d", "combinability": "rule_defined", "rule": "stack.len( <"}}),
+        )),
+        stored_program(json!({"program_id": "corrupt"})),
+    ];
+    let org = crate::offers::OrgPrograms::from_records(&records, now() - Duration::hours(1));
+    let record = record(true);
+    for jurisdiction in [None, Some("US-IL")] {
+        let at = org.at(now().fixed_offset());
+        let profile = pricing::stacking::ProfileJurisdiction {
+            country: "US".into(),
+            subdivision: jurisdiction.map(str::to_owned),
+            postal_code: None,
+        };
+        let input = programs_input(&record, &at, org.loaded_at, profile, None, now()).unwrap();
+        let Some(outcome @ OffersOutcome::Evaluated(annotated)) = &input.evaluation else {
+            panic!("not evaluated: {:?}", input.evaluation);
+        };
+        assert!(annotated.evaluation.branches.len() > 1);
+        assert_eq!(annotated.unusable_programs.len(), 2);
+        let mut tree = serde_json::to_value(&annotated.evaluation).unwrap();
+        at.annotate(&mut tree);
+        assert_eq!(
+            serde_json::to_string(outcome).unwrap(),
+            serde_json::to_string(&tree).unwrap()
+        );
+        assert_eq!(
+            serde_json::to_string(&decisive_outcome(outcome)).unwrap(),
+            serde_json::to_string(&decisive(&tree)).unwrap()
+        );
+    }
+    let failed = OffersOutcome::Failed("the evaluation stopped".into());
+    assert_eq!(
+        serde_json::to_string(&decisive_outcome(&failed)).unwrap(),
+        serde_json::to_string(&decisive(&json!({"error": "the evaluation stopped"}))).unwrap()
     );
 }

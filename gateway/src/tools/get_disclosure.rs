@@ -85,16 +85,23 @@ impl super::Tool for GetDisclosure {
         }
         let Built {
             mut disclosure,
+            full_offers,
             concise_offers,
             unchanged_until,
         } = build(ctx, &prologue, &args).await?;
         // The concise extension keeps what decides the answer and names the
         // rest (docs/pricing.md section 5); made once per evaluation, and the
-        // document once, which the cache then serves.
-        if detail == Detail::Concise {
-            match concise_offers {
-                Some(text) => with_offers(&mut disclosure.document, text),
-                None => concise(&mut disclosure.document)?,
+        // document once, which the cache then serves. The full evaluation
+        // is written to text only for a reader who asks for it.
+        match (detail, concise_offers) {
+            (Detail::Concise, Some(text)) => with_offers(&mut disclosure.document, text),
+            (detail, _) => {
+                if let Some(full) = full_offers.and_then(|f| f.text()) {
+                    with_offers(&mut disclosure.document, full);
+                }
+                if detail == Detail::Concise {
+                    concise(&mut disclosure.document)?;
+                }
             }
         }
         let json = serde_json::to_string(&disclosure.document).map_err(ToolError::internal)?;
@@ -135,7 +142,15 @@ pub async fn disclosure(
     args: &DisclosureArgs,
 ) -> Result<disclosure::Disclosure, ToolError> {
     let prologue = prologue(ctx, args).await?;
-    Ok(build(ctx, &prologue, args).await?.disclosure)
+    let Built {
+        mut disclosure,
+        full_offers,
+        ..
+    } = build(ctx, &prologue, args).await?;
+    if let Some(full) = full_offers.and_then(|f| f.text()) {
+        with_offers(&mut disclosure.document, full);
+    }
+    Ok(disclosure)
 }
 
 /// What a request's disclosure is built from, and the key its document
@@ -192,8 +207,11 @@ async fn prologue(ctx: &ToolContext, args: &DisclosureArgs) -> Result<Prologue, 
 
 /// A disclosure built and validated for this request.
 struct Built {
-    /// Its offers extension is the serialized evaluation, in full.
+    /// Its offers extension is an empty object standing in for the
+    /// evaluation ([`with_offers`] writes the form the reader gets).
     disclosure: disclosure::Disclosure,
+    /// The evaluation, kept typed; its text is made on first use.
+    full_offers: Option<Arc<disclosure::cache::FullEvaluation>>,
     /// The concise form of that extension, made when it was evaluated.
     concise_offers: Option<Arc<serde_json::value::RawValue>>,
     /// Until when the document stays the same (besides `transformed_at`).
@@ -261,7 +279,7 @@ async fn build(
                         org_programs,
                         now,
                         input,
-                        super::offers_evaluate::decisive,
+                        super::offers_evaluate::decisive_outcome,
                     )
                 }
             })
@@ -295,7 +313,7 @@ async fn build(
         programs,
         now,
     };
-    let mut built = disclosure::build(&inputs);
+    let built = disclosure::build(&inputs);
     if let Some(valid_until) = built
         .document
         .freshness
@@ -315,17 +333,9 @@ async fn build(
     let tree = serde_json::to_value(&built.document).map_err(ToolError::internal)?;
     super::check_part(ctx, NAME, "disclosure", &tree)?;
     let concise_offers = evaluated.as_ref().and_then(|e| e.concise.clone());
-    if let Some(full) = evaluated.and_then(|e| e.evaluation)
-        && let Some(offers) = built
-            .document
-            .extensions
-            .as_mut()
-            .and_then(|e| e.offers.as_mut())
-    {
-        *offers = OffersExtension::Text(full);
-    }
     Ok(Built {
         disclosure: built,
+        full_offers: evaluated.and_then(|e| e.evaluation),
         concise_offers,
         unchanged_until,
     })
@@ -343,12 +353,11 @@ pub fn concise(document: &mut PricingDisclosure) -> Result<(), ToolError> {
     Ok(())
 }
 
-/// Puts `text` (an evaluation's concise form, see [`concise`]) in place
-/// of the full evaluation in `document`'s offers extension.
+/// Puts `text` (the evaluation, in full or in its concise form, see
+/// [`concise`]) in `document`'s offers extension, in place of what stands
+/// there. A document without the extension (no programs) stays without.
 fn with_offers(document: &mut PricingDisclosure, text: Arc<serde_json::value::RawValue>) {
-    if let Some(offers) = document.extensions.as_mut().and_then(|e| e.offers.as_mut())
-        && let OffersExtension::Text(_) = offers
-    {
+    if let Some(offers) = document.extensions.as_mut().and_then(|e| e.offers.as_mut()) {
         *offers = OffersExtension::Text(text);
     }
 }

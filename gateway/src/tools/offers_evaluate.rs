@@ -337,30 +337,89 @@ pub fn decisive(evaluation: &Value) -> Value {
             .and_then(Value::as_array)
             .map_or(0, Vec::len)
     };
-    let left_out = vec![
-        format!(
-            "the {} payment-mode branches, each with its own best stack and per-program reports",
-            count("branches")
-        ),
-        format!(
-            "the winning branch's per-program reports ({}), with applicability, eligibility and amount",
-            count("programs")
-        ),
-        format!(
-            "the trace of the evaluation's decisions ({} entries)",
-            count("trace")
-        ),
-        format!(
-            "the revision chosen for each program ({}) and the rule hashes (also in provenance.transformations)",
-            count("revisions")
-        ),
-    ];
     out.insert(
         "omitted".into(),
-        super::budget::omitted(
-            &left_out,
-            "call dealeragent.pricing.get_disclosure again with detail \"full\", or dealergateway.offers.evaluate for this vehicle with payment_mode \"unknown\", no claims and this disclosure's jurisdiction (the one asked for, else the rooftop's)",
+        decisive_omitted(
+            count("branches"),
+            count("programs"),
+            count("trace"),
+            count("revisions"),
         ),
     );
     Value::Object(out)
+}
+
+/// [`decisive`] of the typed evaluation a disclosure carries, without
+/// writing the whole evaluation first: only the decisive members are
+/// turned into values (a test holds the two equal on real evaluations).
+pub fn decisive_outcome(outcome: &crate::disclosure::OffersOutcome) -> Value {
+    use crate::disclosure::OffersOutcome;
+    let annotated = match outcome {
+        OffersOutcome::Evaluated(annotated) => annotated,
+        other => return serde_json::to_value(other).unwrap_or_default(),
+    };
+    let e = &annotated.evaluation;
+    let value = |v: Result<Value, serde_json::Error>| v.unwrap_or_default();
+    let members: [(&str, Value); 9] = [
+        ("as_of", value(serde_json::to_value(&e.as_of))),
+        ("payment_mode", value(serde_json::to_value(e.payment_mode))),
+        (
+            "winning_payment_mode",
+            value(serde_json::to_value(e.winning_payment_mode)),
+        ),
+        ("best_stack", value(serde_json::to_value(&e.best_stack))),
+        (
+            "guaranteed_floor",
+            value(serde_json::to_value(&e.guaranteed_floor)),
+        ),
+        (
+            "potential_extra",
+            value(serde_json::to_value(&e.potential_extra)),
+        ),
+        (
+            "unknown_amount_programs",
+            value(serde_json::to_value(&e.unknown_amount_programs)),
+        ),
+        (
+            "unusable_programs",
+            value(serde_json::to_value(&annotated.unusable_programs)),
+        ),
+        ("valid_until", value(serde_json::to_value(&e.valid_until))),
+    ];
+    debug_assert!(members.iter().map(|(k, _)| *k).eq(DECISIVE));
+    let mut out: serde_json::Map<String, Value> = members
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+    out.insert(
+        "omitted".into(),
+        decisive_omitted(
+            e.branches.len(),
+            e.programs.len(),
+            e.trace.len(),
+            annotated.revisions.len(),
+        ),
+    );
+    Value::Object(out)
+}
+
+/// The `omitted` member of a concise evaluation: what it leaves out, with
+/// the counts, and the calls that return it.
+fn decisive_omitted(branches: usize, programs: usize, trace: usize, revisions: usize) -> Value {
+    let left_out = vec![
+        format!(
+            "the {branches} payment-mode branches, each with its own best stack and per-program reports"
+        ),
+        format!(
+            "the winning branch's per-program reports ({programs}), with applicability, eligibility and amount"
+        ),
+        format!("the trace of the evaluation's decisions ({trace} entries)"),
+        format!(
+            "the revision chosen for each program ({revisions}) and the rule hashes (also in provenance.transformations)"
+        ),
+    ];
+    super::budget::omitted(
+        &left_out,
+        "call dealeragent.pricing.get_disclosure again with detail \"full\", or dealergateway.offers.evaluate for this vehicle with payment_mode \"unknown\", no claims and this disclosure's jurisdiction (the one asked for, else the rooftop's)",
+    )
 }
