@@ -179,7 +179,7 @@ pub struct Inputs<'a> {
     pub jurisdiction: Option<&'a Value>,
     /// Requested payment mode (`cash|finance|lease|unknown`).
     pub payment_mode: Option<&'a str>,
-    pub programs: Option<ProgramsInput>,
+    pub programs: Option<&'a ProgramsInput>,
     pub now: DateTime<Utc>,
 }
 

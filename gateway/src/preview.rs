@@ -166,7 +166,7 @@ pub async fn render(
         band,
         jurisdiction: assumed.as_ref(),
         payment_mode: payment_mode.as_deref(),
-        programs: programs_input,
+        programs: programs_input.as_ref(),
         now,
     });
 

@@ -252,7 +252,7 @@ impl EvaluationCache {
         programs: &Arc<OrgPrograms>,
         now: DateTime<Utc>,
         mut input: Option<ProgramsInput>,
-        summarize: fn(&OffersOutcome) -> serde_json::Value,
+        summarize: fn(&OffersOutcome) -> serde_json::Result<Box<RawValue>>,
     ) -> Evaluated {
         let mut expires = now + REUSE;
         let mut evaluation = None;
@@ -262,9 +262,7 @@ impl EvaluationCache {
                 expires = expires.min(until);
             }
             if let Some(outcome) = p.evaluation.take() {
-                concise = serde_json::value::to_raw_value(&summarize(&outcome))
-                    .ok()
-                    .map(Arc::from);
+                concise = summarize(&outcome).ok().map(Arc::from);
                 evaluation = Some(Arc::new(FullEvaluation::new(outcome)));
                 p.evaluation = Some(OffersOutcome::Held);
             }

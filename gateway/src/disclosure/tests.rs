@@ -193,6 +193,7 @@ fn built(known: bool, withdrawn: bool) -> Disclosure {
     };
     let config = config();
     let illinois = json!({"country": "US", "subdivision": "US-IL"});
+    let programs = known.then(programs);
     build(&Inputs {
         record: &record,
         pricing: &pricing,
@@ -207,7 +208,7 @@ fn built(known: bool, withdrawn: bool) -> Disclosure {
         },
         jurisdiction: known.then_some(&illinois),
         payment_mode: None,
-        programs: known.then(programs),
+        programs: programs.as_ref(),
         now: now(),
     })
 }
@@ -376,13 +377,13 @@ fn the_evaluation_written_without_a_tree_is_the_trees_text() {
             serde_json::to_string(&tree).unwrap()
         );
         assert_eq!(
-            serde_json::to_string(&decisive_outcome(outcome)).unwrap(),
+            decisive_outcome(outcome).unwrap().get(),
             serde_json::to_string(&decisive(&tree)).unwrap()
         );
     }
     let failed = OffersOutcome::Failed("the evaluation stopped".into());
     assert_eq!(
-        serde_json::to_string(&decisive_outcome(&failed)).unwrap(),
+        decisive_outcome(&failed).unwrap().get(),
         serde_json::to_string(&decisive(&json!({"error": "the evaluation stopped"}))).unwrap()
     );
 }

@@ -285,7 +285,7 @@ async fn build(
             })
         }
     };
-    let programs = evaluated.as_ref().and_then(|e| e.input.as_deref()).cloned();
+    let programs = evaluated.as_ref().and_then(|e| e.input.as_deref());
     // Until when this document stays the same (besides `transformed_at`):
     // the evaluation's own reuse and validity, the feed's adjustment
     // windows, and the freshness state's flip at `valid_until`.

@@ -349,58 +349,49 @@ pub fn decisive(evaluation: &Value) -> Value {
     Value::Object(out)
 }
 
-/// [`decisive`] of the typed evaluation a disclosure carries, without
-/// writing the whole evaluation first: only the decisive members are
-/// turned into values (a test holds the two equal on real evaluations).
-pub fn decisive_outcome(outcome: &crate::disclosure::OffersOutcome) -> Value {
+/// [`decisive`] of the typed evaluation a disclosure carries, written
+/// straight to text from the decisive members (never the whole evaluation
+/// first; a test holds the two equal on real evaluations).
+pub fn decisive_outcome(
+    outcome: &crate::disclosure::OffersOutcome,
+) -> serde_json::Result<Box<serde_json::value::RawValue>> {
     use crate::disclosure::OffersOutcome;
+    /// The members of [`DECISIVE`], in its order, then `omitted`.
+    #[derive(serde::Serialize)]
+    struct Decisive<'a> {
+        as_of: &'a pricing::incentives::Timestamp,
+        payment_mode: &'a pricing::stacking::ProfilePaymentMode,
+        winning_payment_mode: &'a pricing::incentives::PaymentMode,
+        best_stack: &'a pricing::stacking::StackReport,
+        guaranteed_floor: &'a pricing::stacking::StackReport,
+        potential_extra: &'a [pricing::stacking::PotentialExtra],
+        unknown_amount_programs: &'a [pricing::stacking::ProgramRef],
+        unusable_programs: &'a [crate::offers::UnusableProgram],
+        valid_until: &'a Option<pricing::incentives::Timestamp>,
+        omitted: Value,
+    }
     let annotated = match outcome {
         OffersOutcome::Evaluated(annotated) => annotated,
-        other => return serde_json::to_value(other).unwrap_or_default(),
+        other => return serde_json::value::to_raw_value(other),
     };
     let e = &annotated.evaluation;
-    let value = |v: Result<Value, serde_json::Error>| v.unwrap_or_default();
-    let members: [(&str, Value); 9] = [
-        ("as_of", value(serde_json::to_value(&e.as_of))),
-        ("payment_mode", value(serde_json::to_value(e.payment_mode))),
-        (
-            "winning_payment_mode",
-            value(serde_json::to_value(e.winning_payment_mode)),
-        ),
-        ("best_stack", value(serde_json::to_value(&e.best_stack))),
-        (
-            "guaranteed_floor",
-            value(serde_json::to_value(&e.guaranteed_floor)),
-        ),
-        (
-            "potential_extra",
-            value(serde_json::to_value(&e.potential_extra)),
-        ),
-        (
-            "unknown_amount_programs",
-            value(serde_json::to_value(&e.unknown_amount_programs)),
-        ),
-        (
-            "unusable_programs",
-            value(serde_json::to_value(&annotated.unusable_programs)),
-        ),
-        ("valid_until", value(serde_json::to_value(&e.valid_until))),
-    ];
-    debug_assert!(members.iter().map(|(k, _)| *k).eq(DECISIVE));
-    let mut out: serde_json::Map<String, Value> = members
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect();
-    out.insert(
-        "omitted".into(),
-        decisive_omitted(
+    serde_json::value::to_raw_value(&Decisive {
+        as_of: &e.as_of,
+        payment_mode: &e.payment_mode,
+        winning_payment_mode: &e.winning_payment_mode,
+        best_stack: &e.best_stack,
+        guaranteed_floor: &e.guaranteed_floor,
+        potential_extra: &e.potential_extra,
+        unknown_amount_programs: &e.unknown_amount_programs,
+        unusable_programs: &annotated.unusable_programs,
+        valid_until: &e.valid_until,
+        omitted: decisive_omitted(
             e.branches.len(),
             e.programs.len(),
             e.trace.len(),
             annotated.revisions.len(),
         ),
-    );
-    Value::Object(out)
+    })
 }
 
 /// The `omitted` member of a concise evaluation: what it leaves out, with
