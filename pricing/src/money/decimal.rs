@@ -107,29 +107,62 @@ pub(crate) fn digits_to_minor(
 /// decimals: `-0.01`, `1000`, `1.234`. `group` inserts `,` every three
 /// integer digits.
 pub(crate) fn format_minor(amount_minor: i64, exponent: u32, group: bool) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    let _ = write_minor(&mut out, amount_minor, exponent, group);
+    out
+}
+
+/// [`format_minor`] written to `out` without an allocation: a disclosure
+/// formats dozens of amounts (its text, the evaluation's trace).
+pub(crate) fn write_minor(
+    out: &mut impl std::fmt::Write,
+    amount_minor: i64,
+    exponent: u32,
+    group: bool,
+) -> std::fmt::Result {
     let magnitude = amount_minor.unsigned_abs();
     let unit = 10_u64.pow(exponent);
-    let int_part = (magnitude / unit).to_string();
-    let mut out = String::with_capacity(int_part.len() * 4 / 3 + 8);
-    if amount_minor < 0 {
-        out.push('-');
-    }
-    if group {
-        for (i, c) in int_part.chars().enumerate() {
-            if i > 0 && (int_part.len() - i).is_multiple_of(3) {
-                out.push(',');
-            }
-            out.push(c);
+    let (mut int, mut frac) = (magnitude / unit, magnitude % unit);
+    // The integer part's digits, least significant first (u64: at most 20).
+    let mut digits = [0_u8; 20];
+    let mut count = 0;
+    loop {
+        digits[count] = b'0' + (int % 10) as u8;
+        count += 1;
+        int /= 10;
+        if int == 0 {
+            break;
         }
-    } else {
-        out.push_str(&int_part);
+    }
+    // Sign, 20 digits, 6 separators, the point and the decimals (the
+    // exponent of a u64 power of ten is at most 19).
+    let mut buf = [0_u8; 48];
+    let mut len = 0;
+    if amount_minor < 0 {
+        buf[len] = b'-';
+        len += 1;
+    }
+    for place in (0..count).rev() {
+        buf[len] = digits[place];
+        len += 1;
+        if group && place > 0 && place % 3 == 0 {
+            buf[len] = b',';
+            len += 1;
+        }
     }
     if exponent > 0 {
-        let frac = magnitude % unit;
-        out.push('.');
-        out.push_str(&format!("{frac:0width$}", width = exponent as usize));
+        buf[len] = b'.';
+        len += 1;
+        let end = len + exponent as usize;
+        for slot in buf[len..end].iter_mut().rev() {
+            *slot = b'0' + (frac % 10) as u8;
+            frac /= 10;
+        }
+        len = end;
     }
-    out
+    // Only ASCII digits, '-', ',' and '.' were written.
+    out.write_str(std::str::from_utf8(&buf[..len]).unwrap_or_default())
 }
 
 #[cfg(test)]
@@ -146,5 +179,9 @@ mod tests {
             "-9,223,372,036,854,775,808"
         );
         assert_eq!(format_minor(i64::MAX, 4, false), "922337203685477.5807");
+        assert_eq!(format_minor(-5, 3, true), "-0.005");
+        assert_eq!(format_minor(1_234_567_890, 0, true), "1,234,567,890");
+        assert_eq!(format_minor(123_456, 0, true), "123,456");
+        assert_eq!(format_minor(i64::MIN, 18, true), "-9.223372036854775808");
     }
 }

@@ -3,7 +3,7 @@
 use std::fmt;
 
 use super::Money;
-use super::decimal::format_minor;
+use super::decimal::write_minor;
 
 impl fmt::Display for Money {
     /// The exact format: an optional leading `-`, the integer part with `,`
@@ -22,7 +22,8 @@ impl fmt::Display for Money {
     /// ```
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let currency = self.currency();
-        let number = format_minor(self.amount_minor(), currency.exponent(), true);
-        write!(f, "{number} {}", currency.code())
+        write_minor(f, self.amount_minor(), currency.exponent(), true)?;
+        f.write_str(" ")?;
+        f.write_str(currency.code())
     }
 }
