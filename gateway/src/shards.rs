@@ -240,13 +240,19 @@ fn nginx_string(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
+/// `s` as a literal inside a PCRE, with no backslash (which an nginx
+/// string would need escaped again): each other character in a class.
+/// DAP identifiers hold only letters, digits, `.`, `_`, `:` and `-`.
 fn regex_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
-        if !c.is_ascii_alphanumeric() && c != '-' && c != '_' {
-            out.push('\\');
+        if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':') {
+            out.push(c);
+        } else {
+            out.push('[');
+            out.push(c);
+            out.push(']');
         }
-        out.push(c);
     }
     out
 }
@@ -321,7 +327,7 @@ mod tests {
         let text = map.nginx_map(&["org.x".into()]);
         assert!(text.contains("map $http_mcp_param_organization $dgw_header_shard {"));
         assert!(text.contains("    \"org.x\" shard_b;"), "{text}");
-        assert!(text.contains("    \"~^/aap/org\\.x/\" shard_b;"), "{text}");
+        assert!(text.contains("    \"~^/aap/org[.]x/\" shard_b;"), "{text}");
         assert!(text.contains("default shard_a;"), "{text}");
     }
 }
