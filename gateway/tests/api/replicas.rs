@@ -11,6 +11,9 @@
 //! its own database) and `DEALER_GATEWAY_REPLICAS_NGINX` (an nginx binary).
 //! `scripts/replicas-check` provides both. Without them every test says so
 //! on stderr and passes, unless `REQUIRE_REPLICAS=1`, which makes it fail.
+//!
+//! `shards`: organization-sharded replicas behind the same nginx
+//! (docs/operations.md "Shards"); `balancer`: the nginx both use.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
