@@ -514,3 +514,81 @@ async fn mcp_param_organization_must_agree_with_the_argument() {
         }
     }
 }
+
+/// One in-process replica of shard `east` (no nginx, SQLite): the demo's
+/// Lakeshore group is pinned to `west`, Maplecrest to `east`.
+#[tokio::test]
+async fn a_sharded_replica_refuses_other_organizations_and_answers_the_directory() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let app = crate::common::spawn_with(|s| {
+        s.sharding = gateway::shards::ShardSettings {
+            shard: Some("east".into()),
+            shards: vec!["east".into(), "west".into()],
+            shard_pins: vec![format!("{ORG}=west"), format!("{OTHER_DEMO_ORG}=east")],
+        };
+    })
+    .await;
+    let base = app.base();
+    let client = reqwest::Client::new();
+    let refused = json!({"organization_id": ORG, "rooftop_ids": [CHICAGO]});
+    for (tool, args) in [
+        (SEARCH, refused.clone()),
+        (
+            "dealeragent.inventory.get_vehicle",
+            json!({"organization_id": ORG, "rooftop_id": CHICAGO, "vin": NEW_VIN}),
+        ),
+    ] {
+        let (status, body) = call(&client, &base, None, tool, &args, Some(ORG))
+            .await
+            .expect("answered");
+        let error = &body["result"]["structuredContent"];
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["result"]["isError"], true, "{tool}: {body}");
+        assert_eq!(error["code"], "dealeragent.upstream.unavailable", "{error}");
+        assert_eq!(error["retryable"], true, "{error}");
+        assert_eq!(error["retry_after_ms"], 500, "{error}");
+    }
+    // Its own organization is served (whatever the tool then answers).
+    let args = json!({"organization_id": OTHER_DEMO_ORG});
+    let (_, body) = call(&client, &base, None, SEARCH, &args, Some(OTHER_DEMO_ORG))
+        .await
+        .expect("answered");
+    assert_ne!(
+        body["result"]["structuredContent"]["code"], "dealeragent.upstream.unavailable",
+        "{body}"
+    );
+    // The directory is global: the dealer record and the manifest.
+    let (status, body) = call(
+        &client,
+        &base,
+        None,
+        "dealeragent.dealer.get",
+        &json!({"organization_id": ORG}),
+        Some(ORG),
+    )
+    .await
+    .expect("answered");
+    assert_eq!(
+        (status, &body["result"]["isError"]),
+        (200, &json!(false)),
+        "{body}"
+    );
+    // A vehicle resource of the other shard's organization: 503.
+    let uri = format!("dealeragent://organization/{ORG}/rooftop/{CHICAGO}/vehicle/veh.x");
+    let read = client
+        .post(format!("{base}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", MODERN)
+        .header("mcp-method", "resources/read")
+        .header("mcp-name", uri.as_str())
+        .body(
+            json!({"jsonrpc": "2.0", "id": 3, "method": "resources/read",
+                "params": {"uri": uri, "_meta": meta()}})
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("resources/read");
+    assert_eq!(read.status().as_u16(), 503);
+}
