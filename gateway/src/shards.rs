@@ -318,6 +318,43 @@ mod tests {
         assert!(settings(None, &[], &["org.x=a"]).map().is_err());
     }
 
+    /// A replica of shard `east` on the bundled demo holds only the
+    /// inventory of the organization assigned to `east`.
+    #[tokio::test]
+    async fn a_sharded_replica_loads_only_its_organizations_inventory() {
+        let dir = std::env::temp_dir().join(format!("dealer-gw-shards-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let url = format!("sqlite://{}", dir.join("gateway.sqlite").display());
+        let mut settings =
+            crate::config::ServeSettings::with_listen("127.0.0.1:0".parse().unwrap());
+        settings.sharding = settings_pinned();
+        let state = crate::mcp::stdio::prepare(settings, &url).await.unwrap();
+        let directory = state.directory.snapshot().await.unwrap();
+        assert_eq!(directory.organizations.len(), 2, "the directory is whole");
+        let view = state.inventory.view(&directory).await.unwrap();
+        assert!(!view.rooftops.is_empty());
+        for rooftop in view.rooftops.values() {
+            assert_eq!(
+                rooftop.latest.organization_id(),
+                "org.maplecrest-motor-group"
+            );
+        }
+        assert!(state.serves_organization("org.maplecrest-motor-group"));
+        assert!(!state.serves_organization("org.lakeshore-auto-group"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn settings_pinned() -> ShardSettings {
+        settings(
+            Some("east"),
+            &["east", "west"],
+            &[
+                "org.lakeshore-auto-group=west",
+                "org.maplecrest-motor-group=east",
+            ],
+        )
+    }
+
     #[test]
     fn the_nginx_map_routes_the_header_and_the_aap_path() {
         let map = settings(None, &["a", "b"], &["org.x=b"])
