@@ -592,3 +592,49 @@ async fn a_sharded_replica_refuses_other_organizations_and_answers_the_directory
         .expect("resources/read");
     assert_eq!(read.status().as_u16(), 503);
 }
+
+/// `dealer-gateway shards` reads `shards` and `shard_pins` from a serve
+/// config file (flags win), lists the store's organizations plus
+/// `--organization`, and refuses settings that make no assignment.
+#[tokio::test]
+async fn the_shards_command_prints_the_assignment_of_a_config_file() {
+    let dir = temp_dir();
+    let db = test_database_url(&dir).await;
+    let out = run_cli(&db, &["migrate"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let config = dir.join("gateway.toml");
+    std::fs::write(
+        &config,
+        "shards = [\"east\", \"west\"]\nshard_pins = \"org.new=west\"\nrequest_timeout_seconds = 30\n",
+    )
+    .expect("config");
+    let config = config.display().to_string();
+    let out = run_cli(
+        &db,
+        &[
+            "shards",
+            "--config",
+            &config,
+            "--organization",
+            "org.new,org.other",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let table = String::from_utf8_lossy(&out.stdout).into_owned();
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines[0], "organization_id\tshard\tassigned_by", "{table}");
+    assert!(lines.contains(&"org.new\twest\tpin"), "{table}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("org.other\t") && l.ends_with("\thash")),
+        "{table}"
+    );
+    // A flag wins over the file: the pin names a shard no longer listed.
+    let out = run_cli(&db, &["shards", "--config", &config, "--shards", "north"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("--shard-pins"), "{}", text(&out));
+    let out = run_cli(&db, &["shards"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("no shards"), "{}", text(&out));
+}
