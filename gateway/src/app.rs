@@ -26,9 +26,11 @@ pub use crate::state::AppState;
 
 /// Request headers a browser MCP client may send (MCP 2026-07-28
 /// streamable HTTP: the standard mirror headers; 2025-11-25: the session
-/// and resumption headers; bearer credentials). `Content-Type:
-/// application/json` and these custom headers force a CORS preflight.
-const CORS_REQUEST_HEADERS: [HeaderName; 8] = [
+/// and resumption headers; bearer credentials; `Mcp-Param-Organization`,
+/// which the tenant-scoped tools declare with `x-mcp-header`).
+/// `Content-Type: application/json` and these custom headers force a CORS
+/// preflight.
+const CORS_REQUEST_HEADERS: [HeaderName; 9] = [
     header::CONTENT_TYPE,
     header::ACCEPT,
     header::AUTHORIZATION,
@@ -36,6 +38,7 @@ const CORS_REQUEST_HEADERS: [HeaderName; 8] = [
     HeaderName::from_static(mcp::headers::SESSION_ID),
     HeaderName::from_static(mcp::headers::METHOD),
     HeaderName::from_static(mcp::headers::NAME),
+    HeaderName::from_static(mcp::headers::PARAM_ORGANIZATION),
     HeaderName::from_static("last-event-id"),
 ];
 

@@ -18,6 +18,7 @@
 
 mod compact;
 mod explain;
+pub mod mcp_headers;
 pub mod words;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -260,6 +261,9 @@ struct RawTool {
     safety: Safety,
     #[serde(default)]
     error_model: ErrorModel,
+    /// Arguments mirrored into `Mcp-Param-*` headers (`x-mcp-header`).
+    #[serde(default)]
+    mcp_headers: BTreeMap<String, String>,
 }
 
 /// One tool with its bundled schemas and compiled validators.
@@ -288,6 +292,9 @@ pub struct Tool {
     /// What `tools/list` publishes as `outputSchema`: the success shape or
     /// the DAP error object, abridged. See [`publish_output_schema`].
     pub published_output_schema: Value,
+    /// Arguments a client mirrors into `Mcp-Param-*` headers (the
+    /// catalog's `mcp_headers`, published as `x-mcp-header`).
+    pub param_headers: Vec<mcp_headers::ParamHeader>,
     input_validator: jsonschema::Validator,
     output_validator: jsonschema::Validator,
 }
@@ -403,8 +410,12 @@ impl Catalog {
                     t.name
                 )));
             }
-            let published_input_schema = compact::input(&input_schema).map_err(|reason| {
+            let mut published_input_schema = compact::input(&input_schema).map_err(|reason| {
                 CatalogError::Inconsistent(format!("tool {}: input schema: {reason}", t.name))
+            })?;
+            let param_headers = mcp_headers::declare(&mut published_input_schema, &t.mcp_headers)
+                .map_err(|reason| {
+                CatalogError::Inconsistent(format!("tool {}: {reason}", t.name))
             })?;
             if published_input_schema.get("type") != Some(&json!("object")) {
                 return Err(CatalogError::Inconsistent(format!(
@@ -445,6 +456,7 @@ impl Catalog {
                 published_input_schema,
                 output_schema,
                 published_output_schema,
+                param_headers,
                 input_validator,
                 output_validator,
             });

@@ -362,6 +362,10 @@ pub struct ServeSettings {
     /// only when the store is empty).
     #[arg(long, env = "DEALER_GATEWAY_SEED_DEALERS")]
     pub seed_dealers: Option<PathBuf>,
+
+    /// `--shard`, `--shards`, `--shard-pins` (docs/operations.md "Shards").
+    #[command(flatten)]
+    pub sharding: crate::shards::ShardSettings,
 }
 
 /// Why `serve --config FILE` refused its file (docs/operations.md

@@ -51,6 +51,7 @@
 //! | `EvaluationsBusy` (docs/pricing.md section 4) | `dealeragent.upstream.unavailable` | `retry_after_ms` |
 //! | `AuditUnavailable` (docs/tokens-and-audit.md) | `dealeragent.upstream.unavailable` | `retry_after_ms` |
 //! | `StoreUnavailable` | `dealeragent.upstream.unavailable` | `retry_after_ms` |
+//! | `OrganizationNotServedHere` (docs/operations.md "Shards") | `dealeragent.upstream.unavailable` | `retry_after_ms` |
 //! | `Internal` (a defect only) | `dealeragent.internal` | |
 //!
 //! A tool that ran and failed answers a `tools/call` with MCP `isError:

@@ -82,6 +82,8 @@ pub mod ratelimit;
 pub mod report;
 /// MCP resources over the reserved `dealeragent://` URIs.
 pub mod resources;
+/// Organization-sharded replicas: which organizations a replica serves.
+pub mod shards;
 /// The state every request shares (below transport, tools and resources).
 pub mod state;
 /// The only module that speaks SQL.

@@ -104,6 +104,17 @@ fn parse(uri: &str) -> Option<Target<'_>> {
     }
 }
 
+/// The organization whose inventory the resource at `uri` is read from (a
+/// vehicle resource), for a sharded replica's routing check
+/// (docs/operations.md "Shards"); the directory's resources read no
+/// inventory and every replica answers them.
+pub fn inventory_organization(uri: &str) -> Option<&str> {
+    match parse(uri) {
+        Some(Target::Vehicle(org, _, _)) => Some(org),
+        _ => None,
+    }
+}
+
 /// `resources/read`: `Ok(None)` when the resource does not exist or is not
 /// visible (the same answer for both). Returns the content entry, `ttlMs`
 /// and `cacheScope`.

@@ -59,6 +59,9 @@ pub struct AppState {
     pub manifests: crate::directory::ViewCache,
     /// The serialized `tools/list` of `/mcp`, per era.
     pub tool_lists: crate::mcp::rendered::ToolListCache,
+    /// The organizations this replica serves (`None`: every one;
+    /// docs/operations.md "Shards").
+    pub shard: Option<Arc<crate::shards::ShardFilter>>,
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<String>,
 }
@@ -153,11 +156,19 @@ impl AppState {
                 }
                 None => Err("the vehicle schema is unavailable".to_owned()),
             });
-        let inventory = LiveInventory::new(
+        let mut inventory = LiveInventory::new(
             store.clone(),
             Duration::from_secs(settings.inventory_refresh_seconds.max(1)),
             vehicle_check,
         );
+        // A sharded replica holds only its organizations' inventory
+        // (docs/operations.md "Shards"); settings that do not parse were
+        // refused at start-up (`state::start::open`).
+        let shard = settings.sharding.filter().ok().flatten().map(Arc::new);
+        if let Some(filter) = &shard {
+            let filter = filter.clone();
+            inventory = inventory.serving_only(Arc::new(move |org| filter.serves(org)));
+        }
         // In the store, so any replica serves any legacy session
         // (docs/operations.md "Replicas").
         let sessions = Sessions::new(
@@ -195,12 +206,21 @@ impl AppState {
             offers,
             manifests: crate::directory::ViewCache::default(),
             tool_lists: crate::mcp::rendered::ToolListCache::default(),
+            shard,
             evaluations: crate::disclosure::cache::EvaluationCache::default(),
             public_base,
             claim: crate::claim::PublishedClaim::none(),
             allowed_hosts,
             allowed_origins,
         }
+    }
+
+    /// Whether this replica serves `organization_id` (always, unless it is
+    /// a sharded replica: docs/operations.md "Shards").
+    pub fn serves_organization(&self, organization_id: &str) -> bool {
+        self.shard
+            .as_ref()
+            .is_none_or(|s| s.serves(organization_id))
     }
 
     /// Host allowlist (DNS-rebinding defence).

@@ -681,6 +681,9 @@ mod tests {
             "not",
             "dependentSchemas",
             "default",
+            // MCP's header mirror: an annotation, never a failure
+            // (docs/mcp.md "Header policy").
+            "x-mcp-header",
         ];
         let mut used = BTreeSet::new();
         for (tool, schema) in input_schemas() {

@@ -134,6 +134,12 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Which shard serves each organization of the store
+    /// (docs/operations.md "Shards"), from the same --shards and
+    /// --shard-pins as the replicas (or their --config file): a table, or
+    /// with --nginx the `map` blocks that route /mcp by
+    /// Mcp-Param-Organization and /aap/{organization_id}/ by path.
+    Shards(Box<ShardsArgs>),
     /// Print a shell completion script on stdout, e.g.
     /// `dealer-gateway completions bash > /etc/bash_completion.d/dealer-gateway`.
     Completions {
@@ -141,6 +147,28 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+/// `dealer-gateway shards`.
+#[derive(Debug, Args)]
+pub struct ShardsArgs {
+    /// A serve config file whose `shards` and `shard_pins` to use (flags
+    /// and environment variables win, as for `serve`).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub sharding: crate::shards::ShardSettings,
+    /// Also assign these organizations (comma separated), e.g. ones not
+    /// imported yet.
+    #[arg(
+        long = "organization",
+        value_delimiter = ',',
+        value_name = "ORGANIZATION_ID"
+    )]
+    pub organizations: Vec<String>,
+    /// Print nginx `map` blocks instead of the table.
+    #[arg(long)]
+    pub nginx: bool,
 }
 
 /// What `stdio --help` says about the serve settings it shares.

@@ -25,11 +25,12 @@ mod demo;
 mod import;
 mod programs;
 mod serve;
+mod shards;
 mod tokens;
 
 pub use args::{
     AuditCommand, Cli, Command, DemoCommand, FeedFormatArg, ImportCommand, ProgramsCommand,
-    RemovalGuardArgs, StdioSettings, TokenCommand, completions,
+    RemovalGuardArgs, ShardsArgs, StdioSettings, TokenCommand, completions,
 };
 pub use config_file::with_config_file;
 
@@ -109,6 +110,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Token { what } => tokens::run(db, what).await,
         Command::Audit { what } => audit::run(db, what).await,
         Command::Programs { what } => programs::run(db, what).await,
+        Command::Shards(args) => shards::run(db, *args).await,
         Command::Preview {
             organization,
             rooftop,

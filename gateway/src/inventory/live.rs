@@ -85,6 +85,10 @@ impl InventoryView {
 /// catalog's; this layer does not know schemas). The error is for the log.
 pub type VehicleCheck = Arc<dyn Fn(&serde_json::Value) -> Result<(), String> + Send + Sync>;
 
+/// Which organizations' snapshots this replica loads (a sharded replica's,
+/// docs/operations.md "Shards"); without one, every organization's.
+pub type OrganizationFilter = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
 /// What readers are handed: replaced whole by a reload, never changed.
 #[derive(Clone)]
 struct Current {
@@ -138,6 +142,8 @@ struct Shared {
     refresh: Duration,
     /// Every index built here validates its pre-rendered vehicles once.
     vehicle_check: VehicleCheck,
+    /// `None`: every organization is loaded.
+    organizations: Option<OrganizationFilter>,
     /// Held only to clone or replace the `Current` (never across an await).
     current: StdRwLock<Current>,
     /// Held by the one reload in progress: the background task, the change
@@ -164,6 +170,7 @@ impl LiveInventory {
                 store,
                 refresh,
                 vehicle_check,
+                organizations: None,
                 current: StdRwLock::new(Current {
                     view: Arc::new(InventoryView::default()),
                     loaded: None,
@@ -176,6 +183,16 @@ impl LiveInventory {
                 last_prune: StdMutex::new(None),
             }),
         }
+    }
+
+    /// Load only the organizations `filter` accepts (a sharded replica).
+    /// Called once, before the first load.
+    #[must_use]
+    pub fn serving_only(mut self, filter: OrganizationFilter) -> Self {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.organizations = Some(filter);
+        }
+        self
     }
 
     /// Make the next reader start a reload (a change notification). Does
@@ -347,7 +364,10 @@ impl Shared {
         if !self.is_stale(&base) {
             return Ok(base.view);
         }
-        let latest = self.store.latest_snapshots().await?;
+        let mut latest = self.store.latest_snapshots().await?;
+        if let Some(serves) = &self.organizations {
+            latest.retain(|s| serves(&s.organization_id));
+        }
         let now = Utc::now();
         let mut rooftops = HashMap::with_capacity(latest.len());
         let mut changed = Vec::new();

@@ -244,6 +244,15 @@ async fn route(
                 .get("uri")
                 .and_then(Value::as_str)
                 .ok_or_else(|| RpcError::InvalidParams("params.uri must be a string".into()))?;
+            // A sharded replica never answers from an inventory it does not
+            // hold (docs/operations.md "Shards"): 503, retryable elsewhere.
+            if resources::inventory_organization(uri)
+                .is_some_and(|org| !state.serves_organization(org))
+            {
+                return Err(RpcError::Unavailable(
+                    "this gateway replica does not serve that organization (the gateway is sharded by organization); retry through the load balancer".into(),
+                ));
+            }
             let outcome = resources::read(state, principal, uri).await;
             // Authenticated reads are answered only once their audit event
             // is written (docs/tokens-and-audit.md "When the audit log

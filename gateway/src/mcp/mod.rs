@@ -672,6 +672,17 @@ async fn modern(
         } else {
             Ok(())
         },
+        // `Mcp-Param-*` of the tool's `x-mcp-header` arguments (docs/mcp.md
+        // "Header policy"); an unknown tool is left to dispatch (-32602).
+        match (method, name.and_then(|n| state.catalog.tool(n))) {
+            ("tools/call", Some(tool)) if !tool.param_headers.is_empty() => headers::check_params(
+                headers,
+                &tool.param_headers,
+                params.get("arguments"),
+                strict,
+            ),
+            _ => Ok(()),
+        },
     ];
     for check in checks {
         if let Err(e) = check {

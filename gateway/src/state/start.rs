@@ -30,6 +30,15 @@ pub struct Opened {
 /// # Errors
 /// The catalog, the claim, the store or the seed failed.
 pub async fn open(settings: &ServeSettings, database_url: &str) -> Result<Opened, crate::Error> {
+    // Sharding settings that do not describe one assignment stop the
+    // start-up (docs/operations.md "Shards").
+    if let Some(filter) = settings
+        .sharding
+        .filter()
+        .map_err(|e| crate::Error::Io(format!("sharding: {e}")))?
+    {
+        tracing::info!(shard = %filter.shard, shards = %filter.map.shards().join(","), "serving one shard's organizations");
+    }
     let catalog = Catalog::load()?;
     // Checked before the store is touched: a claim that does not describe
     // this build stops the start-up with its reason.

@@ -788,6 +788,16 @@ pub fn error_object(
                 "The gateway's data store is unavailable for the moment; retry after details.retry_after_ms.".to_owned(),
             )
         }
+        ToolError::OrganizationNotServedHere { retry_after_ms } => {
+            details.insert(
+                "retry_after_ms".into(),
+                json!((*retry_after_ms).min(86_400_000)),
+            );
+            (
+                "INTERNAL_ERROR",
+                "This gateway replica does not serve this dealer (the gateway is sharded by organization); route /aap/{dealer}/ to the replica that serves it, then retry after details.retry_after_ms.".to_owned(),
+            )
+        }
         ToolError::UpstreamUnavailable { retry_after_ms } => {
             details.insert(
                 "retry_after_ms".into(),

@@ -149,6 +149,12 @@ pub enum ToolError {
     /// `retry_after_ms`. An outage is never [`ToolError::Internal`].
     #[error("store unavailable: {detail}")]
     StoreUnavailable { detail: String, retry_after_ms: u64 },
+    /// An organization-sharded replica was asked about an organization of
+    /// another shard (docs/operations.md "Shards"): nothing of it was looked
+    /// up, so no foreign or empty answer is given; retryable, routed by
+    /// `Mcp-Param-Organization` or the AAP path.
+    #[error("organization not served by this replica")]
+    OrganizationNotServedHere { retry_after_ms: u64 },
     /// Anything unexpected (a defect). The detail is logged with
     /// `error_id`, never sent.
     #[error("internal error: {detail}")]
@@ -192,7 +198,8 @@ impl ToolError {
             Self::UpstreamUnavailable { .. }
             | Self::EvaluationsBusy { .. }
             | Self::AuditUnavailable { .. }
-            | Self::StoreUnavailable { .. } => ErrorCode::UpstreamUnavailable,
+            | Self::StoreUnavailable { .. }
+            | Self::OrganizationNotServedHere { .. } => ErrorCode::UpstreamUnavailable,
             Self::Internal { .. } => ErrorCode::Internal,
         }
     }
@@ -246,6 +253,10 @@ impl ToolError {
                 "The gateway's data store is unavailable for the moment; nothing was answered. Retry after retry_after_ms.".to_owned(),
                 None,
             ),
+            Self::OrganizationNotServedHere { .. } => (
+                "This gateway replica does not serve that organization (the gateway is sharded by organization); nothing was looked up. Send tools/call with the Mcp-Param-Organization header (the organization_id argument) so the load balancer routes it to the replica that serves it, then retry after retry_after_ms.".to_owned(),
+                None,
+            ),
             Self::Internal { .. } => (
                 format!(
                     "The gateway failed unexpectedly; quote error id {error_id} to the operator."
@@ -259,7 +270,8 @@ impl ToolError {
             | Self::UpstreamUnavailable { retry_after_ms }
             | Self::EvaluationsBusy { retry_after_ms }
             | Self::AuditUnavailable { retry_after_ms }
-            | Self::StoreUnavailable { retry_after_ms, .. } => {
+            | Self::StoreUnavailable { retry_after_ms, .. }
+            | Self::OrganizationNotServedHere { retry_after_ms } => {
                 Some((*retry_after_ms).min(86_400_000))
             }
             Self::Validation { .. }

@@ -328,6 +328,7 @@ fn audit_record<T>(
             | ToolError::EvaluationsBusy { .. }
             | ToolError::AuditUnavailable { .. }
             | ToolError::StoreUnavailable { .. }
+            | ToolError::OrganizationNotServedHere { .. }
             | ToolError::Internal { .. } => AuditRecord::OneByOne,
             ToolError::AuthRequired { .. }
             | ToolError::ScopeInsufficient { .. }
@@ -355,6 +356,7 @@ fn decision_of<T>(result: &Result<T, ToolError>) -> (&'static str, &'static str)
                 | ToolError::EvaluationsBusy { .. }
                 | ToolError::AuditUnavailable { .. }
                 | ToolError::StoreUnavailable { .. }
+                | ToolError::OrganizationNotServedHere { .. }
                 | ToolError::Internal { .. } => "allow",
             },
             error.code().as_str(),
@@ -522,7 +524,46 @@ pub fn admit(ctx: &ToolContext, name: &str, args: &Value) -> Result<(), ToolErro
 fn admit_to(ctx: &ToolContext, tool: &crate::catalog::Tool, args: &Value) -> Result<(), ToolError> {
     authorize_tool(ctx, tool)?;
     tool.validate_input(args)
-        .map_err(|field_errors| ToolError::Validation { field_errors })
+        .map_err(|field_errors| ToolError::Validation { field_errors })?;
+    organization_served_here(ctx, tool, args)
+}
+
+/// How soon a call refused by the wrong shard may be retried: routing is
+/// fixed by the client or the balancer, not by waiting, so a short delay.
+pub const SHARD_RETRY_AFTER_MS: u64 = 500;
+
+/// Tools answered from the directory alone, which every replica holds
+/// whole: a sharded replica answers them for any organization
+/// (docs/operations.md "Shards": the manifest and dealer listings stay
+/// global).
+const DIRECTORY_TOOLS: [&str; 2] = [
+    "dealeragent.discovery.get_manifest",
+    "dealeragent.dealer.get",
+];
+
+/// A sharded replica answers only its own organizations (docs/operations.md
+/// "Shards"): a call naming another one (its `organization_id`, or the
+/// organization of the AAP endpoint it came through) is refused before its
+/// tool looks anything up, so it never answers from an inventory it does
+/// not hold. Decided after the tool's access policy and input check.
+fn organization_served_here(
+    ctx: &ToolContext,
+    tool: &crate::catalog::Tool,
+    args: &Value,
+) -> Result<(), ToolError> {
+    let organization = match &ctx.pinned_organization {
+        Some(pinned) => Some(pinned.as_str()),
+        None if DIRECTORY_TOOLS.contains(&tool.name.as_str()) => None,
+        None => args.get("organization_id").and_then(Value::as_str),
+    };
+    match organization {
+        Some(org) if !ctx.state.serves_organization(org) => {
+            Err(ToolError::OrganizationNotServedHere {
+                retry_after_ms: SHARD_RETRY_AFTER_MS,
+            })
+        }
+        _ => Ok(()),
+    }
 }
 
 /// A tool's structured output and, for some tools, its result `_meta`.

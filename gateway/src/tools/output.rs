@@ -476,6 +476,9 @@ pub(crate) mod drift {
                 detail: "connection refused".into(),
                 retry_after_ms: 2_000,
             },
+            ToolError::OrganizationNotServedHere {
+                retry_after_ms: 500,
+            },
             ToolError::internal("boom"),
         ];
         let objects: Vec<DapError> = errors

@@ -516,6 +516,7 @@ async fn preflight_from_a_configured_origin_is_204_allowing_the_mcp_headers() {
         "mcp-session-id",
         "mcp-method",
         "mcp-name",
+        "mcp-param-organization",
         "last-event-id",
     ] {
         assert!(allowed.contains(&h.to_owned()), "{h} not in {allowed:?}");
