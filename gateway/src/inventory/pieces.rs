@@ -409,18 +409,17 @@ struct Members {
 
 impl Members {
     /// The opening brace and the members after it.
-    fn object() -> Members {
-        Members {
-            out: "{".to_owned(),
-            comma: false,
-        }
+    fn object(capacity: usize) -> Members {
+        let mut out = String::with_capacity(capacity);
+        out.push('{');
+        Members { out, comma: false }
     }
 
     /// Members that continue an object written elsewhere: each after its
     /// comma.
-    fn continued() -> Members {
+    fn continued(capacity: usize) -> Members {
         Members {
-            out: String::new(),
+            out: String::with_capacity(capacity),
             comma: true,
         }
     }
@@ -451,8 +450,13 @@ impl Members {
 /// start-up: docs/benchmarks.md "Start-up at a million"); a test compares
 /// the two.
 fn static_head(record: &VehicleRecord) -> String {
-    let mut v = Members::object();
-    let mut full = Members::continued();
+    // Room for the usual sizes up front: growing the text a member at a
+    // time was a quarter of writing it (docs/benchmarks.md "Start-up at a
+    // million"). A guess only; an unusual record still fits by growing.
+    let mut v = Members::object(640);
+    let mut full = Members::continued(
+        192 + 96 * record.media.len().min(500) + 24 * record.features.len().min(500),
+    );
     v.put("vehicle_id", &record.vehicle_id);
     v.put("organization_id", &record.organization_id);
     v.put("rooftop_id", &record.rooftop_id);
@@ -525,7 +529,8 @@ fn static_head(record: &VehicleRecord) -> String {
         "false"
     });
     out.push('}');
-    let mut head = v.out;
+    let mut head = String::with_capacity(v.out.len() + 1 + full.out.len());
+    head.push_str(&v.out);
     head.push(DETAIL_MARK);
     head.push_str(&full.out);
     head
