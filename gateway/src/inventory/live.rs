@@ -37,6 +37,7 @@ use chrono::{DateTime, Utc};
 
 use super::index::{SnapshotIndex, SnapshotMeta};
 use super::model::VehicleRecord;
+use super::pieces::{Pieces, check_rendering, json_string, timestamp};
 use crate::directory::DirectorySnapshot;
 use crate::store::{SnapshotRecord, Store, StoreError};
 
@@ -521,7 +522,7 @@ fn expire_pins(pins: &mut Pins, now: DateTime<Utc>) {
 }
 
 /// Which vehicles of a stored snapshot [`build_streamed`] indexes.
-enum Keep {
+pub(super) enum Keep {
     All,
     /// Those missing from this (newer) snapshot: the withdrawn ones.
     NotIn(Arc<SnapshotIndex>),
@@ -543,32 +544,103 @@ async fn build_streamed(
     sla: u32,
     keep: Keep,
 ) -> Result<SnapshotIndex, StoreError> {
-    let (tx, mut rx) = tokio::sync::mpsc::channel(STREAM_QUEUE);
-    let im = index_meta(meta);
+    let (tx, rx) = tokio::sync::mpsc::channel(STREAM_QUEUE);
     let expected = match keep {
         Keep::All => usize::try_from(meta.vehicle_count).unwrap_or(0),
         Keep::NotIn(_) => 0,
     };
-    let builder = tokio::task::spawn_blocking(move || {
-        let records =
-            std::iter::from_fn(|| rx.blocking_recv()).filter(|v: &VehicleRecord| match &keep {
-                Keep::All => true,
-                Keep::NotIn(current) => current.find_vehicle_id(&v.vehicle_id).is_none(),
-            });
-        let mut index = SnapshotIndex::build_from(im, sla, expected, records);
-        index.check_pieces(Utc::now(), check.as_ref());
-        index
-    });
+    let builder = tokio::spawn(index_received(
+        rx,
+        index_meta(meta),
+        sla,
+        expected,
+        keep,
+        check,
+    ));
     // When the read fails part way, the channel closes, the builder
     // finishes what it has and that partial index is discarded.
     let read = store.stream_snapshot_vehicles(&meta.snapshot_id, tx).await;
-    let index = builder.await.map_err(|e| {
-        StoreError::Corrupt(format!(
-            "indexing a snapshot of {} failed: {e}",
-            meta.rooftop_id
-        ))
-    })?;
+    let index = builder
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|built| built)
+        .map_err(|e| {
+            StoreError::Corrupt(format!(
+                "indexing a snapshot of {} failed: {e}",
+                meta.rooftop_id
+            ))
+        })?;
     read?;
+    Ok(index)
+}
+
+/// The index of the vehicles received on `rx` that `keep` accepts, each
+/// rendering checked with `check` (the DAP vehicle schema) as
+/// [`SnapshotIndex::check_pieces`] checks it.
+///
+/// Checking every row after the index was built took a quarter of the
+/// start-up on the one thread that also builds the index, while the
+/// thread decoding the stored rows waited on it (docs/benchmarks.md
+/// "Start-up at a million"). So each kept vehicle is rendered and checked
+/// by a second thread between the store and the builder: the pieces
+/// checked are [`Pieces::of`] of the same record under the same SLA, which
+/// is exactly what the builder stores for that row (`Pieces::of` depends on
+/// nothing else). When every vehicle passes, the index holds no failed row,
+/// which is what `check_pieces` would have found; when any fails, the
+/// built index is checked again in full with `check_pieces`, which marks
+/// and logs each failing row as before, so responses that include one are
+/// still built as trees and refused by the output schema check.
+pub(super) async fn index_received(
+    mut rx: tokio::sync::mpsc::Receiver<VehicleRecord>,
+    meta: SnapshotMeta,
+    sla: u32,
+    expected: usize,
+    keep: Keep,
+    check: VehicleCheck,
+) -> Result<SnapshotIndex, String> {
+    let (checked_tx, mut checked_rx) = tokio::sync::mpsc::channel(STREAM_QUEUE);
+    let early = check.clone();
+    let checker = tokio::task::spawn_blocking(move || {
+        let now = Utc::now();
+        let now_text = json_string(&timestamp(now));
+        let mut out = String::new();
+        let mut passed = true;
+        while let Some(vehicle) = rx.blocking_recv() {
+            if let Keep::NotIn(current) = &keep
+                && current.find_vehicle_id(&vehicle.vehicle_id).is_some()
+            {
+                continue;
+            }
+            // After a failure every row is checked again below.
+            if passed {
+                let pieces = Pieces::of(&vehicle, sla);
+                passed = check_rendering(pieces.as_ref(), now, &now_text, &mut out, early.as_ref())
+                    .is_ok();
+            }
+            if checked_tx.blocking_send(vehicle).is_err() {
+                break;
+            }
+        }
+        passed
+    });
+    let builder = tokio::task::spawn_blocking(move || {
+        SnapshotIndex::build_from(
+            meta,
+            sla,
+            expected,
+            std::iter::from_fn(|| checked_rx.blocking_recv()),
+        )
+    });
+    let passed = checker.await.map_err(|e| e.to_string())?;
+    let mut index = builder.await.map_err(|e| e.to_string())?;
+    if !passed {
+        index = tokio::task::spawn_blocking(move || {
+            index.check_pieces(Utc::now(), check.as_ref());
+            index
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    }
     Ok(index)
 }
 

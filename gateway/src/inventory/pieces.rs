@@ -5,7 +5,9 @@
 //! both build on it.
 
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
+#[cfg(test)]
+use serde_json::{Map, json};
 
 use super::model::VehicleRecord;
 use crate::dap::{MAX_AGE_LIMIT, Provenance, Source, truncate};
@@ -41,6 +43,7 @@ pub(crate) fn feed_source(record: &VehicleRecord) -> Source {
     }
 }
 
+#[cfg(test)]
 pub(crate) fn provenance(record: &VehicleRecord) -> Value {
     let provenance = Provenance::asserted(
         vec![feed_source(record)],
@@ -48,6 +51,17 @@ pub(crate) fn provenance(record: &VehicleRecord) -> Value {
         &record.source.transformations,
     );
     serde_json::to_value(provenance).unwrap_or(Value::Null)
+}
+
+/// [`provenance`] as JSON text, written straight from the typed value (the
+/// same text as serializing the tree [`provenance`] returns).
+pub(crate) fn provenance_text(record: &VehicleRecord) -> String {
+    let provenance = Provenance::asserted(
+        vec![feed_source(record)],
+        None,
+        &record.source.transformations,
+    );
+    serde_json::to_string(&provenance).unwrap_or_else(|_| "null".to_owned())
 }
 
 /// True only when the required dealer charges are known and each one is
@@ -133,6 +147,7 @@ pub fn json_string(s: &str) -> String {
 }
 
 /// Serialize `v` (a tree built here, so it cannot fail).
+#[cfg(test)]
 fn json_text(v: &Value) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
@@ -194,17 +209,7 @@ impl Pieces {
     pub fn of(record: &VehicleRecord, sla_seconds: u32) -> Pieces {
         let observed = record.source.observed_at;
         let until = valid_until(observed, sla_seconds);
-        let (concise, full_only) = static_members(record);
-        let mut head = json_text(&Value::Object(concise));
-        // `{…}` → `{…` (the request appends the rest and the brace).
-        head.pop();
-        head.push(DETAIL_MARK);
-        if !full_only.is_empty() {
-            let rest = json_text(&Value::Object(full_only));
-            // `{"a":…,"b":…}` → `,"a":…,"b":…`
-            head.push(',');
-            head.push_str(&rest[1..rest.len() - 1]);
-        }
+        let head = static_head(record);
         let used = matches!(record.condition.as_str(), "used" | "certified" | "demo");
         let (tenure, used_tail, stocked_us) = match record.stocked_at.filter(|_| used) {
             None => (String::new(), String::new(), None),
@@ -224,7 +229,7 @@ impl Pieces {
         };
         Pieces {
             head,
-            provenance: json_text(&provenance(record)),
+            provenance: provenance_text(record),
             observed_at: json_string(&timestamp(observed)),
             valid_until: json_string(&timestamp(until)),
             tenure,
@@ -345,6 +350,40 @@ impl PiecesRef<'_> {
     }
 }
 
+/// Check the vehicle `pieces` write against `check` (the DAP vehicle
+/// schema) the way `SnapshotIndex::check_pieces` checks an indexed row: as
+/// written at `now` in [`Mode::Live`], and, for a used vehicle stocked after
+/// `now` (it gains its tenure summary only later), also as written a day
+/// after it was stocked; the written text must parse as JSON first.
+/// `now_text` is `json_string(&timestamp(now))`. Used to check a snapshot's
+/// vehicles while it is read, on another thread than the index builder
+/// (docs/benchmarks.md "Start-up at a million").
+pub fn check_rendering(
+    pieces: PiecesRef<'_>,
+    now: DateTime<Utc>,
+    now_text: &str,
+    out: &mut String,
+    check: &dyn Fn(&Value) -> Result<(), String>,
+) -> Result<(), String> {
+    let later = pieces
+        .stocked_us
+        .and_then(DateTime::from_timestamp_micros)
+        .filter(|stocked_at| *stocked_at > now)
+        .map(|stocked_at| stocked_at + Duration::days(1));
+    for at in std::iter::once(now).chain(later) {
+        out.clear();
+        let at_text = if at == now {
+            now_text.to_owned()
+        } else {
+            json_string(&timestamp(at))
+        };
+        pieces.write(out, at, &at_text, Mode::Live);
+        let value = serde_json::from_str::<Value>(out).map_err(|e| format!("not JSON: {e}"))?;
+        check(&value)?;
+    }
+    Ok(())
+}
+
 /// The reasons as JSON string literals (plain ASCII without quotes or
 /// backslashes, so the literal is the text in quotes; a unit test checks).
 const ASSERTED_REASON_JSON: &str = concat!(
@@ -360,9 +399,163 @@ call dealeragent.inventory.verify_availability before presenting it as available
     "\""
 );
 
+/// Members of a JSON object written one at a time (keys are this
+/// module's literals, values typed: serializing cannot fail).
+struct Members {
+    out: String,
+    /// Whether the next member needs a comma before it.
+    comma: bool,
+}
+
+impl Members {
+    /// The opening brace and the members after it.
+    fn object(capacity: usize) -> Members {
+        let mut out = String::with_capacity(capacity);
+        out.push('{');
+        Members { out, comma: false }
+    }
+
+    /// Members that continue an object written elsewhere: each after its
+    /// comma.
+    fn continued(capacity: usize) -> Members {
+        Members {
+            out: String::with_capacity(capacity),
+            comma: true,
+        }
+    }
+
+    fn key(&mut self, key: &str) -> &mut String {
+        if self.comma {
+            self.out.push(',');
+        }
+        self.comma = true;
+        self.out.push('"');
+        self.out.push_str(key);
+        self.out.push_str("\":");
+        &mut self.out
+    }
+
+    fn put(&mut self, key: &str, value: &(impl serde::Serialize + ?Sized)) {
+        let text = serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned());
+        self.key(key).push_str(&text);
+    }
+}
+
+/// [`Pieces::head`]: every member of the vehicle object that depends on
+/// nothing but the record, in wire order, written straight from the typed
+/// record: those of the concise form, [`DETAIL_MARK`], then each of those
+/// only the full form carries ([`FULL_ONLY`]) after its comma. The same
+/// text as serializing the trees of the reference in the unit tests
+/// (built as `serde_json::Value` maps, which cost a fifth of a snapshot's
+/// start-up: docs/benchmarks.md "Start-up at a million"); a test compares
+/// the two.
+fn static_head(record: &VehicleRecord) -> String {
+    // Room for the usual sizes up front: growing the text a member at a
+    // time was a quarter of writing it (docs/benchmarks.md "Start-up at a
+    // million"). A guess only; an unusual record still fits by growing.
+    let mut v = Members::object(640);
+    let mut full = Members::continued(
+        192 + 96 * record.media.len().min(500) + 24 * record.features.len().min(500),
+    );
+    v.put("vehicle_id", &record.vehicle_id);
+    v.put("organization_id", &record.organization_id);
+    v.put("rooftop_id", &record.rooftop_id);
+    if let Some(vin) = &record.vin {
+        v.put("vin", vin);
+    }
+    if let Some(stock) = record.stock_number.as_deref().filter(|s| !s.is_empty()) {
+        v.put("stock_number", truncate(stock, 80));
+    }
+    if let Some(t) = &record.vehicle_type {
+        v.put("vehicle_type", t);
+    }
+    v.put("year", &record.year);
+    v.put("make", truncate(&record.make, 100));
+    v.put("model", truncate(&record.model, 120));
+    if let Some(t) = &record.trim {
+        v.put("trim", truncate(t, 120));
+    }
+    v.put("condition", &record.condition);
+    if let Some(s) = &record.body_style {
+        full.put("body_style", truncate(s, 80));
+    }
+    if let Some(s) = &record.exterior_color {
+        v.put("exterior_color", truncate(s, 80));
+    }
+    if let Some(s) = &record.interior_color {
+        full.put("interior_color", truncate(s, 80));
+    }
+    if let Some(o) = record.odometer.filter(|o| o.value >= 0) {
+        let out = v.key("odometer");
+        out.push_str("{\"value\":");
+        out.push_str(&o.value.to_string());
+        out.push_str(",\"unit\":");
+        out.push_str(&json_string(o.unit.as_str()));
+        if let Some(status) = o.status {
+            out.push_str(",\"status\":");
+            out.push_str(&serde_json::to_string(&status).unwrap_or_else(|_| "null".to_owned()));
+        }
+        out.push('}');
+    }
+    if let Some(p) = &record.powertrain {
+        full.put("powertrain", p);
+    }
+    if !record.features.is_empty() {
+        let features: Vec<&str> = record
+            .features
+            .iter()
+            .filter(|f| !f.is_empty())
+            .take(500)
+            .map(|f| truncate(f, 200))
+            .collect();
+        full.put("features", &features);
+    }
+    if !record.media.is_empty() {
+        full.put("media", &record.media[..record.media.len().min(500)]);
+    }
+    if let Some(u) = &record.listing_url {
+        v.put("listing_url", u);
+    }
+    if let Some(u) = &record.window_sticker_url {
+        full.put("window_sticker_url", u);
+    }
+    let out = v.key("advertised_price");
+    out.push_str("{\"amount\":");
+    out.push_str(&serde_json::to_string(&record.advertised_price).unwrap_or_default());
+    out.push_str(",\"availability\":\"generally_available\",\"includes_required_dealer_charges\":");
+    out.push_str(if includes_required_dealer_charges(record) {
+        "true"
+    } else {
+        "false"
+    });
+    out.push('}');
+    let mut head = String::with_capacity(v.out.len() + 1 + full.out.len());
+    head.push_str(&v.out);
+    head.push(DETAIL_MARK);
+    head.push_str(&full.out);
+    head
+}
+
+/// The head as it was first written, from `serde_json::Value` trees: the
+/// reference [`static_head`] is tested against.
+#[cfg(test)]
+pub(crate) fn reference_head(record: &VehicleRecord) -> String {
+    let (concise, full_only) = static_members(record);
+    let mut head = json_text(&Value::Object(concise));
+    head.pop();
+    head.push(DETAIL_MARK);
+    if !full_only.is_empty() {
+        let rest = json_text(&Value::Object(full_only));
+        head.push(',');
+        head.push_str(&rest[1..rest.len() - 1]);
+    }
+    head
+}
+
 /// Every member of the vehicle object that depends on nothing but the
 /// record, in wire order: those of the concise form, then those only the
 /// full form carries ([`FULL_ONLY`]).
+#[cfg(test)]
 fn static_members(record: &VehicleRecord) -> (Map<String, Value>, Map<String, Value>) {
     let mut v = Map::new();
     let mut full_only = Map::new();
