@@ -143,6 +143,10 @@ impl AppState {
         }
         let vehicle_check: crate::inventory::live::VehicleCheck =
             Arc::new(move |vehicle| match &vehicle_schema {
+                // The fast yes/no first: every stored vehicle is checked at
+                // start-up, and nearly all of them pass; only a failure
+                // pays for the list of what failed.
+                Some(validator) if validator.is_valid(vehicle) => Ok(()),
                 Some(validator) => {
                     let errors: Vec<String> = validator
                         .iter_errors(vehicle)
