@@ -693,8 +693,11 @@ fn run(
                             _ => 0,
                         };
                         let mut best: BinaryHeap<u32> = BinaryHeap::new();
+                        // Without any filter, the subset is the rows of
+                        // the text query's bitmap: every one matches.
+                        let exact = subset.is_some() && *f == Filters::default();
                         let mut visit = |i: usize| {
-                            if !row_matches(f, &prepared, index, i, now_us) {
+                            if !exact && !row_matches(f, &prepared, index, i, now_us) {
                                 return;
                             }
                             let r = &index.rows[i];

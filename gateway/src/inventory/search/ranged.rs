@@ -105,8 +105,17 @@ pub(super) fn search_snapshot<'a>(
         None if walk <= matches => {
             let start = ask.after.map_or(0, |a| first_after(index, a));
             let mut found = 0usize;
+            // `row_matches` narrowed to the two filters present.
+            let hit = |r: &super::Row| {
+                p.make.as_ref().is_none_or(|m| m[r.make as usize])
+                    && price.is_none_or(|(currency, min, max)| {
+                        r.currency == currency
+                            && min.is_none_or(|m| r.price_minor >= m)
+                            && max.is_none_or(|m| r.price_minor <= m)
+                    })
+            };
             for &row in &index.by_vehicle_id[start..] {
-                if !row_matches(f, p, index, row as usize, ask.now_us) {
+                if !hit(&rows[row as usize]) {
                     continue;
                 }
                 found += 1;
