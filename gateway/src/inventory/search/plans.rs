@@ -89,17 +89,20 @@ pub(super) fn candidate_rows(index: &SnapshotIndex, prepared: &Prepared) -> Opti
 
 /// The rows a text query's bitmap holds, when few enough to visit alone.
 fn text_rows(index: &SnapshotIndex, bits: &[u64]) -> Option<Vec<u32>> {
-    let n: usize = bits.iter().map(|w| w.count_ones() as usize).sum();
-    if n > index.len() / 2 {
-        return None;
-    }
-    let mut rows = Vec::with_capacity(n);
+    // One pass: the rows are gathered until they pass half the snapshot
+    // (no separate count, whose popcount is a dozen instructions a word
+    // without the CPU's popcnt).
+    let half = index.len() / 2;
+    let mut rows = Vec::new();
     for (w, &word) in bits.iter().enumerate() {
         let mut rest = word;
         while rest != 0 {
             let bit = rest.trailing_zeros() as usize;
             rows.push(u32::try_from(w * 64 + bit).unwrap_or(u32::MAX));
             rest &= rest - 1;
+        }
+        if rows.len() > half {
+            return None;
         }
     }
     Some(rows)
