@@ -90,9 +90,10 @@ impl TextIndex {
         let mut bits = vec![0u64; rows.div_ceil(64)];
         let mut any = false;
         let mut mark = |w: usize| {
-            for row in self.posting(w) {
+            let posting = self.posting(w);
+            any |= !posting.is_empty();
+            for row in posting {
                 bits[(*row >> 6) as usize] |= 1u64 << (row & 63);
-                any = true;
             }
         };
         if token.len() >= 3 {
