@@ -22,6 +22,11 @@ use chrono::{DateTime, Utc};
 use super::model::VehicleRecord;
 use super::pieces::{Pieces, PiecesRef};
 
+pub(crate) mod ranges;
+mod text;
+use ranges::MakePriceOrder;
+pub(crate) use text::TextIndex;
+
 /// The identity of one snapshot, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SnapshotMeta {
@@ -253,98 +258,6 @@ impl Postings {
 /// direction (`search::order_slot`).
 pub(crate) const SORT_ORDERS: usize = 10;
 
-/// Words per vocabulary chunk: a chunk is first tested as a whole with
-/// `str::contains` (vectorized in std), and its words only when it hits.
-const CHUNK_WORDS: usize = 64;
-
-/// The deduplicated vocabulary of the searchable text with a posting list
-/// (the rows that contain it) per word.
-#[derive(Debug, Default)]
-pub(crate) struct TextIndex {
-    /// Every distinct lower-cased word, each followed by `'\n'`. A query
-    /// token never contains whitespace, so a token that is a substring of a
-    /// vehicle's text is a substring of one of its words, and a match in
-    /// this buffer never spans two words.
-    vocab: String,
-    /// Start offset of each word in `vocab`, plus `vocab.len()` at the end.
-    starts: Vec<u32>,
-    /// `postings[ends[w - 1]..ends[w]]` are the rows containing word `w`,
-    /// ascending.
-    ends: Vec<u32>,
-    postings: Vec<u32>,
-}
-
-impl TextIndex {
-    fn build(per_row: &[Vec<u32>], vocab: String, mut starts: Vec<u32>) -> TextIndex {
-        let words = starts.len();
-        starts.push(row_u32(vocab.len()));
-        let mut counts = vec![0u32; words];
-        for row in per_row {
-            for w in row {
-                counts[*w as usize] += 1;
-            }
-        }
-        let mut ends = Vec::with_capacity(words);
-        let mut acc = 0u32;
-        for c in &counts {
-            acc += c;
-            ends.push(acc);
-        }
-        let mut fill: Vec<u32> = ends.iter().zip(&counts).map(|(e, c)| e - c).collect();
-        let mut postings = vec![0u32; acc as usize];
-        for (row, ws) in per_row.iter().enumerate() {
-            for w in ws {
-                let slot = &mut fill[*w as usize];
-                postings[*slot as usize] = row_u32(row);
-                *slot += 1;
-            }
-        }
-        TextIndex {
-            vocab,
-            starts,
-            ends,
-            postings,
-        }
-    }
-
-    fn word(&self, w: usize) -> &str {
-        // Without the trailing newline.
-        &self.vocab[self.starts[w] as usize..self.starts[w + 1] as usize - 1]
-    }
-
-    fn posting(&self, w: usize) -> &[u32] {
-        let a = if w == 0 { 0 } else { self.ends[w - 1] as usize };
-        &self.postings[a..self.ends[w] as usize]
-    }
-
-    /// The rows whose searchable text contains `token`, as a bitmap of
-    /// `rows` bits; `None` when no row does.
-    pub fn rows_containing(&self, token: &str, rows: usize) -> Option<Vec<u64>> {
-        if token.is_empty() || !self.vocab.contains(token) {
-            return None;
-        }
-        let words = self.starts.len() - 1;
-        let mut bits = vec![0u64; rows.div_ceil(64)];
-        let mut any = false;
-        for first in (0..words).step_by(CHUNK_WORDS) {
-            let last = (first + CHUNK_WORDS).min(words);
-            let chunk = &self.vocab[self.starts[first] as usize..self.starts[last] as usize];
-            if !chunk.contains(token) {
-                continue;
-            }
-            for w in first..last {
-                if self.word(w).contains(token) {
-                    for row in self.posting(w) {
-                        bits[(*row >> 6) as usize] |= 1u64 << (row & 63);
-                        any = true;
-                    }
-                }
-            }
-        }
-        any.then_some(bits)
-    }
-}
-
 /// Strings of one field for every row, stored contiguously; an empty
 /// string means absent (none of the fields kept here can be empty).
 #[derive(Debug, Default)]
@@ -497,6 +410,9 @@ pub struct SnapshotIndex {
     /// while `now` is past it, no row's basis lies in the future, so the
     /// inventory-age order does not depend on `now`.
     pub(crate) max_basis_us: i64,
+    /// The rows grouped by make then price with prefix facet counts, built
+    /// on the first make or price filter ([`SnapshotIndex::make_price`]).
+    make_price: std::sync::OnceLock<MakePriceOrder>,
     pub(crate) text: TextIndex,
     vehicle_ids: Arena,
     vins: Arena,
@@ -714,6 +630,7 @@ impl SnapshotIndex {
             make_rows,
             model_rows,
             orders: Default::default(),
+            make_price: std::sync::OnceLock::new(),
             max_basis_us,
             sources,
             meta,
@@ -812,6 +729,14 @@ impl SnapshotIndex {
     /// (true when it was never checked, e.g. in unit tests).
     pub fn piece_checked(&self, row: usize) -> bool {
         self.failed.binary_search(&row_u32(row)).is_err()
+    }
+
+    /// The rows grouped by make and price with their prefix facet counts
+    /// (built on first use: O(n log n), about 5 bytes a vehicle).
+    pub(crate) fn make_price(&self) -> &MakePriceOrder {
+        self.make_price.get_or_init(|| {
+            MakePriceOrder::build(&self.rows, self.makes.exact.len(), self.models.exact.len())
+        })
     }
 
     /// The makes of this snapshot's vehicles, as published (for
@@ -923,8 +848,7 @@ impl SnapshotIndex {
         blobs
             + self.pieces.heap_bytes()
             + self.rows.len() * std::mem::size_of::<Row>()
-            + self.text.vocab.len()
-            + (self.text.starts.len() + self.text.ends.len() + self.text.postings.len()) * 4
+            + self.text.heap_bytes()
             + self.vehicle_ids.text.len()
             + self.vins.text.len()
             + self.stock_numbers.text.len()
@@ -942,6 +866,7 @@ impl SnapshotIndex {
                 .filter_map(|o| o.get())
                 .map(|o| o.len() * 4)
                 .sum::<usize>()
+            + self.make_price.get().map_or(0, MakePriceOrder::heap_bytes)
     }
 }
 

@@ -68,7 +68,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::index::{
-    AVAILABILITY, CONDITIONS, NO_BASIS, NO_ODOMETER, Row, SORT_ORDERS, SnapshotIndex, VEHICLE_TYPES,
+    AVAILABILITY, CONDITIONS, NO_BASIS, NO_ODOMETER, Row, SnapshotIndex, VEHICLE_TYPES,
 };
 
 /// Page size when the request gives none: ten concise vehicles and the
@@ -80,7 +80,13 @@ pub const MAX_LIMIT: usize = 100;
 
 use super::pieces::DAY_US;
 
+mod facets;
+mod plans;
 mod query;
+mod ranged;
+
+use facets::{coded_facet, ordered, spelled_facet};
+use plans::{candidate_rows, first_after, sorted_rows};
 
 pub use query::{
     DistanceBound, DistanceUnit, Filters, MoneyBound, PageRequest, PriceRange, SearchArgs,
@@ -283,13 +289,17 @@ struct Counts {
 }
 
 impl Counts {
+    fn add_year(&mut self, year: i32, n: u64) {
+        match usize::try_from(year - FIRST_YEAR) {
+            Ok(y) if y < YEARS => self.year[y] += n,
+            _ => *self.other_years.entry(year).or_insert(0) += n,
+        }
+    }
+
     fn add(&mut self, r: &Row, availability: u8) {
         self.make[r.make as usize] += 1;
         self.model[r.model as usize] += 1;
-        match usize::try_from(r.year - FIRST_YEAR) {
-            Ok(y) if y < YEARS => self.year[y] += 1,
-            _ => *self.other_years.entry(r.year).or_insert(0) += 1,
-        }
+        self.add_year(r.year, 1);
         self.condition[usize::from(r.condition)] += 1;
         self.vehicle_type[usize::from(r.vehicle_type)] += 1;
         self.availability[usize::from(availability)] += 1;
@@ -423,105 +433,6 @@ fn prepare(
     })
 }
 
-/// Position in `index.by_vehicle_id` of the first row after the cursor
-/// position `a` in the default order (vehicle_id, then rooftop_id).
-fn first_after(index: &SnapshotIndex, a: &PageKey) -> usize {
-    index.by_vehicle_id.partition_point(|r| {
-        let vid = index.vehicle_id(*r as usize);
-        vid.cmp(a.vehicle_id.as_str())
-            .then_with(|| index.rooftop_id().cmp(&a.rooftop_id))
-            != Ordering::Greater
-    })
-}
-
-/// Where the order of `sort` is kept in [`SnapshotIndex`] (`orders`).
-fn order_slot(sort: Sort) -> usize {
-    let field = match sort.field {
-        SortField::AdvertisedPrice => 0,
-        SortField::Year => 1,
-        SortField::Odometer => 2,
-        SortField::InventoryAgeDays => 3,
-        SortField::ObservedAt => 4,
-    };
-    let slot = field * 2 + usize::from(sort.descending);
-    debug_assert!(slot < SORT_ORDERS);
-    slot
-}
-
-/// The snapshot's rows in the total order of `sort` (built on first use),
-/// or `None` while that order depends on `now`: a vehicle whose
-/// inventory-age basis lies in the future has no age yet and sorts last,
-/// so the age order is fixed only once `now` is past every basis.
-fn sorted_rows(index: &SnapshotIndex, sort: Sort, now_us: i64) -> Option<&[u32]> {
-    if sort.field == SortField::InventoryAgeDays && index.max_basis_us > now_us {
-        return None;
-    }
-    let order = index.orders[order_slot(sort)].get_or_init(|| {
-        let mut rows: Vec<(SortKey, u32)> = (0..index.len())
-            .map(|i| {
-                let row = u32::try_from(i).unwrap_or(u32::MAX);
-                (sort_key(Some(sort), &index.rows[i], now_us), row)
-            })
-            .collect();
-        // Vehicle ids are unique within a snapshot, so the order is total.
-        rows.sort_unstable_by(|a, b| {
-            a.0.cmp(&b.0).then_with(|| {
-                index
-                    .vehicle_id(a.1 as usize)
-                    .cmp(index.vehicle_id(b.1 as usize))
-            })
-        });
-        rows.into_iter().map(|(_, row)| row).collect()
-    });
-    Some(order)
-}
-
-/// Rows that can match `prepared`'s make or model filter (the posting
-/// lists of the matching spellings) or, without either, its text query,
-/// when they are few enough that visiting them beats visiting every row.
-fn candidate_rows(index: &SnapshotIndex, prepared: &Prepared) -> Option<Vec<u32>> {
-    let gather = |wanted: &Option<Vec<bool>>, postings: &super::index::Postings| {
-        let wanted = wanted.as_ref()?;
-        let ids = wanted.iter().enumerate().filter(|(_, w)| **w);
-        let n: usize = ids.clone().map(|(id, _)| postings.rows(id).len()).sum();
-        Some((n, ids.map(|(id, _)| id).collect::<Vec<_>>()))
-    };
-    let by_make = gather(&prepared.make, &index.make_rows);
-    let by_model = gather(&prepared.model, &index.model_rows);
-    let (n, ids, postings) = match (by_make, by_model) {
-        (Some(a), Some(b)) if b.0 < a.0 => (b.0, b.1, &index.model_rows),
-        (Some(a), _) => (a.0, a.1, &index.make_rows),
-        (None, Some(b)) => (b.0, b.1, &index.model_rows),
-        (None, None) => return text_rows(index, prepared.text.as_deref()?),
-    };
-    if n > index.len() / 2 {
-        return None;
-    }
-    let mut rows = Vec::with_capacity(n);
-    for id in ids {
-        rows.extend_from_slice(postings.rows(id));
-    }
-    Some(rows)
-}
-
-/// The rows a text query's bitmap holds, when few enough to visit alone.
-fn text_rows(index: &SnapshotIndex, bits: &[u64]) -> Option<Vec<u32>> {
-    let n: usize = bits.iter().map(|w| w.count_ones() as usize).sum();
-    if n > index.len() / 2 {
-        return None;
-    }
-    let mut rows = Vec::with_capacity(n);
-    for (w, &word) in bits.iter().enumerate() {
-        let mut rest = word;
-        while rest != 0 {
-            let bit = rest.trailing_zeros() as usize;
-            rows.push(u32::try_from(w * 64 + bit).unwrap_or(u32::MAX));
-            rest &= rest - 1;
-        }
-    }
-    Some(rows)
-}
-
 /// How a search visits a snapshot: through its orders and posting lists
 /// where they apply, or by visiting every row (the reference the indexed
 /// plan is tested against).
@@ -645,181 +556,200 @@ fn run(
         // O(limit + log n) instead of a visit of every row
         // (docs/benchmarks.md "Search complexity").
         let bare = plan == Plan::Indexed && query.tokens.is_empty() && *f == Filters::default();
-        let order: Option<&[u32]> = match query.sort {
-            _ if !bare => None,
-            None => Some(&index.by_vehicle_id),
-            Some(sort) => sorted_rows(index, sort, now_us),
-        };
-        if let Some(order) = order {
-            let key = |row: u32| sort_key(query.sort, &index.rows[row as usize], now_us);
-            let start = after.map_or(0, |a| {
-                order.partition_point(|&row| {
+        if plan == Plan::Indexed && ranged::applies(query) {
+            let ask = ranged::Ask {
+                query,
+                sort: query.sort,
+                after,
+                now_us,
+                limit,
+            };
+            let sink = ranged::Sink {
+                heap: &mut heap,
+                counts: &mut counts,
+                total: &mut total,
+                after_count: &mut after_count,
+            };
+            oldest_us = ranged::search_snapshot(index, slot, &prepared, &ask, sink);
+        } else {
+            let order: Option<&[u32]> = match query.sort {
+                _ if !bare => None,
+                None => Some(&index.by_vehicle_id),
+                Some(sort) => sorted_rows(index, sort, now_us),
+            };
+            if let Some(order) = order {
+                let key = |row: u32| sort_key(query.sort, &index.rows[row as usize], now_us);
+                let start = after.map_or(0, |a| {
+                    order.partition_point(|&row| {
+                        let cand = Cand {
+                            key: key(row),
+                            index,
+                            slot,
+                            row,
+                        };
+                        cand.cmp_key(&a.sort, &a.vehicle_id, &a.rooftop_id) != Ordering::Greater
+                    })
+                });
+                let t = &index.totals;
+                total += index.len();
+                after_count += index.len() - start;
+                oldest_us = oldest_us.min(t.oldest_observed_us);
+                for (c, n) in counts.make.iter_mut().zip(&t.make) {
+                    *c += n;
+                }
+                for (c, n) in counts.model.iter_mut().zip(&t.model) {
+                    *c += n;
+                }
+                for (year, n) in &t.year {
+                    match usize::try_from(year - FIRST_YEAR) {
+                        Ok(y) if y < YEARS => counts.year[y] += n,
+                        _ => *counts.other_years.entry(*year).or_insert(0) += n,
+                    }
+                }
+                for (c, n) in counts.condition.iter_mut().zip(&t.condition) {
+                    *c += n;
+                }
+                for (c, n) in counts.vehicle_type.iter_mut().zip(&t.vehicle_type) {
+                    *c += n;
+                }
+                for (c, n) in counts.availability.iter_mut().zip(&t.availability) {
+                    *c += n;
+                }
+                for (&row, &code) in &prepared.availability {
+                    counts.availability[usize::from(index.rows[row].availability)] -= 1;
+                    counts.availability[usize::from(code)] += 1;
+                }
+                for &row in &order[start..] {
                     let cand = Cand {
                         key: key(row),
                         index,
                         slot,
                         row,
                     };
-                    cand.cmp_key(&a.sort, &a.vehicle_id, &a.rooftop_id) != Ordering::Greater
-                })
-            });
-            let t = &index.totals;
-            total += index.len();
-            after_count += index.len() - start;
-            oldest_us = oldest_us.min(t.oldest_observed_us);
-            for (c, n) in counts.make.iter_mut().zip(&t.make) {
-                *c += n;
-            }
-            for (c, n) in counts.model.iter_mut().zip(&t.model) {
-                *c += n;
-            }
-            for (year, n) in &t.year {
-                match usize::try_from(year - FIRST_YEAR) {
-                    Ok(y) if y < YEARS => counts.year[y] += n,
-                    _ => *counts.other_years.entry(*year).or_insert(0) += n,
+                    if !offer(&mut heap, cand, limit) {
+                        break;
+                    }
                 }
-            }
-            for (c, n) in counts.condition.iter_mut().zip(&t.condition) {
-                *c += n;
-            }
-            for (c, n) in counts.vehicle_type.iter_mut().zip(&t.vehicle_type) {
-                *c += n;
-            }
-            for (c, n) in counts.availability.iter_mut().zip(&t.availability) {
-                *c += n;
-            }
-            for (&row, &code) in &prepared.availability {
-                counts.availability[usize::from(index.rows[row].availability)] -= 1;
-                counts.availability[usize::from(code)] += 1;
-            }
-            for &row in &order[start..] {
-                let cand = Cand {
-                    key: key(row),
-                    index,
-                    slot,
-                    row,
+            } else {
+                // A make or model filter visits the rows of the matching
+                // spellings only.
+                let candidates = match (&f.vin, &f.stock_number, plan) {
+                    (None, None, Plan::Indexed) => candidate_rows(index, &prepared),
+                    _ => None,
                 };
-                if !offer(&mut heap, cand, limit) {
-                    break;
-                }
-            }
-        } else {
-            // A make or model filter visits the rows of the matching
-            // spellings only.
-            let candidates = match (&f.vin, &f.stock_number, plan) {
-                (None, None, Plan::Indexed) => candidate_rows(index, &prepared),
-                _ => None,
-            };
-            match (&f.vin, &f.stock_number, query.sort, candidates) {
-                (None, None, None, None) => {
-                    // Default order: walk rows in vehicle_id order, so rows before
-                    // the cursor are found by position and, once the page rejects a
-                    // row, every later row of this snapshot is rejected too.
-                    let start = after.map_or(0, |a| first_after(index, a));
-                    let mut saturated = false;
-                    for (pos, &row) in index.by_vehicle_id.iter().enumerate() {
-                        let i = row as usize;
-                        if !row_matches(f, &prepared, index, i, now_us) {
-                            continue;
+                match (&f.vin, &f.stock_number, query.sort, candidates) {
+                    (None, None, None, None) => {
+                        // Default order: walk rows in vehicle_id order, so rows before
+                        // the cursor are found by position and, once the page rejects a
+                        // row, every later row of this snapshot is rejected too.
+                        let start = after.map_or(0, |a| first_after(index, a));
+                        let mut saturated = false;
+                        for (pos, &row) in index.by_vehicle_id.iter().enumerate() {
+                            let i = row as usize;
+                            if !row_matches(f, &prepared, index, i, now_us) {
+                                continue;
+                            }
+                            total += 1;
+                            oldest_us = oldest_us.min(index.rows[i].observed_us);
+                            counts.add(&index.rows[i], prepared.availability(i, &index.rows[i]));
+                            if pos < start {
+                                continue;
+                            }
+                            after_count += 1;
+                            if !saturated {
+                                let cand = Cand {
+                                    key: SortKey::default(),
+                                    index,
+                                    slot,
+                                    row,
+                                };
+                                saturated = !offer(&mut heap, cand, limit);
+                            }
                         }
-                        total += 1;
-                        oldest_us = oldest_us.min(index.rows[i].observed_us);
-                        counts.add(&index.rows[i], prepared.availability(i, &index.rows[i]));
-                        if pos < start {
-                            continue;
+                    }
+                    (vin, stock, sort, candidates) => {
+                        let subset: Option<Vec<u32>> = match (vin, stock) {
+                            (Some(vin), stock) => Some(
+                                index
+                                    .find_vin(vin)
+                                    .iter()
+                                    .copied()
+                                    .filter(|i| {
+                                        stock.as_deref().is_none_or(|s| {
+                                            index.stock_number(*i as usize) == Some(s)
+                                        })
+                                    })
+                                    .collect(),
+                            ),
+                            (None, Some(stock)) => Some(index.find_stock_number(stock).to_vec()),
+                            (None, None) => candidates,
+                        };
+                        // Default order over a subset: the cursor and the page
+                        // compare each row's rank in vehicle_id order (integers);
+                        // only this snapshot's best `limit` meet the other
+                        // snapshots' rows (and their strings) in the page.
+                        let start = match (sort, after) {
+                            (None, Some(a)) => first_after(index, a),
+                            _ => 0,
+                        };
+                        let mut best: BinaryHeap<u32> = BinaryHeap::new();
+                        // Without any filter, the subset is the rows of
+                        // the text query's bitmap: every one matches.
+                        let exact = subset.is_some() && *f == Filters::default();
+                        let mut visit = |i: usize| {
+                            if !exact && !row_matches(f, &prepared, index, i, now_us) {
+                                return;
+                            }
+                            let r = &index.rows[i];
+                            total += 1;
+                            oldest_us = oldest_us.min(r.observed_us);
+                            counts.add(r, prepared.availability(i, r));
+                            if sort.is_none() {
+                                let rank = index.vehicle_id_rank[i];
+                                if (rank as usize) < start {
+                                    return;
+                                }
+                                after_count += 1;
+                                if best.len() < limit {
+                                    best.push(rank);
+                                } else if best.peek().is_some_and(|worst| rank < *worst) {
+                                    best.pop();
+                                    best.push(rank);
+                                }
+                                return;
+                            }
+                            let cand = Cand {
+                                key: sort_key(sort, r, now_us),
+                                index,
+                                slot,
+                                row: row32(i),
+                            };
+                            if let Some(a) = after
+                                && cand.cmp_key(&a.sort, &a.vehicle_id, &a.rooftop_id)
+                                    != Ordering::Greater
+                            {
+                                return;
+                            }
+                            after_count += 1;
+                            offer(&mut heap, cand, limit);
+                        };
+                        match subset {
+                            Some(rows) => rows.iter().for_each(|i| visit(*i as usize)),
+                            None => (0..index.len()).for_each(visit),
                         }
-                        after_count += 1;
-                        if !saturated {
+                        for rank in best {
                             let cand = Cand {
                                 key: SortKey::default(),
                                 index,
                                 slot,
-                                row,
+                                row: index.by_vehicle_id[rank as usize],
                             };
-                            saturated = !offer(&mut heap, cand, limit);
+                            offer(&mut heap, cand, limit);
                         }
-                    }
-                }
-                (vin, stock, sort, candidates) => {
-                    let subset: Option<Vec<u32>> = match (vin, stock) {
-                        (Some(vin), stock) => Some(
-                            index
-                                .find_vin(vin)
-                                .iter()
-                                .copied()
-                                .filter(|i| {
-                                    stock
-                                        .as_deref()
-                                        .is_none_or(|s| index.stock_number(*i as usize) == Some(s))
-                                })
-                                .collect(),
-                        ),
-                        (None, Some(stock)) => Some(index.find_stock_number(stock).to_vec()),
-                        (None, None) => candidates,
-                    };
-                    // Default order over a subset: the cursor and the page
-                    // compare each row's rank in vehicle_id order (integers);
-                    // only this snapshot's best `limit` meet the other
-                    // snapshots' rows (and their strings) in the page.
-                    let start = match (sort, after) {
-                        (None, Some(a)) => first_after(index, a),
-                        _ => 0,
-                    };
-                    let mut best: BinaryHeap<u32> = BinaryHeap::new();
-                    let mut visit = |i: usize| {
-                        if !row_matches(f, &prepared, index, i, now_us) {
-                            return;
-                        }
-                        let r = &index.rows[i];
-                        total += 1;
-                        oldest_us = oldest_us.min(r.observed_us);
-                        counts.add(r, prepared.availability(i, r));
-                        if sort.is_none() {
-                            let rank = index.vehicle_id_rank[i];
-                            if (rank as usize) < start {
-                                return;
-                            }
-                            after_count += 1;
-                            if best.len() < limit {
-                                best.push(rank);
-                            } else if best.peek().is_some_and(|worst| rank < *worst) {
-                                best.pop();
-                                best.push(rank);
-                            }
-                            return;
-                        }
-                        let cand = Cand {
-                            key: sort_key(sort, r, now_us),
-                            index,
-                            slot,
-                            row: row32(i),
-                        };
-                        if let Some(a) = after
-                            && cand.cmp_key(&a.sort, &a.vehicle_id, &a.rooftop_id)
-                                != Ordering::Greater
-                        {
-                            return;
-                        }
-                        after_count += 1;
-                        offer(&mut heap, cand, limit);
-                    };
-                    match subset {
-                        Some(rows) => rows.iter().for_each(|i| visit(*i as usize)),
-                        None => (0..index.len()).for_each(visit),
-                    }
-                    for rank in best {
-                        let cand = Cand {
-                            key: SortKey::default(),
-                            index,
-                            slot,
-                            row: index.by_vehicle_id[rank as usize],
-                        };
-                        offer(&mut heap, cand, limit);
                     }
                 }
             }
         }
-
         if oldest_us != i64::MAX {
             oldest_match_us.push((position, oldest_us));
         }
@@ -900,56 +830,6 @@ impl SearchPage {
             rooftop_id: index.rooftop_id().to_owned(),
         })
     }
-}
-
-fn ordered(mut values: Vec<(FacetKey, u64)>) -> Vec<FacetValue> {
-    values.retain(|(_, c)| *c > 0);
-    values.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    values
-        .into_iter()
-        .map(|(value, count)| FacetValue { value, count })
-        .collect()
-}
-
-fn coded_facet(table: &[&str], counts: &[u64]) -> Vec<FacetValue> {
-    ordered(
-        table
-            .iter()
-            .zip(counts)
-            .map(|(v, c)| (FacetKey::Str((*v).to_owned()), *c))
-            .collect(),
-    )
-}
-
-/// Groups `(lower, exact, count)` case-insensitively; each group is shown
-/// in its most frequent exact spelling (ties: the smallest spelling).
-fn spelled_facet(entries: Vec<(&str, &str, u64)>) -> Vec<FacetValue> {
-    // Group by lower-case value, then by exact spelling, with a hash map:
-    // the entries (one per make/model of each searched snapshot) far
-    // outnumber the groups, so hashing them is cheaper than sorting them
-    // (docs/benchmarks.md). `ordered` fixes the output order.
-    let mut groups: std::collections::HashMap<&str, Vec<(&str, u64)>> =
-        std::collections::HashMap::new();
-    for (lower, exact, n) in entries {
-        let spellings = groups.entry(lower).or_default();
-        match spellings.iter_mut().find(|(s, _)| *s == exact) {
-            Some((_, c)) => *c += n,
-            None => spellings.push((exact, n)),
-        }
-    }
-    let out: Vec<(FacetKey, u64)> = groups
-        .into_values()
-        .map(|spellings| {
-            let total = spellings.iter().map(|(_, n)| n).sum();
-            // Most frequent spelling; ties: the smallest spelling.
-            let best = spellings
-                .iter()
-                .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(a.0)))
-                .map_or("", |(s, _)| *s);
-            (FacetKey::Str(best.to_owned()), total)
-        })
-        .collect();
-    ordered(out)
 }
 
 pub use super::pieces::inventory_age_days;

@@ -106,6 +106,47 @@ pub struct Filters {
     pub stock_number: Option<String>,
 }
 
+impl Filters {
+    /// Whether every filter other than `make` and the price range is
+    /// absent: such a filter selects whole ranges of the make and price
+    /// order (`index::ranges`). Destructured so that a new filter must be
+    /// considered here.
+    pub(crate) fn only_make_and_price(&self) -> bool {
+        let Filters {
+            vehicle_type,
+            make: _,
+            model,
+            condition,
+            year_min,
+            year_max,
+            price: _,
+            odometer_min_mm,
+            odometer_max_mm,
+            inventory_age_min_days,
+            inventory_age_max_days,
+            history,
+            certification,
+            availability,
+            vin,
+            stock_number,
+        } = self;
+        vehicle_type.is_none()
+            && model.is_none()
+            && condition.is_none()
+            && year_min.is_none()
+            && year_max.is_none()
+            && odometer_min_mm.is_none()
+            && odometer_max_mm.is_none()
+            && inventory_age_min_days.is_none()
+            && inventory_age_max_days.is_none()
+            && history.is_none()
+            && certification.is_none()
+            && availability.is_none()
+            && vin.is_none()
+            && stock_number.is_none()
+    }
+}
+
 /// `dealeragent.inventory.search`: `searchRequest`, compiled by
 /// `inventory::search::SearchQuery::compile`, which applies the
 /// cross-field rules the schema cannot express.

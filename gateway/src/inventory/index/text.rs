@@ -1,0 +1,191 @@
+//! The free-text vocabulary of a snapshot (docs/inventory.md, the query
+//! rule of `inventory::search`): every distinct lower-cased word with the
+//! rows containing it, and a trigram index over the words so that a token
+//! is tested against the few words that can contain it.
+
+use super::row_u32;
+use trigrams::Trigrams;
+
+mod trigrams;
+
+/// Words per vocabulary chunk: a chunk is first tested as a whole with
+/// `str::contains` (vectorized in std), and its words only when it hits.
+const CHUNK_WORDS: usize = 64;
+
+/// The deduplicated vocabulary of the searchable text with a posting list
+/// (the rows that contain it) per word.
+#[derive(Debug, Default)]
+pub(crate) struct TextIndex {
+    /// Every distinct lower-cased word, each followed by `'\n'`. A query
+    /// token never contains whitespace, so a token that is a substring of a
+    /// vehicle's text is a substring of one of its words, and a match in
+    /// this buffer never spans two words.
+    vocab: String,
+    /// Start offset of each word in `vocab`, plus `vocab.len()` at the end.
+    starts: Vec<u32>,
+    /// `postings[ends[w - 1]..ends[w]]` are the rows containing word `w`,
+    /// ascending.
+    ends: Vec<u32>,
+    postings: Vec<u32>,
+    /// The words containing each trigram, built on the first query token
+    /// of three bytes or more.
+    trigrams: std::sync::OnceLock<Trigrams>,
+}
+
+impl TextIndex {
+    pub(super) fn build(per_row: &[Vec<u32>], vocab: String, mut starts: Vec<u32>) -> TextIndex {
+        let words = starts.len();
+        starts.push(row_u32(vocab.len()));
+        let mut counts = vec![0u32; words];
+        for row in per_row {
+            for w in row {
+                counts[*w as usize] += 1;
+            }
+        }
+        let mut ends = Vec::with_capacity(words);
+        let mut acc = 0u32;
+        for c in &counts {
+            acc += c;
+            ends.push(acc);
+        }
+        let mut fill: Vec<u32> = ends.iter().zip(&counts).map(|(e, c)| e - c).collect();
+        let mut postings = vec![0u32; acc as usize];
+        for (row, ws) in per_row.iter().enumerate() {
+            for w in ws {
+                let slot = &mut fill[*w as usize];
+                postings[*slot as usize] = row_u32(row);
+                *slot += 1;
+            }
+        }
+        TextIndex {
+            vocab,
+            starts,
+            ends,
+            postings,
+            trigrams: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn word(&self, w: usize) -> &str {
+        // Without the trailing newline.
+        &self.vocab[self.starts[w] as usize..self.starts[w + 1] as usize - 1]
+    }
+
+    fn posting(&self, w: usize) -> &[u32] {
+        let a = if w == 0 { 0 } else { self.ends[w - 1] as usize };
+        &self.postings[a..self.ends[w] as usize]
+    }
+
+    /// The rows whose searchable text contains `token`, as a bitmap of
+    /// `rows` bits; `None` when no row does.
+    ///
+    /// A token of three bytes or more is a substring of a word only if
+    /// each of its trigrams is, so only the words holding its two rarest
+    /// trigrams are tested with `contains`; a shorter token tests the whole
+    /// vocabulary, 64 words at a time.
+    pub fn rows_containing(&self, token: &str, rows: usize) -> Option<Vec<u64>> {
+        if token.is_empty() {
+            return None;
+        }
+        let mut bits = vec![0u64; rows.div_ceil(64)];
+        let mut any = false;
+        let mut mark = |w: usize| {
+            let posting = self.posting(w);
+            any |= !posting.is_empty();
+            for row in posting {
+                bits[(*row >> 6) as usize] |= 1u64 << (row & 63);
+            }
+        };
+        if token.len() >= 3 {
+            let trigrams = self
+                .trigrams
+                .get_or_init(|| Trigrams::build(&self.vocab, &self.starts));
+            for w in trigrams.candidates(token) {
+                if self.word(w).contains(token) {
+                    mark(w);
+                }
+            }
+            return any.then_some(bits);
+        }
+        if !self.vocab.contains(token) {
+            return None;
+        }
+        let words = self.starts.len() - 1;
+        for first in (0..words).step_by(CHUNK_WORDS) {
+            let last = (first + CHUNK_WORDS).min(words);
+            let chunk = &self.vocab[self.starts[first] as usize..self.starts[last] as usize];
+            if !chunk.contains(token) {
+                continue;
+            }
+            for w in first..last {
+                if self.word(w).contains(token) {
+                    mark(w);
+                }
+            }
+        }
+        any.then_some(bits)
+    }
+
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.vocab.len()
+            + (self.starts.len() + self.ends.len() + self.postings.len()) * 4
+            + self.trigrams.get().map_or(0, Trigrams::heap_bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TextIndex;
+    use proptest::prelude::*;
+
+    fn index_of(words: &[String], rows: &[Vec<usize>]) -> TextIndex {
+        let mut vocab = String::new();
+        let mut starts = Vec::new();
+        for w in words {
+            starts.push(super::row_u32(vocab.len()));
+            vocab.push_str(w);
+            vocab.push('\n');
+        }
+        let per_row: Vec<Vec<u32>> = rows
+            .iter()
+            .map(|ws| {
+                let mut ids: Vec<u32> = ws.iter().map(|w| super::row_u32(*w)).collect();
+                ids.sort_unstable();
+                ids.dedup();
+                ids
+            })
+            .collect();
+        TextIndex::build(&per_row, vocab, starts)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        /// The trigram candidates never lose a word: every token (short,
+        /// long, repeated trigrams, multi-byte characters, absent) finds
+        /// exactly the rows one of whose words contains it.
+        #[test]
+        fn tokens_find_exactly_the_rows_whose_words_contain_them(
+            words in prop::collection::btree_set("[ab1é]{1,9}", 1..40),
+            picks in prop::collection::vec(prop::collection::vec(0usize..1000, 0..4), 0..60),
+            tokens in prop::collection::vec("[ab1é]{1,6}", 1..8),
+        ) {
+            let words: Vec<String> = words.into_iter().collect();
+            let rows: Vec<Vec<usize>> = picks
+                .iter()
+                .map(|p| p.iter().map(|i| i % words.len()).collect())
+                .collect();
+            let index = index_of(&words, &rows);
+            for token in &tokens {
+                let expected: Vec<usize> = (0..rows.len())
+                    .filter(|r| rows[*r].iter().any(|w| words[*w].contains(token.as_str())))
+                    .collect();
+                let got: Vec<usize> = index
+                    .rows_containing(token, rows.len())
+                    .map(|bits| (0..rows.len()).filter(|r| bits[r >> 6] & (1u64 << (r & 63)) != 0).collect())
+                    .unwrap_or_default();
+                prop_assert_eq!(got, expected, "token {:?}", token);
+            }
+        }
+    }
+}
