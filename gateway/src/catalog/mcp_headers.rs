@@ -54,12 +54,18 @@ pub(super) fn declare(
                 "mcp_headers: `{property}` is not a property of the input schema's root"
             ));
         };
-        let ty = primitive_type(member, &defs);
-        if !matches!(ty, Some("string" | "integer" | "boolean")) {
+        let ty = primitive_type(member, &defs).map(str::to_owned);
+        let Some(ty) = ty.filter(|t| matches!(t.as_str(), "string" | "integer" | "boolean")) else {
             return Err(format!(
                 "mcp_headers: `{property}` must be a string, integer or boolean (x-mcp-header)"
             ));
-        }
+        };
+        // Clients read the `type` keyword of the property itself and drop
+        // a tool whose header property has none (the official Python SDK
+        // does): a property that is a `$ref` to a primitive definition
+        // states that definition's type beside the reference, which
+        // validates exactly the same values.
+        member.entry("type").or_insert_with(|| json!(ty));
         member.insert("x-mcp-header".into(), json!(name));
         out.push(ParamHeader {
             property: property.clone(),
@@ -126,6 +132,13 @@ mod tests {
         assert_eq!(
             s["properties"]["organization_id"]["x-mcp-header"],
             "Organization"
+        );
+        // The type a client checks is on the property itself, beside the
+        // reference it came from.
+        assert_eq!(s["properties"]["organization_id"]["type"], "string");
+        assert_eq!(
+            s["properties"]["organization_id"]["$ref"],
+            "#/$defs/identifier"
         );
     }
 
