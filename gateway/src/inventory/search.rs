@@ -84,6 +84,7 @@ mod facets;
 mod plans;
 mod query;
 mod ranged;
+mod texted;
 
 use facets::{coded_facet, ordered, spelled_facet};
 use plans::{candidate_rows, first_after, sorted_rows};
@@ -370,6 +371,7 @@ fn prepare(
     basis_max_us: Option<i128>,
     basis_min_us: Option<i128>,
     overlay: &AvailabilityOverlay,
+    with_text: bool,
 ) -> Option<Prepared> {
     if index.organization_id() != query.organization_id {
         return None;
@@ -389,24 +391,11 @@ fn prepare(
     {
         return None;
     }
-    let mut text: Option<Vec<u64>> = None;
-    for t in &query.tokens {
-        let bits = index.text.rows_containing(t, index.len())?;
-        text = Some(match text {
-            None => bits,
-            Some(mut acc) => {
-                let mut any = 0u64;
-                for (a, b) in acc.iter_mut().zip(&bits) {
-                    *a &= *b;
-                    any |= *a;
-                }
-                if any == 0 {
-                    return None;
-                }
-                acc
-            }
-        });
-    }
+    let text = if with_text {
+        text_bits(query, index)?
+    } else {
+        None
+    };
     let availability = overlay
         .get(index.rooftop_id())
         .into_iter()
@@ -431,6 +420,30 @@ fn prepare(
         basis_min_us,
         availability,
     })
+}
+
+/// The rows matching every token of the query, as a bitmap (`None`
+/// without tokens); `None` outside when no row can match.
+fn text_bits(query: &SearchQuery, index: &SnapshotIndex) -> Option<Option<Vec<u64>>> {
+    let mut text: Option<Vec<u64>> = None;
+    for t in &query.tokens {
+        let bits = index.text.rows_containing(t, index.len())?;
+        text = Some(match text {
+            None => bits,
+            Some(mut acc) => {
+                let mut any = 0u64;
+                for (a, b) in acc.iter_mut().zip(&bits) {
+                    *a &= *b;
+                    any |= *a;
+                }
+                if any == 0 {
+                    return None;
+                }
+                acc
+            }
+        });
+    }
+    Some(text)
 }
 
 /// How a search visits a snapshot: through its orders and posting lists
@@ -536,7 +549,12 @@ fn run(
     };
 
     for (slot, index) in indexes.iter().enumerate() {
-        let Some(prepared) = prepare(query, index, basis_max_us, basis_min_us, overlay) else {
+        // A text query without filters is first tried as runs of the
+        // facet order (`texted`), which needs no bitmap of its rows.
+        let as_runs = plan == Plan::Indexed && texted::applies(query);
+        let Some(mut prepared) =
+            prepare(query, index, basis_max_us, basis_min_us, overlay, !as_runs)
+        else {
             continue;
         };
         let index: &SnapshotIndex = index;
@@ -556,6 +574,7 @@ fn run(
         // O(limit + log n) instead of a visit of every row
         // (docs/benchmarks.md "Search complexity").
         let bare = plan == Plan::Indexed && query.tokens.is_empty() && *f == Filters::default();
+        let mut handled = false;
         if plan == Plan::Indexed && ranged::applies(query) {
             let ask = ranged::Ask {
                 query,
@@ -571,7 +590,26 @@ fn run(
                 after_count: &mut after_count,
             };
             oldest_us = ranged::search_snapshot(index, slot, &prepared, &ask, sink);
-        } else {
+            handled = true;
+        } else if as_runs {
+            let sink = ranged::Sink {
+                heap: &mut heap,
+                counts: &mut counts,
+                total: &mut total,
+                after_count: &mut after_count,
+            };
+            match texted::search_snapshot(index, slot, &prepared, query, after, limit, sink) {
+                Some(oldest) => {
+                    oldest_us = oldest;
+                    handled = true;
+                }
+                None => match text_bits(query, index) {
+                    Some(bits) => prepared.text = bits,
+                    None => continue,
+                },
+            }
+        }
+        if !handled {
             let order: Option<&[u32]> = match query.sort {
                 _ if !bare => None,
                 None => Some(&index.by_vehicle_id),

@@ -3,10 +3,13 @@
 //! rows containing it, and a trigram index over the words so that a token
 //! is tested against the few words that can contain it.
 
-use super::row_u32;
+use super::{Row, row_u32};
 use trigrams::Trigrams;
 
+pub(crate) mod runs;
 mod trigrams;
+
+pub(crate) use runs::FacetOrder;
 
 /// Words per vocabulary chunk: a chunk is first tested as a whole with
 /// `str::contains` (vectorized in std), and its words only when it hits.
@@ -30,6 +33,9 @@ pub(crate) struct TextIndex {
     /// The words containing each trigram, built on the first query token
     /// of three bytes or more.
     trigrams: std::sync::OnceLock<Trigrams>,
+    /// The facet order and the shapes of the large words, built on the
+    /// first query that can be answered as runs ([`runs`]).
+    runs: std::sync::OnceLock<FacetOrder>,
 }
 
 impl TextIndex {
@@ -63,6 +69,7 @@ impl TextIndex {
             ends,
             postings,
             trigrams: std::sync::OnceLock::new(),
+            runs: std::sync::OnceLock::new(),
         }
     }
 
@@ -76,39 +83,26 @@ impl TextIndex {
         &self.postings[a..self.ends[w] as usize]
     }
 
-    /// The rows whose searchable text contains `token`, as a bitmap of
-    /// `rows` bits; `None` when no row does.
+    /// Calls `f` with each word containing `token` (not empty), ascending.
     ///
     /// A token of three bytes or more is a substring of a word only if
     /// each of its trigrams is, so only the words holding its two rarest
     /// trigrams are tested with `contains`; a shorter token tests the whole
     /// vocabulary, 64 words at a time.
-    pub fn rows_containing(&self, token: &str, rows: usize) -> Option<Vec<u64>> {
-        if token.is_empty() {
-            return None;
-        }
-        let mut bits = vec![0u64; rows.div_ceil(64)];
-        let mut any = false;
-        let mut mark = |w: usize| {
-            let posting = self.posting(w);
-            any |= !posting.is_empty();
-            for row in posting {
-                bits[(*row >> 6) as usize] |= 1u64 << (row & 63);
-            }
-        };
+    fn each_word(&self, token: &str, mut f: impl FnMut(usize)) {
         if token.len() >= 3 {
             let trigrams = self
                 .trigrams
                 .get_or_init(|| Trigrams::build(&self.vocab, &self.starts));
             for w in trigrams.candidates(token) {
                 if self.word(w).contains(token) {
-                    mark(w);
+                    f(w);
                 }
             }
-            return any.then_some(bits);
+            return;
         }
         if !self.vocab.contains(token) {
-            return None;
+            return;
         }
         let words = self.starts.len() - 1;
         for first in (0..words).step_by(CHUNK_WORDS) {
@@ -119,17 +113,70 @@ impl TextIndex {
             }
             for w in first..last {
                 if self.word(w).contains(token) {
-                    mark(w);
+                    f(w);
                 }
             }
         }
+    }
+
+    /// The rows whose searchable text contains `token`, as a bitmap of
+    /// `rows` bits; `None` when no row does.
+    pub fn rows_containing(&self, token: &str, rows: usize) -> Option<Vec<u64>> {
+        if token.is_empty() {
+            return None;
+        }
+        let mut bits = vec![0u64; rows.div_ceil(64)];
+        let mut any = false;
+        self.each_word(token, |w| {
+            let posting = self.posting(w);
+            any |= !posting.is_empty();
+            for row in posting {
+                bits[(*row >> 6) as usize] |= 1u64 << (row & 63);
+            }
+        });
         any.then_some(bits)
+    }
+
+    /// The rows containing every token, as runs of the facet order (built
+    /// on first use over `rows`, `makes` and `models` of the snapshot);
+    /// empty runs when no row matches; `None` when some token cannot be
+    /// told as runs (the caller then uses [`TextIndex::rows_containing`]).
+    pub fn matching_runs(
+        &self,
+        rows: &[Row],
+        makes: usize,
+        models: usize,
+        tokens: &[String],
+    ) -> Option<(&FacetOrder, runs::Runs)> {
+        let order = self.runs.get_or_init(|| {
+            FacetOrder::build(rows, makes, models, self.starts.len() - 1, |w| {
+                self.posting(w)
+            })
+        });
+        let mut acc: Option<runs::Runs> = None;
+        for token in tokens {
+            let mut words = Vec::new();
+            if !token.is_empty() {
+                self.each_word(token, |w| words.push(w));
+            }
+            let set = order.token(&words, |w| self.posting(w))?;
+            let next = match acc {
+                None => set,
+                Some(prev) => runs::intersect(&prev, &set),
+            };
+            if next.is_empty() {
+                return Some((order, next));
+            }
+            acc = Some(next);
+        }
+        Some((order, acc.unwrap_or_default()))
     }
 
     pub(super) fn heap_bytes(&self) -> usize {
         self.vocab.len()
             + (self.starts.len() + self.ends.len() + self.postings.len()) * 4
             + self.trigrams.get().map_or(0, Trigrams::heap_bytes)
+            + self.runs.get().map_or(0, FacetOrder::heap_bytes)
     }
 }
 

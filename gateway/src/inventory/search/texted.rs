@@ -1,0 +1,124 @@
+//! The plan of a text query without filters in the default order: its
+//! matches are runs of the snapshot's facet order (`index::text::runs`),
+//! so the total, the facets and the oldest observation come from that
+//! order's checkpoints, and the page from the first matches after the
+//! cursor in `vehicle_id` order — not from a visit of every match
+//! (docs/benchmarks.md "Text search at a million, as runs").
+
+use std::collections::BinaryHeap;
+
+use super::super::index::SnapshotIndex;
+use super::plans::first_after;
+use super::ranged::Sink;
+use super::{Cand, Filters, PageKey, Prepared, SearchQuery, SortKey, offer};
+
+/// Whether the query may be answered as runs: a text query, no filter,
+/// the default order.
+pub(super) fn applies(query: &SearchQuery) -> bool {
+    !query.tokens.is_empty() && query.sort.is_none() && query.filters == Filters::default()
+}
+
+/// Adds the matches of one snapshot to `out` and returns their oldest
+/// `observed_us` (`i64::MAX` when none match); `None`, having added
+/// nothing, when the query's tokens cannot be told as runs.
+pub(super) fn search_snapshot<'a>(
+    index: &'a SnapshotIndex,
+    slot: u32,
+    p: &Prepared,
+    query: &SearchQuery,
+    after: Option<&PageKey>,
+    limit: usize,
+    out: Sink<'a, '_>,
+) -> Option<i64> {
+    let rows = &index.rows;
+    let (order, runs) = index.text.matching_runs(
+        rows,
+        index.makes.exact.len(),
+        index.models.exact.len(),
+        &query.tokens,
+    )?;
+    let mut buckets = order.buckets();
+    let mut oldest = i64::MAX;
+    let mut matches = 0usize;
+    for &(a, b) in &runs {
+        oldest = oldest.min(order.count(rows, a as usize, b as usize, &mut buckets));
+        matches += (b - a) as usize;
+    }
+    if matches == 0 {
+        return Some(i64::MAX);
+    }
+    *out.total += matches;
+    let counts = &mut *out.counts;
+    order.each(&buckets, |facet, code, n| {
+        let at = usize::try_from(code).unwrap_or(0);
+        match facet {
+            0 => counts.make[at] += n,
+            1 => counts.model[at] += n,
+            2 => counts.add_year(i32::try_from(code).unwrap_or(0), n),
+            3 => counts.condition[at] += n,
+            4 => counts.vehicle_type[at] += n,
+            _ => counts.availability[at] += n,
+        }
+    });
+    // The checkpoints count the feed's availability; an overlaid match
+    // moves to its checked status, as in the bare search.
+    for (&row, &code) in &p.availability {
+        if order.contains(&runs, row) {
+            counts.availability[usize::from(rows[row].availability)] -= 1;
+            counts.availability[usize::from(code)] += 1;
+        }
+    }
+
+    let start = after.map_or(0, |a| first_after(index, a));
+    // Walking the default order from the cursor meets a match every
+    // `len / matches` rows on average: walk while that finds the page
+    // sooner than visiting every match would.
+    let walk = (limit + 1).saturating_mul(index.len()) / matches;
+    if walk <= matches {
+        let mut found = 0usize;
+        for &row in &index.by_vehicle_id[start..] {
+            if !order.contains(&runs, row as usize) {
+                continue;
+            }
+            found += 1;
+            if found > limit {
+                break;
+            }
+            let cand = Cand {
+                key: SortKey::default(),
+                index,
+                slot,
+                row,
+            };
+            offer(out.heap, cand, limit);
+        }
+        *out.after_count += found;
+    } else {
+        let mut best: BinaryHeap<u32> = BinaryHeap::new();
+        for &(a, b) in &runs {
+            for &row in order.rows(a, b) {
+                let rank = index.vehicle_id_rank[row as usize];
+                if (rank as usize) < start {
+                    continue;
+                }
+                *out.after_count += 1;
+                if best.len() < limit {
+                    best.push(rank);
+                } else if best.peek().is_some_and(|worst| rank < *worst) {
+                    best.pop();
+                    best.push(rank);
+                }
+            }
+        }
+        for rank in best {
+            let cand = Cand {
+                key: SortKey::default(),
+                index,
+                slot,
+                row: index.by_vehicle_id[rank as usize],
+            };
+            offer(out.heap, cand, limit);
+        }
+    }
+    Some(oldest)
+}
