@@ -310,8 +310,18 @@ fn arb_text_fleet() -> impl Strategy<Value = Vec<VehicleRecord>> {
     (0usize..120).prop_flat_map(|len| {
         (0..len)
             .map(|n| {
-                (arb_record(n), 0usize..10, 0usize..6, 0usize..4, 0usize..5).prop_map(
-                    move |(mut r, make, model, trim, color)| {
+                (
+                    arb_record(n),
+                    0usize..10,
+                    0usize..6,
+                    0usize..4,
+                    0usize..5,
+                    0i64..90,
+                )
+                    .prop_map(move |(mut r, make, model, trim, color, seen)| {
+                        // Many distinct observations: the oldest of a run
+                        // may lie in a whole block or at either end.
+                        r.source.observed_at = now() - Duration::minutes(seen);
                         r.make = [
                             "Ram",
                             "Ram",
@@ -343,8 +353,7 @@ fn arb_text_fleet() -> impl Strategy<Value = Vec<VehicleRecord>> {
                         r.stock_number = Some(format!("R{}", 1490 + n));
                         r.year = 2014 + i32::try_from(n % 7).unwrap_or(0);
                         r
-                    },
-                )
+                    })
             })
             .collect::<Vec<_>>()
     })
