@@ -598,7 +598,15 @@ fn run(
                 total: &mut total,
                 after_count: &mut after_count,
             };
-            match texted::search_snapshot(index, slot, &prepared, query, after, limit, sink) {
+            match texted::search_snapshot(
+                index,
+                slot,
+                &prepared,
+                query,
+                after,
+                (limit, now_us),
+                sink,
+            ) {
                 Some(oldest) => {
                     oldest_us = oldest;
                     handled = true;

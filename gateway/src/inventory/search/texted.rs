@@ -1,21 +1,22 @@
-//! The plan of a text query without filters in the default order: its
-//! matches are runs of the snapshot's facet order (`index::text::runs`),
-//! so the total, the facets and the oldest observation come from that
-//! order's checkpoints, and the page from the first matches after the
-//! cursor in `vehicle_id` order — not from a visit of every match
-//! (docs/benchmarks.md "Text search at a million, as runs").
+//! The plan of a text query without filters: its matches are runs of the
+//! snapshot's facet order (`index::text::runs`), so the total, the facets
+//! and the oldest observation come from that order's checkpoints, and the
+//! page from the first matches after the cursor in the requested order
+//! (`vehicle_id`, or the sort's order of the snapshot) — not from a visit
+//! of every match (docs/benchmarks.md "Text search at a million, as
+//! runs").
 
+use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 use super::super::index::SnapshotIndex;
-use super::plans::first_after;
+use super::plans::{first_after, sorted_rows};
 use super::ranged::Sink;
-use super::{Cand, Filters, PageKey, Prepared, SearchQuery, SortKey, offer};
+use super::{Cand, Filters, PageKey, Prepared, SearchQuery, SortKey, offer, sort_key};
 
-/// Whether the query may be answered as runs: a text query, no filter,
-/// the default order.
+/// Whether the query may be answered as runs: a text query, no filter.
 pub(super) fn applies(query: &SearchQuery) -> bool {
-    !query.tokens.is_empty() && query.sort.is_none() && query.filters == Filters::default()
+    !query.tokens.is_empty() && query.filters == Filters::default()
 }
 
 /// Adds the matches of one snapshot to `out` and returns their oldest
@@ -27,7 +28,7 @@ pub(super) fn search_snapshot<'a>(
     p: &Prepared,
     query: &SearchQuery,
     after: Option<&PageKey>,
-    limit: usize,
+    (limit, now_us): (usize, i64),
     out: Sink<'a, '_>,
 ) -> Option<i64> {
     let rows = &index.rows;
@@ -69,31 +70,26 @@ pub(super) fn search_snapshot<'a>(
         }
     }
 
-    let start = after.map_or(0, |a| first_after(index, a));
-    // Walking the default order from the cursor meets a match every
+    // Walking an order from the cursor meets a match every
     // `len / matches` rows on average: walk while that finds the page
     // sooner than visiting every match would.
-    let walk = (limit + 1).saturating_mul(index.len()) / matches;
-    if walk <= matches {
-        let mut found = 0usize;
-        for &row in &index.by_vehicle_id[start..] {
-            if !order.contains(&runs, row as usize) {
-                continue;
-            }
-            found += 1;
-            if found > limit {
-                break;
-            }
-            let cand = Cand {
-                key: SortKey::default(),
-                index,
-                slot,
-                row,
-            };
-            offer(out.heap, cand, limit);
+    let member = |row: usize| order.contains(&runs, row);
+    let dense = (limit + 1).saturating_mul(index.len()) / matches <= matches;
+    let Some(sort) = query.sort else {
+        let start = after.map_or(0, |a| first_after(index, a));
+        if dense {
+            let found = walk(&index.by_vehicle_id[start..], member, limit, |row| {
+                let cand = Cand {
+                    key: SortKey::default(),
+                    index,
+                    slot,
+                    row,
+                };
+                offer(out.heap, cand, limit);
+            });
+            *out.after_count += found;
+            return Some(oldest);
         }
-        *out.after_count += found;
-    } else {
         let mut best: BinaryHeap<u32> = BinaryHeap::new();
         for &(a, b) in &runs {
             for &row in order.rows(a, b) {
@@ -119,6 +115,65 @@ pub(super) fn search_snapshot<'a>(
             };
             offer(out.heap, cand, limit);
         }
+        return Some(oldest);
+    };
+    let cand_of = |row: u32| Cand {
+        key: sort_key(Some(sort), &rows[row as usize], now_us),
+        index,
+        slot,
+        row,
+    };
+    let is_after = |cand: &Cand<'_>| {
+        after.is_none_or(|a| {
+            cand.cmp_key(&a.sort, &a.vehicle_id, &a.rooftop_id) == Ordering::Greater
+        })
+    };
+    // The sort's order of the snapshot (`None` while it depends on `now`).
+    match sorted_rows(index, sort, now_us).filter(|_| dense) {
+        Some(sorted) => {
+            let start = after.map_or(0, |_| {
+                sorted.partition_point(|&row| !is_after(&cand_of(row)))
+            });
+            let found = walk(&sorted[start..], member, limit, |row| {
+                offer(out.heap, cand_of(row), limit);
+            });
+            *out.after_count += found;
+        }
+        None => {
+            for &(a, b) in &runs {
+                for &row in order.rows(a, b) {
+                    let cand = cand_of(row);
+                    if !is_after(&cand) {
+                        continue;
+                    }
+                    *out.after_count += 1;
+                    offer(out.heap, cand, limit);
+                }
+            }
+        }
     }
     Some(oldest)
+}
+
+/// Offers the rows of `order` that match (`put`), up to `limit` of them,
+/// and returns how many it met, at most `limit + 1`: one more than the
+/// page tells that the page has a next one.
+fn walk(
+    order: &[u32],
+    matches: impl Fn(usize) -> bool,
+    limit: usize,
+    mut put: impl FnMut(u32),
+) -> usize {
+    let mut found = 0usize;
+    for &row in order {
+        if !matches(row as usize) {
+            continue;
+        }
+        found += 1;
+        if found > limit {
+            break;
+        }
+        put(row);
+    }
+    found
 }
