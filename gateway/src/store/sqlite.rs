@@ -244,7 +244,7 @@ impl Dialect for SqliteDialect {
     async fn insert_vehicles(
         conn: &mut SqliteConnection,
         snapshot_id: &str,
-        batch: &[(VehicleRecord, String)],
+        batch: &[crate::store::snapshot_write::StoredVehicle],
     ) -> Result<(), StoreError> {
         // Idempotent, and cheap next to a batch: see IMPORT_CACHE_KIB.
         sqlx::query(AssertSqlSafe(format!(
@@ -255,13 +255,13 @@ impl Dialect for SqliteDialect {
         for rows in batch.chunks(VEHICLE_INSERT_BATCH) {
             // Full batches share one SQL text, hence one cached prepared statement.
             let mut query = sqlx::query(AssertSqlSafe(vehicle_insert_sql(rows.len())));
-            for (vehicle, doc) in rows {
+            for vehicle in rows {
                 query = query
                     .bind(snapshot_id)
                     .bind(&vehicle.vehicle_id)
                     .bind(&vehicle.vin)
                     .bind(&vehicle.stock_number)
-                    .bind(doc);
+                    .bind(&vehicle.doc);
             }
             query.execute(&mut *conn).await?;
         }
