@@ -106,7 +106,7 @@ impl StoredVehicle {
 
 /// A vehicle waiting in a batch: as its record, or already as stored text.
 enum Pending {
-    Record(VehicleRecord),
+    Record(Box<VehicleRecord>),
     Stored(StoredVehicle),
 }
 
@@ -149,14 +149,14 @@ impl Pending {
     /// The record, borrowed or read back from its text.
     fn record(&self) -> Result<std::borrow::Cow<'_, VehicleRecord>, StoreError> {
         match self {
-            Self::Record(v) => Ok(std::borrow::Cow::Borrowed(v)),
+            Self::Record(v) => Ok(std::borrow::Cow::Borrowed(&**v)),
             Self::Stored(v) => v.record().map(std::borrow::Cow::Owned),
         }
     }
 
     fn into_stored(self) -> Result<StoredVehicle, StoreError> {
         match self {
-            Self::Record(v) => StoredVehicle::from_record(v),
+            Self::Record(v) => StoredVehicle::from_record(*v),
             Self::Stored(v) => Ok(v),
         }
     }
@@ -451,7 +451,7 @@ pub(super) async fn write_snapshots(
         match feed.recv().await {
             Some(fed @ (SnapshotFeed::Vehicle(_) | SnapshotFeed::Stored(_))) => {
                 let vehicle = match fed {
-                    SnapshotFeed::Vehicle(v) => Pending::Record(*v),
+                    SnapshotFeed::Vehicle(v) => Pending::Record(v),
                     SnapshotFeed::Stored(v) => Pending::Stored(*v),
                     SnapshotFeed::End => unreachable!("matched above"),
                 };

@@ -97,6 +97,7 @@ fn named_by_path(e: IngestError, shown: &str) -> IngestError {
 /// transaction, or none does; a dry run computes the same summaries and
 /// writes nothing. `checks` names each change as the writer finds it and
 /// applies the removal guard (docs/inventory-feeds.md "Commands").
+#[allow(clippy::too_many_arguments, reason = "one internal entry point")]
 pub(super) async fn stream_write(
     store: &dyn Store,
     path: &Path,

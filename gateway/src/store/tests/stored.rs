@@ -87,7 +87,7 @@ pub(super) async fn stored_vehicles_are_written_and_compared_as_their_records(st
     let (records, record_changes) = write(store, &next, false, true, true).await;
     let (texts, text_changes) = write(store, &next, true, true, true).await;
     let summaries = |w: &snapshot_write::SnapshotWrite| -> Vec<InventoryImportSummary> {
-        w.snapshots.iter().map(|s| s.summary.clone()).collect()
+        w.snapshots.iter().map(|s| s.summary).collect()
     };
     assert_eq!(summaries(&records.unwrap()), summaries(&texts.unwrap()));
     assert_eq!(record_changes, text_changes);
