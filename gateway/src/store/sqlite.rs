@@ -44,9 +44,12 @@ const VEHICLE_INSERT_BATCH: usize = 500;
 /// number) in an order unrelated to the feed's: with the default cache,
 /// SQLite kept writing changed pages of the open transaction out to the
 /// log and reading them back, a sixth of an import's time
-/// (docs/benchmarks.md "Start-up at a million"). The cache grows only as
-/// pages are used, and its connection is closed when idle.
-const IMPORT_CACHE_KIB: u32 = 64 * 1024;
+/// (docs/benchmarks.md "Start-up at a million"). 256 MiB holds the three
+/// indexes of a million-vehicle snapshot (about 200 MB), which 64 MiB did
+/// not: a 1M import took 151 s with 64 MiB and 128 s with 256 MiB, for 67 MB
+/// more peak memory (docs/benchmarks.md "Import: checked once"). The cache
+/// grows only as pages are used, and its connection is closed when idle.
+const IMPORT_CACHE_KIB: u32 = 256 * 1024;
 
 /// The SQLite store.
 pub type SqliteStore = SqlStore<SqliteDialect>;
