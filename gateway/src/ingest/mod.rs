@@ -20,11 +20,14 @@
 //! [`check_feed`] then [`stream_feed`] hold neither: pass 1 applies every
 //! rule and keeps only the keys rules across records need, pass 2 re-reads
 //! the same bytes (checked by digest) and hands each vehicle to a writer
-//! that commits only at the end, so all or nothing still holds.
+//! that commits only at the end, so all or nothing still holds. An import
+//! checks once instead ([`kept::check_and_keep`]): pass 1 also keeps each
+//! checked vehicle, as stored text, in a temporary file that pass 2 reads.
 
 pub mod dap_csv;
 pub mod dealer_com;
 pub mod json;
+pub mod kept;
 pub mod rules;
 
 use std::collections::BTreeMap;

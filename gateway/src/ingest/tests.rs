@@ -918,6 +918,8 @@ fn feed_memory() {
 mod evidence;
 /// JSON vehicle records: conversion, the shared rules, problem positions.
 mod json;
+/// Checked once: the vehicles an import keeps from its checking pass.
+mod kept;
 /// Line numbers: LF, CRLF (RFC 4180, spreadsheets) and lone CR.
 mod lines;
 /// Streaming: parse from a reader, check then stream.

@@ -212,16 +212,14 @@ impl Dialect for PostgresDialect {
     async fn insert_vehicles(
         conn: &mut PgConnection,
         snapshot_id: &str,
-        batch: &[(VehicleRecord, String)],
+        batch: &[crate::store::snapshot_write::StoredVehicle],
     ) -> Result<(), StoreError> {
         for rows in batch.chunks(VEHICLE_INSERT_BATCH) {
-            let ids: Vec<&str> = rows.iter().map(|(v, _)| v.vehicle_id.as_str()).collect();
-            let vins: Vec<Option<&str>> = rows.iter().map(|(v, _)| v.vin.as_deref()).collect();
-            let stock_numbers: Vec<Option<&str>> = rows
-                .iter()
-                .map(|(v, _)| v.stock_number.as_deref())
-                .collect();
-            let docs: Vec<&str> = rows.iter().map(|(_, d)| d.as_str()).collect();
+            let ids: Vec<&str> = rows.iter().map(|v| v.vehicle_id.as_str()).collect();
+            let vins: Vec<Option<&str>> = rows.iter().map(|v| v.vin.as_deref()).collect();
+            let stock_numbers: Vec<Option<&str>> =
+                rows.iter().map(|v| v.stock_number.as_deref()).collect();
+            let docs: Vec<&str> = rows.iter().map(|v| v.doc.as_str()).collect();
             // One statement per batch: four text arrays, unnested into rows.
             sqlx::query(
                 "insert into vehicles (snapshot_id, vehicle_id, vin, stock_number, doc)

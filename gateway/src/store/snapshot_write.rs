@@ -42,9 +42,124 @@ pub const FEED_CHANNEL_CAPACITY: usize = 256;
 pub enum SnapshotFeed {
     /// The next vehicle, in file order.
     Vehicle(Box<VehicleRecord>),
+    /// The next vehicle, in file order, already written as the text the
+    /// store keeps (an import's checked vehicles, docs/benchmarks.md
+    /// "Import: checked once"): stored as it is, never serialized again.
+    Stored(Box<StoredVehicle>),
     /// Every vehicle was sent and every rule passed: commit. A channel that
     /// closes without `End` means the reader failed, and nothing is written.
     End,
+}
+
+/// A vehicle with the text the store keeps of it: its ids, and `doc`, the
+/// record's JSON text exactly as [`StoredVehicle::of`] writes it (what the
+/// writer would write of the record itself, so a vehicle fed either way is
+/// stored byte for byte alike).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredVehicle {
+    pub organization_id: String,
+    pub rooftop_id: String,
+    pub vehicle_id: String,
+    pub vin: Option<String>,
+    pub stock_number: Option<String>,
+    pub doc: String,
+}
+
+impl StoredVehicle {
+    /// The record's ids and its stored text.
+    pub fn of(record: &VehicleRecord) -> Result<Self, StoreError> {
+        Ok(Self {
+            organization_id: record.organization_id.clone(),
+            rooftop_id: record.rooftop_id.clone(),
+            vehicle_id: record.vehicle_id.clone(),
+            vin: record.vin.clone(),
+            stock_number: record.stock_number.clone(),
+            doc: json_text(record)?,
+        })
+    }
+
+    /// [`StoredVehicle::of`] taking the record (its ids are moved, not copied).
+    pub fn from_record(record: VehicleRecord) -> Result<Self, StoreError> {
+        let doc = json_text(&record)?;
+        Ok(Self {
+            organization_id: record.organization_id,
+            rooftop_id: record.rooftop_id,
+            vehicle_id: record.vehicle_id,
+            vin: record.vin,
+            stock_number: record.stock_number,
+            doc,
+        })
+    }
+
+    /// The record back from its text (only a vehicle the previous snapshot
+    /// also holds is read back, to compare their facts).
+    fn record(&self) -> Result<VehicleRecord, StoreError> {
+        serde_json::from_str(&self.doc).map_err(|e| {
+            StoreError::Query(format!(
+                "vehicle '{}': its checked record cannot be read back ({e}); nothing was \
+                 imported",
+                self.vehicle_id
+            ))
+        })
+    }
+}
+
+/// A vehicle waiting in a batch: as its record, or already as stored text.
+enum Pending {
+    Record(Box<VehicleRecord>),
+    Stored(StoredVehicle),
+}
+
+impl Pending {
+    fn organization_id(&self) -> &str {
+        match self {
+            Self::Record(v) => &v.organization_id,
+            Self::Stored(v) => &v.organization_id,
+        }
+    }
+
+    fn rooftop_id(&self) -> &str {
+        match self {
+            Self::Record(v) => &v.rooftop_id,
+            Self::Stored(v) => &v.rooftop_id,
+        }
+    }
+
+    fn vehicle_id(&self) -> &str {
+        match self {
+            Self::Record(v) => &v.vehicle_id,
+            Self::Stored(v) => &v.vehicle_id,
+        }
+    }
+
+    fn vin(&self) -> Option<&str> {
+        match self {
+            Self::Record(v) => v.vin.as_deref(),
+            Self::Stored(v) => v.vin.as_deref(),
+        }
+    }
+
+    fn stock_number(&self) -> Option<&str> {
+        match self {
+            Self::Record(v) => v.stock_number.as_deref(),
+            Self::Stored(v) => v.stock_number.as_deref(),
+        }
+    }
+
+    /// The record, borrowed or read back from its text.
+    fn record(&self) -> Result<std::borrow::Cow<'_, VehicleRecord>, StoreError> {
+        match self {
+            Self::Record(v) => Ok(std::borrow::Cow::Borrowed(&**v)),
+            Self::Stored(v) => v.record().map(std::borrow::Cow::Owned),
+        }
+    }
+
+    fn into_stored(self) -> Result<StoredVehicle, StoreError> {
+        match self {
+            Self::Record(v) => StoredVehicle::from_record(*v),
+            Self::Stored(v) => Ok(v),
+        }
+    }
 }
 
 /// What a streamed write covers.
@@ -254,7 +369,7 @@ pub(super) trait SnapshotTx: Send {
     async fn insert_vehicles(
         &mut self,
         snapshot_id: &str,
-        batch: &[(VehicleRecord, String)],
+        batch: &[StoredVehicle],
     ) -> Result<(), StoreError>;
 
     async fn finish_snapshot(
@@ -269,7 +384,7 @@ pub(super) trait SnapshotTx: Send {
 struct RooftopWrite {
     snapshot: SnapshotRecord,
     previous: Option<PreviousSnapshot>,
-    pending: Vec<VehicleRecord>,
+    pending: Vec<Pending>,
     ids: HashSet<String>,
     vins: HashSet<String>,
     stock_numbers: HashSet<String>,
@@ -334,11 +449,15 @@ pub(super) async fn write_snapshots(
 
     loop {
         match feed.recv().await {
-            Some(SnapshotFeed::Vehicle(vehicle)) => {
-                let vehicle = *vehicle;
+            Some(fed @ (SnapshotFeed::Vehicle(_) | SnapshotFeed::Stored(_))) => {
+                let vehicle = match fed {
+                    SnapshotFeed::Vehicle(v) => Pending::Record(v),
+                    SnapshotFeed::Stored(v) => Pending::Stored(*v),
+                    SnapshotFeed::End => unreachable!("matched above"),
+                };
                 let Some(write) = rooftops
-                    .get_mut(&vehicle.rooftop_id)
-                    .filter(|_| vehicle.organization_id == organization_id)
+                    .get_mut(vehicle.rooftop_id())
+                    .filter(|_| vehicle.organization_id() == organization_id)
                 else {
                     return Err(foreign_vehicle(&vehicle, organization_id, plan.rooftops));
                 };
@@ -448,22 +567,22 @@ async fn report_removed(
 
 /// The uniqueness rules of one snapshot (the database's unique indexes say
 /// the same; checking here gives the readable error, and covers dry runs).
-fn admit(write: &mut RooftopWrite, v: &VehicleRecord) -> Result<(), StoreError> {
+fn admit(write: &mut RooftopWrite, v: &Pending) -> Result<(), StoreError> {
     let rooftop_id = &write.snapshot.rooftop_id;
-    if !write.ids.insert(v.vehicle_id.clone()) {
+    if !write.ids.insert(v.vehicle_id().to_owned()) {
         return Err(duplicate_in_snapshot(
             "vehicle_id",
-            &v.vehicle_id,
+            v.vehicle_id(),
             rooftop_id,
         ));
     }
-    if let Some(vin) = &v.vin
-        && !write.vins.insert(vin.clone())
+    if let Some(vin) = v.vin()
+        && !write.vins.insert(vin.to_owned())
     {
         return Err(duplicate_in_snapshot("vin", vin, rooftop_id));
     }
-    if let Some(stock_number) = &v.stock_number
-        && !write.stock_numbers.insert(stock_number.clone())
+    if let Some(stock_number) = v.stock_number()
+        && !write.stock_numbers.insert(stock_number.to_owned())
     {
         return Err(duplicate_in_snapshot(
             "stock_number",
@@ -495,7 +614,7 @@ async fn flush(
     let before: HashMap<String, VehicleRecord> = match &write.previous {
         None => HashMap::new(),
         Some(p) => {
-            let ids: Vec<&str> = batch.iter().map(|v| v.vehicle_id.as_str()).collect();
+            let ids: Vec<&str> = batch.iter().map(Pending::vehicle_id).collect();
             tx.documents(&p.snapshot_id, &ids)
                 .await?
                 .into_iter()
@@ -505,20 +624,21 @@ async fn flush(
     };
     let summary = &mut write.snapshot.summary;
     for v in &batch {
-        let change = match before.get(&v.vehicle_id) {
+        let change = match before.get(v.vehicle_id()) {
             None => {
                 summary.vehicles_added += 1;
                 Some((ChangeKind::Added, Vec::new()))
             }
             Some(old) => {
                 write.seen_before += 1;
-                if old.facts_differ(v) {
+                let new = v.record()?;
+                if old.facts_differ(&new) {
                     summary.vehicles_changed += 1;
                     // Named only when someone listens: it costs two
                     // serializations per changed vehicle.
                     changes
                         .is_some()
-                        .then(|| (ChangeKind::Changed, changed_fields(old, v)))
+                        .then(|| (ChangeKind::Changed, changed_fields(old, &new)))
                 } else {
                     summary.vehicles_unchanged += 1;
                     None
@@ -529,9 +649,9 @@ async fn flush(
             sink.change(&VehicleChange {
                 rooftop_id: &write.snapshot.rooftop_id,
                 kind,
-                vehicle_id: &v.vehicle_id,
-                stock_number: v.stock_number.as_deref(),
-                vin: v.vin.as_deref(),
+                vehicle_id: v.vehicle_id(),
+                stock_number: v.stock_number(),
+                vin: v.vin(),
                 fields,
             });
         }
@@ -539,7 +659,7 @@ async fn flush(
     if !dry_run {
         let rows = batch
             .into_iter()
-            .map(|v| json_text(&v).map(|doc| (v, doc)))
+            .map(Pending::into_stored)
             .collect::<Result<Vec<_>, _>>()?;
         tx.insert_vehicles(&write.snapshot.snapshot_id, &rows)
             .await?;
@@ -568,7 +688,7 @@ fn changed_fields(old: &VehicleRecord, new: &VehicleRecord) -> Vec<String> {
     fields
 }
 
-fn foreign_vehicle(v: &VehicleRecord, organization_id: &str, rooftops: &[String]) -> StoreError {
+fn foreign_vehicle(v: &Pending, organization_id: &str, rooftops: &[String]) -> StoreError {
     let expected = match rooftops {
         [one] => format!("rooftop '{one}'"),
         many => format!("one of the rooftops {}", many.join(", ")),
@@ -576,7 +696,9 @@ fn foreign_vehicle(v: &VehicleRecord, organization_id: &str, rooftops: &[String]
     StoreError::Query(format!(
         "vehicle '{}' belongs to rooftop '{}' of organization '{}', not to {expected} of \
          organization '{organization_id}' being imported; nothing was imported",
-        v.vehicle_id, v.rooftop_id, v.organization_id
+        v.vehicle_id(),
+        v.rooftop_id(),
+        v.organization_id()
     ))
 }
 

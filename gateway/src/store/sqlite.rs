@@ -44,9 +44,12 @@ const VEHICLE_INSERT_BATCH: usize = 500;
 /// number) in an order unrelated to the feed's: with the default cache,
 /// SQLite kept writing changed pages of the open transaction out to the
 /// log and reading them back, a sixth of an import's time
-/// (docs/benchmarks.md "Start-up at a million"). The cache grows only as
-/// pages are used, and its connection is closed when idle.
-const IMPORT_CACHE_KIB: u32 = 64 * 1024;
+/// (docs/benchmarks.md "Start-up at a million"). 256 MiB holds the three
+/// indexes of a million-vehicle snapshot (about 200 MB), which 64 MiB did
+/// not: a 1M import took 151 s with 64 MiB and 128 s with 256 MiB, for 67 MB
+/// more peak memory (docs/benchmarks.md "Import: checked once"). The cache
+/// grows only as pages are used, and its connection is closed when idle.
+const IMPORT_CACHE_KIB: u32 = 256 * 1024;
 
 /// The SQLite store.
 pub type SqliteStore = SqlStore<SqliteDialect>;
@@ -244,7 +247,7 @@ impl Dialect for SqliteDialect {
     async fn insert_vehicles(
         conn: &mut SqliteConnection,
         snapshot_id: &str,
-        batch: &[(VehicleRecord, String)],
+        batch: &[crate::store::snapshot_write::StoredVehicle],
     ) -> Result<(), StoreError> {
         // Idempotent, and cheap next to a batch: see IMPORT_CACHE_KIB.
         sqlx::query(AssertSqlSafe(format!(
@@ -255,13 +258,13 @@ impl Dialect for SqliteDialect {
         for rows in batch.chunks(VEHICLE_INSERT_BATCH) {
             // Full batches share one SQL text, hence one cached prepared statement.
             let mut query = sqlx::query(AssertSqlSafe(vehicle_insert_sql(rows.len())));
-            for (vehicle, doc) in rows {
+            for vehicle in rows {
                 query = query
                     .bind(snapshot_id)
                     .bind(&vehicle.vehicle_id)
                     .bind(&vehicle.vin)
                     .bind(&vehicle.stock_number)
-                    .bind(doc);
+                    .bind(&vehicle.doc);
             }
             query.execute(&mut *conn).await?;
         }

@@ -22,6 +22,9 @@ use crate::inventory::model::{InventoryImportSummary, VehicleRecord, diff_vehicl
 
 /// Typed rooftops as stored and read back.
 mod rooftops;
+/// Vehicles fed as stored text are written as their records.
+mod stored;
+use stored::stored_vehicles_are_written_and_compared_as_their_records;
 
 const POSTGRES_URL_VAR: &str = "DEALER_GATEWAY_TEST_POSTGRES_URL";
 
@@ -241,6 +244,7 @@ backend_suite! {
         programs_replace_withdraws_what_the_file_omits_with_an_audit_event,
         programs_withdraw_one_revision_or_all_and_withdrawal_is_final,
         streamed_write_names_each_change_and_the_removal_guard_refuses_whole,
+        stored_vehicles_are_written_and_compared_as_their_records,
         refused_imports_are_kept_within_their_bound_and_every_import_is_counted,
     ],
     db: [

@@ -372,7 +372,7 @@ async fn run_feed(
     let ctx = IngestContext::for_organization(org, job.rooftop, now);
     let input = std::fs::File::open(job.path)
         .map_err(|e| Error::Io(format!("{}: cannot read: {e}", job.name)))?;
-    let check = match check_file(
+    let (check, kept) = match check_file(
         format,
         job.path,
         std::io::BufReader::new(input),
@@ -380,7 +380,7 @@ async fn run_feed(
         &ctx,
         track,
     ) {
-        Ok(check) => check,
+        Ok(checked) => checked,
         Err(e) if e.is_bad_input() => {
             let (reason, problems) = ingest_summary(&e, &job.name);
             return Ok(Err(refused(
@@ -411,6 +411,7 @@ async fn run_feed(
         store,
         job.path,
         &check,
+        kept,
         &ctx,
         settings.dry_run,
         track,

@@ -1,12 +1,14 @@
-//! The two passes over one inventory file (docs/benchmarks.md "Feed import
-//! memory"): pass 1 checks every rule and keeps no vehicle; pass 2 reads the
-//! file again and streams each vehicle to the store's snapshot writer. Both
+//! The two passes of one inventory file (docs/benchmarks.md "Feed import
+//! memory", "Import: checked once"): pass 1 checks every rule and keeps each
+//! checked vehicle, as stored text, in a temporary file (never in memory);
+//! pass 2 streams those vehicles to the store's snapshot writer. Both
 //! report progress as their file's share of the import's bar.
 
 use std::path::Path;
 
 use crate::Error;
 use crate::cli::Failure;
+use crate::ingest::kept::KeptVehicles;
 use crate::ingest::{self, FeedCheck, FeedFormat, IngestContext, IngestError};
 use crate::progress::Progress;
 use crate::store::Store;
@@ -32,7 +34,8 @@ pub(super) struct FileTrack {
 const MESSAGE_EVERY: usize = 1000;
 
 /// Pass 1 of an import: every rule over the whole file, with progress,
-/// keeping no vehicle; problems name the file by the path given.
+/// keeping each checked vehicle in a temporary file; problems name the file
+/// by the path given. `input` is the opened file (hashed first).
 pub(super) fn check_file(
     format: FeedFormat,
     path: &Path,
@@ -40,13 +43,14 @@ pub(super) fn check_file(
     total: u64,
     ctx: &IngestContext,
     track: &FileTrack,
-) -> Result<FeedCheck, IngestError> {
+) -> Result<(FeedCheck, KeptVehicles), IngestError> {
     let shown = path.display().to_string();
     track
         .progress
         .set_message(format!("checking {}", track.what));
     let mut last_message = 0usize;
-    let checked = ingest::check_feed(format, &file_name_of(path), input, total, ctx, &mut |p| {
+    let name = file_name_of(path);
+    let checked = ingest::kept::check_and_keep(format, &name, path, input, total, ctx, &mut |p| {
         track
             .progress
             .set_position(track.base + p.bytes_done.min(track.bytes));
@@ -58,22 +62,6 @@ pub(super) fn check_file(
         }
     });
     checked.map_err(|e| named_by_path(e, &shown))
-}
-
-/// A reader that counts the bytes read through it (the write pass's
-/// position in its file).
-struct CountingReader<R> {
-    inner: R,
-    count: std::sync::Arc<std::sync::atomic::AtomicU64>,
-}
-
-impl<R: std::io::Read> std::io::Read for CountingReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.count
-            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
-        Ok(n)
-    }
 }
 
 /// The name provenance records for a file: its last path component.
@@ -102,17 +90,19 @@ fn named_by_path(e: IngestError, shown: &str) -> IngestError {
     }
 }
 
-/// Pass 2 of an import (docs/benchmarks.md "Feed import memory"): read the checked file again on a
-/// blocking thread and stream each vehicle to the store's snapshot writer
-/// through a bounded channel, so neither the file nor its vehicles are ever
-/// held whole. Every rooftop of the file gets its snapshot in one
+/// Pass 2 of an import (docs/benchmarks.md "Feed import memory", "Import:
+/// checked once"): read the vehicles pass 1 checked and kept back on a
+/// blocking thread and stream each to the store's snapshot writer through a
+/// bounded channel, so the vehicles are never held whole. Every rooftop of the file gets its snapshot in one
 /// transaction, or none does; a dry run computes the same summaries and
 /// writes nothing. `checks` names each change as the writer finds it and
 /// applies the removal guard (docs/inventory-feeds.md "Commands").
+#[allow(clippy::too_many_arguments, reason = "one internal entry point")]
 pub(super) async fn stream_write(
     store: &dyn Store,
     path: &Path,
     check: &FeedCheck,
+    kept: KeptVehicles,
     ctx: &IngestContext,
     dry_run: bool,
     track: &FileTrack,
@@ -125,57 +115,52 @@ pub(super) async fn stream_write(
     let source = check.source_record(ctx.now);
     let (sender, receiver) = tokio::sync::mpsc::channel(FEED_CHANNEL_CAPACITY);
     let reader = {
-        let (path, check, ctx) = (path.to_owned(), check.clone(), ctx.clone());
         let shown = shown.clone();
         let track = track.clone();
         tokio::task::spawn_blocking(move || {
-            let file = std::fs::File::open(&path)
-                .and_then(|f| f.metadata().map(|m| (f, m.len())))
-                .map_err(|e| Failure::from(Error::Io(format!("{shown}: cannot read: {e}"))))?;
-            let (handle, total) = file;
-            let read = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
             let written_from = track.base + track.bytes;
             track
                 .progress
                 .set_message(format!("writing {vehicles} vehicles: {}", track.what));
+            let unreadable = |e: std::io::Error| {
+                Failure::from(Error::Io(format!(
+                    "{shown}: cannot read its checked vehicles back: {e}; nothing was imported"
+                )))
+            };
             let mut fed = 0usize;
             // The write phase's progress (docs/operations.md "Progress of imports") is what has
             // entered the writer's bounded channel: a send returns once
             // the writer has room, so this follows the writer to within
-            // the channel's capacity. The position is the bytes of the file
-            // read so far, the message counts vehicles.
+            // the channel's capacity. The position is the file's share of
+            // the vehicles sent so far, the message counts vehicles.
             // A send fails only once the writer has stopped; it reports why.
-            let mut sink = |v| {
+            for v in kept.read().map_err(unreadable)? {
+                let v = v.map_err(unreadable)?;
                 if sender
-                    .blocking_send(SnapshotFeed::Vehicle(Box::new(v)))
-                    .is_ok()
+                    .blocking_send(SnapshotFeed::Stored(Box::new(v)))
+                    .is_err()
                 {
-                    fed += 1;
-                    track.progress.set_position(
-                        written_from
-                            + read
-                                .load(std::sync::atomic::Ordering::Relaxed)
-                                .min(track.bytes),
-                    );
-                    if fed.is_multiple_of(MESSAGE_EVERY) {
-                        track.progress.set_message(format!(
-                            "writing, {fed} of {vehicles} vehicles: {}",
-                            track.what
-                        ));
-                    }
+                    break;
                 }
-            };
-            let input = std::io::BufReader::new(CountingReader {
-                inner: handle,
-                count: read.clone(),
-            });
-            ingest::stream_feed(&check, &file_name_of(&path), input, total, &ctx, &mut sink)
-                .map_err(|e| Failure::from_ingest(named_by_path(e, &shown)))?;
+                fed += 1;
+                let share = track.bytes.saturating_mul(fed as u64) / vehicles.max(1) as u64;
+                track
+                    .progress
+                    .set_position(written_from + share.min(track.bytes));
+                if fed.is_multiple_of(MESSAGE_EVERY) {
+                    track.progress.set_message(format!(
+                        "writing, {fed} of {vehicles} vehicles: {}",
+                        track.what
+                    ));
+                }
+            }
             track
                 .progress
                 .set_message(format!("committing {fed} vehicles: {}", track.what));
-            // Only a complete, valid second pass lets the writer commit.
-            let _ = sender.blocking_send(SnapshotFeed::End);
+            // Only every vehicle sent lets the writer commit.
+            if fed == vehicles {
+                let _ = sender.blocking_send(SnapshotFeed::End);
+            }
             Ok::<(), Failure>(())
         })
     };

@@ -24,7 +24,7 @@ fn chunked(bytes: &[u8], chunk: usize) -> Chunked<'_> {
 }
 
 /// A valid two-rooftop DAP CSV file and a JSON feed.
-fn feeds() -> Vec<(FeedFormat, String)> {
+pub(super) fn feeds() -> Vec<(FeedFormat, String)> {
     let csv_text = csv(
         &header(),
         &[

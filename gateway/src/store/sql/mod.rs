@@ -188,7 +188,7 @@ pub trait Dialect: std::fmt::Debug + Clone + Send + Sync + 'static {
     async fn insert_vehicles(
         conn: &mut Conn<Self>,
         snapshot_id: &str,
-        batch: &[(VehicleRecord, String)],
+        batch: &[crate::store::snapshot_write::StoredVehicle],
     ) -> Result<(), StoreError>;
     /// [`Store::subscribe_changes`].
     fn subscribe_changes(&self) -> Option<tokio::sync::mpsc::Receiver<StoreChange>>;

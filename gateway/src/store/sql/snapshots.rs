@@ -191,7 +191,7 @@ where
     async fn insert_vehicles(
         &mut self,
         snapshot_id: &str,
-        batch: &[(VehicleRecord, String)],
+        batch: &[crate::store::snapshot_write::StoredVehicle],
     ) -> Result<(), StoreError> {
         D::insert_vehicles(&mut self.0, snapshot_id, batch).await
     }
