@@ -430,12 +430,10 @@ impl Shared {
             images.remove_all_but(&current);
         }
         for (meta, sla) in changed {
-            let replacing = rooftops
-                .get(&meta.rooftop_id)
-                .map(|old| {
-                    let old = old.latest.meta();
-                    (old.snapshot_id.clone(), old.version)
-                });
+            let replacing = rooftops.get(&meta.rooftop_id).map(|old| {
+                let old = old.latest.meta();
+                (old.snapshot_id.clone(), old.version)
+            });
             let entry = self.load_rooftop(&meta, sla, now).await?;
             if let (Some(images), Some((old_id, _))) = (&self.images, replacing) {
                 // The swapped-out snapshot's image (a replaced SLA's too);
@@ -505,8 +503,15 @@ impl Shared {
         sla: u32,
     ) -> Result<SnapshotIndex, StoreError> {
         let Some(images) = self.images.clone() else {
-            return build_streamed(self.store.as_ref(), self.vehicle_check.clone(), meta, sla, Keep::All, None)
-                .await;
+            return build_streamed(
+                self.store.as_ref(),
+                self.vehicle_check.clone(),
+                meta,
+                sla,
+                Keep::All,
+                None,
+            )
+            .await;
         };
         let index_meta = index_meta(meta);
         let reader = images.clone();
@@ -546,8 +551,15 @@ impl Shared {
                 // Writing the image may be what failed (a full disk):
                 // the index does not need it.
                 tracing::warn!(rooftop.id = %meta.rooftop_id, error = %e, "building with an index image failed; building without");
-                build_streamed(self.store.as_ref(), self.vehicle_check.clone(), meta, sla, Keep::All, None)
-                    .await
+                build_streamed(
+                    self.store.as_ref(),
+                    self.vehicle_check.clone(),
+                    meta,
+                    sla,
+                    Keep::All,
+                    None,
+                )
+                .await
             }
         }
     }
@@ -744,7 +756,10 @@ pub(super) async fn index_received_into(
         let records = std::iter::from_fn(|| checked_rx.blocking_recv());
         match image_writer {
             Some(writer) => SnapshotIndex::build_into(meta, sla, expected, records, writer),
-            None => Ok((SnapshotIndex::build_from(meta, sla, expected, records), None)),
+            None => Ok((
+                SnapshotIndex::build_from(meta, sla, expected, records),
+                None,
+            )),
         }
     });
     let passed = checker.await.map_err(|e| e.to_string())?;

@@ -29,8 +29,8 @@ use sha2::{Digest, Sha256};
 
 use super::payload::{PayloadWriter, Payloads};
 use super::{
-    Arena, Interner, PieceArena, PieceNumbers, Postings, Row, SnapshotIndex, SnapshotMeta,
-    SourceSummary, TextIndex, Totals, NO_BASIS,
+    Arena, Interner, NO_BASIS, PieceArena, PieceNumbers, Postings, Row, SnapshotIndex,
+    SnapshotMeta, SourceSummary, TextIndex, Totals,
 };
 
 /// Bumped whenever what an image holds or how it is laid out changes
@@ -202,7 +202,11 @@ impl ImageCache {
         let heap_at = HEADER
             .checked_add(payload_len)
             .ok_or_else(|| bad("lengths"))?;
-        if file.metadata()?.len() != heap_at.checked_add(heap_len).ok_or_else(|| bad("lengths"))? {
+        if file.metadata()?.len()
+            != heap_at
+                .checked_add(heap_len)
+                .ok_or_else(|| bad("lengths"))?
+        {
             return Err(bad("the file's length is not the header's"));
         }
         let mut reader = file.try_clone()?;

@@ -24,7 +24,11 @@ use std::path::PathBuf;
 enum Bytes {
     Heap(Vec<u8>),
     /// The payload section of an image file, starting at `base`.
-    File { file: File, base: u64, len: u64 },
+    File {
+        file: File,
+        base: u64,
+        len: u64,
+    },
 }
 
 /// A sequence of byte strings: entry `i` is `ends[i - 1]..ends[i]`.
