@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::common::{TestApp, poll_until, spawn_on, test_database_url, temp_dir, tool_error_code};
+use crate::common::{TestApp, poll_until, spawn_on, temp_dir, test_database_url, tool_error_code};
 
 const ORG: &str = "org.lakeshore-auto-group";
 
@@ -119,16 +119,48 @@ async fn a_restarted_server_reads_its_index_images_and_answers_the_same() {
     );
     drop(first);
     let count = written();
+    let url_again = url.clone();
     let second = spawn_on(dir.clone(), url, |s| {
         s.index_cache = Some(setting.clone());
     })
     .await;
     let after = answers(&second).await;
-    assert_eq!(written(), count, "the restart reads the images, writes none");
+    assert_eq!(
+        written(),
+        count,
+        "the restart reads the images, writes none"
+    );
+    same(&before, after);
+    drop(second);
+
+    // A damaged image (truncated by one byte) is refused: the index is
+    // built from the store again, answers the same, and its image is
+    // written anew.
+    let (name, _) = &count[0];
+    let damaged = images.join(name);
+    let bytes = std::fs::read(&damaged).unwrap();
+    std::fs::write(&damaged, &bytes[..bytes.len() - 1]).unwrap();
+    let third = spawn_on(dir.clone(), url_again, |s| {
+        s.index_cache = Some(setting.clone());
+    })
+    .await;
+    same(&before, answers(&third).await);
+    assert_eq!(
+        std::fs::read(&damaged).unwrap(),
+        bytes,
+        "the refused image is written again, whole"
+    );
+}
+
+fn same(before: &[Value], after: Vec<Value>) {
     assert_eq!(before.len(), after.len());
-    for (i, (b, a)) in before.into_iter().zip(after).enumerate() {
-        let (b, a) = (stable(b), stable(a));
-        assert!(b == a, "reply {i} differs at {}", first_difference(&b, &a, ""));
+    for (i, (b, a)) in before.iter().zip(after).enumerate() {
+        let (b, a) = (stable(b.clone()), stable(a));
+        assert!(
+            b == a,
+            "reply {i} differs at {}",
+            first_difference(&b, &a, "")
+        );
     }
 }
 

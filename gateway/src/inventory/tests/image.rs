@@ -183,7 +183,14 @@ fn a_damaged_or_foreign_image_is_refused() {
     let mut corrupt = good.clone();
     let last = corrupt.len() - 3;
     corrupt[last] ^= 0x40;
-    refused(&corrupt, "a flipped bit in the heap part");
+    refused(&corrupt, "a flipped bit in the last array of the heap part");
+    // A flip that leaves every structure valid (the first row's price):
+    // only the checksum tells.
+    let payload_len = u64::from_le_bytes(good[40..48].try_into().unwrap());
+    let price = usize::try_from(512 + payload_len).unwrap() + 8 + 16;
+    let mut price_flip = good.clone();
+    price_flip[price] ^= 0x01;
+    refused(&price_flip, "a flipped bit in a row's price");
     refused(&good[..good.len() - 1], "truncated by one byte");
     refused(&good[..good.len() / 2], "truncated in the payloads");
     refused(&good[..100], "truncated in the header");
