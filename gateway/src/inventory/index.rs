@@ -458,6 +458,9 @@ pub struct SnapshotIndex {
     /// Rows whose rendering failed the vehicle schema when the snapshot
     /// was indexed ([`SnapshotIndex::check_pieces`]); sorted.
     failed: Vec<u32>,
+    /// Why each of `failed` failed (kept for the image, which logs them
+    /// again when it is read).
+    failed_reasons: Vec<Box<str>>,
 }
 
 /// One distinct source of a snapshot: `(source_name, authority,
@@ -693,6 +696,7 @@ impl SnapshotIndex {
             totals,
             pieces,
             failed: Vec::new(),
+            failed_reasons: Vec::new(),
         };
         Ok((index, temporary))
     }
@@ -713,13 +717,12 @@ impl SnapshotIndex {
         let now_text = super::pieces::json_string(&super::pieces::timestamp(now));
         let mut out = String::new();
         let mut failed = Vec::new();
+        let mut reasons = Vec::new();
         for row in 0..self.len() {
             let Some(buffer) = self.pieces(row) else {
-                tracing::error!(
-                    vehicle.id = %self.vehicle_id(row),
-                    "a pre-rendered vehicle does not decompress; responses that include it are built per request"
-                );
+                self.log_failure(row, "");
                 failed.push(row_u32(row));
+                reasons.push("".into());
                 continue;
             };
             let pieces = buffer.get();
@@ -746,19 +749,36 @@ impl SnapshotIndex {
                 });
             }
             if let Err(reason) = verdict {
-                tracing::error!(
-                    organization.id = %self.meta.organization_id,
-                    rooftop.id = %self.meta.rooftop_id,
-                    snapshot.version = self.meta.version,
-                    vehicle.id = %self.vehicle_id(row),
-                    %reason,
-                    "vehicle rendering fails the DAP vehicle schema; responses that include it are refused as dealeragent.internal"
-                );
+                self.log_failure(row, &reason);
                 failed.push(row_u32(row));
+                reasons.push(reason.into());
             }
         }
         self.failed = failed;
+        self.failed_reasons = reasons;
         self.failed.len()
+    }
+
+    /// Logs that `row` failed [`SnapshotIndex::check_pieces`] for `reason`
+    /// (empty: its pieces do not decompress); an index read from its image
+    /// logs its stored failures again the same way (docs/operations.md
+    /// "Index images").
+    fn log_failure(&self, row: usize, reason: &str) {
+        if reason.is_empty() {
+            tracing::error!(
+                vehicle.id = %self.vehicle_id(row),
+                "a pre-rendered vehicle does not decompress; responses that include it are built per request"
+            );
+        } else {
+            tracing::error!(
+                organization.id = %self.meta.organization_id,
+                rooftop.id = %self.meta.rooftop_id,
+                snapshot.version = self.meta.version,
+                vehicle.id = %self.vehicle_id(row),
+                %reason,
+                "vehicle rendering fails the DAP vehicle schema; responses that include it are refused as dealeragent.internal"
+            );
+        }
     }
 
     /// The pre-rendered parts of the vehicle at `row`.

@@ -35,7 +35,7 @@ use super::{
 
 /// Bumped whenever what an image holds or how it is laid out changes
 /// (the index's fields, `Row`, the payload formats).
-pub(crate) const LAYOUT: u32 = 1;
+pub(crate) const LAYOUT: u32 = 2;
 /// Bytes reserved for the header at the start of the file.
 pub(super) const HEADER: u64 = 512;
 const MAGIC: &[u8; 8] = b"DAGIMG\r\n";
@@ -223,6 +223,11 @@ impl ImageCache {
         let digest = d.hash.take().map(Sha256::finalize);
         if digest.as_deref() != Some(&checksum[..]) {
             return Err(bad("checksum mismatch"));
+        }
+        // The stored verdicts are logged as the check logged them, so an
+        // operator learns of each failing vehicle at every start.
+        for (row, reason) in index.failed.iter().zip(&index.failed_reasons) {
+            index.log_failure(*row as usize, reason);
         }
         Ok(index)
     }
@@ -467,7 +472,11 @@ fn write_heap<W: Write>(ix: &SnapshotIndex, w: &mut Hashing<W>) -> io::Result<()
     // loader's pass, because the check is a function of the rendering,
     // and the rendering of the record and SLA the image is named for by
     // the renderer (this build and the vehicle schema) named in it.
-    w.u32s(&ix.failed)
+    w.u32s(&ix.failed)?;
+    for reason in &ix.failed_reasons {
+        w.str(reason)?;
+    }
+    Ok(())
 }
 
 fn ascending_ends(ends: &[u32], text: &str, n: usize) -> io::Result<()> {
@@ -622,6 +631,10 @@ fn read_heap<R: Read>(
         return Err(bad("failed rows"));
     }
     all_below(&failed, n)?;
+    let mut failed_reasons = Vec::with_capacity(failed.len());
+    for _ in 0..failed.len() {
+        failed_reasons.push(d.string()?.into_boxed_str());
+    }
 
     // What the build derives from the above, derived again.
     let totals = Totals::of(&rows, makes.exact.len(), models.exact.len());
@@ -652,5 +665,6 @@ fn read_heap<R: Read>(
         pieces: PieceArena { numbers },
         totals,
         failed,
+        failed_reasons,
     })
 }
