@@ -290,47 +290,36 @@ impl Arena {
     }
 }
 
-/// The [`Pieces`] of every row: the seven strings LZ4-compressed per row
-/// as one payload ([`payload::Payloads`], entry `2 * row + 1`), the row's
-/// numbers on the heap. Compressed, a head takes about a third of its
-/// text; without it the pre-rendered pieces would nearly double an index
-/// (docs/benchmarks.md).
+/// The [`Pieces`] of every row: the head (most of a vehicle: media,
+/// features, every attribute) LZ4-compressed per row as a payload
+/// ([`payload::Payloads`], entry `2 * row + 1`), the six small strings back
+/// to back in one buffer, and the row's numbers. Compressed, a head takes
+/// about a third of its text; without it the pre-rendered pieces would
+/// nearly double an index (docs/benchmarks.md). The small strings stay on
+/// the heap: decompressing them with the head cost a search page of 20
+/// about 6% more instructions (docs/benchmarks.md "Index images").
 #[derive(Debug, Default)]
 struct PieceArena {
+    text: String,
+    /// `PIECE_STRINGS` end offsets per row.
+    ends: Vec<u32>,
     numbers: Vec<PieceNumbers>,
 }
 
-const PIECE_STRINGS: usize = 7;
+const PIECE_STRINGS: usize = 6;
 
-/// One row's pieces, decompressed.
+/// One row's pieces with its head decompressed.
 #[derive(Debug)]
 pub struct RowPieces<'a> {
-    text: String,
-    /// End of each of the [`PIECE_STRINGS`] strings in `text`.
-    cuts: [usize; PIECE_STRINGS],
-    numbers: PieceNumbers,
-    /// Tied to the index it came from, as when the pieces were borrowed.
-    index: std::marker::PhantomData<&'a ()>,
+    head: String,
+    rest: PiecesRef<'a>,
 }
 
 impl RowPieces<'_> {
     pub fn get(&self) -> PiecesRef<'_> {
-        let piece = |k: usize| {
-            let a = if k == 0 { 0 } else { self.cuts[k - 1] };
-            self.text.get(a..self.cuts[k]).unwrap_or("")
-        };
-        let n = self.numbers;
         PiecesRef {
-            head: piece(0),
-            provenance: piece(1),
-            observed_at: piece(2),
-            valid_until: piece(3),
-            tenure: piece(4),
-            used_tail: piece(5),
-            status: piece(6),
-            valid_until_us: n.valid_until_us,
-            stocked_us: (n.stocked_us != NO_BASIS).then_some(n.stocked_us),
-            max_age_seconds: n.max_age_seconds,
+            head: &self.head,
+            ..self.rest
         }
     }
 }
@@ -343,58 +332,20 @@ struct PieceNumbers {
     max_age_seconds: u32,
 }
 
-/// A row's seven piece strings as one payload: their lengths (u32 LE),
-/// then the strings, LZ4-compressed.
-fn pieces_payload(p: &Pieces) -> Vec<u8> {
-    let strings = [
-        &p.head,
-        &p.provenance,
-        &p.observed_at,
-        &p.valid_until,
-        &p.tenure,
-        &p.used_tail,
-        &p.status,
-    ];
-    let total: usize = strings.iter().map(|s| s.len()).sum();
-    let mut raw = Vec::with_capacity(PIECE_STRINGS * 4 + total);
-    for s in strings {
-        raw.extend_from_slice(&row_u32(s.len()).to_le_bytes());
-    }
-    for s in strings {
-        raw.extend_from_slice(s.as_bytes());
-    }
-    lz4_flex::compress_prepend_size(&raw)
-}
-
-/// The inverse of [`pieces_payload`]; `None` for bytes it did not write.
-fn read_pieces<'a>(bytes: &[u8], numbers: PieceNumbers) -> Option<RowPieces<'a>> {
-    let raw = lz4_flex::decompress_size_prepended(bytes).ok()?;
-    let body = raw.get(PIECE_STRINGS * 4..)?;
-    let mut cuts = [0usize; PIECE_STRINGS];
-    let mut at = 0usize;
-    for (k, cut) in cuts.iter_mut().enumerate() {
-        let len = raw.get(k * 4..k * 4 + 4)?;
-        at = at.checked_add(u32::from_le_bytes(len.try_into().ok()?) as usize)?;
-        *cut = at;
-    }
-    if at != body.len() {
-        return None;
-    }
-    let text = String::from_utf8(body.to_vec()).ok()?;
-    // Each piece must start and end on a character boundary.
-    if !cuts.iter().all(|c| text.is_char_boundary(*c)) {
-        return None;
-    }
-    Some(RowPieces {
-        text,
-        cuts,
-        numbers,
-        index: std::marker::PhantomData,
-    })
-}
-
 impl PieceArena {
+    /// Keeps all but the head, which the caller writes as a payload.
     fn push(&mut self, p: &Pieces) {
+        for s in [
+            &p.provenance,
+            &p.observed_at,
+            &p.valid_until,
+            &p.tenure,
+            &p.used_tail,
+            &p.status,
+        ] {
+            self.text.push_str(s);
+            self.ends.push(row_u32(self.text.len()));
+        }
         self.numbers.push(PieceNumbers {
             valid_until_us: p.valid_until_us,
             stocked_us: p.stocked_us.unwrap_or(NO_BASIS),
@@ -402,8 +353,39 @@ impl PieceArena {
         });
     }
 
+    /// `None` only if the row's head (`head`, its payload) does not
+    /// decompress to text.
+    fn get(&self, row: usize, head: &[u8]) -> Option<RowPieces<'_>> {
+        let head = lz4_flex::decompress_size_prepended(head).ok()?;
+        let head = String::from_utf8(head).ok()?;
+        let first = row * PIECE_STRINGS;
+        let piece = |k: usize| {
+            let i = first + k;
+            let a = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+            &self.text[a..self.ends[i] as usize]
+        };
+        let n = self.numbers[row];
+        Some(RowPieces {
+            head,
+            rest: PiecesRef {
+                head: "",
+                provenance: piece(0),
+                observed_at: piece(1),
+                valid_until: piece(2),
+                tenure: piece(3),
+                used_tail: piece(4),
+                status: piece(5),
+                valid_until_us: n.valid_until_us,
+                stocked_us: (n.stocked_us != NO_BASIS).then_some(n.stocked_us),
+                max_age_seconds: n.max_age_seconds,
+            },
+        })
+    }
+
     fn heap_bytes(&self) -> usize {
-        self.numbers.len() * std::mem::size_of::<PieceNumbers>()
+        self.text.len()
+            + self.ends.len() * 4
+            + self.numbers.len() * std::mem::size_of::<PieceNumbers>()
     }
 }
 
@@ -632,11 +614,12 @@ impl SnapshotIndex {
             payloads.push(&lz4_flex::compress_prepend_size(
                 &serde_json::to_vec(&r).unwrap_or_default(),
             ));
-            payloads.push(&pieces_payload(&rendered));
+            payloads.push(&lz4_flex::compress_prepend_size(rendered.head.as_bytes()));
         }
         let n = rows.len();
         rows.shrink_to_fit();
         pieces.numbers.shrink_to_fit();
+        pieces.text.shrink_to_fit();
         let (payloads, temporary) = payloads.finish()?;
         makes.finish();
         models.finish();
@@ -786,8 +769,8 @@ impl SnapshotIndex {
     /// # Panics
     /// When `row >= self.len()`.
     pub fn pieces(&self, row: usize) -> Option<RowPieces<'_>> {
-        let bytes = self.payloads.get(2 * row + 1).ok()?;
-        read_pieces(&bytes, self.pieces.numbers[row])
+        let head = self.payloads.get(2 * row + 1).ok()?;
+        self.pieces.get(row, &head)
     }
 
     /// Whether the row's rendering passed [`SnapshotIndex::check_pieces`]
