@@ -290,36 +290,50 @@ impl Arena {
     }
 }
 
-/// The [`Pieces`] of every row: the head (most of a vehicle: media,
-/// features, every attribute) LZ4-compressed per row as a payload
-/// ([`payload::Payloads`], entry `2 * row + 1`), the six small strings back
-/// to back in one buffer, and the row's numbers. Compressed, a head takes
-/// about a third of its text; without it the pre-rendered pieces would
-/// nearly double an index (docs/benchmarks.md). The small strings stay on
-/// the heap: decompressing them with the head cost a search page of 20
-/// about 6% more instructions (docs/benchmarks.md "Index images").
+/// The [`Pieces`] of every row: one payload per row ([`payload::Payloads`],
+/// entry `2 * row + 1`) holding the head (most of a vehicle: media,
+/// features, every attribute) LZ4-compressed, then the six small strings
+/// as they are (decompressing them with the head cost a search page of 20
+/// about 6% more instructions: docs/benchmarks.md "Index images"); the
+/// row's numbers stay on the heap. Compressed, a head takes about a third
+/// of its text.
 #[derive(Debug, Default)]
 struct PieceArena {
-    text: String,
-    /// `PIECE_STRINGS` end offsets per row.
-    ends: Vec<u32>,
     numbers: Vec<PieceNumbers>,
 }
 
 const PIECE_STRINGS: usize = 6;
 
-/// One row's pieces with its head decompressed.
+/// One row's pieces, read back.
 #[derive(Debug)]
 pub struct RowPieces<'a> {
     head: String,
-    rest: PiecesRef<'a>,
+    small: String,
+    /// End of each of the [`PIECE_STRINGS`] strings in `small`.
+    cuts: [usize; PIECE_STRINGS],
+    numbers: PieceNumbers,
+    /// Tied to the index it came from, as when the pieces were borrowed.
+    index: std::marker::PhantomData<&'a ()>,
 }
 
 impl RowPieces<'_> {
     pub fn get(&self) -> PiecesRef<'_> {
+        let piece = |k: usize| {
+            let a = if k == 0 { 0 } else { self.cuts[k - 1] };
+            self.small.get(a..self.cuts[k]).unwrap_or("")
+        };
+        let n = self.numbers;
         PiecesRef {
             head: &self.head,
-            ..self.rest
+            provenance: piece(0),
+            observed_at: piece(1),
+            valid_until: piece(2),
+            tenure: piece(3),
+            used_tail: piece(4),
+            status: piece(5),
+            valid_until_us: n.valid_until_us,
+            stocked_us: (n.stocked_us != NO_BASIS).then_some(n.stocked_us),
+            max_age_seconds: n.max_age_seconds,
         }
     }
 }
@@ -332,20 +346,67 @@ struct PieceNumbers {
     max_age_seconds: u32,
 }
 
+/// A row's pieces as one payload: the LZ4 head's length (u32 LE) and the
+/// LZ4 head, the six small strings' lengths (u32 LE), the strings.
+fn pieces_payload(p: &Pieces) -> Vec<u8> {
+    let head = lz4_flex::compress_prepend_size(p.head.as_bytes());
+    let small = [
+        &p.provenance,
+        &p.observed_at,
+        &p.valid_until,
+        &p.tenure,
+        &p.used_tail,
+        &p.status,
+    ];
+    let total: usize = small.iter().map(|s| s.len()).sum();
+    let mut out = Vec::with_capacity(4 + head.len() + PIECE_STRINGS * 4 + total);
+    out.extend_from_slice(&row_u32(head.len()).to_le_bytes());
+    out.extend_from_slice(&head);
+    for s in small {
+        out.extend_from_slice(&row_u32(s.len()).to_le_bytes());
+    }
+    for s in small {
+        out.extend_from_slice(s.as_bytes());
+    }
+    out
+}
+
+/// The inverse of [`pieces_payload`]; `None` for bytes it did not write.
+fn read_pieces<'a>(bytes: &[u8], numbers: PieceNumbers) -> Option<RowPieces<'a>> {
+    let le = |at: usize| -> Option<usize> {
+        Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?) as usize)
+    };
+    let head_len = le(0)?;
+    let head = lz4_flex::decompress_size_prepended(bytes.get(4..4 + head_len)?).ok()?;
+    let head = String::from_utf8(head).ok()?;
+    let lens = 4 + head_len;
+    let body = bytes.get(lens + PIECE_STRINGS * 4..)?;
+    let mut cuts = [0usize; PIECE_STRINGS];
+    let mut at = 0usize;
+    for (k, cut) in cuts.iter_mut().enumerate() {
+        at = at.checked_add(le(lens + k * 4)?)?;
+        *cut = at;
+    }
+    if at != body.len() {
+        return None;
+    }
+    let small = std::str::from_utf8(body).ok()?;
+    // Each piece must end on a character boundary.
+    if !cuts.iter().all(|c| small.is_char_boundary(*c)) {
+        return None;
+    }
+    Some(RowPieces {
+        head,
+        small: small.to_owned(),
+        cuts,
+        numbers,
+        index: std::marker::PhantomData,
+    })
+}
+
 impl PieceArena {
-    /// Keeps all but the head, which the caller writes as a payload.
+    /// Keeps the numbers; the strings are the row's payload.
     fn push(&mut self, p: &Pieces) {
-        for s in [
-            &p.provenance,
-            &p.observed_at,
-            &p.valid_until,
-            &p.tenure,
-            &p.used_tail,
-            &p.status,
-        ] {
-            self.text.push_str(s);
-            self.ends.push(row_u32(self.text.len()));
-        }
         self.numbers.push(PieceNumbers {
             valid_until_us: p.valid_until_us,
             stocked_us: p.stocked_us.unwrap_or(NO_BASIS),
@@ -353,39 +414,8 @@ impl PieceArena {
         });
     }
 
-    /// `None` only if the row's head (`head`, its payload) does not
-    /// decompress to text.
-    fn get(&self, row: usize, head: &[u8]) -> Option<RowPieces<'_>> {
-        let head = lz4_flex::decompress_size_prepended(head).ok()?;
-        let head = String::from_utf8(head).ok()?;
-        let first = row * PIECE_STRINGS;
-        let piece = |k: usize| {
-            let i = first + k;
-            let a = if i == 0 { 0 } else { self.ends[i - 1] as usize };
-            &self.text[a..self.ends[i] as usize]
-        };
-        let n = self.numbers[row];
-        Some(RowPieces {
-            head,
-            rest: PiecesRef {
-                head: "",
-                provenance: piece(0),
-                observed_at: piece(1),
-                valid_until: piece(2),
-                tenure: piece(3),
-                used_tail: piece(4),
-                status: piece(5),
-                valid_until_us: n.valid_until_us,
-                stocked_us: (n.stocked_us != NO_BASIS).then_some(n.stocked_us),
-                max_age_seconds: n.max_age_seconds,
-            },
-        })
-    }
-
     fn heap_bytes(&self) -> usize {
-        self.text.len()
-            + self.ends.len() * 4
-            + self.numbers.len() * std::mem::size_of::<PieceNumbers>()
+        self.numbers.len() * std::mem::size_of::<PieceNumbers>()
     }
 }
 
@@ -614,12 +644,11 @@ impl SnapshotIndex {
             payloads.push(&lz4_flex::compress_prepend_size(
                 &serde_json::to_vec(&r).unwrap_or_default(),
             ));
-            payloads.push(&lz4_flex::compress_prepend_size(rendered.head.as_bytes()));
+            payloads.push(&pieces_payload(&rendered));
         }
         let n = rows.len();
         rows.shrink_to_fit();
         pieces.numbers.shrink_to_fit();
-        pieces.text.shrink_to_fit();
         let (payloads, temporary) = payloads.finish()?;
         makes.finish();
         models.finish();
@@ -769,8 +798,8 @@ impl SnapshotIndex {
     /// # Panics
     /// When `row >= self.len()`.
     pub fn pieces(&self, row: usize) -> Option<RowPieces<'_>> {
-        let head = self.payloads.get(2 * row + 1).ok()?;
-        self.pieces.get(row, &head)
+        let bytes = self.payloads.get(2 * row + 1).ok()?;
+        read_pieces(&bytes, self.pieces.numbers[row])
     }
 
     /// Whether the row's rendering passed [`SnapshotIndex::check_pieces`]

@@ -35,7 +35,7 @@ use super::{
 
 /// Bumped whenever what an image holds or how it is laid out changes
 /// (the index's fields, `Row`, the payload formats).
-pub(crate) const LAYOUT: u32 = 3;
+pub(crate) const LAYOUT: u32 = 4;
 /// Bytes reserved for the header at the start of the file.
 pub(super) const HEADER: u64 = 512;
 const MAGIC: &[u8; 8] = b"DAGIMG\r\n";
@@ -461,8 +461,6 @@ fn write_heap<W: Write>(ix: &SnapshotIndex, w: &mut Hashing<W>) -> io::Result<()
         w.str(&s.content_digest)?;
         w.time(s.observed_at)?;
     }
-    w.str(&ix.pieces.text)?;
-    w.u32s(&ix.pieces.ends)?;
     w.len(ix.pieces.numbers.len())?;
     for n in &ix.pieces.numbers {
         w.i64(n.valid_until_us)?;
@@ -612,9 +610,6 @@ fn read_heap<R: Read>(
             observed_at: d.time()?,
         });
     }
-    let piece_text = d.string()?;
-    let piece_ends = d.u32s()?;
-    ascending_ends(&piece_ends, &piece_text, n * super::PIECE_STRINGS)?;
     if d.count(20)? != n {
         return Err(bad("piece numbers"));
     }
@@ -667,11 +662,7 @@ fn read_heap<R: Read>(
         by_vin,
         by_stock,
         sources,
-        pieces: PieceArena {
-            text: piece_text,
-            ends: piece_ends,
-            numbers,
-        },
+        pieces: PieceArena { numbers },
         totals,
         failed,
         failed_reasons,
