@@ -363,6 +363,14 @@ pub struct ServeSettings {
     #[arg(long, env = "DEALER_GATEWAY_SEED_DEALERS")]
     pub seed_dealers: Option<PathBuf>,
 
+    /// Directory of the per-snapshot index images (docs/operations.md
+    /// "Index images"): a restarting replica reads each snapshot's index
+    /// from its image instead of rebuilding it. Default: beside a SQLite
+    /// store file (`<file>.index/`); none for PostgreSQL or an in-memory
+    /// store. `off` keeps none.
+    #[arg(long, env = "DEALER_GATEWAY_INDEX_CACHE", value_name = "DIR")]
+    pub index_cache: Option<String>,
+
     /// `--shard`, `--shards`, `--shard-pins` (docs/operations.md "Shards").
     #[command(flatten)]
     pub sharding: crate::shards::ShardSettings,
@@ -415,6 +423,16 @@ impl ServeSettings {
         settings
     }
 
+    /// The index image directory `--index-cache` names for the store at
+    /// `database_url` (docs/operations.md "Index images"), if any.
+    pub fn index_cache_dir(&self, database_url: &str) -> Option<PathBuf> {
+        match self.index_cache.as_deref().map(str::trim) {
+            Some("off" | "") => None,
+            Some(dir) => Some(PathBuf::from(dir)),
+            None => sqlite_sibling(database_url),
+        }
+    }
+
     /// `--audit-retention-days` and `--audit-max-events`.
     pub fn audit_retention(&self) -> crate::store::AuditRetention {
         crate::store::AuditRetention {
@@ -430,4 +448,20 @@ impl ServeSettings {
             None => format!("http://{bound}"),
         }
     }
+}
+
+/// `<file>.index` beside the file of a SQLite store URL; `None` for any
+/// other store and for an in-memory database (nothing to restart from).
+fn sqlite_sibling(database_url: &str) -> Option<PathBuf> {
+    use std::str::FromStr as _;
+    if !database_url.starts_with("sqlite:")
+        || database_url.contains(":memory:")
+        || database_url.contains("mode=memory")
+    {
+        return None;
+    }
+    let options = sqlx::sqlite::SqliteConnectOptions::from_str(database_url).ok()?;
+    let file = options.get_filename();
+    let name = file.file_name()?.to_str()?;
+    Some(file.with_file_name(format!("{name}.index")))
 }

@@ -22,8 +22,12 @@ use chrono::{DateTime, Utc};
 use super::model::VehicleRecord;
 use super::pieces::{Pieces, PiecesRef};
 
+mod image;
+mod payload;
 pub(crate) mod ranges;
 mod text;
+pub(crate) use image::ImageCache;
+use payload::PayloadWriter;
 use ranges::MakePriceOrder;
 pub(crate) use text::TextIndex;
 
@@ -286,34 +290,50 @@ impl Arena {
     }
 }
 
-/// The [`Pieces`] of every row: the head (most of a
-/// vehicle: media, features, every attribute) LZ4-compressed per row, the
-/// six small strings back to back in one buffer, and the row's numbers.
-/// Compressed, a head takes about a third of its text; without it the
-/// pre-rendered pieces would nearly double an index (docs/benchmarks.md).
+/// The [`Pieces`] of every row: one payload per row ([`payload::Payloads`],
+/// entry `2 * row + 1`) holding the head (most of a vehicle: media,
+/// features, every attribute) LZ4-compressed, then the six small strings
+/// as they are (decompressing them with the head cost a search page of 20
+/// about 6% more instructions: docs/benchmarks.md "Index images"); the
+/// row's numbers stay on the heap. Compressed, a head takes about a third
+/// of its text.
 #[derive(Debug, Default)]
 struct PieceArena {
-    heads: Vec<Box<[u8]>>,
-    text: String,
-    /// `PIECE_STRINGS` end offsets per row.
-    ends: Vec<u32>,
     numbers: Vec<PieceNumbers>,
 }
 
 const PIECE_STRINGS: usize = 6;
 
-/// One row's pieces with its head decompressed.
+/// One row's pieces, read back.
 #[derive(Debug)]
 pub struct RowPieces<'a> {
     head: String,
-    rest: PiecesRef<'a>,
+    small: String,
+    /// End of each of the [`PIECE_STRINGS`] strings in `small`.
+    cuts: [usize; PIECE_STRINGS],
+    numbers: PieceNumbers,
+    /// Tied to the index it came from, as when the pieces were borrowed.
+    index: std::marker::PhantomData<&'a ()>,
 }
 
 impl RowPieces<'_> {
     pub fn get(&self) -> PiecesRef<'_> {
+        let piece = |k: usize| {
+            let a = if k == 0 { 0 } else { self.cuts[k - 1] };
+            self.small.get(a..self.cuts[k]).unwrap_or("")
+        };
+        let n = self.numbers;
         PiecesRef {
             head: &self.head,
-            ..self.rest
+            provenance: piece(0),
+            observed_at: piece(1),
+            valid_until: piece(2),
+            tenure: piece(3),
+            used_tail: piece(4),
+            status: piece(5),
+            valid_until_us: n.valid_until_us,
+            stocked_us: (n.stocked_us != NO_BASIS).then_some(n.stocked_us),
+            max_age_seconds: n.max_age_seconds,
         }
     }
 }
@@ -326,21 +346,67 @@ struct PieceNumbers {
     max_age_seconds: u32,
 }
 
+/// A row's pieces as one payload: the LZ4 head's length (u32 LE) and the
+/// LZ4 head, the six small strings' lengths (u32 LE), the strings.
+fn pieces_payload(p: &Pieces) -> Vec<u8> {
+    let head = lz4_flex::compress_prepend_size(p.head.as_bytes());
+    let small = [
+        &p.provenance,
+        &p.observed_at,
+        &p.valid_until,
+        &p.tenure,
+        &p.used_tail,
+        &p.status,
+    ];
+    let total: usize = small.iter().map(|s| s.len()).sum();
+    let mut out = Vec::with_capacity(4 + head.len() + PIECE_STRINGS * 4 + total);
+    out.extend_from_slice(&row_u32(head.len()).to_le_bytes());
+    out.extend_from_slice(&head);
+    for s in small {
+        out.extend_from_slice(&row_u32(s.len()).to_le_bytes());
+    }
+    for s in small {
+        out.extend_from_slice(s.as_bytes());
+    }
+    out
+}
+
+/// The inverse of [`pieces_payload`]; `None` for bytes it did not write.
+fn read_pieces<'a>(bytes: &[u8], numbers: PieceNumbers) -> Option<RowPieces<'a>> {
+    let le = |at: usize| -> Option<usize> {
+        Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?) as usize)
+    };
+    let head_len = le(0)?;
+    let head = lz4_flex::decompress_size_prepended(bytes.get(4..4 + head_len)?).ok()?;
+    let head = String::from_utf8(head).ok()?;
+    let lens = 4 + head_len;
+    let body = bytes.get(lens + PIECE_STRINGS * 4..)?;
+    let mut cuts = [0usize; PIECE_STRINGS];
+    let mut at = 0usize;
+    for (k, cut) in cuts.iter_mut().enumerate() {
+        at = at.checked_add(le(lens + k * 4)?)?;
+        *cut = at;
+    }
+    if at != body.len() {
+        return None;
+    }
+    let small = std::str::from_utf8(body).ok()?;
+    // Each piece must end on a character boundary.
+    if !cuts.iter().all(|c| small.is_char_boundary(*c)) {
+        return None;
+    }
+    Some(RowPieces {
+        head,
+        small: small.to_owned(),
+        cuts,
+        numbers,
+        index: std::marker::PhantomData,
+    })
+}
+
 impl PieceArena {
+    /// Keeps the numbers; the strings are the row's payload.
     fn push(&mut self, p: &Pieces) {
-        self.heads
-            .push(lz4_flex::compress_prepend_size(p.head.as_bytes()).into_boxed_slice());
-        for s in [
-            &p.provenance,
-            &p.observed_at,
-            &p.valid_until,
-            &p.tenure,
-            &p.used_tail,
-            &p.status,
-        ] {
-            self.text.push_str(s);
-            self.ends.push(row_u32(self.text.len()));
-        }
         self.numbers.push(PieceNumbers {
             valid_until_us: p.valid_until_us,
             stocked_us: p.stocked_us.unwrap_or(NO_BASIS),
@@ -348,40 +414,8 @@ impl PieceArena {
         });
     }
 
-    /// `None` only if the row's head does not decompress to text (it was
-    /// compressed from a `String` here, so that would be a defect).
-    fn get(&self, row: usize) -> Option<RowPieces<'_>> {
-        let head = lz4_flex::decompress_size_prepended(&self.heads[row]).ok()?;
-        let head = String::from_utf8(head).ok()?;
-        let first = row * PIECE_STRINGS;
-        let piece = |k: usize| {
-            let i = first + k;
-            let a = if i == 0 { 0 } else { self.ends[i - 1] as usize };
-            &self.text[a..self.ends[i] as usize]
-        };
-        let n = self.numbers[row];
-        Some(RowPieces {
-            head,
-            rest: PiecesRef {
-                head: "",
-                provenance: piece(0),
-                observed_at: piece(1),
-                valid_until: piece(2),
-                tenure: piece(3),
-                used_tail: piece(4),
-                status: piece(5),
-                valid_until_us: n.valid_until_us,
-                stocked_us: (n.stocked_us != NO_BASIS).then_some(n.stocked_us),
-                max_age_seconds: n.max_age_seconds,
-            },
-        })
-    }
-
     fn heap_bytes(&self) -> usize {
-        self.heads.iter().map(|h| h.len() + 16).sum::<usize>()
-            + self.text.len()
-            + self.ends.len() * 4
-            + self.numbers.len() * std::mem::size_of::<PieceNumbers>()
+        self.numbers.len() * std::mem::size_of::<PieceNumbers>()
     }
 }
 
@@ -391,8 +425,11 @@ impl PieceArena {
 pub struct SnapshotIndex {
     meta: SnapshotMeta,
     inventory_sla_seconds: u32,
-    /// Each record as LZ4-compressed compact JSON (see the module doc).
-    records: Vec<Box<[u8]>>,
+    /// Per row, the record as LZ4-compressed compact JSON (entry `2 *
+    /// row`, see the module doc) and its LZ4 pieces (entry `2 * row + 1`):
+    /// on the heap, or in the snapshot's index image (docs/operations.md
+    /// "Index images").
+    payloads: payload::Payloads,
     pub(crate) rows: Vec<Row>,
     pub(crate) makes: Interner,
     pub(crate) models: Interner,
@@ -433,6 +470,9 @@ pub struct SnapshotIndex {
     /// Rows whose rendering failed the vehicle schema when the snapshot
     /// was indexed ([`SnapshotIndex::check_pieces`]); sorted.
     failed: Vec<u32>,
+    /// Why each of `failed` failed (kept for the image, which logs them
+    /// again when it is read).
+    failed_reasons: Vec<Box<str>>,
 }
 
 /// One distinct source of a snapshot: `(source_name, authority,
@@ -494,6 +534,24 @@ impl SnapshotIndex {
         expected: usize,
         records: impl IntoIterator<Item = VehicleRecord>,
     ) -> SnapshotIndex {
+        let writer = PayloadWriter::heap(expected.min(1 << 22) * 2);
+        match Self::build_into(meta, inventory_sla_seconds, expected, records, writer) {
+            Ok((index, _)) => index,
+            // A heap writer has no I/O to fail.
+            Err(e) => unreachable!("payloads on the heap cannot fail: {e}"),
+        }
+    }
+
+    /// [`SnapshotIndex::build_from`] with the payloads written by `writer`
+    /// (on the heap, or into a new image file whose temporary path is
+    /// returned); an error only when writing that file failed.
+    pub(crate) fn build_into(
+        meta: SnapshotMeta,
+        inventory_sla_seconds: u32,
+        expected: usize,
+        records: impl IntoIterator<Item = VehicleRecord>,
+        mut payloads: PayloadWriter,
+    ) -> std::io::Result<(SnapshotIndex, Option<std::path::PathBuf>)> {
         // A reservation only: a stored count that is wrong costs a
         // reallocation, never an oversized allocation.
         let n = expected.min(1 << 22);
@@ -508,7 +566,6 @@ impl SnapshotIndex {
         let mut vins = Arena::default();
         let mut stock_numbers = Arena::default();
         let mut sources: Vec<SourceSummary> = Vec::new();
-        let mut blobs: Vec<Box<[u8]>> = Vec::with_capacity(n);
         let mut pieces = PieceArena::default();
 
         for r in records {
@@ -578,19 +635,21 @@ impl SnapshotIndex {
                 }
             }
             per_row.push(mine);
-            pieces.push(&Pieces::of(&r, inventory_sla_seconds));
+            let rendered = Pieces::of(&r, inventory_sla_seconds);
+            pieces.push(&rendered);
             // Serializing a record of this crate's own type cannot fail
             // (every map key is a string).
             // LZ4 keeps the record at about a third of its JSON (it is
             // decoded only for a unit read: disclosure, verify, offers).
-            blobs.push(
-                lz4_flex::compress_prepend_size(&serde_json::to_vec(&r).unwrap_or_default())
-                    .into_boxed_slice(),
-            );
+            payloads.push(&lz4_flex::compress_prepend_size(
+                &serde_json::to_vec(&r).unwrap_or_default(),
+            ));
+            payloads.push(&pieces_payload(&rendered));
         }
         let n = rows.len();
         rows.shrink_to_fit();
-        blobs.shrink_to_fit();
+        pieces.numbers.shrink_to_fit();
+        let (payloads, temporary) = payloads.finish()?;
         makes.finish();
         models.finish();
         vocab.shrink_to_fit();
@@ -599,7 +658,6 @@ impl SnapshotIndex {
         vehicle_ids.shrink();
         vins.shrink();
         stock_numbers.shrink();
-        pieces.text.shrink_to_fit();
 
         let mut by_vehicle_id: Vec<u32> = (0..n).map(row_u32).collect();
         by_vehicle_id.sort_by(|a, b| {
@@ -626,7 +684,7 @@ impl SnapshotIndex {
         let make_rows = Postings::build(n, makes.exact.len(), |i| rows[i].make);
         let model_rows = Postings::build(n, models.exact.len(), |i| rows[i].model);
         let max_basis_us = rows.iter().map(|r| r.basis_us).max().unwrap_or(NO_BASIS);
-        SnapshotIndex {
+        let index = SnapshotIndex {
             make_rows,
             model_rows,
             orders: Default::default(),
@@ -635,7 +693,7 @@ impl SnapshotIndex {
             sources,
             meta,
             inventory_sla_seconds,
-            records: blobs,
+            payloads,
             rows,
             makes,
             models,
@@ -650,7 +708,9 @@ impl SnapshotIndex {
             totals,
             pieces,
             failed: Vec::new(),
-        }
+            failed_reasons: Vec::new(),
+        };
+        Ok((index, temporary))
     }
 
     /// Validate every row's rendering once, as written at `now`, with
@@ -669,13 +729,12 @@ impl SnapshotIndex {
         let now_text = super::pieces::json_string(&super::pieces::timestamp(now));
         let mut out = String::new();
         let mut failed = Vec::new();
+        let mut reasons = Vec::new();
         for row in 0..self.len() {
             let Some(buffer) = self.pieces(row) else {
-                tracing::error!(
-                    vehicle.id = %self.vehicle_id(row),
-                    "a pre-rendered vehicle does not decompress; responses that include it are built per request"
-                );
+                self.log_failure(row, "");
                 failed.push(row_u32(row));
+                reasons.push("".into());
                 continue;
             };
             let pieces = buffer.get();
@@ -702,19 +761,36 @@ impl SnapshotIndex {
                 });
             }
             if let Err(reason) = verdict {
-                tracing::error!(
-                    organization.id = %self.meta.organization_id,
-                    rooftop.id = %self.meta.rooftop_id,
-                    snapshot.version = self.meta.version,
-                    vehicle.id = %self.vehicle_id(row),
-                    %reason,
-                    "vehicle rendering fails the DAP vehicle schema; responses that include it are refused as dealeragent.internal"
-                );
+                self.log_failure(row, &reason);
                 failed.push(row_u32(row));
+                reasons.push(reason.into());
             }
         }
         self.failed = failed;
+        self.failed_reasons = reasons;
         self.failed.len()
+    }
+
+    /// Logs that `row` failed [`SnapshotIndex::check_pieces`] for `reason`
+    /// (empty: its pieces do not decompress); an index read from its image
+    /// logs its stored failures again the same way (docs/operations.md
+    /// "Index images").
+    fn log_failure(&self, row: usize, reason: &str) {
+        if reason.is_empty() {
+            tracing::error!(
+                vehicle.id = %self.vehicle_id(row),
+                "a pre-rendered vehicle does not decompress; responses that include it are built per request"
+            );
+        } else {
+            tracing::error!(
+                organization.id = %self.meta.organization_id,
+                rooftop.id = %self.meta.rooftop_id,
+                snapshot.version = self.meta.version,
+                vehicle.id = %self.vehicle_id(row),
+                %reason,
+                "vehicle rendering fails the DAP vehicle schema; responses that include it are refused as dealeragent.internal"
+            );
+        }
     }
 
     /// The pre-rendered parts of the vehicle at `row`.
@@ -722,7 +798,8 @@ impl SnapshotIndex {
     /// # Panics
     /// When `row >= self.len()`.
     pub fn pieces(&self, row: usize) -> Option<RowPieces<'_>> {
-        self.pieces.get(row)
+        let bytes = self.payloads.get(2 * row + 1).ok()?;
+        read_pieces(&bytes, self.pieces.numbers[row])
     }
 
     /// Whether the row's rendering passed [`SnapshotIndex::check_pieces`]
@@ -776,11 +853,11 @@ impl SnapshotIndex {
     }
 
     pub fn len(&self) -> usize {
-        self.records.len()
+        self.rows.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
+        self.rows.is_empty()
     }
 
     /// The vehicle at `row`, decoded from its compact form (rows are the
@@ -792,8 +869,12 @@ impl SnapshotIndex {
     pub fn record(&self, row: usize) -> VehicleRecord {
         // The blob was written by serde_json from this very type in
         // `build`, so reading it back cannot fail.
-        lz4_flex::decompress_size_prepended(&self.records[row])
+        // An image file is immutable once named and its length was checked
+        // when it was loaded (docs/operations.md "Index images").
+        self.payloads
+            .get(2 * row)
             .ok()
+            .and_then(|blob| lz4_flex::decompress_size_prepended(&blob).ok())
             .and_then(|json| serde_json::from_slice(&json).ok())
             .expect("index blob is a compressed VehicleRecord")
     }
@@ -844,8 +925,7 @@ impl SnapshotIndex {
 
     /// Approximate heap bytes held by this index (for capacity planning).
     pub fn heap_bytes(&self) -> usize {
-        let blobs: usize = self.records.iter().map(|b| b.len() + 16).sum();
-        blobs
+        self.payloads.heap_bytes()
             + self.pieces.heap_bytes()
             + self.rows.len() * std::mem::size_of::<Row>()
             + self.text.heap_bytes()

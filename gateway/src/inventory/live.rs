@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
-use super::index::{SnapshotIndex, SnapshotMeta};
+use super::index::{ImageCache, SnapshotIndex, SnapshotMeta};
 use super::model::VehicleRecord;
 use super::pieces::{Pieces, check_rendering, json_string, timestamp};
 use crate::directory::DirectorySnapshot;
@@ -157,6 +157,12 @@ struct Shared {
     generation: AtomicU64,
     pins: StdMutex<Pins>,
     last_prune: StdMutex<Option<Instant>>,
+    /// `--index-cache` (docs/operations.md "Index images"): where each
+    /// snapshot's index image is read from at load and written after a
+    /// build; `None` builds every index from the store.
+    images: Option<ImageCache>,
+    /// Whether images of superseded snapshots were swept since start.
+    swept: AtomicBool,
 }
 
 /// The manager shared by every request.
@@ -182,6 +188,8 @@ impl LiveInventory {
                 generation: AtomicU64::new(0),
                 pins: StdMutex::new(HashMap::new()),
                 last_prune: StdMutex::new(None),
+                images: None,
+                swept: AtomicBool::new(false),
             }),
         }
     }
@@ -194,6 +202,16 @@ impl LiveInventory {
             shared.organizations = Some(filter);
         }
         self
+    }
+
+    /// Keep index images in `dir` (docs/operations.md "Index images"):
+    /// renderings checked against `vehicle_schema`. Called once, before the
+    /// first load.
+    pub fn use_image_cache(&mut self, dir: std::path::PathBuf, vehicle_schema: &serde_json::Value) {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            tracing::info!(index_cache = %dir.display(), "index images are kept");
+            shared.images = Some(ImageCache::new(dir, vehicle_schema));
+        }
     }
 
     /// Make the next reader start a reload (a change notification). Does
@@ -312,6 +330,7 @@ impl LiveInventory {
             &meta,
             sla,
             Keep::All,
+            None,
         )
         .await?;
         Ok(Some(Arc::new(index)))
@@ -366,6 +385,11 @@ impl Shared {
             return Ok(base.view);
         }
         let mut latest = self.store.latest_snapshots().await?;
+        let latest_ids: Vec<String> = if self.images.is_some() {
+            latest.iter().map(|s| s.snapshot_id.clone()).collect()
+        } else {
+            Vec::new()
+        };
         if let Some(serves) = &self.organizations {
             latest.retain(|s| serves(&s.organization_id));
         }
@@ -397,8 +421,26 @@ impl Shared {
             }
         }
         let replaced = !changed.is_empty() || rooftops.len() != base.view.rooftops.len();
+        if let Some(images) = &self.images
+            && !self.swept.swap(true, Ordering::AcqRel)
+        {
+            // Every snapshot current in the store, served here or not:
+            // replicas of other shards may share the directory.
+            let current: Vec<&str> = latest_ids.iter().map(String::as_str).collect();
+            images.remove_all_but(&current);
+        }
         for (meta, sla) in changed {
+            let replacing = rooftops.get(&meta.rooftop_id).map(|old| {
+                let old = old.latest.meta();
+                (old.snapshot_id.clone(), old.version)
+            });
             let entry = self.load_rooftop(&meta, sla, now).await?;
+            if let (Some(images), Some((old_id, _))) = (&self.images, replacing) {
+                // The swapped-out snapshot's image (a replaced SLA's too);
+                // pinned readers of it keep their open handle.
+                let keep = images.path(&meta.snapshot_id, sla);
+                images.remove_snapshot(&old_id, Some(&keep));
+            }
             rooftops.insert(meta.rooftop_id.clone(), entry);
             // This rooftop's swap; the others are untouched.
             self.publish(
@@ -425,16 +467,7 @@ impl Shared {
         sla: u32,
         now: DateTime<Utc>,
     ) -> Result<RooftopInventory, StoreError> {
-        let latest = Arc::new(
-            build_streamed(
-                self.store.as_ref(),
-                self.vehicle_check.clone(),
-                meta,
-                sla,
-                Keep::All,
-            )
-            .await?,
-        );
+        let latest = Arc::new(self.latest_index(meta, sla).await?);
         let mut withdrawn = None;
         if meta.version > 1 && meta.created_at + WITHDRAWN_GRACE > now {
             let history = self
@@ -451,6 +484,7 @@ impl Shared {
                     previous,
                     sla,
                     Keep::NotIn(current),
+                    None,
                 )
                 .await?;
                 if !dropped.is_empty() {
@@ -459,6 +493,75 @@ impl Shared {
             }
         }
         Ok(RooftopInventory { latest, withdrawn })
+    }
+
+    /// The index of `meta`'s snapshot: read from its image when there is a
+    /// usable one, else built from the store (and its image written).
+    async fn latest_index(
+        &self,
+        meta: &SnapshotRecord,
+        sla: u32,
+    ) -> Result<SnapshotIndex, StoreError> {
+        let Some(images) = self.images.clone() else {
+            return build_streamed(
+                self.store.as_ref(),
+                self.vehicle_check.clone(),
+                meta,
+                sla,
+                Keep::All,
+                None,
+            )
+            .await;
+        };
+        let index_meta = index_meta(meta);
+        let reader = images.clone();
+        let loaded = tokio::task::spawn_blocking(move || reader.load(index_meta, sla))
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|loaded| loaded);
+        match loaded {
+            Ok(Some(index)) => {
+                tracing::info!(
+                    rooftop.id = %meta.rooftop_id,
+                    snapshot.version = meta.version,
+                    vehicles = index.len(),
+                    "inventory index read from its image"
+                );
+                return Ok(index);
+            }
+            Ok(None) => {}
+            Err(reason) => {
+                // Built again below, and its image written anew.
+                tracing::warn!(rooftop.id = %meta.rooftop_id, %reason, "index image refused; building the index from the store");
+                let _ = std::fs::remove_file(images.path(&meta.snapshot_id, sla));
+            }
+        }
+        match build_streamed(
+            self.store.as_ref(),
+            self.vehicle_check.clone(),
+            meta,
+            sla,
+            Keep::All,
+            Some(images),
+        )
+        .await
+        {
+            Ok(index) => Ok(index),
+            Err(e) => {
+                // Writing the image may be what failed (a full disk):
+                // the index does not need it.
+                tracing::warn!(rooftop.id = %meta.rooftop_id, error = %e, "building with an index image failed; building without");
+                build_streamed(
+                    self.store.as_ref(),
+                    self.vehicle_check.clone(),
+                    meta,
+                    sla,
+                    Keep::All,
+                    None,
+                )
+                .await
+            }
+        }
     }
 
     /// Prune superseded snapshots at most hourly (cheap, idempotent, safe
@@ -543,19 +646,21 @@ async fn build_streamed(
     meta: &SnapshotRecord,
     sla: u32,
     keep: Keep,
+    images: Option<ImageCache>,
 ) -> Result<SnapshotIndex, StoreError> {
     let (tx, rx) = tokio::sync::mpsc::channel(STREAM_QUEUE);
     let expected = match keep {
         Keep::All => usize::try_from(meta.vehicle_count).unwrap_or(0),
         Keep::NotIn(_) => 0,
     };
-    let builder = tokio::spawn(index_received(
+    let builder = tokio::spawn(index_received_into(
         rx,
         index_meta(meta),
         sla,
         expected,
         keep,
         check,
+        images,
     ));
     // When the read fails part way, the channel closes, the builder
     // finishes what it has and that partial index is discarded.
@@ -590,13 +695,31 @@ async fn build_streamed(
 /// built index is checked again in full with `check_pieces`, which marks
 /// and logs each failing row as before, so responses that include one are
 /// still built as trees and refused by the output schema check.
+#[cfg(test)]
 pub(super) async fn index_received(
+    rx: tokio::sync::mpsc::Receiver<VehicleRecord>,
+    meta: SnapshotMeta,
+    sla: u32,
+    expected: usize,
+    keep: Keep,
+    check: VehicleCheck,
+) -> Result<SnapshotIndex, String> {
+    index_received_into(rx, meta, sla, expected, keep, check, None).await
+}
+
+/// [`index_received`], writing the index's image into `images` when given
+/// (docs/operations.md "Index images"): the payloads as they are built,
+/// the rest once the index is checked. Failing to start the image leaves
+/// the payloads on the heap; failing to write it part way is an error (the
+/// caller builds again without an image).
+pub(super) async fn index_received_into(
     mut rx: tokio::sync::mpsc::Receiver<VehicleRecord>,
     meta: SnapshotMeta,
     sla: u32,
     expected: usize,
     keep: Keep,
     check: VehicleCheck,
+    images: Option<ImageCache>,
 ) -> Result<SnapshotIndex, String> {
     let (checked_tx, mut checked_rx) = tokio::sync::mpsc::channel(STREAM_QUEUE);
     let early = check.clone();
@@ -623,24 +746,43 @@ pub(super) async fn index_received(
         }
         passed
     });
+    let image_writer = images.as_ref().and_then(|cache| {
+        cache
+            .writer(&meta.snapshot_id, sla, expected)
+            .inspect_err(|e| tracing::warn!(index_cache = %cache.dir().display(), error = %e, "cannot write an index image; the payloads stay on the heap"))
+            .ok()
+    });
     let builder = tokio::task::spawn_blocking(move || {
-        SnapshotIndex::build_from(
-            meta,
-            sla,
-            expected,
-            std::iter::from_fn(|| checked_rx.blocking_recv()),
-        )
+        let records = std::iter::from_fn(|| checked_rx.blocking_recv());
+        match image_writer {
+            Some(writer) => SnapshotIndex::build_into(meta, sla, expected, records, writer),
+            None => Ok((
+                SnapshotIndex::build_from(meta, sla, expected, records),
+                None,
+            )),
+        }
     });
     let passed = checker.await.map_err(|e| e.to_string())?;
-    let mut index = builder.await.map_err(|e| e.to_string())?;
-    if !passed {
-        index = tokio::task::spawn_blocking(move || {
-            index.check_pieces(Utc::now(), check.as_ref());
-            index
-        })
+    let (mut index, temporary) = builder
         .await
-        .map_err(|e| e.to_string())?;
-    }
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("writing the index image: {e}"))?;
+    index = tokio::task::spawn_blocking(move || {
+        if !passed {
+            index.check_pieces(Utc::now(), check.as_ref());
+        }
+        // With the verdict known, the image is completed and named; the
+        // index serves from it either way.
+        if let (Some(cache), Some(temporary)) = (images, temporary) {
+            match cache.store(&index, &temporary) {
+                Ok(path) => tracing::info!(image = %path.display(), "index image written"),
+                Err(e) => tracing::warn!(error = %e, "the index image was not written"),
+            }
+        }
+        index
+    })
+    .await
+    .map_err(|e| e.to_string())?;
     Ok(index)
 }
 

@@ -913,6 +913,8 @@ fn a_row_failing_the_piece_check_is_marked_alone() {
 
 /// Cursors: signing, opening, bounds and continuation.
 mod cursors;
+/// Index images: read back, they answer as the index built from records.
+mod image;
 /// Loading a snapshot: pieces and the rendering check while reading.
 mod loading;
 /// Property tests: the index against a reference scan.

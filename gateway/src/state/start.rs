@@ -21,6 +21,8 @@ pub struct Opened {
     catalog: Catalog,
     claim: crate::claim::PublishedClaim,
     store: Arc<dyn Store>,
+    /// `--index-cache` for this store (docs/operations.md "Index images").
+    index_cache: Option<std::path::PathBuf>,
 }
 
 /// The catalog, the configured conformance claim (checked before the store
@@ -66,6 +68,7 @@ pub async fn open(settings: &ServeSettings, database_url: &str) -> Result<Opened
         catalog,
         claim,
         store,
+        index_cache: settings.index_cache_dir(database_url),
     })
 }
 
@@ -84,6 +87,7 @@ pub async fn state(
         catalog,
         claim,
         store,
+        index_cache,
     } = opened;
     let cursor_key = store
         .get_or_create_secret("inventory-cursor-hmac-sha256", &random_key)
@@ -119,6 +123,15 @@ pub async fn state(
         availability,
     );
     state.claim = claim;
+    // docs/operations.md "Index images".
+    if let Some(dir) = index_cache {
+        let schema = crate::catalog::bundle_reference(
+            &state.catalog.schema_documents,
+            "vehicle.schema.json#/$defs/vehicle",
+        )
+        .unwrap_or_default();
+        state.inventory.use_image_cache(dir, &schema);
+    }
     let state = Arc::new(state);
     // PostgreSQL: changes by any replica or the CLI reach this one within
     // a second (docs/operations.md "Replicas"). Started before the first load below, so

@@ -27,6 +27,7 @@ mod import_memory;
 mod import_programs;
 mod import_stall;
 mod import_trust;
+mod index_images;
 mod inventory_search;
 mod mcp_fuzz;
 mod mcp_legacy;

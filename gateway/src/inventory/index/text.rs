@@ -73,6 +73,28 @@ impl TextIndex {
         }
     }
 
+    /// The persisted parts, for an index image (`index::image`).
+    pub(super) fn parts(&self) -> (&str, &[u32], &[u32], &[u32]) {
+        (&self.vocab, &self.starts, &self.ends, &self.postings)
+    }
+
+    /// The inverse of [`TextIndex::parts`] (checked by the image reader);
+    /// lazily built fields start empty.
+    pub(super) fn from_parts(
+        vocab: String,
+        starts: Vec<u32>,
+        ends: Vec<u32>,
+        postings: Vec<u32>,
+    ) -> TextIndex {
+        TextIndex {
+            vocab,
+            starts,
+            ends,
+            postings,
+            ..TextIndex::default()
+        }
+    }
+
     fn word(&self, w: usize) -> &str {
         // Without the trailing newline.
         &self.vocab[self.starts[w] as usize..self.starts[w + 1] as usize - 1]

@@ -10,7 +10,7 @@ use crate::inventory::pieces::{self, Pieces};
 /// Records that exercise every member and escape: text that needs
 /// escaping, non-ASCII, over-long values (truncated), empty features,
 /// absent members, odometer statuses, an electric range, many media.
-fn varied(n: usize) -> VehicleRecord {
+pub(super) fn varied(n: usize) -> VehicleRecord {
     let mut r = car(["roof.a", "roof.b"][n % 2], n);
     match n % 7 {
         0 => {}
