@@ -22,6 +22,7 @@ use chrono::{DateTime, Utc};
 use super::model::VehicleRecord;
 use super::pieces::{Pieces, PiecesRef};
 
+mod checkpoints;
 mod image;
 mod payload;
 pub(crate) mod ranges;

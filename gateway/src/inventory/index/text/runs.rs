@@ -22,6 +22,7 @@
 //! set.
 
 use super::super::Row;
+use super::super::checkpoints::Checkpoints;
 
 /// Rows a word needs to get a shape. Tiny in unit tests so that their
 /// small fleets exercise runs and covers.
@@ -30,10 +31,6 @@ const LARGE: usize = if cfg!(test) { 2 } else { 512 };
 const RUN_ROWS: usize = if cfg!(test) { 2 } else { 32 };
 /// Rows of small words a token may hold beyond `len / 32`.
 const SMALL_ROWS: usize = if cfg!(test) { 4 } else { 1024 };
-/// Smallest distance between checkpoints.
-const MIN_BLOCK: usize = if cfg!(test) { 4 } else { 256 };
-/// Positions between checkpoints per facet bucket (none in unit tests).
-const BLOCK_PER_BUCKET: usize = if cfg!(test) { 0 } else { 2 };
 
 /// Half-open position intervals of the facet order, ascending, disjoint
 /// and not adjacent.
@@ -50,20 +47,10 @@ enum Shape {
 /// The facet order with its checkpoints and the shape of each large word.
 #[derive(Debug)]
 pub(crate) struct FacetOrder {
-    /// Rows in facet order.
-    order: Vec<u32>,
+    /// Rows in facet order, with their prefix facet counts.
+    order: Checkpoints,
     /// The position of each row in `order`.
     pos: Vec<u32>,
-    makes: usize,
-    models: usize,
-    /// Distinct years of the snapshot, ascending.
-    years: Vec<i32>,
-    dims: usize,
-    block: usize,
-    /// `dims` counts per checkpoint: the rows of `order[..k * block]`.
-    table: Vec<u32>,
-    /// Smallest `observed_us` of each block of `block` positions.
-    block_min: Vec<i64>,
     /// Word id → shape, for the large words, ascending by word id.
     shapes: Vec<(u32, Shape)>,
 }
@@ -105,11 +92,6 @@ impl FacetOrder {
         words: usize,
         posting: impl Fn(usize) -> &'p [u32],
     ) -> FacetOrder {
-        let mut years: Vec<i32> = rows.iter().map(|r| r.year).collect();
-        years.sort_unstable();
-        years.dedup();
-        let dims = makes + models + years.len() + 4 + 9 + 7;
-        let block = MIN_BLOCK.max(BLOCK_PER_BUCKET * dims);
         let mut order: Vec<u32> = (0..rows.len()).map(row_u32).collect();
         order.sort_unstable_by_key(|&i| {
             let r = &rows[i as usize];
@@ -128,46 +110,18 @@ impl FacetOrder {
             pos[row as usize] = row_u32(p);
         }
         let mut me = FacetOrder {
-            order,
+            order: Checkpoints::build(rows, makes, models, order),
             pos,
-            makes,
-            models,
-            years,
-            dims,
-            block,
-            table: Vec::new(),
-            block_min: Vec::new(),
             shapes: Vec::new(),
         };
-        let mut table = Vec::with_capacity((rows.len() / block + 1) * dims);
-        let mut running = vec![0u32; dims];
-        let mut block_min = Vec::with_capacity(rows.len().div_ceil(block));
-        for (p, &row) in me.order.iter().enumerate() {
-            if p.is_multiple_of(block) {
-                table.extend_from_slice(&running);
-                block_min.push(i64::MAX);
-            }
-            let r = &rows[row as usize];
-            for d in me.slots(r) {
-                running[d] += 1;
-            }
-            if let Some(m) = block_min.last_mut() {
-                *m = (*m).min(r.observed_us);
-            }
-        }
-        if rows.len().is_multiple_of(block) {
-            table.extend_from_slice(&running);
-        }
-        me.table = table;
-        me.block_min = block_min;
 
         // The (make, model) group of each position, as its first position.
         let mut group_start = vec![0u32; rows.len()];
         let mut groups: Vec<(u32, u32)> = Vec::new();
-        for p in 0..me.order.len() {
-            let r = &rows[me.order[p] as usize];
+        for p in 0..me.order.order.len() {
+            let r = &rows[me.order.order[p] as usize];
             let same = p > 0 && {
-                let q = &rows[me.order[p - 1] as usize];
+                let q = &rows[me.order.order[p - 1] as usize];
                 (q.make, q.model) == (r.make, r.model)
             };
             if !same {
@@ -215,27 +169,13 @@ impl FacetOrder {
         me
     }
 
-    /// The bucket of each facet that row `r` counts in.
-    fn slots(&self, r: &Row) -> [usize; 6] {
-        let year = self.years.partition_point(|y| *y < r.year);
-        let base = self.makes + self.models + self.years.len();
-        [
-            r.make as usize,
-            self.makes + r.model as usize,
-            self.makes + self.models + year,
-            base + usize::from(r.condition),
-            base + 4 + usize::from(r.vehicle_type),
-            base + 13 + usize::from(r.availability),
-        ]
-    }
-
     /// The match set of one token whose words are `words` (ascending word
     /// ids, with `posting`): `None` when it cannot be told as runs (too
     /// many rows of small words, or a large word without runs outside the
     /// others' runs).
     pub fn token<'p>(&self, words: &[usize], posting: impl Fn(usize) -> &'p [u32]) -> Option<Runs> {
         // Rows of small words tolerated per token: each is one position.
-        let cap = self.order.len() / 32 + SMALL_ROWS;
+        let cap = self.order.order.len() / 32 + SMALL_ROWS;
         let mut runs: Runs = Vec::new();
         let mut covers: Vec<&Runs> = Vec::new();
         let mut small = 0usize;
@@ -286,100 +226,23 @@ impl FacetOrder {
 
     /// The rows at positions `a..b`.
     pub fn rows(&self, a: u32, b: u32) -> &[u32] {
-        &self.order[a as usize..b as usize]
+        &self.order.order[a as usize..b as usize]
     }
 
     pub fn buckets(&self) -> Vec<i64> {
-        vec![0; self.dims]
+        self.order.buckets()
     }
 
     /// Adds the buckets of the rows at positions `a..b` to `acc` and
     /// returns their oldest `observed_us` (`i64::MAX` when empty).
     pub fn count(&self, rows: &[Row], a: usize, b: usize, acc: &mut [i64]) -> i64 {
-        if b <= a {
-            return i64::MAX;
-        }
-        if b - a <= self.block {
-            let mut oldest = i64::MAX;
-            for &row in &self.order[a..b] {
-                let r = &rows[row as usize];
-                for d in self.slots(r) {
-                    acc[d] += 1;
-                }
-                oldest = oldest.min(r.observed_us);
-            }
-            return oldest;
-        }
-        self.prefix(rows, b, 1, acc);
-        self.prefix(rows, a, -1, acc);
-        let first = a.div_ceil(self.block);
-        let last = b / self.block;
-        let mut oldest = self.block_min[first..last]
-            .iter()
-            .copied()
-            .min()
-            .unwrap_or(i64::MAX);
-        let ends = self.order[a..(first * self.block).min(b)]
-            .iter()
-            .chain(&self.order[(last * self.block).max(a)..b]);
-        for &row in ends {
-            oldest = oldest.min(rows[row as usize].observed_us);
-        }
-        oldest
+        self.order.count(rows, a, b, acc)
     }
 
-    /// Adds `sign` × the buckets of `order[..p]` to `acc`, from the
-    /// nearest checkpoint.
-    fn prefix(&self, rows: &[Row], p: usize, sign: i64, acc: &mut [i64]) {
-        let k = p / self.block;
-        let lo = k * self.block;
-        let hi = lo + self.block;
-        let (checkpoint, visit, row_sign) = if hi <= self.order.len() && hi - p < p - lo {
-            (k + 1, &self.order[p..hi], -sign)
-        } else {
-            (k, &self.order[lo..p], sign)
-        };
-        let at = &self.table[checkpoint * self.dims..(checkpoint + 1) * self.dims];
-        for (c, t) in acc.iter_mut().zip(at) {
-            *c += sign * i64::from(*t);
-        }
-        for &row in visit {
-            for d in self.slots(&rows[row as usize]) {
-                acc[d] += row_sign;
-            }
-        }
-    }
-
-    /// Calls `f(facet, code, count)` for each non-zero bucket: facet 0
-    /// make id, 1 model id, 2 year, 3 condition, 4 vehicle type, 5
-    /// availability code.
-    pub fn each(&self, acc: &[i64], mut f: impl FnMut(usize, i64, u64)) {
-        let base = self.makes + self.models + self.years.len();
-        for (d, &c) in acc.iter().enumerate() {
-            let Ok(c) = u64::try_from(c) else { continue };
-            if c == 0 {
-                continue;
-            }
-            let (facet, code) = if d < self.makes {
-                (0, d)
-            } else if d < self.makes + self.models {
-                (1, d - self.makes)
-            } else if d < base {
-                (2, d - self.makes - self.models)
-            } else if d < base + 4 {
-                (3, d - base)
-            } else if d < base + 13 {
-                (4, d - base - 4)
-            } else {
-                (5, d - base - 13)
-            };
-            let code = if facet == 2 {
-                i64::from(self.years[code])
-            } else {
-                i64::try_from(code).unwrap_or(0)
-            };
-            f(facet, code, c);
-        }
+    /// Calls `f(facet, code, count)` for each non-zero bucket
+    /// ([`Checkpoints::each`]).
+    pub fn each(&self, acc: &[i64], f: impl FnMut(usize, i64, u64)) {
+        self.order.each(acc, f);
     }
 
     pub fn heap_bytes(&self) -> usize {
@@ -390,9 +253,7 @@ impl FacetOrder {
                 Shape::Exact(r) | Shape::Cover(r) => r.len() * 8 + 32,
             })
             .sum();
-        (self.order.len() + self.pos.len() + self.table.len() + self.years.len()) * 4
-            + self.block_min.len() * 8
-            + shapes
+        self.order.heap_bytes() + self.pos.len() * 4 + shapes
     }
 }
 
