@@ -34,6 +34,44 @@ pub(super) struct Sink<'a, 'h> {
     pub after_count: &'h mut usize,
 }
 
+impl<'a> Sink<'a, '_> {
+    /// Offers the `limit` rows of `rows` first in the default order
+    /// (`vehicle_id`) at or after the cursor's position `start`, counting
+    /// every row after it: the matches are ranked, not sorted.
+    pub fn offer_first_by_vehicle_id(
+        &mut self,
+        index: &'a SnapshotIndex,
+        slot: u32,
+        rows: impl Iterator<Item = u32>,
+        start: usize,
+        limit: usize,
+    ) {
+        let mut best: BinaryHeap<u32> = BinaryHeap::new();
+        for row in rows {
+            let rank = index.vehicle_id_rank[row as usize];
+            if (rank as usize) < start {
+                continue;
+            }
+            *self.after_count += 1;
+            if best.len() < limit {
+                best.push(rank);
+            } else if best.peek().is_some_and(|worst| rank < *worst) {
+                best.pop();
+                best.push(rank);
+            }
+        }
+        for rank in best {
+            let cand = Cand {
+                key: SortKey::default(),
+                index,
+                slot,
+                row: index.by_vehicle_id[rank as usize],
+            };
+            offer(self.heap, cand, limit);
+        }
+    }
+}
+
 /// Whether the query is answered by make and price ranges.
 pub(super) fn applies(query: &SearchQuery) -> bool {
     let f = &query.filters;
@@ -47,7 +85,7 @@ pub(super) fn search_snapshot<'a>(
     slot: u32,
     p: &Prepared,
     ask: &Ask<'_>,
-    out: Sink<'a, '_>,
+    mut out: Sink<'a, '_>,
 ) -> i64 {
     let f = &ask.query.filters;
     let table = index.make_price();
@@ -134,31 +172,8 @@ pub(super) fn search_snapshot<'a>(
         }
         None => {
             let start = ask.after.map_or(0, |a| first_after(index, a));
-            let mut best: BinaryHeap<u32> = BinaryHeap::new();
-            for &(a, b) in &ranges {
-                for &row in table.rows(a, b) {
-                    let rank = index.vehicle_id_rank[row as usize];
-                    if (rank as usize) < start {
-                        continue;
-                    }
-                    *out.after_count += 1;
-                    if best.len() < limit {
-                        best.push(rank);
-                    } else if best.peek().is_some_and(|worst| rank < *worst) {
-                        best.pop();
-                        best.push(rank);
-                    }
-                }
-            }
-            for rank in best {
-                let cand = Cand {
-                    key: SortKey::default(),
-                    index,
-                    slot,
-                    row: index.by_vehicle_id[rank as usize],
-                };
-                offer(out.heap, cand, limit);
-            }
+            let rows = ranges.iter().flat_map(|&(a, b)| table.rows(a, b));
+            out.offer_first_by_vehicle_id(index, slot, rows.copied(), start, limit);
         }
         Some(sort) => {
             for &(a, b) in &ranges {

@@ -7,7 +7,6 @@
 //! runs").
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 
 use super::super::index::SnapshotIndex;
 use super::plans::{first_after, sorted_rows};
@@ -29,7 +28,7 @@ pub(super) fn search_snapshot<'a>(
     query: &SearchQuery,
     after: Option<&PageKey>,
     (limit, now_us): (usize, i64),
-    out: Sink<'a, '_>,
+    mut out: Sink<'a, '_>,
 ) -> Option<i64> {
     let rows = &index.rows;
     let (order, runs) = index.text.matching_runs(
@@ -90,31 +89,8 @@ pub(super) fn search_snapshot<'a>(
             *out.after_count += found;
             return Some(oldest);
         }
-        let mut best: BinaryHeap<u32> = BinaryHeap::new();
-        for &(a, b) in &runs {
-            for &row in order.rows(a, b) {
-                let rank = index.vehicle_id_rank[row as usize];
-                if (rank as usize) < start {
-                    continue;
-                }
-                *out.after_count += 1;
-                if best.len() < limit {
-                    best.push(rank);
-                } else if best.peek().is_some_and(|worst| rank < *worst) {
-                    best.pop();
-                    best.push(rank);
-                }
-            }
-        }
-        for rank in best {
-            let cand = Cand {
-                key: SortKey::default(),
-                index,
-                slot,
-                row: index.by_vehicle_id[rank as usize],
-            };
-            offer(out.heap, cand, limit);
-        }
+        let rows = runs.iter().flat_map(|&(a, b)| order.rows(a, b));
+        out.offer_first_by_vehicle_id(index, slot, rows.copied(), start, limit);
         return Some(oldest);
     };
     let cand_of = |row: u32| Cand {
