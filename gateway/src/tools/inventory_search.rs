@@ -230,7 +230,7 @@ pub async fn search(
         let pieces = if overlaid || !index.piece_checked(*row) {
             None
         } else {
-            index.pieces(*row)
+            index.pieces_in(*row, query.detail)
         };
         let vehicle = match pieces {
             Some(pieces) => VehicleText::Pieces(pieces),
