@@ -86,6 +86,7 @@ mod query;
 mod ranged;
 mod texted;
 
+pub use facets::facets_json;
 use facets::{coded_facet, ordered, spelled_facet};
 use plans::{candidate_rows, first_after, sorted_rows};
 
