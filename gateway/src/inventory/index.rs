@@ -20,16 +20,19 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 
 use super::model::VehicleRecord;
-use super::pieces::{Pieces, PiecesRef};
+use super::pieces::{Detail, Pieces};
 
 mod checkpoints;
 mod image;
 mod payload;
 pub(crate) mod ranges;
+mod rendered;
 mod text;
 pub(crate) use image::ImageCache;
 use payload::PayloadWriter;
 use ranges::MakePriceOrder;
+pub use rendered::RowPieces;
+use rendered::{PieceArena, PieceNumbers, pieces_payload, read_pieces};
 pub(crate) use text::TextIndex;
 
 /// The identity of one snapshot, as stored.
@@ -288,135 +291,6 @@ impl Arena {
 
     fn shrink(&mut self) {
         self.text.shrink_to_fit();
-    }
-}
-
-/// The [`Pieces`] of every row: one payload per row ([`payload::Payloads`],
-/// entry `2 * row + 1`) holding the head (most of a vehicle: media,
-/// features, every attribute) LZ4-compressed, then the six small strings
-/// as they are (decompressing them with the head cost a search page of 20
-/// about 6% more instructions: docs/benchmarks.md "Index images"); the
-/// row's numbers stay on the heap. Compressed, a head takes about a third
-/// of its text.
-#[derive(Debug, Default)]
-struct PieceArena {
-    numbers: Vec<PieceNumbers>,
-}
-
-const PIECE_STRINGS: usize = 6;
-
-/// One row's pieces, read back.
-#[derive(Debug)]
-pub struct RowPieces<'a> {
-    head: String,
-    small: String,
-    /// End of each of the [`PIECE_STRINGS`] strings in `small`.
-    cuts: [usize; PIECE_STRINGS],
-    numbers: PieceNumbers,
-    /// Tied to the index it came from, as when the pieces were borrowed.
-    index: std::marker::PhantomData<&'a ()>,
-}
-
-impl RowPieces<'_> {
-    pub fn get(&self) -> PiecesRef<'_> {
-        let piece = |k: usize| {
-            let a = if k == 0 { 0 } else { self.cuts[k - 1] };
-            self.small.get(a..self.cuts[k]).unwrap_or("")
-        };
-        let n = self.numbers;
-        PiecesRef {
-            head: &self.head,
-            provenance: piece(0),
-            observed_at: piece(1),
-            valid_until: piece(2),
-            tenure: piece(3),
-            used_tail: piece(4),
-            status: piece(5),
-            valid_until_us: n.valid_until_us,
-            stocked_us: (n.stocked_us != NO_BASIS).then_some(n.stocked_us),
-            max_age_seconds: n.max_age_seconds,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy)]
-struct PieceNumbers {
-    valid_until_us: i64,
-    /// [`NO_BASIS`] when the row carries no used-vehicle tenure.
-    stocked_us: i64,
-    max_age_seconds: u32,
-}
-
-/// A row's pieces as one payload: the LZ4 head's length (u32 LE) and the
-/// LZ4 head, the six small strings' lengths (u32 LE), the strings.
-fn pieces_payload(p: &Pieces) -> Vec<u8> {
-    let head = lz4_flex::compress_prepend_size(p.head.as_bytes());
-    let small = [
-        &p.provenance,
-        &p.observed_at,
-        &p.valid_until,
-        &p.tenure,
-        &p.used_tail,
-        &p.status,
-    ];
-    let total: usize = small.iter().map(|s| s.len()).sum();
-    let mut out = Vec::with_capacity(4 + head.len() + PIECE_STRINGS * 4 + total);
-    out.extend_from_slice(&row_u32(head.len()).to_le_bytes());
-    out.extend_from_slice(&head);
-    for s in small {
-        out.extend_from_slice(&row_u32(s.len()).to_le_bytes());
-    }
-    for s in small {
-        out.extend_from_slice(s.as_bytes());
-    }
-    out
-}
-
-/// The inverse of [`pieces_payload`]; `None` for bytes it did not write.
-fn read_pieces<'a>(bytes: &[u8], numbers: PieceNumbers) -> Option<RowPieces<'a>> {
-    let le = |at: usize| -> Option<usize> {
-        Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?) as usize)
-    };
-    let head_len = le(0)?;
-    let head = lz4_flex::decompress_size_prepended(bytes.get(4..4 + head_len)?).ok()?;
-    let head = String::from_utf8(head).ok()?;
-    let lens = 4 + head_len;
-    let body = bytes.get(lens + PIECE_STRINGS * 4..)?;
-    let mut cuts = [0usize; PIECE_STRINGS];
-    let mut at = 0usize;
-    for (k, cut) in cuts.iter_mut().enumerate() {
-        at = at.checked_add(le(lens + k * 4)?)?;
-        *cut = at;
-    }
-    if at != body.len() {
-        return None;
-    }
-    let small = std::str::from_utf8(body).ok()?;
-    // Each piece must end on a character boundary.
-    if !cuts.iter().all(|c| small.is_char_boundary(*c)) {
-        return None;
-    }
-    Some(RowPieces {
-        head,
-        small: small.to_owned(),
-        cuts,
-        numbers,
-        index: std::marker::PhantomData,
-    })
-}
-
-impl PieceArena {
-    /// Keeps the numbers; the strings are the row's payload.
-    fn push(&mut self, p: &Pieces) {
-        self.numbers.push(PieceNumbers {
-            valid_until_us: p.valid_until_us,
-            stocked_us: p.stocked_us.unwrap_or(NO_BASIS),
-            max_age_seconds: p.max_age_seconds,
-        });
-    }
-
-    fn heap_bytes(&self) -> usize {
-        self.numbers.len() * std::mem::size_of::<PieceNumbers>()
     }
 }
 
@@ -799,8 +673,19 @@ impl SnapshotIndex {
     /// # Panics
     /// When `row >= self.len()`.
     pub fn pieces(&self, row: usize) -> Option<RowPieces<'_>> {
-        let bytes = self.payloads.get(2 * row + 1).ok()?;
-        read_pieces(&bytes, self.pieces.numbers[row])
+        self.pieces_in(row, Detail::Full)
+    }
+
+    /// [`SnapshotIndex::pieces`] with only what `detail` writes (a concise
+    /// page never decodes the media and features of its vehicles).
+    ///
+    /// # Panics
+    /// When `row >= self.len()`.
+    pub fn pieces_in(&self, row: usize, detail: Detail) -> Option<RowPieces<'_>> {
+        let numbers = self.pieces.numbers[row];
+        self.payloads
+            .read(2 * row + 1, |bytes| read_pieces(bytes, numbers, detail))
+            .ok()?
     }
 
     /// Whether the row's rendering passed [`SnapshotIndex::check_pieces`]

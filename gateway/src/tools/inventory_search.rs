@@ -199,12 +199,13 @@ pub async fn search(
     // The facets are not part of the checked envelope tree (as a `Value`
     // they were about a third of a search; docs/benchmarks.md
     // "Instruction counts"): they are
-    // serialized straight from their type, whose shape is the schema's
+    // written straight from their type (`facets_json`, as serde_json
+    // writes them), whose shape is the schema's
     // `facetValue` by construction (an integer or string value, an
     // unsigned count; the values are makes and models of vehicles
     // validated at indexing), as `facets_follow_the_schema_by_type`
     // checks.
-    let facets = serde_json::to_string(&page.facets).map_err(ToolError::internal)?;
+    let facets = crate::inventory::search::facets_json(&page.facets);
     // What the page may take besides its vehicles (the envelope with the
     // largest cursor and notes, the facets): the vehicles fill the rest of
     // the budget, and `finish` below has the final word.
@@ -230,7 +231,7 @@ pub async fn search(
         let pieces = if overlaid || !index.piece_checked(*row) {
             None
         } else {
-            index.pieces(*row)
+            index.pieces_in(*row, query.detail)
         };
         let vehicle = match pieces {
             Some(pieces) => VehicleText::Pieces(pieces),

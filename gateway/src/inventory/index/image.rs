@@ -34,8 +34,10 @@ use super::{
 };
 
 /// Bumped whenever what an image holds or how it is laid out changes
-/// (the index's fields, `Row`, the payload formats).
-pub(crate) const LAYOUT: u32 = 4;
+/// (the index's fields, `Row`, the payload formats). 5: a row's head
+/// split, the full-only members compressed and the concise ones plain
+/// (`index/rendered.rs`).
+pub(crate) const LAYOUT: u32 = 5;
 /// Bytes reserved for the header at the start of the file.
 pub(super) const HEADER: u64 = 512;
 const MAGIC: &[u8; 8] = b"DAGIMG\r\n";

@@ -19,6 +19,14 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
+/// How much of a read buffer a thread keeps between reads.
+const KEPT_BUFFER: usize = 64 << 10;
+
+thread_local! {
+    /// The buffer [`Payloads::read`] reads file payloads into.
+    static READ_BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 /// Where the bytes are.
 #[derive(Debug)]
 enum Bytes {
@@ -110,6 +118,40 @@ impl Payloads {
                 Ok(Cow::Owned(out))
             }
         }
+    }
+
+    /// `f` of entry `i`: borrowed from the heap, or read from the file into
+    /// a buffer this thread reuses (a page reads twenty payloads of about a
+    /// kilobyte: one allocation and zeroing each cost more than the read;
+    /// docs/benchmarks.md "Page reads from an index image"). An error when
+    /// the file became shorter or unreadable.
+    ///
+    /// # Panics
+    /// When `i >= self.len()`.
+    pub fn read<R>(&self, i: usize, f: impl FnOnce(&[u8]) -> R) -> io::Result<R> {
+        let Bytes::File { file, base, len } = &self.bytes else {
+            return self.get(i).map(|bytes| f(&bytes));
+        };
+        let a = if i == 0 { 0 } else { self.ends[i - 1] };
+        let b = self.ends[i];
+        if a > b || b > *len {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "bad offsets"));
+        }
+        let size = usize::try_from(b - a)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad offsets"))?;
+        READ_BUFFER.with(|buffer| {
+            // Taken, not borrowed: `f` may read another payload itself.
+            let mut out = buffer.take();
+            if out.len() < size {
+                out.resize(size, 0);
+            }
+            let result = read_at(file, &mut out[..size], base + a).map(|()| f(&out[..size]));
+            // Keep a page's worth, not the largest record ever read.
+            if out.len() <= KEPT_BUFFER {
+                buffer.replace(out);
+            }
+            result
+        })
     }
 
     /// Heap bytes (the offsets, and the bytes themselves when on the heap).

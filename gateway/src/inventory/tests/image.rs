@@ -7,6 +7,7 @@ use super::loading::varied;
 use super::*;
 use crate::inventory::index::ImageCache;
 use crate::inventory::live::{Keep, VehicleCheck, index_received_into};
+use crate::inventory::pieces::{self, Detail, Mode};
 
 fn meta() -> SnapshotMeta {
     SnapshotMeta {
@@ -88,6 +89,17 @@ fn answers(ix: SnapshotIndex) -> Vec<String> {
         out.push(serde_json::to_string(&ix.record(row)).unwrap());
         let pieces = ix.pieces(row).expect("pieces");
         out.push(format!("{:?}", pieces.get()));
+        // A concise page reads only the concise block of the head: what it
+        // writes is what the whole head writes in the concise form.
+        let now_text = pieces::json_string(&pieces::timestamp(now()));
+        let concise = ix.pieces_in(row, Detail::Concise).expect("concise pieces");
+        let [mut from_concise, mut from_full] = [String::new(), String::new()];
+        for (p, text) in [(&concise, &mut from_concise), (&pieces, &mut from_full)] {
+            p.get()
+                .write_detail(text, now(), &now_text, Mode::Live, Detail::Concise);
+        }
+        assert_eq!(from_concise, from_full, "row {row}");
+        out.push(from_concise);
         out.push(format!(
             "{} {:?} {:?} {}",
             ix.vehicle_id(row),
