@@ -181,7 +181,7 @@ impl TextIndex {
             if !token.is_empty() {
                 self.each_word(token, |w| words.push(w));
             }
-            let set = order.token(&words, |w| self.posting(w))?;
+            let set = order.token(&words, |w| self.posting(w), acc.as_deref())?;
             let next = match acc {
                 None => set,
                 Some(prev) => runs::intersect(&prev, &set),
