@@ -443,12 +443,9 @@ fn arb_digit_fleet() -> impl Strategy<Value = Vec<VehicleRecord>> {
                             r.trim = Some(["Laramie", "Big Horn", "LT"][trim].into());
                             // One VIN in eight holds `1500` (or `150`,
                             // `500`) somewhere, the rest random digits.
-                            let piece = ["1500", "150", "500"].get(embed % 8).copied();
                             let mut digits = vin;
-                            if embed < 8 {
-                                if let Some(piece) = piece {
-                                    digits.insert_str(at.min(digits.len()), piece);
-                                }
+                            if let Some(piece) = ["1500", "150", "500"].get(embed) {
+                                digits.insert_str(at.min(digits.len()), piece);
                             }
                             r.vin = Some(format!("1C6SR{digits}"));
                             r.stock_number = Some(format!(
