@@ -170,10 +170,22 @@ impl FacetOrder {
     }
 
     /// The match set of one token whose words are `words` (ascending word
-    /// ids, with `posting`): `None` when it cannot be told as runs (too
-    /// many rows of small words, or a large word without runs outside the
-    /// others' runs).
-    pub fn token<'p>(&self, words: &[usize], posting: impl Fn(usize) -> &'p [u32]) -> Option<Runs> {
+    /// ids, with `posting`), cut to `within` (the set of the tokens already
+    /// intersected, `None` for the first): `None` when it cannot be told as
+    /// runs (too many rows of small words, or a large word without runs
+    /// outside the others' runs).
+    ///
+    /// A small word's rows outside `within` are dropped before they are
+    /// sorted: the intersection would drop them anyway, and a digit token
+    /// such as `1500` holds thousands of VINs and stock numbers mostly
+    /// outside a make's run (docs/benchmarks.md "Text search at a million:
+    /// the digit token").
+    pub fn token<'p>(
+        &self,
+        words: &[usize],
+        posting: impl Fn(usize) -> &'p [u32],
+        within: Option<&[(u32, u32)]>,
+    ) -> Option<Runs> {
         // Rows of small words tolerated per token: each is one position.
         let cap = self.order.order.len() / 32 + SMALL_ROWS;
         let mut runs: Runs = Vec::new();
@@ -191,10 +203,12 @@ impl FacetOrder {
                     if small > cap {
                         return None;
                     }
-                    runs.extend(rows.iter().map(|&row| {
+                    for &row in rows {
                         let p = self.pos[row as usize];
-                        (p, p + 1)
-                    }));
+                        if within.is_none_or(|set| in_runs(set, p)) {
+                            runs.push((p, p + 1));
+                        }
+                    }
                 }
             }
         }
@@ -206,7 +220,18 @@ impl FacetOrder {
                 _ => merged.push((a, b)),
             }
         }
+        // A covered word's rows are in the set if its cover is: only the
+        // part of the cover inside `within` is asked, since the small
+        // words' rows outside it were dropped.
         for cover in covers {
+            let clipped;
+            let cover: &[(u32, u32)] = match within {
+                Some(set) => {
+                    clipped = intersect(cover, set);
+                    &clipped
+                }
+                None => cover,
+            };
             for &(a, b) in cover {
                 let k = merged.partition_point(|r| r.1 <= a);
                 if merged.get(k).is_none_or(|r| r.0 > a || r.1 < b) {
@@ -219,9 +244,7 @@ impl FacetOrder {
 
     /// Whether row `row` lies in `runs`.
     pub fn contains(&self, runs: &[(u32, u32)], row: usize) -> bool {
-        let p = self.pos[row];
-        let k = runs.partition_point(|r| r.1 <= p);
-        runs.get(k).is_some_and(|r| r.0 <= p)
+        in_runs(runs, self.pos[row])
     }
 
     /// The rows at positions `a..b`.
@@ -255,6 +278,12 @@ impl FacetOrder {
             .sum();
         self.order.heap_bytes() + self.pos.len() * 4 + shapes
     }
+}
+
+/// Whether position `p` lies in `runs`.
+fn in_runs(runs: &[(u32, u32)], p: u32) -> bool {
+    let k = runs.partition_point(|r| r.1 <= p);
+    runs.get(k).is_some_and(|r| r.0 <= p)
 }
 
 /// The positions in both `a` and `b`.

@@ -82,23 +82,15 @@ impl Trigrams {
         me
     }
 
-    fn words(&self, k: usize) -> Vec<usize> {
+    /// The encoded word ids of trigram `k`.
+    fn bytes(&self, k: usize) -> &[u8] {
         let a = if k == 0 { 0 } else { self.ends[k - 1] as usize };
+        &self.data[a..self.ends[k] as usize]
+    }
+
+    fn words(&self, k: usize) -> Vec<usize> {
         let mut out = Vec::with_capacity(self.counts[k] as usize);
-        let mut word = 0usize;
-        let mut delta = 0usize;
-        let mut shift = 0;
-        for &b in &self.data[a..self.ends[k] as usize] {
-            delta |= usize::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                word += delta;
-                out.push(word);
-                delta = 0;
-                shift = 0;
-            } else {
-                shift += 7;
-            }
-        }
+        out.extend(Decode::new(self.bytes(k)));
         out
     }
 
@@ -119,19 +111,27 @@ impl Trigrams {
         let Some(&(_, rarest)) = found.first() else {
             return Vec::new();
         };
-        let first = self.words(rarest);
         let Some(&(_, second)) = found.get(1) else {
-            return first;
+            return self.words(rarest);
         };
-        let other = self.words(second);
-        let mut out = Vec::with_capacity(first.len().min(other.len()));
-        let mut j = 0;
-        for w in first {
-            while j < other.len() && other[j] < w {
-                j += 1;
+        // Both lists are decoded in one pass, neither into a vector: the
+        // lists of a digit trigram hold tens of thousands of VINs and
+        // stock numbers (docs/benchmarks.md "Text search at a million:
+        // the digit token").
+        let mut out = Vec::new();
+        let mut other = Decode::new(self.bytes(second));
+        let mut next = other.next();
+        for w in Decode::new(self.bytes(rarest)) {
+            while let Some(o) = next {
+                if o >= w {
+                    break;
+                }
+                next = other.next();
             }
-            if other.get(j) == Some(&w) {
-                out.push(w);
+            match next {
+                Some(o) if o == w => out.push(w),
+                Some(_) => {}
+                None => break,
             }
         }
         out
@@ -139,5 +139,49 @@ impl Trigrams {
 
     pub fn heap_bytes(&self) -> usize {
         (self.keys.len() + self.ends.len() + self.counts.len()) * 4 + self.data.len()
+    }
+}
+
+/// The ascending word ids of one LEB128-delta list.
+struct Decode<'d> {
+    data: &'d [u8],
+    at: usize,
+    word: usize,
+}
+
+impl<'d> Decode<'d> {
+    fn new(data: &'d [u8]) -> Decode<'d> {
+        Decode {
+            data,
+            at: 0,
+            word: 0,
+        }
+    }
+}
+
+impl Iterator for Decode<'_> {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        let &first = self.data.get(self.at)?;
+        self.at += 1;
+        // A delta under 128 is one byte: most of a dense list.
+        if first & 0x80 == 0 {
+            self.word += usize::from(first);
+            return Some(self.word);
+        }
+        let mut delta = usize::from(first & 0x7f);
+        let mut shift = 7;
+        while let Some(&b) = self.data.get(self.at) {
+            self.at += 1;
+            delta |= usize::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                break;
+            }
+            shift += 7;
+        }
+        self.word += delta;
+        Some(self.word)
     }
 }
