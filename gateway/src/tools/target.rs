@@ -171,124 +171,6 @@ impl VehicleText {
     }
 }
 
-/// The top-level members [`AvailabilityFacts`] reads.
-const AVAILABILITY_MEMBERS: &[&str] = &[
-    "vehicle_id",
-    "organization_id",
-    "rooftop_id",
-    "vin",
-    "stock_number",
-    "availability_status",
-    "source",
-];
-
-/// The object `json` with only its top-level members named in `keep`, as
-/// they are (an object of about sixty members, most of them lists and
-/// text, shrinks to its eight: parsing skipped members costs about ten
-/// instructions a byte, scanning past them about one). Members are found
-/// by skipping each value whole: strings to their closing quote (a
-/// backslash escapes the byte after it), objects and arrays to their
-/// matching bracket outside strings. Anything this scan does not
-/// understand returns `json` unchanged, which parses to the same members.
-fn members(json: &[u8], keep: &[&str]) -> Vec<u8> {
-    members_of(json, keep).unwrap_or_else(|| json.to_vec())
-}
-
-fn members_of(json: &[u8], keep: &[&str]) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(1024);
-    out.push(b'{');
-    let mut at = skip_space(json, 0);
-    (json.get(at) == Some(&b'{')).then_some(())?;
-    at = skip_space(json, at + 1);
-    if json.get(at) == Some(&b'}') {
-        out.push(b'}');
-        return Some(out);
-    }
-    loop {
-        let key_start = at;
-        (json.get(at) == Some(&b'"')).then_some(())?;
-        let key_end = skip_value(json, at)?;
-        at = skip_space(json, key_end);
-        (json.get(at) == Some(&b':')).then_some(())?;
-        let value_start = skip_space(json, at + 1);
-        let value_end = skip_value(json, value_start)?;
-        let key = json.get(key_start + 1..key_end - 1)?;
-        if keep.iter().any(|k| k.as_bytes() == key) {
-            if out.len() > 1 {
-                out.push(b',');
-            }
-            out.extend_from_slice(&json[key_start..key_end]);
-            out.push(b':');
-            out.extend_from_slice(&json[value_start..value_end]);
-        }
-        at = skip_space(json, value_end);
-        match json.get(at)? {
-            b',' => at = skip_space(json, at + 1),
-            b'}' => {
-                out.push(b'}');
-                return Some(out);
-            }
-            _ => return None,
-        }
-    }
-}
-
-fn skip_space(json: &[u8], mut at: usize) -> usize {
-    while json.get(at).is_some_and(u8::is_ascii_whitespace) {
-        at += 1;
-    }
-    at
-}
-
-/// The end (exclusive) of the JSON value starting at `at`.
-fn skip_value(json: &[u8], at: usize) -> Option<usize> {
-    match *json.get(at)? {
-        b'"' => skip_string(json, at),
-        b'{' | b'[' => {
-            let mut depth = 0usize;
-            let mut i = at;
-            loop {
-                match *json.get(i)? {
-                    b'"' => {
-                        i = skip_string(json, i)?;
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(i + 1);
-                        }
-                    }
-                    _ => {}
-                }
-                i += 1;
-            }
-        }
-        _ => {
-            // A number, true, false or null: up to the next delimiter.
-            let rest = json.get(at..)?;
-            let len = rest
-                .iter()
-                .position(|b| matches!(b, b',' | b'}' | b']') || b.is_ascii_whitespace())
-                .unwrap_or(rest.len());
-            (len > 0).then_some(at + len)
-        }
-    }
-}
-
-/// The end (exclusive) of the string whose opening quote is at `at`.
-fn skip_string(json: &[u8], at: usize) -> Option<usize> {
-    let mut i = at + 1;
-    loop {
-        i += memchr::memchr2(b'"', b'\\', json.get(i..)?)?;
-        if json[i] == b'"' {
-            return Some(i + 1);
-        }
-        i += 2;
-    }
-}
-
 fn availability_facts(json: &[u8]) -> AvailabilityFacts<'_> {
     serde_json::from_slice(json).expect("index blob is a compressed VehicleRecord")
 }
@@ -350,7 +232,7 @@ impl Authorized<'_> {
     /// [`Authorized::locate`] with the record left as its JSON text.
     pub async fn locate_text(self, ctx: &ToolContext) -> Result<VehicleText, ToolError> {
         let (tenant, found) = self.find(ctx).await?;
-        let json = members(&found.index.record_json(found.row), AVAILABILITY_MEMBERS);
+        let json = found.index.record_json(found.row);
         Ok(VehicleText {
             tenant,
             found,

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use pricing::{Currency, Money};
 
-use super::{AVAILABILITY_MEMBERS, availability_facts, members};
+use super::availability_facts;
 use crate::inventory::index::{SnapshotIndex, SnapshotMeta};
 use crate::inventory::model::{VehicleRecord, VehicleSource};
 
@@ -84,17 +84,7 @@ fn availability_facts_read_what_the_whole_record_decodes() {
     for (row, expected) in records.iter().enumerate() {
         let whole = index.record(row);
         assert_eq!(&whole, expected);
-        let full = index.record_json(row);
-        let text = members(&full, AVAILABILITY_MEMBERS);
-        assert!(text.len() < full.len());
-        // The projection is the same object minus the other members.
-        let mut kept: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_slice(&full).unwrap();
-        kept.retain(|k, _| AVAILABILITY_MEMBERS.contains(&k.as_str()));
-        assert_eq!(
-            serde_json::from_slice::<serde_json::Value>(&text).unwrap(),
-            serde_json::Value::Object(kept)
-        );
+        let text = index.record_json(row);
         let facts = availability_facts(&text);
         assert_eq!(facts.vehicle_id, whole.vehicle_id);
         assert_eq!(facts.organization_id, whole.organization_id);
@@ -105,37 +95,5 @@ fn availability_facts_read_what_the_whole_record_decodes() {
         assert_eq!(facts.source.source_name, whole.source.source_name);
         assert_eq!(facts.source.authority, whole.source.authority);
         assert_eq!(facts.source.observed_at, whole.source.observed_at);
-    }
-}
-
-/// What the scan does not understand is kept whole, and whitespace,
-/// escapes and nesting do not confuse it.
-#[test]
-fn members_keeps_the_named_top_level_members_only() {
-    let keep = &["a", "c"];
-    let cases: [(&str, &str); 7] = [
-        (r#"{"a":1,"b":2,"c":3}"#, r#"{"a":1,"c":3}"#),
-        (
-            r#" { "b" : {"a":[1,{"c":"}"}]} , "a" : "x\"}\\" ,"c":null } "#,
-            r#"{"a":"x\"}\\","c":null}"#,
-        ),
-        (
-            r#"{"b":["]",{"a":1}],"c":[true,false]}"#,
-            r#"{"c":[true,false]}"#,
-        ),
-        (r#"{}"#, r#"{}"#),
-        (r#"{"a":-1.5e3}"#, r#"{"a":-1.5e3}"#),
-        (
-            r#"{"a":1,"b":"unterminated}"#,
-            r#"{"a":1,"b":"unterminated}"#,
-        ),
-        (r#"[1,2]"#, r#"[1,2]"#),
-    ];
-    for (json, expected) in cases {
-        assert_eq!(
-            String::from_utf8(members(json.as_bytes(), keep)).unwrap(),
-            expected,
-            "{json}"
-        );
     }
 }
