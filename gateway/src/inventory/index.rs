@@ -765,6 +765,18 @@ impl SnapshotIndex {
             .expect("index blob is a compressed VehicleRecord")
     }
 
+    /// The record at `row` as the JSON text [`SnapshotIndex::record`]
+    /// decodes, decompressed and not parsed: a caller that reads a few
+    /// members parses them alone from it (`verify_availability` reads eight
+    /// of about sixty, docs/benchmarks.md "verify_availability under 4x").
+    pub fn record_json(&self, row: usize) -> Vec<u8> {
+        self.payloads
+            .get(2 * row)
+            .ok()
+            .and_then(|blob| lz4_flex::decompress_size_prepended(&blob).ok())
+            .expect("index blob is a compressed VehicleRecord")
+    }
+
     /// The gateway vehicle id at `row` (no decoding).
     pub fn vehicle_id(&self, row: usize) -> &str {
         self.vehicle_ids.get(row)

@@ -13,7 +13,11 @@
 //! because `offers.evaluate` checks its buyer profile between them (after
 //! tenancy, before the lookup); [`resolve_vehicle`] runs both.
 
+use std::borrow::Cow;
 use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
 
 use super::{ToolContext, ToolError, policy};
 use crate::directory::DirectorySnapshot;
@@ -116,6 +120,61 @@ pub struct VehicleTarget {
     pub record: VehicleRecord,
 }
 
+/// Both steps done, the record kept as its JSON text: for a caller that
+/// reads a few of its members ([`VehicleText::availability_facts`]) instead
+/// of decoding all of them.
+pub struct VehicleText {
+    pub tenant: Tenant,
+    pub found: Found,
+    json: Vec<u8>,
+}
+
+/// The members of a vehicle record `verify_availability` reads, parsed
+/// from the record's JSON text; every other member is skipped unparsed
+/// into values (docs/benchmarks.md "verify_availability under 4x"). Names
+/// and types are those of [`VehicleRecord`] and its `source`, so each
+/// member reads exactly as the whole record decodes it (tests below).
+#[derive(Debug, Deserialize)]
+pub struct AvailabilityFacts<'a> {
+    #[serde(borrow)]
+    pub vehicle_id: Cow<'a, str>,
+    #[serde(borrow)]
+    pub organization_id: Cow<'a, str>,
+    #[serde(borrow)]
+    pub rooftop_id: Cow<'a, str>,
+    pub vin: Option<String>,
+    pub stock_number: Option<String>,
+    #[serde(borrow)]
+    pub availability_status: Cow<'a, str>,
+    #[serde(borrow)]
+    pub source: AvailabilitySource<'a>,
+}
+
+/// The record's `source` members of [`AvailabilityFacts`].
+#[derive(Debug, Deserialize)]
+pub struct AvailabilitySource<'a> {
+    #[serde(borrow)]
+    pub source_name: Cow<'a, str>,
+    #[serde(borrow)]
+    pub authority: Cow<'a, str>,
+    pub observed_at: DateTime<Utc>,
+}
+
+impl VehicleText {
+    /// The members `verify_availability` reads.
+    ///
+    /// # Panics
+    /// When the text is not a record, which [`SnapshotIndex::record`]
+    /// treats the same way (the index wrote it from a `VehicleRecord`).
+    pub fn availability_facts(&self) -> AvailabilityFacts<'_> {
+        availability_facts(&self.json)
+    }
+}
+
+fn availability_facts(json: &[u8]) -> AvailabilityFacts<'_> {
+    serde_json::from_slice(json).expect("index blob is a compressed VehicleRecord")
+}
+
 /// Selector, directory and tenancy (DAP-CORE-029..031): `NotFound` without
 /// a selector, and for an organization or rooftop that is absent or not
 /// readable by the caller (exactly like an absent vehicle).
@@ -170,6 +229,17 @@ impl Authorized<'_> {
         })
     }
 
+    /// [`Authorized::locate`] with the record left as its JSON text.
+    pub async fn locate_text(self, ctx: &ToolContext) -> Result<VehicleText, ToolError> {
+        let (tenant, found) = self.find(ctx).await?;
+        let json = found.index.record_json(found.row);
+        Ok(VehicleText {
+            tenant,
+            found,
+            json,
+        })
+    }
+
     /// [`Authorized::locate`] without decoding the record (a caller that
     /// serves the pre-rendered vehicle needs only where it is).
     pub async fn find(self, ctx: &ToolContext) -> Result<(Tenant, Found), ToolError> {
@@ -188,3 +258,15 @@ pub async fn resolve_vehicle(
 ) -> Result<VehicleTarget, ToolError> {
     authorize(ctx, target).await?.locate(ctx).await
 }
+
+/// [`authorize`] then [`Authorized::locate_text`].
+pub async fn resolve_vehicle_text(
+    ctx: &ToolContext,
+    target: Option<Target<'_>>,
+) -> Result<VehicleText, ToolError> {
+    authorize(ctx, target).await?.locate_text(ctx).await
+}
+
+#[cfg(test)]
+#[path = "target_tests.rs"]
+mod tests;
