@@ -256,17 +256,33 @@ mod tests {
                 .map(|p| p.iter().map(|i| i % words.len()).collect())
                 .collect();
             let index = index_of(&words, &rows);
-            for token in &tokens {
-                let expected: Vec<usize> = (0..rows.len())
-                    .filter(|r| rows[*r].iter().any(|w| words[*w].contains(token.as_str())))
-                    .collect();
-                let got: Vec<usize> = index
-                    .rows_containing(token, rows.len())
-                    .map(|bits| (0..rows.len()).filter(|r| bits[r >> 6] & (1u64 << (r & 63)) != 0).collect())
-                    .unwrap_or_default();
-                prop_assert_eq!(got, expected, "token {:?}", token);
-            }
+            rows_are_those_whose_words_contain(&index, &words, &rows, &tokens)?;
         }
+    }
+
+    /// Every token's rows from the index are exactly the rows one of whose
+    /// words contains it (`str::contains`, the matching rule).
+    fn rows_are_those_whose_words_contain(
+        index: &TextIndex,
+        words: &[String],
+        rows: &[Vec<usize>],
+        tokens: &[String],
+    ) -> Result<(), TestCaseError> {
+        for token in tokens {
+            let expected: Vec<usize> = (0..rows.len())
+                .filter(|r| rows[*r].iter().any(|w| words[*w].contains(token.as_str())))
+                .collect();
+            let got: Vec<usize> = index
+                .rows_containing(token, rows.len())
+                .map(|bits| {
+                    (0..rows.len())
+                        .filter(|r| bits[r >> 6] & (1u64 << (r & 63)) != 0)
+                        .collect()
+                })
+                .unwrap_or_default();
+            prop_assert_eq!(got, expected, "token {:?}", token);
+        }
+        Ok(())
     }
 
     proptest! {
@@ -289,16 +305,7 @@ mod tests {
                 .collect();
             let rows: Vec<Vec<usize>> = (0..words.len()).map(|w| vec![w, (w * 31) % words.len()]).collect();
             let index = index_of(&words, &rows);
-            for token in &tokens {
-                let expected: Vec<usize> = (0..rows.len())
-                    .filter(|r| rows[*r].iter().any(|w| words[*w].contains(token.as_str())))
-                    .collect();
-                let got: Vec<usize> = index
-                    .rows_containing(token, rows.len())
-                    .map(|bits| (0..rows.len()).filter(|r| bits[r >> 6] & (1u64 << (r & 63)) != 0).collect())
-                    .unwrap_or_default();
-                prop_assert_eq!(got, expected, "token {:?}", token);
-            }
+            rows_are_those_whose_words_contain(&index, &words, &rows, &tokens)?;
         }
     }
 }
