@@ -26,6 +26,7 @@ use crate::cli_ops::{Served, serve};
 
 mod balancer;
 mod shards;
+mod subscriptions;
 
 use crate::common::{LEGACY, MODERN, meta, run_cli, temp_dir, test_database_url, text};
 use balancer::Balancer;
