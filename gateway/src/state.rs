@@ -62,6 +62,8 @@ pub struct AppState {
     /// The organizations this replica serves (`None`: every one;
     /// docs/operations.md "Shards").
     pub shard: Option<Arc<crate::shards::ShardFilter>>,
+    /// Subscriptions and their notice queues (docs/mcp.md "Subscriptions").
+    pub watch: Arc<crate::watch::Hub>,
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<String>,
 }
@@ -211,6 +213,7 @@ impl AppState {
             manifests: crate::directory::ViewCache::default(),
             tool_lists: crate::mcp::rendered::ToolListCache::default(),
             shard,
+            watch: Arc::new(crate::watch::Hub::new(crate::watch::Limits::default())),
             evaluations: crate::disclosure::cache::EvaluationCache::default(),
             public_base,
             claim: crate::claim::PublishedClaim::none(),
