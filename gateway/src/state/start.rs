@@ -137,9 +137,14 @@ pub async fn state(
     // a second (docs/operations.md "Replicas"). Started before the first load below, so
     // nothing committed after that load can be missed; the follower's first
     // message (a resync) reloads once more.
-    if super::changes::spawn(&state).is_some() {
+    let followed = super::changes::spawn(&state).is_some();
+    if followed {
         tracing::info!("following store changes (LISTEN/NOTIFY); polling stays as the fallback");
     }
+    // The change hub's detection task (docs/mcp.md "Subscriptions"): fed by
+    // the follower's reloads on PostgreSQL, polling while anyone listens on
+    // SQLite.
+    crate::watch::sources::spawn(&state, !followed);
     // Build the inventory indexes before taking traffic, so the first
     // request is not the one that pays for loading every snapshot.
     let directory = state.directory.snapshot().await?;

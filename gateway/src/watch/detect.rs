@@ -8,7 +8,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::uri::Target;
+use crate::auth::Principal;
+use crate::directory::DirectorySnapshot;
+use crate::domain::dealer::OrganizationRecord;
 use crate::domain::vehicle::VehicleRecord;
+use crate::offers::OrgPrograms;
 use crate::inventory::index::SnapshotIndex;
 use crate::inventory::live::InventoryView;
 
@@ -202,6 +206,201 @@ pub fn inventory_changes(
         }
     }
     out
+}
+
+/// The organizations whose record differs between two directories (added
+/// and removed ones included).
+pub fn changed_organizations(before: &DirectorySnapshot, now: &DirectorySnapshot) -> Vec<String> {
+    let ids: BTreeSet<&str> = before
+        .organizations
+        .iter()
+        .chain(&now.organizations)
+        .map(|o| o.organization_id.as_str())
+        .collect();
+    ids.into_iter()
+        .filter(|id| before.organization(id) != now.organization(id))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The organization `id` as a rooftop URI shows it: its own fields and
+/// that one rooftop (a rooftop read is the organization narrowed to it).
+fn narrowed(directory: &DirectorySnapshot, id: &str, rooftop: &str) -> Option<OrganizationRecord> {
+    let org = directory.organization(id)?;
+    let mut narrowed = org.clone();
+    narrowed.rooftops.retain(|r| r.rooftop_id == rooftop);
+    Some(narrowed).filter(|o| !o.rooftops.is_empty())
+}
+
+/// `dealer_changed` for the subscribed organization and rooftop URIs
+/// whose dealers-file record changed between two directories.
+pub fn directory_changes(
+    before: &DirectorySnapshot,
+    now: &DirectorySnapshot,
+    targets: &[Target],
+    version: &str,
+) -> Vec<Detected> {
+    let mut out = Vec::new();
+    for target in targets {
+        let (org, rooftops) = match target {
+            Target::Organization(org) => {
+                if before.organization(org) == now.organization(org) {
+                    continue;
+                }
+                let rooftops: BTreeSet<String> = [before, now]
+                    .iter()
+                    .filter_map(|d| d.organization(org))
+                    .flat_map(|o| o.rooftops.iter().map(|r| r.rooftop_id.clone()))
+                    .collect();
+                (org, rooftops.into_iter().collect())
+            }
+            Target::Rooftop(org, rooftop) => {
+                if narrowed(before, org, rooftop) == narrowed(now, org, rooftop) {
+                    continue;
+                }
+                (org, vec![rooftop.clone()])
+            }
+            Target::Vehicle(..) | Target::Manifest => continue,
+        };
+        out.push(Detected {
+            uri: target.uri(),
+            kinds: vec![DEALER_CHANGED],
+            snapshot_version: version.to_owned(),
+            organization_id: org.clone(),
+            rooftops,
+            // Told to whoever may read it now or could before (a rooftop
+            // made private is a change its former readers learn of).
+            before: false,
+        });
+    }
+    out
+}
+
+/// The (organization, rooftop) pairs `principal` sees in `directory`:
+/// its resource list, whose change is `list_changed`.
+pub fn visible_set(directory: &DirectorySnapshot, principal: &Principal) -> BTreeSet<(String, String)> {
+    directory
+        .organizations
+        .iter()
+        .flat_map(|o| {
+            principal
+                .visible_rooftops(o)
+                .into_iter()
+                .map(|r| (o.organization_id.clone(), r.rooftop_id.clone()))
+        })
+        .collect()
+}
+
+/// Is `vehicle` inside the vehicle scope of `program` (`applies_to`, the
+/// same scope rules the offer engine applies before anything else:
+/// docs/pricing.md)? Lists compare ASCII case-insensitively except years,
+/// VINs and rooftop ids, as the engine does.
+pub fn in_scope(program: &pricing::Program, vehicle: &VehicleRecord) -> bool {
+    let a = &program.applies_to;
+    let ci = |list: &Option<Vec<String>>, value: Option<&str>| {
+        list.as_ref().is_none_or(|l| {
+            value.is_some_and(|v| l.iter().any(|x| x.eq_ignore_ascii_case(v)))
+        })
+    };
+    ci(&a.makes, Some(&vehicle.make))
+        && ci(&a.models, Some(&vehicle.model))
+        && a.years.as_ref().is_none_or(|l| l.contains(&vehicle.year))
+        && ci(&a.trims, vehicle.trim.as_deref())
+        && ci(&a.conditions, Some(&vehicle.condition))
+        && ci(&a.vins, vehicle.vin.as_deref())
+        && a.rooftop_ids
+            .as_ref()
+            .is_none_or(|l| l.contains(&vehicle.rooftop_id))
+}
+
+/// The program revisions of a set that touch `vehicle` (`None`: every one
+/// in the set, for an organization).
+fn revisions(
+    programs: &pricing::ValidatedPrograms,
+    vehicle: Option<&VehicleRecord>,
+) -> BTreeSet<(String, u32)> {
+    programs
+        .programs()
+        .iter()
+        .map(|p| &p.program)
+        .filter(|p| vehicle.is_none_or(|v| in_scope(p, v)))
+        .map(|p| (p.program_id.clone(), p.revision))
+        .collect()
+}
+
+/// `programs_changed` after an organization's programs were loaded again:
+/// for each subscribed vehicle of `organization_id` offered in `view`, when
+/// the revisions that apply to it now (the revision an evaluation uses, in
+/// the vehicle's scope) differ from before; and for the organization URI
+/// when its set of applying revisions differs.
+pub fn program_changes(
+    old: &OrgPrograms,
+    new: &OrgPrograms,
+    view: &InventoryView,
+    organization_id: &str,
+    targets: &[Target],
+) -> Vec<Detected> {
+    let at = chrono::Utc::now().fixed_offset();
+    let (old, new) = (old.at(at), new.at(at));
+    let version = new_version(new.validated());
+    let mut out = Vec::new();
+    for target in targets {
+        match target {
+            Target::Organization(org) if org == organization_id => {
+                if revisions(old.validated(), None) != revisions(new.validated(), None) {
+                    out.push(Detected {
+                        uri: target.uri(),
+                        kinds: vec![PROGRAMS_CHANGED],
+                        snapshot_version: version.clone(),
+                        organization_id: org.clone(),
+                        rooftops: view
+                            .rooftops
+                            .values()
+                            .filter(|r| r.latest.organization_id() == org)
+                            .map(|r| r.latest.rooftop_id().to_owned())
+                            .collect(),
+                        before: false,
+                    });
+                }
+            }
+            Target::Vehicle(org, rooftop, vehicle_id) if org == organization_id => {
+                let Some(record) = offered(view.rooftop(rooftop).map(|r| &r.latest), vehicle_id)
+                else {
+                    continue;
+                };
+                if record.organization_id != *org {
+                    continue;
+                }
+                if revisions(old.validated(), Some(&record))
+                    != revisions(new.validated(), Some(&record))
+                {
+                    out.push(Detected {
+                        uri: target.uri(),
+                        kinds: vec![PROGRAMS_CHANGED],
+                        snapshot_version: version.clone(),
+                        organization_id: org.clone(),
+                        rooftops: vec![rooftop.clone()],
+                        before: false,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The snapshot version of a program set: its revisions, as one opaque
+/// string (a client compares it, never parses it).
+fn new_version(programs: &pricing::ValidatedPrograms) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for (id, revision) in revisions(programs, None) {
+        h.update(id.as_bytes());
+        h.update(b"\0");
+        h.update(revision.to_be_bytes());
+    }
+    format!("programs:{}", &hex::encode(h.finalize())[..16])
 }
 
 #[cfg(test)]
