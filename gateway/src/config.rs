@@ -340,6 +340,17 @@ pub struct ServeSettings {
     )]
     pub shutdown_grace_seconds: u64,
 
+    /// An idle notification stream (`subscriptions/listen`, the legacy GET
+    /// stream) sends an SSE comment this often, so proxies and load
+    /// balancers do not cut it (docs/mcp.md "Subscriptions").
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_WATCH_KEEP_ALIVE_SECONDS",
+        default_value_t = 15,
+        value_parser = clap::value_parser!(u64).range(1..=3600)
+    )]
+    pub watch_keep_alive_seconds: u64,
+
     /// Most concurrent legacy (2025-11-25) MCP sessions, kept in the store
     /// for all replicas together; the least recently used is dropped beyond
     /// it.

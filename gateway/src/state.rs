@@ -171,6 +171,12 @@ impl AppState {
         // (docs/operations.md "Shards"); settings that do not parse were
         // refused at start-up (`state::start::open`).
         let shard = settings.sharding.filter().ok().flatten().map(Arc::new);
+        // The hub's bounds; the keep-alive is a serve setting
+        // (docs/mcp.md "Subscriptions").
+        let watch_limits = crate::watch::Limits {
+            keep_alive: Duration::from_secs(settings.watch_keep_alive_seconds.max(1)),
+            ..crate::watch::Limits::default()
+        };
         if let Some(filter) = &shard {
             let filter = filter.clone();
             inventory = inventory.serving_only(Arc::new(move |org| filter.serves(org)));
@@ -213,7 +219,7 @@ impl AppState {
             manifests: crate::directory::ViewCache::default(),
             tool_lists: crate::mcp::rendered::ToolListCache::default(),
             shard,
-            watch: Arc::new(crate::watch::Hub::new(crate::watch::Limits::default())),
+            watch: Arc::new(crate::watch::Hub::new(watch_limits)),
             evaluations: crate::disclosure::cache::EvaluationCache::default(),
             public_base,
             claim: crate::claim::PublishedClaim::none(),

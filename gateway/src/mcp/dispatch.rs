@@ -57,9 +57,15 @@ pub fn server_info() -> Value {
 }
 
 /// What the server offers; both eras advertise the same features.
-/// Prompts and completions: docs/mcp.md "Prompts and completions".
+/// Prompts and completions: docs/mcp.md "Prompts and completions";
+/// resource subscriptions and list changes: "Subscriptions".
 pub fn capabilities() -> Value {
-    json!({"tools": {}, "resources": {}, "prompts": {}, "completions": {}})
+    json!({
+        "tools": {},
+        "resources": {"subscribe": true, "listChanged": true},
+        "prompts": {},
+        "completions": {},
+    })
 }
 
 /// What an endpoint offers: `/mcp` tools and resources; an AAP endpoint
