@@ -68,6 +68,12 @@ pub fn capabilities() -> Value {
     })
 }
 
+/// [`capabilities`] without resource subscriptions: the stdio transport,
+/// which has no listen stream (docs/mcp.md "stdio").
+pub fn capabilities_without_subscriptions() -> Value {
+    json!({"tools": {}, "resources": {}, "prompts": {}, "completions": {}})
+}
+
 /// What an endpoint offers: `/mcp` tools and resources; an AAP endpoint
 /// tools only (the AAP binding defines no resources).
 pub fn capabilities_of(endpoint: &Endpoint) -> Value {

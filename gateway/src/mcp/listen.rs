@@ -92,7 +92,11 @@ pub(crate) fn filter(params: &Value, limit: usize) -> Result<Filter, RpcError> {
     let list_changed = match notifications.get("resourcesListChanged") {
         None => false,
         Some(Value::Bool(b)) => *b,
-        Some(_) => return Err(invalid("notifications.resourcesListChanged must be a boolean")),
+        Some(_) => {
+            return Err(invalid(
+                "notifications.resourcesListChanged must be a boolean",
+            ));
+        }
     };
     Ok(Filter { uris, list_changed })
 }
@@ -383,7 +387,10 @@ fn respond(
             let step = match phase {
                 Phase::Done => return None,
                 Phase::Ack(ack) => {
-                    return Some((Ok::<_, std::io::Error>(event(&ack)), (follow, Phase::Running, id)));
+                    return Some((
+                        Ok::<_, std::io::Error>(event(&ack)),
+                        (follow, Phase::Running, id),
+                    ));
                 }
                 Phase::Running => follow.next().await,
             };

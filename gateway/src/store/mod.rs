@@ -656,8 +656,11 @@ pub trait Store: Send + Sync + 'static {
 
     /// Make `stream` the token of the session's one GET stream (a stream
     /// holding another token ends); false when the session is gone.
-    async fn claim_legacy_session_stream(&self, key: &str, stream: &str)
-    -> Result<bool, StoreError>;
+    async fn claim_legacy_session_stream(
+        &self,
+        key: &str,
+        stream: &str,
+    ) -> Result<bool, StoreError>;
 
     /// Add (`subscribe`) or remove `uri` in a legacy session's
     /// subscriptions in one transaction; an addition beyond `max` URIs is

@@ -12,9 +12,9 @@ use crate::auth::Principal;
 use crate::directory::DirectorySnapshot;
 use crate::domain::dealer::OrganizationRecord;
 use crate::domain::vehicle::VehicleRecord;
-use crate::offers::OrgPrograms;
 use crate::inventory::index::SnapshotIndex;
 use crate::inventory::live::InventoryView;
+use crate::offers::OrgPrograms;
 
 pub const ADDED: &str = "added";
 pub const REMOVED: &str = "removed";
@@ -79,11 +79,15 @@ pub fn vehicle_kinds(
     // Everything else the caller sees: compare the rest with the fields
     // above (and provenance) taken from the old record.
     let mut rest = new.clone();
-    rest.availability_status.clone_from(&old.availability_status);
+    rest.availability_status
+        .clone_from(&old.availability_status);
     rest.advertised_price = old.advertised_price.clone();
-    rest.required_dealer_charges.clone_from(&old.required_dealer_charges);
-    rest.conditional_adjustments.clone_from(&old.conditional_adjustments);
-    rest.government_charges_status.clone_from(&old.government_charges_status);
+    rest.required_dealer_charges
+        .clone_from(&old.required_dealer_charges);
+    rest.conditional_adjustments
+        .clone_from(&old.conditional_adjustments);
+    rest.government_charges_status
+        .clone_from(&old.government_charges_status);
     rest.source = old.source.clone();
     if rest != *old {
         kinds.push(DETAILS_CHANGED);
@@ -94,7 +98,9 @@ pub fn vehicle_kinds(
 /// The vehicle `vehicle_id` as offered by `index` (`None`: not in it).
 fn offered(index: Option<&Arc<SnapshotIndex>>, vehicle_id: &str) -> Option<VehicleRecord> {
     let index = index?;
-    index.find_vehicle_id(vehicle_id).map(|row| index.record(row))
+    index
+        .find_vehicle_id(vehicle_id)
+        .map(|row| index.record(row))
 }
 
 /// The changes between two inventory views for the subscribed `targets`.
@@ -278,7 +284,10 @@ pub fn directory_changes(
 
 /// The (organization, rooftop) pairs `principal` sees in `directory`:
 /// its resource list, whose change is `list_changed`.
-pub fn visible_set(directory: &DirectorySnapshot, principal: &Principal) -> BTreeSet<(String, String)> {
+pub fn visible_set(
+    directory: &DirectorySnapshot,
+    principal: &Principal,
+) -> BTreeSet<(String, String)> {
     directory
         .organizations
         .iter()
@@ -298,9 +307,8 @@ pub fn visible_set(directory: &DirectorySnapshot, principal: &Principal) -> BTre
 pub fn in_scope(program: &pricing::Program, vehicle: &VehicleRecord) -> bool {
     let a = &program.applies_to;
     let ci = |list: &Option<Vec<String>>, value: Option<&str>| {
-        list.as_ref().is_none_or(|l| {
-            value.is_some_and(|v| l.iter().any(|x| x.eq_ignore_ascii_case(v)))
-        })
+        list.as_ref()
+            .is_none_or(|l| value.is_some_and(|v| l.iter().any(|x| x.eq_ignore_ascii_case(v))))
     };
     ci(&a.makes, Some(&vehicle.make))
         && ci(&a.models, Some(&vehicle.model))

@@ -108,7 +108,10 @@ fn kinds_between_two_records() {
     assert_eq!(vehicle_kinds(Some(&a), Some(&b)), vec![CHARGES_CHANGED]);
     let mut b = a.clone();
     b.availability_status = "on_hold".into();
-    assert_eq!(vehicle_kinds(Some(&a), Some(&b)), vec![AVAILABILITY_CHANGED]);
+    assert_eq!(
+        vehicle_kinds(Some(&a), Some(&b)),
+        vec![AVAILABILITY_CHANGED]
+    );
     b.availability_status = "sold".into();
     assert_eq!(vehicle_kinds(Some(&a), Some(&b)), vec![REMOVED]);
     let mut b = a.clone();

@@ -44,6 +44,7 @@ mod routes;
 mod security;
 mod stdio;
 mod store_outage;
+mod subscriptions;
 mod token_cli;
 mod used_vehicle;
 mod wellknown;

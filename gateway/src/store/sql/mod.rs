@@ -80,12 +80,12 @@ use super::snapshot_write::{
 };
 use super::{
     AUDIT_PRUNE_BATCH, ApiTokenRecord, AuditCount, AuditEvent, AuditFootprint, AuditPruneSummary,
-    AvailabilityObservation, Change, DealersImportSummary, LegacySessionRecord, LegacySubscriptions, OrganizationPlan,
-    OrganizationRecord, ProgramRecord, ProgramRevisionRecord, ProgramSetCheck, ProgramsChange,
-    ProgramsImportSummary, RooftopRecord, SnapshotRecord, Store, StoreChange, StoreError,
-    StoredProgram, check_api_token, json_text, plan_organization, plan_programs_change,
-    programs_audit_event, programs_organization_missing, rooftop_not_of_organization,
-    rooftop_taken, summarize, validate_import,
+    AvailabilityObservation, Change, DealersImportSummary, LegacySessionRecord,
+    LegacySubscriptions, OrganizationPlan, OrganizationRecord, ProgramRecord,
+    ProgramRevisionRecord, ProgramSetCheck, ProgramsChange, ProgramsImportSummary, RooftopRecord,
+    SnapshotRecord, Store, StoreChange, StoreError, StoredProgram, check_api_token, json_text,
+    plan_organization, plan_programs_change, programs_audit_event, programs_organization_missing,
+    rooftop_not_of_organization, rooftop_taken, summarize, validate_import,
 };
 use crate::domain::grant::RooftopScope;
 use crate::inventory::model::VehicleRecord;
