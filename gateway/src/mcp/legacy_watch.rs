@@ -197,9 +197,10 @@ impl Session {
     /// failure keeps the current set (the next tick reads again).
     async fn reconcile(&mut self) -> bool {
         let state = self.follow.state.clone();
-        match state.sessions.touch(&self.id).await {
-            Ok(None) => return false,
-            Ok(Some(_)) | Err(_) => {}
+        // An open stream is a use of its session; a store failure is not
+        // the session's end (the next tick reads again).
+        if let Ok(None) = state.sessions.touch(&self.id).await {
+            return false;
         }
         let current = match state.sessions.subscriptions(&self.id).await {
             Ok(Some(current)) => current,
