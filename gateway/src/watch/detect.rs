@@ -12,9 +12,9 @@ use crate::auth::Principal;
 use crate::directory::DirectorySnapshot;
 use crate::domain::dealer::OrganizationRecord;
 use crate::domain::vehicle::VehicleRecord;
-use crate::offers::OrgPrograms;
 use crate::inventory::index::SnapshotIndex;
 use crate::inventory::live::InventoryView;
+use crate::offers::OrgPrograms;
 
 pub const ADDED: &str = "added";
 pub const REMOVED: &str = "removed";
@@ -79,11 +79,15 @@ pub fn vehicle_kinds(
     // Everything else the caller sees: compare the rest with the fields
     // above (and provenance) taken from the old record.
     let mut rest = new.clone();
-    rest.availability_status.clone_from(&old.availability_status);
-    rest.advertised_price = old.advertised_price.clone();
-    rest.required_dealer_charges.clone_from(&old.required_dealer_charges);
-    rest.conditional_adjustments.clone_from(&old.conditional_adjustments);
-    rest.government_charges_status.clone_from(&old.government_charges_status);
+    rest.availability_status
+        .clone_from(&old.availability_status);
+    rest.advertised_price = old.advertised_price;
+    rest.required_dealer_charges
+        .clone_from(&old.required_dealer_charges);
+    rest.conditional_adjustments
+        .clone_from(&old.conditional_adjustments);
+    rest.government_charges_status
+        .clone_from(&old.government_charges_status);
     rest.source = old.source.clone();
     if rest != *old {
         kinds.push(DETAILS_CHANGED);
@@ -94,7 +98,9 @@ pub fn vehicle_kinds(
 /// The vehicle `vehicle_id` as offered by `index` (`None`: not in it).
 fn offered(index: Option<&Arc<SnapshotIndex>>, vehicle_id: &str) -> Option<VehicleRecord> {
     let index = index?;
-    index.find_vehicle_id(vehicle_id).map(|row| index.record(row))
+    index
+        .find_vehicle_id(vehicle_id)
+        .map(|row| index.record(row))
 }
 
 /// The changes between two inventory views for the subscribed `targets`.
@@ -186,20 +192,21 @@ pub fn inventory_changes(
                 }
             }
             Target::Organization(org) => {
-                let rooftops: Vec<(&str, i64)> = changed
-                    .iter()
-                    .filter(|(_, (owner, _))| owner == org)
-                    .map(|(r, (_, v))| (*r, *v))
-                    .collect();
-                if let Some(version) = rooftops.iter().map(|(_, v)| *v).max() {
-                    out.push(Detected {
-                        uri: target.uri(),
-                        kinds: vec![INVENTORY_CHANGED],
-                        snapshot_version: version.to_string(),
-                        organization_id: org.clone(),
-                        rooftops: rooftops.iter().map(|(r, _)| (*r).to_owned()).collect(),
-                        before: false,
-                    });
+                // One notice per changed rooftop, each gated on that
+                // rooftop and carrying its version: a reader of the
+                // organization never learns of (nor from the version of) a
+                // change in a rooftop it cannot see.
+                for (rooftop, (owner, version)) in &changed {
+                    if owner == org {
+                        out.push(Detected {
+                            uri: target.uri(),
+                            kinds: vec![INVENTORY_CHANGED],
+                            snapshot_version: version.to_string(),
+                            organization_id: org.clone(),
+                            rooftops: vec![(*rooftop).to_owned()],
+                            before: false,
+                        });
+                    }
                 }
             }
             Target::Manifest => {}
@@ -278,7 +285,10 @@ pub fn directory_changes(
 
 /// The (organization, rooftop) pairs `principal` sees in `directory`:
 /// its resource list, whose change is `list_changed`.
-pub fn visible_set(directory: &DirectorySnapshot, principal: &Principal) -> BTreeSet<(String, String)> {
+pub fn visible_set(
+    directory: &DirectorySnapshot,
+    principal: &Principal,
+) -> BTreeSet<(String, String)> {
     directory
         .organizations
         .iter()
@@ -298,9 +308,8 @@ pub fn visible_set(directory: &DirectorySnapshot, principal: &Principal) -> BTre
 pub fn in_scope(program: &pricing::Program, vehicle: &VehicleRecord) -> bool {
     let a = &program.applies_to;
     let ci = |list: &Option<Vec<String>>, value: Option<&str>| {
-        list.as_ref().is_none_or(|l| {
-            value.is_some_and(|v| l.iter().any(|x| x.eq_ignore_ascii_case(v)))
-        })
+        list.as_ref()
+            .is_none_or(|l| value.is_some_and(|v| l.iter().any(|x| x.eq_ignore_ascii_case(v))))
     };
     ci(&a.makes, Some(&vehicle.make))
         && ci(&a.models, Some(&vehicle.model))
@@ -346,22 +355,23 @@ pub fn program_changes(
     let mut out = Vec::new();
     for target in targets {
         match target {
-            Target::Organization(org) if org == organization_id => {
-                if revisions(old.validated(), None) != revisions(new.validated(), None) {
-                    out.push(Detected {
-                        uri: target.uri(),
-                        kinds: vec![PROGRAMS_CHANGED],
-                        snapshot_version: version.clone(),
-                        organization_id: org.clone(),
-                        rooftops: view
-                            .rooftops
-                            .values()
-                            .filter(|r| r.latest.organization_id() == org)
-                            .map(|r| r.latest.rooftop_id().to_owned())
-                            .collect(),
-                        before: false,
-                    });
-                }
+            Target::Organization(org)
+                if org == organization_id
+                    && revisions(old.validated(), None) != revisions(new.validated(), None) =>
+            {
+                out.push(Detected {
+                    uri: target.uri(),
+                    kinds: vec![PROGRAMS_CHANGED],
+                    snapshot_version: version.clone(),
+                    organization_id: org.clone(),
+                    rooftops: view
+                        .rooftops
+                        .values()
+                        .filter(|r| r.latest.organization_id() == org)
+                        .map(|r| r.latest.rooftop_id().to_owned())
+                        .collect(),
+                    before: false,
+                });
             }
             Target::Vehicle(org, rooftop, vehicle_id) if org == organization_id => {
                 let Some(record) = offered(view.rooftop(rooftop).map(|r| &r.latest), vehicle_id)

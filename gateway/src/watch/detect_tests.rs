@@ -108,7 +108,10 @@ fn kinds_between_two_records() {
     assert_eq!(vehicle_kinds(Some(&a), Some(&b)), vec![CHARGES_CHANGED]);
     let mut b = a.clone();
     b.availability_status = "on_hold".into();
-    assert_eq!(vehicle_kinds(Some(&a), Some(&b)), vec![AVAILABILITY_CHANGED]);
+    assert_eq!(
+        vehicle_kinds(Some(&a), Some(&b)),
+        vec![AVAILABILITY_CHANGED]
+    );
     b.availability_status = "sold".into();
     assert_eq!(vehicle_kinds(Some(&a), Some(&b)), vec![REMOVED]);
     let mut b = a.clone();
@@ -148,11 +151,11 @@ fn changes_between_two_views_for_the_subscribed_targets_only() {
         Target::Organization(ORG.into()),
         Target::Organization("org.other".into()),
     ];
-    let got: Vec<(String, Vec<&str>, String, Vec<String>, bool)> =
-        inventory_changes(&old, &new, &targets)
-            .into_iter()
-            .map(|d| (d.uri, d.kinds, d.snapshot_version, d.rooftops, d.before))
-            .collect();
+    type Row = (String, Vec<&'static str>, String, Vec<String>, bool);
+    let got: Vec<Row> = inventory_changes(&old, &new, &targets)
+        .into_iter()
+        .map(|d| (d.uri, d.kinds, d.snapshot_version, d.rooftops, d.before))
+        .collect();
     let vehicle = |v: &str| format!("dealeragent://organization/{ORG}/rooftop/r1/vehicle/{v}");
     assert_eq!(
         got,

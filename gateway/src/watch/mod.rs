@@ -31,8 +31,8 @@ use std::time::Duration;
 
 use crate::auth::Principal;
 
-pub use registry::Stream;
 use registry::Registry;
+pub use registry::Stream;
 
 /// The bounds of the hub (docs/operations.md "Metrics" lists what they
 /// count).
@@ -70,8 +70,12 @@ pub enum WatchError {
     /// visible to the caller: the same words for all three, so a refusal
     /// never reveals a foreign record (DAP-CORE-029..031).
     NotReadable,
-    TooManySubscriptions { limit: usize },
-    TooManyStreams { limit: usize },
+    TooManySubscriptions {
+        limit: usize,
+    },
+    TooManyStreams {
+        limit: usize,
+    },
 }
 
 impl WatchError {

@@ -339,7 +339,10 @@ impl Stream {
     /// Hold `uri`, already authorized for this stream's principal
     /// ([`Self::subscribe`] authorizes first).
     pub(crate) fn hold(&mut self, uri: &str) -> Result<(), WatchError> {
-        let added = self.hub.registry().subscribe(self.id, uri, &self.hub.limits)?;
+        let added = self
+            .hub
+            .registry()
+            .subscribe(self.id, uri, &self.hub.limits)?;
         if added {
             self.hub.active.notify_waiters();
         }

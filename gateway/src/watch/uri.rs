@@ -49,9 +49,7 @@ pub fn parse(uri: &str) -> Option<Target> {
         [org, "rooftop", rooftop] if ok(org) && ok(rooftop) => {
             Some(Target::Rooftop((*org).to_owned(), (*rooftop).to_owned()))
         }
-        [org, "rooftop", rooftop, "vehicle", vehicle]
-            if ok(org) && ok(rooftop) && ok(vehicle) =>
-        {
+        [org, "rooftop", rooftop, "vehicle", vehicle] if ok(org) && ok(rooftop) && ok(vehicle) => {
             Some(Target::Vehicle(
                 (*org).to_owned(),
                 (*rooftop).to_owned(),

@@ -46,4 +46,5 @@ mod stdio;
 mod store_outage;
 mod token_cli;
 mod used_vehicle;
+mod watch;
 mod wellknown;
