@@ -195,6 +195,8 @@ impl AppState {
                 Duration::from_millis(settings.evaluation_deadline_ms.max(1)),
             ),
         );
+        // `--subscriptions-per-stream` and the other bounds of the hub.
+        let watch_limits = settings.watch_limits();
         Self {
             settings,
             catalog,
@@ -213,7 +215,7 @@ impl AppState {
             manifests: crate::directory::ViewCache::default(),
             tool_lists: crate::mcp::rendered::ToolListCache::default(),
             shard,
-            watch: Arc::new(crate::watch::Hub::new(crate::watch::Limits::default())),
+            watch: Arc::new(crate::watch::Hub::new(watch_limits)),
             evaluations: crate::disclosure::cache::EvaluationCache::default(),
             public_base,
             claim: crate::claim::PublishedClaim::none(),
