@@ -386,19 +386,11 @@ pub struct ServeSettings {
 
     /// Notifications waiting per stream; a stream whose queue is full is
     /// ended as a slow consumer.
-    #[arg(
-        long,
-        env = "DEALER_GATEWAY_NOTIFICATION_QUEUE",
-        default_value_t = 256
-    )]
+    #[arg(long, env = "DEALER_GATEWAY_NOTIFICATION_QUEUE", default_value_t = 256)]
     pub notification_queue: usize,
 
     /// Seconds an idle notification stream waits before a keep-alive.
-    #[arg(
-        long,
-        env = "DEALER_GATEWAY_KEEP_ALIVE_SECONDS",
-        default_value_t = 15
-    )]
+    #[arg(long, env = "DEALER_GATEWAY_KEEP_ALIVE_SECONDS", default_value_t = 15)]
     pub keep_alive_seconds: u64,
 
     /// Dealers file to import at start instead of the bundled demo (applied

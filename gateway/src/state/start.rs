@@ -165,7 +165,7 @@ pub async fn state(
     // on the loaded view so its first comparison is with what readers saw:
     // fed by the follower's reloads on PostgreSQL, polling while anyone
     // listens on SQLite.
-    crate::watch::sources::spawn(&state, !followed);
+    crate::watch::sources::spawn(&state, !followed).await;
     Ok(state)
 }
 

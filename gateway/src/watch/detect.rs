@@ -215,6 +215,20 @@ pub fn inventory_changes(
     out
 }
 
+/// The organization `id` of `directory` as a reader sees it changed: its
+/// provenance (the dealers file's digest and time) is renewed by every
+/// import and is no change of the dealer, as for a vehicle.
+fn record_of(directory: &DirectorySnapshot, id: &str) -> Option<OrganizationRecord> {
+    let mut org = directory.organization(id)?.clone();
+    org.source = crate::store::SourceRecord {
+        source_name: String::new(),
+        authority: String::new(),
+        content_digest: String::new(),
+        observed_at: chrono::DateTime::UNIX_EPOCH,
+    };
+    Some(org)
+}
+
 /// The organizations whose record differs between two directories (added
 /// and removed ones included).
 pub fn changed_organizations(before: &DirectorySnapshot, now: &DirectorySnapshot) -> Vec<String> {
@@ -225,7 +239,7 @@ pub fn changed_organizations(before: &DirectorySnapshot, now: &DirectorySnapshot
         .map(|o| o.organization_id.as_str())
         .collect();
     ids.into_iter()
-        .filter(|id| before.organization(id) != now.organization(id))
+        .filter(|id| record_of(before, id) != record_of(now, id))
         .map(str::to_owned)
         .collect()
 }
@@ -233,8 +247,7 @@ pub fn changed_organizations(before: &DirectorySnapshot, now: &DirectorySnapshot
 /// The organization `id` as a rooftop URI shows it: its own fields and
 /// that one rooftop (a rooftop read is the organization narrowed to it).
 fn narrowed(directory: &DirectorySnapshot, id: &str, rooftop: &str) -> Option<OrganizationRecord> {
-    let org = directory.organization(id)?;
-    let mut narrowed = org.clone();
+    let mut narrowed = record_of(directory, id)?;
     narrowed.rooftops.retain(|r| r.rooftop_id == rooftop);
     Some(narrowed).filter(|o| !o.rooftops.is_empty())
 }
@@ -251,7 +264,7 @@ pub fn directory_changes(
     for target in targets {
         let (org, rooftops) = match target {
             Target::Organization(org) => {
-                if before.organization(org) == now.organization(org) {
+                if record_of(before, org) == record_of(now, org) {
                     continue;
                 }
                 let rooftops: BTreeSet<String> = [before, now]

@@ -41,12 +41,19 @@ struct Seen {
 }
 
 /// Start the detection task; `poll`: the store has no change feed
-/// (SQLite). It ends when the state is dropped.
-pub fn spawn(state: &Arc<AppState>, poll: bool) -> tokio::task::JoinHandle<()> {
-    let views = state.inventory.watch_views();
+/// (SQLite). It ends when the state is dropped. What it compares with first
+/// is read here, before the gateway takes a request, so nothing that
+/// changes after a first subscription is taken for the baseline.
+pub async fn spawn(state: &Arc<AppState>, poll: bool) -> tokio::task::JoinHandle<()> {
+    let mut views = state.inventory.watch_views();
     let observations = state.availability.watch_changes();
+    let seen = Seen {
+        view: views.borrow_and_update().clone(),
+        directory: state.directory.snapshot().await.ok(),
+        programs: BTreeMap::new(),
+    };
     let weak = Arc::downgrade(state);
-    tokio::spawn(run(weak, views, observations, poll))
+    tokio::spawn(run(weak, views, observations, seen, poll))
 }
 
 /// What woke the task.
@@ -61,13 +68,9 @@ async fn run(
     state: Weak<AppState>,
     mut views: tokio::sync::watch::Receiver<Arc<InventoryView>>,
     mut observations: tokio::sync::broadcast::Receiver<ObservedChange>,
+    mut seen: Seen,
     poll: bool,
 ) {
-    let mut seen = Seen {
-        view: views.borrow_and_update().clone(),
-        directory: None,
-        programs: BTreeMap::new(),
-    };
     let mut tick = tokio::time::interval(POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut reverified = Instant::now();

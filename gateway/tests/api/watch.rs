@@ -275,3 +275,99 @@ async fn a_cli_import_notifies_price_changed_and_removed_and_never_a_private_roo
     );
     drop(running);
 }
+
+#[tokio::test]
+async fn a_dealers_file_import_notifies_dealer_changed_and_the_list_change_to_whom_it_concerns() {
+    let (dir, db) = fresh_database().await;
+    let demo_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../demo/dealers.yaml");
+    let out = run_cli(
+        &db,
+        &["import", "dealers", &demo_path.display().to_string()],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let settings = gateway::config::ServeSettings::with_listen("127.0.0.1:0".parse().unwrap());
+    let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = gateway::app::spawn(settings, &db, async move {
+        let _ = stopped.await;
+    })
+    .await
+    .expect("gateway starts");
+    let state = running.state.clone();
+    let hub = state.watch.clone();
+
+    let org_uri = format!("dealeragent://organization/{LAKESHORE}");
+    let fleet_uri = format!("dealeragent://organization/{LAKESHORE}/rooftop/{FLEET}");
+    let maplecrest_uri = format!("dealeragent://organization/{MAPLECREST}");
+    let mut anonymous = hub.open(&Principal::Anonymous).unwrap();
+    anonymous.want_list_changed(true);
+    anonymous.subscribe(&state, &org_uri).await.unwrap();
+    anonymous.subscribe(&state, &maplecrest_uri).await.unwrap();
+    anonymous
+        .subscribe(&state, gateway::watch::uri::MANIFEST_URI)
+        .await
+        .unwrap();
+    // A Lakeshore group partner already reads the fleet rooftop: its list
+    // does not change, and neither does Maplecrest's record.
+    let foreign = grant(
+        LAKESHORE,
+        RooftopScope::Group,
+        &["dealeragent:inventory:read"],
+    );
+    let mut foreign_stream = hub.open(&foreign).unwrap();
+    foreign_stream.want_list_changed(true);
+    foreign_stream
+        .subscribe(&state, &maplecrest_uri)
+        .await
+        .unwrap();
+
+    // The fleet rooftop is published to anonymous readers.
+    let demo = std::fs::read_to_string(&demo_path).unwrap();
+    let private = "publication:\n            anonymous_reads: false";
+    assert_eq!(demo.matches(private).count(), 1);
+    let opened = dir.join("dealers-open.yaml");
+    std::fs::write(
+        &opened,
+        demo.replace(private, "publication:\n            anonymous_reads: true"),
+    )
+    .unwrap();
+    let out = run_cli(&db, &["import", "dealers", &opened.display().to_string()]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    let mut list_changed = false;
+    let mut updated = Vec::new();
+    let until = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !(list_changed && updated.len() >= 2) {
+        match tokio::time::timeout_at(until, anonymous.next()).await {
+            Ok(Ok(Notice::ListChanged)) => list_changed = true,
+            Ok(Ok(Notice::Updated { uri, kinds, .. })) => updated.push((uri, kinds)),
+            Ok(Err(reason)) => panic!("ended: {reason:?}"),
+            Err(_) => break,
+        }
+    }
+    assert!(list_changed, "{updated:?}");
+    assert!(
+        updated.contains(&(org_uri.clone(), vec!["dealer_changed"])),
+        "{updated:?}"
+    );
+    assert!(
+        updated.contains(&(
+            gateway::watch::uri::MANIFEST_URI.to_owned(),
+            vec!["dealer_changed"]
+        )),
+        "{updated:?}"
+    );
+    // Maplecrest's record did not change: nobody is told about it.
+    assert!(
+        !updated.iter().any(|(u, _)| *u == maplecrest_uri),
+        "{updated:?}"
+    );
+    // Now readable, the fleet rooftop can be subscribed.
+    anonymous.subscribe(&state, &fleet_uri).await.unwrap();
+    let foreign_saw =
+        tokio::time::timeout(Duration::from_millis(1500), foreign_stream.next()).await;
+    assert!(
+        foreign_saw.is_err(),
+        "an unchanged list and record: {foreign_saw:?}"
+    );
+    drop(running);
+}
