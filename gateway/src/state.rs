@@ -171,12 +171,6 @@ impl AppState {
         // (docs/operations.md "Shards"); settings that do not parse were
         // refused at start-up (`state::start::open`).
         let shard = settings.sharding.filter().ok().flatten().map(Arc::new);
-        // The hub's bounds; the keep-alive is a serve setting
-        // (docs/mcp.md "Subscriptions").
-        let watch_limits = crate::watch::Limits {
-            keep_alive: Duration::from_secs(settings.watch_keep_alive_seconds.max(1)),
-            ..crate::watch::Limits::default()
-        };
         if let Some(filter) = &shard {
             let filter = filter.clone();
             inventory = inventory.serving_only(Arc::new(move |org| filter.serves(org)));
@@ -201,6 +195,8 @@ impl AppState {
                 Duration::from_millis(settings.evaluation_deadline_ms.max(1)),
             ),
         );
+        // `--subscriptions-per-stream` and the other bounds of the hub.
+        let watch_limits = settings.watch_limits();
         Self {
             settings,
             catalog,

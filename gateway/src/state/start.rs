@@ -141,10 +141,6 @@ pub async fn state(
     if followed {
         tracing::info!("following store changes (LISTEN/NOTIFY); polling stays as the fallback");
     }
-    // The change hub's detection task (docs/mcp.md "Subscriptions"): fed by
-    // the follower's reloads on PostgreSQL, polling while anyone listens on
-    // SQLite.
-    crate::watch::sources::spawn(&state, !followed);
     // Build the inventory indexes before taking traffic, so the first
     // request is not the one that pays for loading every snapshot.
     let directory = state.directory.snapshot().await?;
@@ -165,6 +161,11 @@ pub async fn state(
             .sum::<usize>(),
         "inventory loaded"
     );
+    // The change hub's detection task (docs/mcp.md "Subscriptions"), started
+    // on the loaded view so its first comparison is with what readers saw:
+    // fed by the follower's reloads on PostgreSQL, polling while anyone
+    // listens on SQLite.
+    crate::watch::sources::spawn(&state, !followed).await;
     Ok(state)
 }
 

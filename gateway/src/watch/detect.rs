@@ -81,7 +81,7 @@ pub fn vehicle_kinds(
     let mut rest = new.clone();
     rest.availability_status
         .clone_from(&old.availability_status);
-    rest.advertised_price = old.advertised_price.clone();
+    rest.advertised_price = old.advertised_price;
     rest.required_dealer_charges
         .clone_from(&old.required_dealer_charges);
     rest.conditional_adjustments
@@ -192,26 +192,41 @@ pub fn inventory_changes(
                 }
             }
             Target::Organization(org) => {
-                let rooftops: Vec<(&str, i64)> = changed
-                    .iter()
-                    .filter(|(_, (owner, _))| owner == org)
-                    .map(|(r, (_, v))| (*r, *v))
-                    .collect();
-                if let Some(version) = rooftops.iter().map(|(_, v)| *v).max() {
-                    out.push(Detected {
-                        uri: target.uri(),
-                        kinds: vec![INVENTORY_CHANGED],
-                        snapshot_version: version.to_string(),
-                        organization_id: org.clone(),
-                        rooftops: rooftops.iter().map(|(r, _)| (*r).to_owned()).collect(),
-                        before: false,
-                    });
+                // One notice per changed rooftop, each gated on that
+                // rooftop and carrying its version: a reader of the
+                // organization never learns of (nor from the version of) a
+                // change in a rooftop it cannot see.
+                for (rooftop, (owner, version)) in &changed {
+                    if owner == org {
+                        out.push(Detected {
+                            uri: target.uri(),
+                            kinds: vec![INVENTORY_CHANGED],
+                            snapshot_version: version.to_string(),
+                            organization_id: org.clone(),
+                            rooftops: vec![(*rooftop).to_owned()],
+                            before: false,
+                        });
+                    }
                 }
             }
             Target::Manifest => {}
         }
     }
     out
+}
+
+/// The organization `id` of `directory` as a reader sees it changed: its
+/// provenance (the dealers file's digest and time) is renewed by every
+/// import and is no change of the dealer, as for a vehicle.
+fn record_of(directory: &DirectorySnapshot, id: &str) -> Option<OrganizationRecord> {
+    let mut org = directory.organization(id)?.clone();
+    org.source = crate::store::SourceRecord {
+        source_name: String::new(),
+        authority: String::new(),
+        content_digest: String::new(),
+        observed_at: chrono::DateTime::UNIX_EPOCH,
+    };
+    Some(org)
 }
 
 /// The organizations whose record differs between two directories (added
@@ -224,7 +239,7 @@ pub fn changed_organizations(before: &DirectorySnapshot, now: &DirectorySnapshot
         .map(|o| o.organization_id.as_str())
         .collect();
     ids.into_iter()
-        .filter(|id| before.organization(id) != now.organization(id))
+        .filter(|id| record_of(before, id) != record_of(now, id))
         .map(str::to_owned)
         .collect()
 }
@@ -232,8 +247,7 @@ pub fn changed_organizations(before: &DirectorySnapshot, now: &DirectorySnapshot
 /// The organization `id` as a rooftop URI shows it: its own fields and
 /// that one rooftop (a rooftop read is the organization narrowed to it).
 fn narrowed(directory: &DirectorySnapshot, id: &str, rooftop: &str) -> Option<OrganizationRecord> {
-    let org = directory.organization(id)?;
-    let mut narrowed = org.clone();
+    let mut narrowed = record_of(directory, id)?;
     narrowed.rooftops.retain(|r| r.rooftop_id == rooftop);
     Some(narrowed).filter(|o| !o.rooftops.is_empty())
 }
@@ -250,7 +264,7 @@ pub fn directory_changes(
     for target in targets {
         let (org, rooftops) = match target {
             Target::Organization(org) => {
-                if before.organization(org) == now.organization(org) {
+                if record_of(before, org) == record_of(now, org) {
                     continue;
                 }
                 let rooftops: BTreeSet<String> = [before, now]
@@ -354,22 +368,23 @@ pub fn program_changes(
     let mut out = Vec::new();
     for target in targets {
         match target {
-            Target::Organization(org) if org == organization_id => {
-                if revisions(old.validated(), None) != revisions(new.validated(), None) {
-                    out.push(Detected {
-                        uri: target.uri(),
-                        kinds: vec![PROGRAMS_CHANGED],
-                        snapshot_version: version.clone(),
-                        organization_id: org.clone(),
-                        rooftops: view
-                            .rooftops
-                            .values()
-                            .filter(|r| r.latest.organization_id() == org)
-                            .map(|r| r.latest.rooftop_id().to_owned())
-                            .collect(),
-                        before: false,
-                    });
-                }
+            Target::Organization(org)
+                if org == organization_id
+                    && revisions(old.validated(), None) != revisions(new.validated(), None) =>
+            {
+                out.push(Detected {
+                    uri: target.uri(),
+                    kinds: vec![PROGRAMS_CHANGED],
+                    snapshot_version: version.clone(),
+                    organization_id: org.clone(),
+                    rooftops: view
+                        .rooftops
+                        .values()
+                        .filter(|r| r.latest.organization_id() == org)
+                        .map(|r| r.latest.rooftop_id().to_owned())
+                        .collect(),
+                    before: false,
+                });
             }
             Target::Vehicle(org, rooftop, vehicle_id) if org == organization_id => {
                 let Some(record) = offered(view.rooftop(rooftop).map(|r| &r.latest), vehicle_id)

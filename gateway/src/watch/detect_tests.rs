@@ -10,6 +10,7 @@ use super::*;
 use crate::domain::vehicle::VehicleSource;
 use crate::inventory::index::SnapshotMeta;
 use crate::inventory::live::RooftopInventory;
+use crate::store::{ProgramRecord, SourceRecord};
 
 const ORG: &str = "org.a";
 
@@ -151,11 +152,11 @@ fn changes_between_two_views_for_the_subscribed_targets_only() {
         Target::Organization(ORG.into()),
         Target::Organization("org.other".into()),
     ];
-    let got: Vec<(String, Vec<&str>, String, Vec<String>, bool)> =
-        inventory_changes(&old, &new, &targets)
-            .into_iter()
-            .map(|d| (d.uri, d.kinds, d.snapshot_version, d.rooftops, d.before))
-            .collect();
+    type Row = (String, Vec<&'static str>, String, Vec<String>, bool);
+    let got: Vec<Row> = inventory_changes(&old, &new, &targets)
+        .into_iter()
+        .map(|d| (d.uri, d.kinds, d.snapshot_version, d.rooftops, d.before))
+        .collect();
     let vehicle = |v: &str| format!("dealeragent://organization/{ORG}/rooftop/r1/vehicle/{v}");
     assert_eq!(
         got,
@@ -199,4 +200,85 @@ fn changes_between_two_views_for_the_subscribed_targets_only() {
     );
     // The same view twice: nothing.
     assert!(inventory_changes(&new, &new, &targets).is_empty());
+}
+
+fn program_record(id: &str, revision: u32, applies_to: serde_json::Value) -> ProgramRecord {
+    ProgramRecord {
+        program_id: id.to_owned(),
+        revision,
+        doc: serde_json::json!({
+            "program_id": id, "revision": revision, "name": id, "kind": "cash",
+            "direction": "discount",
+            "amount": {"status": "known", "amount": {"amount_minor": 100, "currency": "USD"}},
+            "stacking": {"group": "oem", "combinability": "stackable"},
+            "applies_to": applies_to
+        }),
+        rule_hash: None,
+        imported_at: Utc::now(),
+        source: SourceRecord {
+            source_name: "test".into(),
+            authority: "dealer_asserted".into(),
+            content_digest: "sha256:00".into(),
+            observed_at: Utc::now(),
+        },
+    }
+}
+
+#[test]
+fn programs_changed_for_the_vehicles_a_new_revision_touches_only() {
+    let mut civic = car("r1", 2);
+    civic.make = "Honda".into();
+    civic.model = "Civic".into();
+    let r1 = index("r1", 1, vec![car("r1", 1), civic]);
+    let view = view(&[&r1]);
+    let ford = serde_json::json!({"makes": ["ford"]});
+    let old = OrgPrograms::from_records(&[program_record("p.ford", 1, ford.clone())], Utc::now());
+    // A second revision of the Ford program, and nothing for Honda.
+    let new = OrgPrograms::from_records(
+        &[
+            program_record("p.ford", 1, ford.clone()),
+            program_record("p.ford", 2, ford),
+        ],
+        Utc::now(),
+    );
+    let targets = vec![
+        Target::Vehicle(ORG.into(), "r1".into(), "veh.r1.1".into()),
+        Target::Vehicle(ORG.into(), "r1".into(), "veh.r1.2".into()),
+        Target::Vehicle(ORG.into(), "r1".into(), "veh.r1.404".into()),
+        Target::Organization(ORG.into()),
+        Target::Organization("org.other".into()),
+    ];
+    let got: Vec<(String, Vec<&str>)> = program_changes(&old, &new, &view, ORG, &targets)
+        .into_iter()
+        .map(|d| (d.uri, d.kinds))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                format!("dealeragent://organization/{ORG}/rooftop/r1/vehicle/veh.r1.1"),
+                vec![PROGRAMS_CHANGED]
+            ),
+            (
+                format!("dealeragent://organization/{ORG}"),
+                vec![PROGRAMS_CHANGED]
+            ),
+        ]
+    );
+    // A reload of the same programs changes nothing.
+    assert!(program_changes(&new, &new, &view, ORG, &targets).is_empty());
+    let mut honda = car("r1", 3);
+    honda.make = "HONDA".into();
+    let p = serde_json::from_value::<pricing::Program>(
+        program_record(
+            "p",
+            1,
+            serde_json::json!({"makes": ["honda"], "years": [2021]}),
+        )
+        .doc,
+    )
+    .unwrap();
+    assert!(in_scope(&p, &honda));
+    honda.year = 2020;
+    assert!(!in_scope(&p, &honda));
 }

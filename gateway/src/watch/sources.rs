@@ -21,6 +21,7 @@ use super::detect::{self, Detected};
 use super::uri::{Target, parse};
 use super::{Hub, Notice};
 use crate::auth::Principal;
+use crate::availability::ObservedChange;
 use crate::directory::DirectorySnapshot;
 use crate::inventory::live::InventoryView;
 use crate::state::AppState;
@@ -40,35 +41,63 @@ struct Seen {
 }
 
 /// Start the detection task; `poll`: the store has no change feed
-/// (SQLite). It ends when the state is dropped.
-pub fn spawn(state: &Arc<AppState>, poll: bool) -> tokio::task::JoinHandle<()> {
-    let views = state.inventory.watch_views();
+/// (SQLite). It ends when the state is dropped. What it compares with first
+/// is read here, before the gateway takes a request, so nothing that
+/// changes after a first subscription is taken for the baseline.
+pub async fn spawn(state: &Arc<AppState>, poll: bool) -> tokio::task::JoinHandle<()> {
+    let mut views = state.inventory.watch_views();
+    let observations = state.availability.watch_changes();
+    let seen = Seen {
+        view: views.borrow_and_update().clone(),
+        directory: state.directory.snapshot().await.ok(),
+        programs: BTreeMap::new(),
+    };
     let weak = Arc::downgrade(state);
-    tokio::spawn(run(weak, views, poll))
+    tokio::spawn(run(weak, views, observations, seen, poll))
+}
+
+/// What woke the task.
+enum Wake {
+    /// A swap, or the tick: look at every source.
+    Look,
+    /// A live availability observation changed what a caller is shown.
+    Observed(Box<ObservedChange>),
 }
 
 async fn run(
     state: Weak<AppState>,
     mut views: tokio::sync::watch::Receiver<Arc<InventoryView>>,
+    mut observations: tokio::sync::broadcast::Receiver<ObservedChange>,
+    mut seen: Seen,
     poll: bool,
 ) {
-    let mut seen = Seen {
-        view: views.borrow_and_update().clone(),
-        directory: None,
-        programs: BTreeMap::new(),
-    };
     let mut tick = tokio::time::interval(POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut reverified = Instant::now();
     loop {
-        tokio::select! {
-            changed = views.changed() => if changed.is_err() { return },
-            _ = tick.tick() => {}
-        }
+        let wake = tokio::select! {
+            changed = views.changed() => match changed {
+                Ok(()) => Wake::Look,
+                Err(_) => return,
+            },
+            _ = tick.tick() => Wake::Look,
+            observed = observations.recv() => match observed {
+                Ok(change) => Wake::Observed(Box::new(change)),
+                // Skipped observations: at-least-once holds for the next.
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => Wake::Look,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            },
+        };
         let Some(state) = state.upgrade() else {
             return;
         };
         let hub = state.watch.clone();
+        if let Wake::Observed(change) = wake {
+            if hub.is_active() {
+                observed(&state, &hub, &seen.view, &change).await;
+            }
+            continue;
+        }
         if !hub.is_active() {
             // Nobody listens: only keep the baseline, so the first
             // subscriber is not told of what happened before it came.
@@ -102,6 +131,42 @@ async fn run(
         seen.directory = Some(directory.clone());
         programs(&state, &hub, &mut seen, &directory, &targets).await;
     }
+}
+
+/// A live availability observation (this replica's check) whose band or
+/// status differs from the previous one: `availability_changed` for the
+/// vehicle's URI. With no previous live observation, the feed's status in
+/// the current view is the previous one.
+async fn observed(state: &AppState, hub: &Hub, view: &InventoryView, change: &ObservedChange) {
+    let (previous, now) = change;
+    if previous.is_none() {
+        let shown = crate::availability::reported_status(now, chrono::Utc::now());
+        let feed = view.rooftop(&now.rooftop_id).and_then(|r| {
+            r.latest
+                .find_vehicle_id(&now.vehicle_id)
+                .map(|row| r.latest.record(row).availability_status)
+        });
+        if feed.as_deref() == Some(shown) {
+            return;
+        }
+    }
+    let Ok(directory) = state.directory.snapshot().await else {
+        return;
+    };
+    let detected = Detected {
+        uri: Target::Vehicle(
+            now.organization_id.clone(),
+            now.rooftop_id.clone(),
+            now.vehicle_id.clone(),
+        )
+        .uri(),
+        kinds: vec![detect::AVAILABILITY_CHANGED],
+        snapshot_version: format!("availability:{}", now.checked_at.timestamp_micros()),
+        organization_id: now.organization_id.clone(),
+        rooftops: vec![now.rooftop_id.clone()],
+        before: false,
+    };
+    deliver(hub, &directory, &directory, &detected);
 }
 
 /// SQLite: the reloads the change follower makes on PostgreSQL.

@@ -47,4 +47,5 @@ mod store_outage;
 mod subscriptions;
 mod token_cli;
 mod used_vehicle;
+mod watch;
 mod wellknown;

@@ -117,7 +117,7 @@ async fn listen_acknowledges_first_keeps_alive_and_ends_with_its_result_on_shutd
     let dir = crate::common::temp_dir();
     let db = crate::common::test_database_url(&dir).await;
     let mut settings = gateway::config::ServeSettings::with_listen("127.0.0.1:0".parse().unwrap());
-    settings.watch_keep_alive_seconds = 1;
+    settings.keep_alive_seconds = 1;
     settings.shutdown_grace_seconds = 30;
     // Neither the request deadline nor the connection's idle and head
     // timeouts cut a healthy stream.
