@@ -603,6 +603,15 @@ async fn serve_bound(
     // timeouts, connection caps, refusals with bodies and a shutdown
     // deadline (docs/security.md "Slow clients"; see `mcp::connections`).
     let limits = mcp::connections::Limits::from_settings(&state.settings);
+    // Notification streams never finish by themselves: on shutdown the hub
+    // ends each with its end frame first (docs/mcp.md "Subscriptions"), so
+    // they close like any finished response instead of holding the grace
+    // period.
+    let hub = state.watch.clone();
+    let shutdown = async move {
+        shutdown.await;
+        hub.shutdown();
+    };
     mcp::connections::serve(listener, router(state), limits, shutdown).await;
     retention.abort();
     if let Some(task) = metrics {

@@ -358,6 +358,41 @@ pub struct ServeSettings {
     )]
     pub legacy_session_idle_seconds: u64,
 
+    /// Resource subscriptions one notification stream may hold
+    /// (docs/operations.md "Metrics": `dealer_gateway_subscriptions`).
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_SUBSCRIPTIONS_PER_STREAM",
+        default_value_t = 256
+    )]
+    pub subscriptions_per_stream: usize,
+
+    /// Resource subscriptions all streams of one credential subject may
+    /// hold together.
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_SUBSCRIPTIONS_PER_PRINCIPAL",
+        default_value_t = 1000
+    )]
+    pub subscriptions_per_principal: usize,
+
+    /// Notification streams one credential subject may hold open.
+    #[arg(
+        long,
+        env = "DEALER_GATEWAY_SUBSCRIPTION_STREAMS_PER_PRINCIPAL",
+        default_value_t = 8
+    )]
+    pub subscription_streams_per_principal: usize,
+
+    /// Notifications waiting per stream; a stream whose queue is full is
+    /// ended as a slow consumer.
+    #[arg(long, env = "DEALER_GATEWAY_NOTIFICATION_QUEUE", default_value_t = 256)]
+    pub notification_queue: usize,
+
+    /// Seconds an idle notification stream waits before a keep-alive.
+    #[arg(long, env = "DEALER_GATEWAY_KEEP_ALIVE_SECONDS", default_value_t = 15)]
+    pub keep_alive_seconds: u64,
+
     /// Dealers file to import at start instead of the bundled demo (applied
     /// only when the store is empty).
     #[arg(long, env = "DEALER_GATEWAY_SEED_DEALERS")]
@@ -409,6 +444,18 @@ pub enum ConfigFileError {
 impl ServeSettings {
     /// The defaults of `dealer-gateway serve` with another listen address
     /// (what integration tests and embedders start from).
+    /// The change hub's bounds (docs/mcp.md "Subscriptions"); each at
+    /// least 1.
+    pub fn watch_limits(&self) -> crate::watch::Limits {
+        crate::watch::Limits {
+            uris_per_stream: self.subscriptions_per_stream.max(1),
+            subscriptions_per_principal: self.subscriptions_per_principal.max(1),
+            streams_per_principal: self.subscription_streams_per_principal.max(1),
+            queue: self.notification_queue.max(1),
+            keep_alive: std::time::Duration::from_secs(self.keep_alive_seconds.max(1)),
+        }
+    }
+
     pub fn with_listen(listen: SocketAddr) -> Self {
         use clap::Parser;
         #[derive(Parser)]

@@ -92,6 +92,9 @@ pub mod store;
 pub mod telemetry;
 /// One module per tool.
 pub mod tools;
+/// The per-replica change hub: subscriptions, bounded notice queues,
+/// change detection (docs/mcp.md "Subscriptions").
+pub mod watch;
 /// DAP's static publication, the gateway discovery document and `/llms.txt`.
 pub mod wellknown;
 

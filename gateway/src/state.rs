@@ -62,6 +62,8 @@ pub struct AppState {
     /// The organizations this replica serves (`None`: every one;
     /// docs/operations.md "Shards").
     pub shard: Option<Arc<crate::shards::ShardFilter>>,
+    /// Subscriptions and their notice queues (docs/mcp.md "Subscriptions").
+    pub watch: Arc<crate::watch::Hub>,
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<String>,
 }
@@ -193,6 +195,8 @@ impl AppState {
                 Duration::from_millis(settings.evaluation_deadline_ms.max(1)),
             ),
         );
+        // `--subscriptions-per-stream` and the other bounds of the hub.
+        let watch_limits = settings.watch_limits();
         Self {
             settings,
             catalog,
@@ -211,6 +215,7 @@ impl AppState {
             manifests: crate::directory::ViewCache::default(),
             tool_lists: crate::mcp::rendered::ToolListCache::default(),
             shard,
+            watch: Arc::new(crate::watch::Hub::new(watch_limits)),
             evaluations: crate::disclosure::cache::EvaluationCache::default(),
             public_base,
             claim: crate::claim::PublishedClaim::none(),

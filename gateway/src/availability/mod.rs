@@ -160,7 +160,20 @@ pub struct AvailabilityService {
     flights: Mutex<HashMap<Key, Flight>>,
     breakers: Mutex<HashMap<String, Breaker>>,
     upstream_calls: AtomicU64,
+    /// Each stored live observation whose band or status differs from the
+    /// vehicle's previous one known here (`None`: none was, the feed's
+    /// status is the previous), for the change hub (`crate::watch`).
+    changes: tokio::sync::broadcast::Sender<ObservedChange>,
 }
+
+/// A live observation that may change what a caller is shown: the
+/// vehicle's previous live observation known to this replica, if any, and
+/// the new one.
+pub type ObservedChange = (Option<AvailabilityObservation>, AvailabilityObservation);
+
+/// Observed changes waiting for the change hub; a hub that falls further
+/// behind skips them (it is told it lagged).
+const CHANGES_QUEUE: usize = 256;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -174,7 +187,13 @@ impl AvailabilityService {
             flights: Mutex::new(HashMap::new()),
             breakers: Mutex::new(HashMap::new()),
             upstream_calls: AtomicU64::new(0),
+            changes: tokio::sync::broadcast::channel(CHANGES_QUEUE).0,
         })
+    }
+
+    /// Live observations whose band or status changed ([`ObservedChange`]).
+    pub fn watch_changes(&self) -> tokio::sync::broadcast::Receiver<ObservedChange> {
+        self.changes.subscribe()
     }
 
     /// Upstream calls made so far by this replica (metrics, tests).
@@ -307,6 +326,15 @@ impl AvailabilityService {
                 };
                 if let Err(e) = store.record_availability(&observation).await {
                     tracing::error!(error = %e, "storing an availability observation failed");
+                }
+                let previous = self.overlay(&key.0, &key.1);
+                let now = Utc::now();
+                let shown = |o: &AvailabilityObservation| {
+                    (band::band(Some(&observed(o)), now), o.status.clone())
+                };
+                if previous.as_ref().map(shown) != Some(shown(&observation)) {
+                    // Nobody listening is no error.
+                    let _ = self.changes.send((previous, observation.clone()));
                 }
                 self.remember(observation.clone());
                 Ok(LiveCheck {

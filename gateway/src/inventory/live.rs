@@ -163,6 +163,9 @@ struct Shared {
     images: Option<ImageCache>,
     /// Whether images of superseded snapshots were swept since start.
     swept: AtomicBool,
+    /// Every view swapped in, for the change hub (`crate::watch`), which
+    /// compares the view it saw last with the newest one.
+    views: tokio::sync::watch::Sender<Arc<InventoryView>>,
 }
 
 /// The manager shared by every request.
@@ -190,6 +193,7 @@ impl LiveInventory {
                 last_prune: StdMutex::new(None),
                 images: None,
                 swept: AtomicBool::new(false),
+                views: tokio::sync::watch::Sender::new(Arc::new(InventoryView::default())),
             }),
         }
     }
@@ -212,6 +216,12 @@ impl LiveInventory {
             tracing::info!(index_cache = %dir.display(), "index images are kept");
             shared.images = Some(ImageCache::new(dir, vehicle_schema));
         }
+    }
+
+    /// Each view as it is swapped in (the change hub compares the one it
+    /// saw last with the newest; intermediate views may be skipped).
+    pub fn watch_views(&self) -> tokio::sync::watch::Receiver<Arc<InventoryView>> {
+        self.shared.views.subscribe()
     }
 
     /// Make the next reader start a reload (a change notification). Does
@@ -364,11 +374,17 @@ impl Shared {
             .current
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        current.view = view;
+        current.view = view.clone();
         if let Some(generation) = done {
             current.loaded = Some(Instant::now());
             current.generation = generation;
         }
+        drop(current);
+        self.views.send_if_modified(|seen| {
+            let changed = !Arc::ptr_eq(seen, &view);
+            *seen = view;
+            changed
+        });
     }
 
     /// One reload: the newest snapshot of every rooftop; each rooftop whose

@@ -120,14 +120,15 @@ pub async fn post(
     .await
 }
 
-/// `GET /aap/{organization_id}/mcp`: as `GET /mcp` (no server stream). No
+/// `GET /aap/{organization_id}/mcp`: no server stream (the AAP binding has
+/// no subscriptions, docs/mcp.md "Subscriptions"). No
 /// credential is read here, so the answer is the same for every valid
 /// organization id, visible or not.
 pub async fn get(state: State<Arc<AppState>>, uri: Uri, headers: HeaderMap) -> Response {
     if !crate::store::audit::is_identifier(segment(&uri)) {
         return super::rpc_error(&RpcError::InvalidEndpoint, None);
     }
-    super::get(state, headers).await
+    super::get_without_stream(&state.0, &headers).await
 }
 
 /// `DELETE /aap/{organization_id}/mcp`: ends a legacy session, as

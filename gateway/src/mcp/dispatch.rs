@@ -57,8 +57,20 @@ pub fn server_info() -> Value {
 }
 
 /// What the server offers; both eras advertise the same features.
-/// Prompts and completions: docs/mcp.md "Prompts and completions".
+/// Prompts and completions: docs/mcp.md "Prompts and completions";
+/// resource subscriptions and list changes: "Subscriptions".
 pub fn capabilities() -> Value {
+    json!({
+        "tools": {},
+        "resources": {"subscribe": true, "listChanged": true},
+        "prompts": {},
+        "completions": {},
+    })
+}
+
+/// [`capabilities`] without resource subscriptions: the stdio transport,
+/// which has no listen stream (docs/mcp.md "stdio").
+pub fn capabilities_without_subscriptions() -> Value {
     json!({"tools": {}, "resources": {}, "prompts": {}, "completions": {}})
 }
 

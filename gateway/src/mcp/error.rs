@@ -43,6 +43,13 @@ pub enum RpcError {
     /// this caller. An unknown organization and one the caller may not see
     /// get this same answer (DAP-CORE-031: no existence oracle).
     EndpointNotFound,
+    /// A subscription cap (docs/mcp.md "Subscriptions"): -32602 with HTTP
+    /// 429 and `data.reason` (`too_many_streams`, `too_many_subscriptions`);
+    /// the message names the limit.
+    TooMany {
+        reason: &'static str,
+        message: String,
+    },
     /// -32603: the gateway failed; the detail is logged under `error_id`.
     Internal { error_id: String, unavailable: bool },
     /// -32603 with HTTP 503 and `Retry-After`: the gateway cannot take the
@@ -60,7 +67,7 @@ impl RpcError {
             | Self::SessionNotFound
             | Self::InvalidEndpoint
             | Self::EndpointNotFound => -32600,
-            Self::InvalidMeta(_) | Self::InvalidParams(_) => -32602,
+            Self::InvalidMeta(_) | Self::InvalidParams(_) | Self::TooMany { .. } => -32602,
             Self::HeaderMismatch(_) => -32020,
             Self::UnsupportedVersion { .. } => -32022,
             Self::MethodNotFound => -32601,
@@ -96,6 +103,11 @@ impl RpcError {
             ),
             Self::MethodNotFound => (StatusCode::NOT_FOUND, "Method not found".into(), None),
             Self::InvalidParams(m) => (StatusCode::OK, format!("Invalid params: {m}"), None),
+            Self::TooMany { reason, message } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("Invalid params: {message}"),
+                Some(json!({"reason": reason})),
+            ),
             Self::ResourceNotFound { uri, .. } => {
                 (StatusCode::OK, "Resource not found".into(), Some(json!({"uri": uri})))
             }

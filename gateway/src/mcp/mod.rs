@@ -21,6 +21,8 @@ pub mod connections;
 mod dispatch;
 pub mod error;
 pub mod headers;
+mod legacy_watch;
+mod listen;
 pub mod prompts;
 pub mod rendered;
 pub mod revision;
@@ -498,6 +500,14 @@ async fn handle_message(
         );
         return rpc_error(&error, Some(&id));
     }
+    // Subscriptions belong to the session (docs/mcp.md "Subscriptions"), so
+    // they are served here, where the session is known.
+    if let ("resources/subscribe" | "resources/unsubscribe", Endpoint::Dap) =
+        (method.as_str(), endpoint)
+    {
+        let subscribe = method == "resources/subscribe";
+        return legacy_watch::change(state, &id, &params, caller, &session_id, subscribe).await;
+    }
     let request = dispatch::Call {
         era: Era::Legacy,
         endpoint,
@@ -698,7 +708,11 @@ async fn modern(
             Some(id),
         );
     }
-    // 4. Dispatch.
+    // 4. Dispatch. A listen answers with a stream of its own (the AAP
+    // endpoints serve tools only: -32601 there, docs/mcp.md "Subscriptions").
+    if method == "subscriptions/listen" && matches!(endpoint, Endpoint::Dap) {
+        return listen::listen(state, headers, id, params, caller).await;
+    }
     let call = dispatch::Call {
         era: Era::Modern,
         endpoint,
@@ -715,13 +729,49 @@ async fn modern(
     }
 }
 
-/// `GET /mcp`: no server-initiated stream is offered in either era, so GET
-/// is 405 (MCP allows it). A terminated legacy session is 404.
-pub async fn get(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+/// `GET /mcp`: with a live legacy session, the SSE stream of its
+/// subscriptions' notices (docs/mcp.md "Subscriptions"), run with the GET's
+/// own credential; without a session there is no stream to offer (405; the
+/// 2026-07-28 era listens with `subscriptions/listen`). A terminated
+/// session is 404.
+pub async fn get(
+    State(state): State<Arc<AppState>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
     if let Err(response) = check_host_and_origin(&state, &headers) {
         return *response;
     }
-    match headers::text(&headers, headers::SESSION_ID) {
+    let Ok(Some(id)) = headers::text(&headers, headers::SESSION_ID) else {
+        return method_not_allowed("POST");
+    };
+    if let Err(retry) = state.ip_limiter.check(&peer.ip()) {
+        metrics::counter!(crate::metrics::RATE_LIMITED, "limit" => "address").increment(1);
+        return too_many_requests(retry);
+    }
+    let principal = match verify::authenticate(&state, &headers, uri.query()).await {
+        Ok(p) => p,
+        Err(rejection) => {
+            let metadata = format!("{}{}", state.public_base, aap::METADATA_PREFIX);
+            return unauthorized(&rejection, &metadata);
+        }
+    };
+    match state.sessions.touch(id).await {
+        Ok(None) => rpc_error(&RpcError::SessionNotFound, None),
+        Ok(Some(_)) => legacy_watch::stream(&state, &headers, &principal, id).await,
+        Err(e) => rpc_error(&session_store_failed(&e), None),
+    }
+}
+
+/// `GET` on an endpoint that offers no stream (the AAP endpoints serve
+/// tools only, docs/mcp.md "Subscriptions"): 405, or 404 for a terminated
+/// legacy session.
+pub(crate) async fn get_without_stream(state: &AppState, headers: &HeaderMap) -> Response {
+    if let Err(response) = check_host_and_origin(state, headers) {
+        return *response;
+    }
+    match headers::text(headers, headers::SESSION_ID) {
         Ok(Some(id)) => match state.sessions.touch(id).await {
             Ok(None) => rpc_error(&RpcError::SessionNotFound, None),
             Ok(Some(_)) => method_not_allowed("POST, DELETE"),

@@ -163,6 +163,48 @@ impl Sessions {
         Ok(self.store.delete_legacy_session(&key_of(id)).await?)
     }
 
+    /// The session's resource subscriptions and the token of its GET stream
+    /// (docs/mcp.md "Subscriptions"); `None` when the session is gone.
+    ///
+    /// # Errors
+    /// The store failed.
+    pub async fn subscriptions(
+        &self,
+        id: &str,
+    ) -> Result<Option<crate::store::LegacySubscriptions>, SessionError> {
+        Ok(self.store.legacy_session_subscriptions(&key_of(id)).await?)
+    }
+
+    /// Add or remove `uri` (at most `max` URIs); the set afterwards, `None`
+    /// when the session is gone.
+    ///
+    /// # Errors
+    /// The store failed.
+    pub async fn change_subscription(
+        &self,
+        id: &str,
+        uri: &str,
+        subscribe: bool,
+        max: usize,
+    ) -> Result<Option<Vec<String>>, SessionError> {
+        let max = u32::try_from(max).unwrap_or(u32::MAX);
+        Ok(self
+            .store
+            .change_legacy_session_subscription(&key_of(id), uri, subscribe, max)
+            .await?)
+    }
+
+    /// Make `stream` the session's one GET stream; false when it is gone.
+    ///
+    /// # Errors
+    /// The store failed.
+    pub async fn claim_stream(&self, id: &str, stream: &str) -> Result<bool, SessionError> {
+        Ok(self
+            .store
+            .claim_legacy_session_stream(&key_of(id), stream)
+            .await?)
+    }
+
     /// Sessions currently stored (live or not yet found idle), on every
     /// replica.
     ///

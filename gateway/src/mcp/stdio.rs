@@ -41,7 +41,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt as _, AsyncWrite, AsyncWriteExt as
 use super::error::RpcError;
 use super::{
     Caller, Era, LEGACY_REVISION, META_CAPABILITIES, META_CLIENT_INFO, META_VERSION,
-    PER_REQUEST_REVISIONS, capabilities, dispatch, server_info, valid_id,
+    PER_REQUEST_REVISIONS, dispatch, server_info, valid_id,
 };
 use crate::auth::{Principal, verify};
 use crate::config::ServeSettings;
@@ -441,6 +441,15 @@ async fn request(
                 limit.as_secs()
             ))
         })??;
+    let mut outcome = outcome;
+    if method == "server/discover" {
+        // stdio serves no subscriptions (docs/mcp.md "Subscriptions"), so
+        // it does not advertise them.
+        outcome.body.insert(
+            "capabilities".into(),
+            dispatch::capabilities_without_subscriptions(),
+        );
+    }
     Ok(one_line(dispatch::decorate(era, outcome).into_envelope(id)))
 }
 
@@ -504,7 +513,7 @@ fn initialize(id: &Value, params: &Value) -> Result<Vec<u8>, RpcError> {
         "id": id,
         "result": {
             "protocolVersion": LEGACY_REVISION,
-            "capabilities": capabilities(),
+            "capabilities": dispatch::capabilities_without_subscriptions(),
             "serverInfo": server_info(),
             "instructions": dispatch::INSTRUCTIONS,
         }

@@ -98,6 +98,14 @@ async fn apply(state: &AppState, batch: &[StoreChange]) {
             .increment(1);
         tracing::debug!(change.kind = change.kind(), "store change received");
     }
+    // Open subscription streams re-verify their credentials
+    // (docs/mcp.md "Subscriptions": a revoked token's stream ends).
+    if batch
+        .iter()
+        .any(|c| matches!(c, StoreChange::TokenRevoked | StoreChange::Resync))
+    {
+        state.watch.revoked();
+    }
     let stale = stale_of(batch);
     if stale.programs {
         state.offers.mark_stale();

@@ -137,7 +137,8 @@ pub async fn state(
     // a second (docs/operations.md "Replicas"). Started before the first load below, so
     // nothing committed after that load can be missed; the follower's first
     // message (a resync) reloads once more.
-    if super::changes::spawn(&state).is_some() {
+    let followed = super::changes::spawn(&state).is_some();
+    if followed {
         tracing::info!("following store changes (LISTEN/NOTIFY); polling stays as the fallback");
     }
     // Build the inventory indexes before taking traffic, so the first
@@ -160,6 +161,11 @@ pub async fn state(
             .sum::<usize>(),
         "inventory loaded"
     );
+    // The change hub's detection task (docs/mcp.md "Subscriptions"), started
+    // on the loaded view so its first comparison is with what readers saw:
+    // fed by the follower's reloads on PostgreSQL, polling while anyone
+    // listens on SQLite.
+    crate::watch::sources::spawn(&state, !followed).await;
     Ok(state)
 }
 

@@ -647,6 +647,32 @@ pub trait Store: Send + Sync + 'static {
     /// Delete a legacy session; false when it was not stored.
     async fn delete_legacy_session(&self, key: &str) -> Result<bool, StoreError>;
 
+    /// The URIs a legacy session subscribed to and the token of its GET
+    /// stream (docs/mcp.md "Subscriptions"); `None` when the session is gone.
+    async fn legacy_session_subscriptions(
+        &self,
+        key: &str,
+    ) -> Result<Option<LegacySubscriptions>, StoreError>;
+
+    /// Make `stream` the token of the session's one GET stream (a stream
+    /// holding another token ends); false when the session is gone.
+    async fn claim_legacy_session_stream(
+        &self,
+        key: &str,
+        stream: &str,
+    ) -> Result<bool, StoreError>;
+
+    /// Add (`subscribe`) or remove `uri` in a legacy session's
+    /// subscriptions in one transaction; an addition beyond `max` URIs is
+    /// not made. Returns the set afterwards; `None` when the session is gone.
+    async fn change_legacy_session_subscription(
+        &self,
+        key: &str,
+        uri: &str,
+        subscribe: bool,
+        max: u32,
+    ) -> Result<Option<Vec<String>>, StoreError>;
+
     /// How many legacy sessions are stored (live or not yet found idle).
     async fn count_legacy_sessions(&self) -> Result<u64, StoreError>;
 }
@@ -667,6 +693,14 @@ pub async fn open(database_url: &str) -> Result<Arc<dyn Store>, StoreError> {
 // ---------------------------------------------------------------------------
 // Backend-neutral helpers of the store implementation (`sql/`, `plan.rs`).
 // ---------------------------------------------------------------------------
+
+/// A legacy session's subscriptions ([`Store::legacy_session_subscriptions`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LegacySubscriptions {
+    pub uris: Vec<String>,
+    /// The token of the GET stream that follows them, if one was opened.
+    pub stream: Option<String>,
+}
 
 /// The unique index that makes a rooftop id name one rooftop gateway-wide.
 const ROOFTOP_ID_INDEX: &str = "rooftops_rooftop_id_unique";

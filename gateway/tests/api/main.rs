@@ -46,6 +46,8 @@ mod security;
 mod slow_subscriber;
 mod stdio;
 mod store_outage;
+mod subscriptions;
 mod token_cli;
 mod used_vehicle;
+mod watch;
 mod wellknown;

@@ -40,7 +40,10 @@ async fn initialize_returns_the_legacy_result_and_a_session_id() {
     assert!(result["serverInfo"]["name"].is_string());
     assert!(result["serverInfo"]["version"].is_string());
     assert!(result["capabilities"]["tools"].is_object());
-    assert!(result["capabilities"]["resources"].is_object());
+    assert_eq!(
+        result["capabilities"]["resources"],
+        json!({"subscribe": true, "listChanged": true})
+    );
     assert_no_modern_fields(result);
     let session = r.headers.get("mcp-session-id").expect("session id");
     let session = session.to_str().unwrap();
@@ -307,23 +310,30 @@ async fn omitted_protocol_version_in_session_is_served_in_both_modes() {
     }
 }
 
+/// A live session's GET is its notification stream (docs/mcp.md
+/// "Subscriptions"): SSE, open at once (a first comment) and never cached.
 #[tokio::test]
-async fn get_with_session_is_405_allowing_delete() {
+async fn get_with_session_opens_its_notification_stream() {
     let app = spawn().await;
     let session = app.initialize_legacy().await;
-    let r = send(
-        app.http
-            .get(&app.url)
-            .header("mcp-session-id", &session)
-            .header("accept", "text/event-stream"),
-    )
-    .await;
-    assert_eq!(r.status, 405, "{}", r.raw);
-    let allow = r.headers.get("allow").unwrap().to_str().unwrap();
-    assert!(
-        allow.contains("DELETE") && allow.contains("POST"),
-        "{allow}"
-    );
+    let mut r = app
+        .http
+        .get(&app.url)
+        .header("mcp-session-id", &session)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let header = |name: &str| r.headers()[name].to_str().unwrap().to_owned();
+    assert_eq!(header("content-type"), "text/event-stream");
+    assert_eq!(header("cache-control"), "no-store");
+    let first = tokio::time::timeout(std::time::Duration::from_secs(5), r.chunk())
+        .await
+        .expect("the stream opens at once")
+        .unwrap()
+        .unwrap();
+    assert!(first.starts_with(b":"), "{first:?}");
 }
 
 #[tokio::test]

@@ -61,7 +61,10 @@ async fn server_discover_has_the_required_shape() {
     assert!(versions.contains(&json!(MODERN)), "{result}");
     assert!(versions.contains(&json!(LEGACY)), "{result}");
     assert!(result["capabilities"]["tools"].is_object());
-    assert!(result["capabilities"]["resources"].is_object());
+    assert_eq!(
+        result["capabilities"]["resources"],
+        json!({"subscribe": true, "listChanged": true})
+    );
     assert!(result["ttlMs"].as_u64().is_some(), "{result}");
     assert!(
         matches!(result["cacheScope"].as_str(), Some("public" | "private")),

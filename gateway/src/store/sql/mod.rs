@@ -80,12 +80,12 @@ use super::snapshot_write::{
 };
 use super::{
     AUDIT_PRUNE_BATCH, ApiTokenRecord, AuditCount, AuditEvent, AuditFootprint, AuditPruneSummary,
-    AvailabilityObservation, Change, DealersImportSummary, LegacySessionRecord, OrganizationPlan,
-    OrganizationRecord, ProgramRecord, ProgramRevisionRecord, ProgramSetCheck, ProgramsChange,
-    ProgramsImportSummary, RooftopRecord, SnapshotRecord, Store, StoreChange, StoreError,
-    StoredProgram, check_api_token, json_text, plan_organization, plan_programs_change,
-    programs_audit_event, programs_organization_missing, rooftop_not_of_organization,
-    rooftop_taken, summarize, validate_import,
+    AvailabilityObservation, Change, DealersImportSummary, LegacySessionRecord,
+    LegacySubscriptions, OrganizationPlan, OrganizationRecord, ProgramRecord,
+    ProgramRevisionRecord, ProgramSetCheck, ProgramsChange, ProgramsImportSummary, RooftopRecord,
+    SnapshotRecord, Store, StoreChange, StoreError, StoredProgram, check_api_token, json_text,
+    plan_organization, plan_programs_change, programs_audit_event, programs_organization_missing,
+    rooftop_not_of_organization, rooftop_taken, summarize, validate_import,
 };
 use crate::domain::grant::RooftopScope;
 use crate::inventory::model::VehicleRecord;
@@ -876,6 +876,33 @@ impl Store {
             .await?
             .rows_affected();
         Ok(deleted > 0)
+    }
+
+    async fn legacy_session_subscriptions(
+        &self,
+        key: &str,
+    ) -> Result<Option<LegacySubscriptions>, StoreError> {
+        // The inherent methods of the same names, in sql/sessions.rs.
+        self.legacy_session_subscriptions(key).await
+    }
+
+    async fn claim_legacy_session_stream(
+        &self,
+        key: &str,
+        stream: &str,
+    ) -> Result<bool, StoreError> {
+        self.claim_legacy_session_stream(key, stream).await
+    }
+
+    async fn change_legacy_session_subscription(
+        &self,
+        key: &str,
+        uri: &str,
+        subscribe: bool,
+        max: u32,
+    ) -> Result<Option<Vec<String>>, StoreError> {
+        self.change_legacy_session_subscription(key, uri, subscribe, max)
+            .await
     }
 
     async fn count_legacy_sessions(&self) -> Result<u64, StoreError> {

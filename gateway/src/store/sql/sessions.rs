@@ -49,5 +49,88 @@ impl {
         tx.commit().await?;
         Ok(u64::try_from(stored.min(max - 1) + 1).unwrap_or(0))
     }
+
+    pub(super) async fn legacy_session_subscriptions(
+        &self,
+        key: &str,
+    ) -> Result<Option<LegacySubscriptions>, StoreError> {
+        let row = sqlx::query(
+            "select subscriptions, stream from legacy_sessions where session_key = $1",
+        )
+        .bind(key)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let text: String = row.try_get("subscriptions")?;
+        Ok(Some(LegacySubscriptions {
+            uris: uris_of(&text),
+            stream: row.try_get("stream")?,
+        }))
+    }
+
+    pub(super) async fn claim_legacy_session_stream(
+        &self,
+        key: &str,
+        stream: &str,
+    ) -> Result<bool, StoreError> {
+        let matched = sqlx::query("update legacy_sessions set stream = $1 where session_key = $2")
+            .bind(stream)
+            .bind(key)
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+        Ok(matched > 0)
+    }
+
+    pub(super) async fn change_legacy_session_subscription(
+        &self,
+        key: &str,
+        uri: &str,
+        subscribe: bool,
+        max: u32,
+    ) -> Result<Option<Vec<String>>, StoreError> {
+        // Read, change and write in one serialized transaction, so two
+        // replicas changing one session at once both count.
+        let mut tx = D::begin_write(&self.pool).await?;
+        D::serialize(&mut tx, Writers::Sessions).await?;
+        let stored: Option<String> =
+            sqlx::query_scalar("select subscriptions from legacy_sessions where session_key = $1")
+                .bind(key)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some(stored) = stored else {
+            return Ok(None);
+        };
+        let mut uris = uris_of(&stored);
+        let held = uris.iter().any(|u| u == uri);
+        let changed = if subscribe {
+            let room = uris.len() < usize::try_from(max).unwrap_or(usize::MAX);
+            if !held && room {
+                uris.push(uri.to_owned());
+            }
+            !held && room
+        } else {
+            uris.retain(|u| u != uri);
+            held
+        };
+        if changed {
+            let text = serde_json::to_string(&uris).unwrap_or_else(|_| "[]".to_owned());
+            sqlx::query("update legacy_sessions set subscriptions = $1 where session_key = $2")
+                .bind(text)
+                .bind(key)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(Some(uris))
+    }
 }
+}
+
+/// The stored JSON array of URIs (anything else reads as none: the column
+/// is written only here).
+fn uris_of(text: &str) -> Vec<String> {
+    serde_json::from_str(text).unwrap_or_default()
 }
