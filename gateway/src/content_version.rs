@@ -15,9 +15,11 @@
 //! `trace_id`, the `transformed_at` of the answer's provenance (when the
 //! gateway wrote it), `age_as_of` of an inventory tenure (the moment the age
 //! was measured; the age itself, in days, stays in), a search page's sealed
-//! `next_cursor` (it carries its own expiry), and the `observed_at` that
+//! `next_cursor` (it carries its own expiry), the `as_of` of an offers
+//! evaluation (the instant it was made: a disclosure re-evaluates every few
+//! seconds, DAP 0.1 "Evaluation instant"), and the `observed_at` that
 //! stands for "now" where nothing was observed (an `unknown` freshness, a
-//! `derived` or `unknown` source). A freshness that really changes
+//! `derived` or `unknown` source, the program set of an evaluation). A freshness that really changes
 //! (`current` to `stale`) is in `state`, so it changes the version.
 //!
 //! The digest is a 128-bit multiply-fold hash, not SHA-256: the answer is
@@ -50,6 +52,7 @@ const VOLATILE: &[&str] = &[
     "\"transformed_at\":",
     "\"age_as_of\":",
     "\"next_cursor\":",
+    "\"as_of\":",
 ];
 /// `observed_at` of a freshness or source that observed nothing (module doc).
 const OBSERVED_AT: &str = "\"observed_at\":";
@@ -57,7 +60,13 @@ const OBSERVED_AT: &str = "\"observed_at\":";
 /// are written in this order by the typed `Freshness` and by the renderer).
 const UNKNOWN_STATE: &str = ",\"state\":\"unknown\"";
 /// What precedes an `observed_at` of a source that stands for "now".
-const NOW_SOURCES: &[&str] = &["\"authority\":\"derived\",", "\"authority\":\"unknown\","];
+const NOW_SOURCES: &[&str] = &[
+    "\"authority\":\"derived\",",
+    "\"authority\":\"unknown\",",
+    // The program set of a disclosure without per-program sources, observed
+    // when the evaluation was made (disclosure::programs).
+    "\"source_name\":\"dealer-agent-gateway incentive programs\",\"authority\":\"dealer_asserted\",",
+];
 
 /// The version of a tool result: its structured content (JSON text as the
 /// tool pipeline wrote it) and the tool's own `_meta` additions (the

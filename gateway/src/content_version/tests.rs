@@ -49,6 +49,16 @@ fn an_observed_at_that_stands_for_now_is_left_out_and_a_real_one_is_not() {
         of_text(&derived("2026-01-01T00:00:00Z")),
         of_text(&derived("2026-01-01T00:00:07Z"))
     );
+    // An evaluation's instant and the program set observed with it.
+    let programs = |t: &str| {
+        format!(
+            r#"{{"as_of":"{t}","sources":[{{"source_name":"dealer-agent-gateway incentive programs","authority":"dealer_asserted","observed_at":"{t}"}}]}}"#
+        )
+    };
+    assert_eq!(
+        of_text(&programs("2026-01-01T00:00:00Z")),
+        of_text(&programs("2026-01-01T00:00:07Z"))
+    );
     let real = |t: &str, state: &str| {
         format!(r#"{{"freshness":{{"observed_at":"{t}","state":"{state}"}}}}"#)
     };

@@ -436,3 +436,58 @@ async fn an_import_that_changes_the_vehicle_changes_its_version() {
         pilot.result()["structuredContent"]["advertised_price"]
     );
 }
+
+/// A disclosure re-evaluates its offers every few seconds (a new `as_of`,
+/// a new `observed_at` of the program set) without anything changing: its
+/// version stays while what it says stays.
+#[tokio::test]
+async fn a_disclosure_keeps_its_version_across_re_evaluations() {
+    /// The answer without what changes on every evaluation or request.
+    fn settled(mut v: Value) -> Value {
+        let s = &mut v["structuredContent"];
+        for key in ["trace_id"] {
+            s.as_object_mut().unwrap().remove(key);
+        }
+        s["provenance"]
+            .as_object_mut()
+            .unwrap()
+            .remove("transformed_at");
+        s["extensions"]["dealergateway.offers"]
+            .as_object_mut()
+            .unwrap()
+            .remove("as_of");
+        for source in s["provenance"]["sources"].as_array_mut().unwrap() {
+            if source["source_name"] == "dealer-agent-gateway incentive programs" {
+                source.as_object_mut().unwrap().remove("observed_at");
+            }
+        }
+        v.as_object_mut().unwrap().remove("_meta");
+        v.as_object_mut().unwrap().remove("content");
+        v
+    }
+    let app = spawn().await;
+    let vehicle = chicago_vehicle(&app).await;
+    let args = json!({"organization_id": ORG, "rooftop_id": CHICAGO, "vehicle_id": vehicle});
+    let first = call(&app, None, DISCLOSURE, args.clone(), None).await;
+    let as_of = |r: &common::Reply| {
+        r.result()["structuredContent"]["extensions"]["dealergateway.offers"]["as_of"].clone()
+    };
+    let deadline = std::time::Instant::now() + StdDuration::from_secs(40);
+    let later = loop {
+        tokio::time::sleep(StdDuration::from_millis(500)).await;
+        let reply = call(&app, None, DISCLOSURE, args.clone(), None).await;
+        if as_of(&reply) != as_of(&first) {
+            break reply;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no re-evaluation within 40 s"
+        );
+    };
+    if settled(first.result().clone()) == settled(later.result().clone()) {
+        assert_eq!(version_of(&later), version_of(&first));
+    } else {
+        // The demo re-observed the vehicle meanwhile: a real change.
+        assert_ne!(version_of(&later), version_of(&first));
+    }
+}
