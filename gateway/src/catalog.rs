@@ -780,25 +780,33 @@ fn publish_output_schema(
     let (description, success_depth) = match model {
         ErrorModel::Dap => (
             format!(
-                "The result, or the DAP error object if isError. Abridged; full: /schemas/{reference}"
+                "The result, the DAP error object if isError, or {{unchanged, contentVersion}} if ifNoneMatch matched. Abridged; full: /schemas/{reference}"
             ),
             compact::SUCCESS_DEPTH,
         ),
         ErrorModel::Aap => (
             format!(
-                "The AAP response, or aap.error if isError. Abridged; full: /schemas/{reference}"
+                "The AAP response, aap.error if isError, or {{unchanged, contentVersion}} if ifNoneMatch matched. Abridged; full: /schemas/{reference}"
             ),
             0,
         ),
     };
-    compact::output(
+    let mut schema = compact::output(
         &defs,
         &[
             (success_root.as_str(), success_depth),
             (error_root.as_str(), compact::ERROR_DEPTH),
         ],
         &description,
-    )
+    )?;
+    // The short answer to a conditional re-read is a successful result
+    // too, so its structuredContent must conform (MCP; the official SDK
+    // clients check it): a third, closed branch (docs/agents.md
+    // "Conditional re-reads"). Full answers still match the DAP branches.
+    if let Some(Value::Array(branches)) = schema.get_mut("anyOf") {
+        branches.push(crate::content_version::unchanged_schema());
+    }
+    Ok(schema)
 }
 
 fn sorted(map: Map<String, Value>) -> Map<String, Value> {

@@ -10,7 +10,7 @@
 //!
 //! 1. [`domain`] (the records every layer shares; imports nothing of ours),
 //!    [`dap`] (the DAP wire vocabulary), [`catalog`], and the leaves
-//!    [`ratelimit`], [`telemetry`], [`progress`].
+//!    [`ratelimit`], [`telemetry`], [`progress`], [`content_version`].
 //! 2. [`report`] (the problem reporter of every operator file), [`store`]
 //!    (the only SQL), [`claim`].
 //! 3. [`auth`], [`directory`], [`dealers`].
@@ -42,6 +42,9 @@ pub mod cli;
 pub mod config;
 /// The rooftop manager's console at `/console/` (server-rendered pages).
 pub mod console;
+/// Content versions of tool results and resource reads, and the short
+/// answer of a conditional re-read (docs/agents.md "Conditional re-reads").
+pub mod content_version;
 /// The DAP 0.1 wire vocabulary shared by every layer.
 pub mod dap;
 /// The dealers file: parse, validate, convert.

@@ -12,9 +12,9 @@ use serde_json::{Map, Value, json};
 use super::error::RpcError;
 use super::rendered::{RenderedResult, ToolListCache};
 use super::{Caller, Endpoint, Era};
-use crate::resources;
 use crate::state::AppState;
 use crate::tools::{self, ToolContext};
+use crate::{content_version, resources};
 
 /// A method's result before era-specific decoration.
 pub struct MethodResult {
@@ -42,6 +42,10 @@ pub struct ToolContent {
     pub structured: tools::JsonText,
     /// Serialized content blocks, each after its comma (empty for none).
     pub links: String,
+    /// The text block when it is not the structured content: the words of
+    /// the short answer to a conditional re-read (docs/agents.md
+    /// "Conditional re-reads").
+    pub text: Option<String>,
 }
 
 /// Instructions for agents, sent by `server/discover` and `initialize`.
@@ -276,7 +280,7 @@ async fn route(
             }
             match outcome {
                 Ok(Some((contents, ttl_ms, scope))) => Ok(MethodResult {
-                    body: obj(json!({"contents": [contents]})),
+                    body: versioned_contents(contents, params),
                     cache: Some((ttl_ms, scope)),
                     structured: None,
                     code: None,
@@ -330,6 +334,43 @@ async fn audit_resource_read(
         tracing::error!(error = %e, trace.id = %trace_id, "audit write failed");
     }
     written.is_ok()
+}
+
+/// The body of a resource read: its one `contents` entry and its content
+/// version in `_meta`, or, when the caller already holds that version
+/// (`dealergateway/ifNoneMatch`), the short answer: one entry for the same
+/// uri whose text is `{"unchanged":true,"contentVersion":V}` (docs/agents.md
+/// "Conditional re-reads"). Called only with a read that was authorized
+/// and found, so a version never says anything about a record the caller
+/// may not read.
+fn versioned_contents(contents: Value, params: &Value) -> Map<String, Value> {
+    let Some(text) = contents.get("text").and_then(Value::as_str) else {
+        return obj(json!({"contents": [contents]}));
+    };
+    let version = content_version::of_text(text);
+    if content_version::requested(params) == Some(version.as_str()) {
+        let mut short = Map::with_capacity(3);
+        for key in ["uri", "mimeType"] {
+            if let Some(v) = contents.get(key) {
+                short.insert(key.into(), v.clone());
+            }
+        }
+        short.insert(
+            "text".into(),
+            json!(content_version::unchanged_structured(&version)),
+        );
+        return obj(json!({
+            "contents": [short],
+            "_meta": {
+                content_version::VERSION_META: version,
+                content_version::UNCHANGED_META: true,
+            },
+        }));
+    }
+    obj(json!({
+        "contents": [contents],
+        "_meta": {content_version::VERSION_META: version},
+    }))
 }
 
 fn internal(detail: &dyn std::fmt::Display) -> RpcError {
@@ -514,8 +555,54 @@ async fn tools_call(
     let outcome = tools::invoke(&ctx, name, args).await.ok_or_else(unknown)?;
     let mut body = Map::with_capacity(3);
     body.insert("isError".into(), Value::Bool(outcome.is_error));
-    if let Some(meta) = outcome.meta {
-        body.insert("_meta".into(), meta);
+    // A successful result carries its content version, computed from the
+    // bytes the pipeline already wrote (docs/agents.md "Conditional
+    // re-reads"); an error is not content and carries none.
+    let version = (!outcome.is_error)
+        .then(|| content_version::of_tool(outcome.structured.get(), outcome.meta.as_ref()));
+    if let Some(version) = version.as_deref()
+        && content_version::requested(params) == Some(version)
+    {
+        // The caller holds this answer: the short one, after the same
+        // authorization and audit as the full one (tools::invoke ran).
+        body.insert(
+            "_meta".into(),
+            json!({
+                content_version::VERSION_META: version,
+                content_version::UNCHANGED_META: true,
+            }),
+        );
+        return Ok(MethodResult {
+            body,
+            cache: None,
+            structured: Some(ToolContent {
+                structured: tools::JsonText::trusted(content_version::unchanged_structured(
+                    version,
+                )),
+                links: String::new(),
+                text: Some(content_version::unchanged_words(version)),
+            }),
+            code: outcome.code,
+            rendered: None,
+        });
+    }
+    match (outcome.meta, version) {
+        (Some(Value::Object(mut meta)), Some(version)) => {
+            meta.insert(content_version::VERSION_META.into(), Value::String(version));
+            body.insert("_meta".into(), Value::Object(meta));
+        }
+        (None, Some(version)) => {
+            body.insert(
+                "_meta".into(),
+                json!({ content_version::VERSION_META: version }),
+            );
+        }
+        // A tool's `_meta` additions are an object (tools::ToolOutcome);
+        // anything else is written as it was.
+        (Some(meta), _) => {
+            body.insert("_meta".into(), meta);
+        }
+        (None, None) => {}
     }
     Ok(MethodResult {
         body,
@@ -523,6 +610,7 @@ async fn tools_call(
         structured: Some(ToolContent {
             structured: outcome.structured,
             links: outcome.links,
+            text: None,
         }),
         code: outcome.code,
         rendered: None,
@@ -581,7 +669,7 @@ impl Decorated {
         if let Some(content) = &self.structured {
             let structured = content.structured.get();
             out.extend_from_slice(b"\"content\":[{\"type\":\"text\",\"text\":");
-            write_json_string(out, structured);
+            write_json_string(out, content.text.as_deref().unwrap_or(structured));
             out.push(b'}');
             out.extend_from_slice(content.links.as_bytes());
             out.extend_from_slice(b"],\"structuredContent\":");

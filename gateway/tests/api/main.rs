@@ -14,6 +14,7 @@ mod availability;
 mod budget;
 mod catalog;
 mod cli_ops;
+mod conditional;
 mod console;
 mod console_sessions;
 mod disclosure;

@@ -29,6 +29,27 @@ fn assert_no_modern_fields(result: &Value) {
     }
 }
 
+/// A tool result or resource read of either era carries its content
+/// version in `_meta` (docs/agents.md "Conditional re-reads"), and in
+/// 2025-11-25 nothing else there: no server identity, no cache hints.
+fn assert_no_modern_fields_but_the_content_version(result: &Value) {
+    let mut result = result.clone();
+    let meta = result
+        .as_object_mut()
+        .and_then(|r| r.remove("_meta"))
+        .unwrap_or_else(|| panic!("no _meta in legacy result {result}"));
+    let keys: Vec<&String> = meta
+        .as_object()
+        .map(|m| m.keys().collect())
+        .unwrap_or_default();
+    assert_eq!(
+        keys,
+        ["dealergateway/contentVersion"],
+        "legacy _meta {meta}"
+    );
+    assert_no_modern_fields(&result);
+}
+
 #[tokio::test]
 async fn initialize_returns_the_legacy_result_and_a_session_id() {
     let app = spawn().await;
@@ -170,13 +191,21 @@ async fn session_results_have_no_modern_fields() {
         .await;
     assert_eq!(r.status, 200, "{}", r.raw);
     let result = r.result();
-    assert_no_modern_fields(result);
+    assert_no_modern_fields_but_the_content_version(result);
     assert_eq!(result["isError"], false);
     let text: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(text, result["structuredContent"]);
 
+    let r = app
+        .legacy(
+            &session,
+            "resources/read",
+            json!({"uri": "dealeragent://manifest"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.raw);
+    assert_no_modern_fields_but_the_content_version(r.result());
     for (method, params) in [
-        ("resources/read", json!({"uri": "dealeragent://manifest"})),
         ("resources/list", json!({})),
         ("resources/templates/list", json!({})),
     ] {
