@@ -165,7 +165,10 @@ async fn a_listener_on_one_replica_is_told_of_every_cli_import_within_the_bound(
             Ok(_) => panic!("a listen on {uri} was accepted"),
             Err(refused) => refused,
         };
-        assert_ne!(refused.status, 0, "the listen reached the server: {refused:?}");
+        assert_ne!(
+            refused.status, 0,
+            "the listen reached the server: {refused:?}"
+        );
         assert_eq!(refused.body["error"]["code"], -32602, "{refused:?}");
         assert!(
             !refused.body.to_string().contains("maplecrest"),
