@@ -184,6 +184,7 @@ async fn listen_acknowledges_first_keeps_alive_and_ends_with_its_result_on_shutd
         "{:?}",
         asked.elapsed()
     );
+    eprintln!("shutdown ended the stream after {:?}", asked.elapsed());
 }
 
 #[tokio::test]
@@ -485,6 +486,7 @@ async fn a_legacy_session_subscribes_and_its_get_stream_hears_a_cli_import() {
     assert!(matches!(sse.read(Duration::from_secs(5)).await, Read::Block(b) if b.starts_with(':')));
 
     // A real import (LC1003 sold) reaches the stream.
+    let imported = Instant::now();
     import(&db, &lakeshore_without(&dir, "sold.csv", &["LC1003"]));
     let until = Instant::now() + Duration::from_secs(20);
     let notice = loop {
@@ -495,6 +497,7 @@ async fn a_legacy_session_subscribes_and_its_get_stream_hears_a_cli_import() {
             break notice;
         }
     };
+    eprintln!("the import was notified after {:?}", imported.elapsed());
     assert_eq!(
         notice["method"], "notifications/resources/updated",
         "{notice}"
