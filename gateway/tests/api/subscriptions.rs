@@ -258,6 +258,27 @@ async fn listen_refusals_and_caps_are_in_words_and_never_echo() {
             .contains("more than 256 URIs")
     );
 
+    // The AAP endpoints are tools only: no listen there.
+    let body = json!({"jsonrpc": "2.0", "id": 8, "method": "subscriptions/listen",
+        "params": {"_meta": meta(), "notifications": {"resourcesListChanged": true}}});
+    let (status, answer) = json_of(
+        reqwest::Client::new()
+            .post(format!("{base}/aap/{LAKESHORE}/mcp"))
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", MODERN)
+            .header("mcp-method", "subscriptions/listen")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, &answer["error"]["code"]),
+        (404, &json!(-32601)),
+        "{answer}"
+    );
+
     // Header and _meta mistakes get the answers any request gets.
     let no_meta = json!({"jsonrpc": "2.0", "id": 6, "method": "subscriptions/listen",
         "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN}, "notifications": {}}});
