@@ -473,3 +473,59 @@ async fn a_live_observation_that_changes_the_shown_status_notifies_availability_
     drop(dir);
     drop(running);
 }
+
+#[tokio::test]
+async fn a_token_revoked_by_the_cli_makes_stream_holders_reverify() {
+    let (_dir, db) = fresh_database().await;
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../demo/dealers.yaml");
+    let out = run_cli(&db, &["import", "dealers", &demo.display().to_string()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = run_cli(
+        &db,
+        &[
+            "token",
+            "create",
+            "--subject",
+            "agent:watcher",
+            "--organization",
+            LAKESHORE,
+            "--group",
+            "--scopes",
+            "dealeragent:inventory:read",
+            "--purpose",
+            "watch test",
+            "--expires-in",
+            "1d",
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let created: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let token_id = created["token_id"].as_str().unwrap().to_owned();
+    let settings = gateway::config::ServeSettings::with_listen("127.0.0.1:0".parse().unwrap());
+    let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = gateway::app::spawn(settings, &db, async move {
+        let _ = stopped.await;
+    })
+    .await
+    .expect("gateway starts");
+    let state = running.state.clone();
+    let mut stream = state.watch.open(&Principal::Anonymous).unwrap();
+    stream
+        .subscribe(&state, &format!("dealeragent://organization/{LAKESHORE}"))
+        .await
+        .unwrap();
+    let mut revocations = state.watch.revocations();
+    revocations.borrow_and_update();
+    let out = run_cli(&db, &["token", "revoke", &token_id]);
+    assert!(out.status.success(), "{}", text(&out));
+    // PostgreSQL: the revocation's notification; SQLite (no feed): the
+    // periodic re-verification while a stream listens.
+    let bumped = tokio::time::timeout(
+        gateway::watch::sources::REVERIFY + Duration::from_secs(2),
+        revocations.changed(),
+    )
+    .await;
+    assert!(matches!(bumped, Ok(Ok(()))), "{bumped:?}");
+    drop(running);
+}
