@@ -603,6 +603,14 @@ async fn serve_bound(
     // timeouts, connection caps, refusals with bodies and a shutdown
     // deadline (docs/security.md "Slow clients"; see `mcp::connections`).
     let limits = mcp::connections::Limits::from_settings(&state.settings);
+    // Notification streams never finish by themselves: shutdown ends each
+    // cleanly (docs/mcp.md "Subscriptions"), so they are not cut at the
+    // grace deadline.
+    let hub = state.watch.clone();
+    let shutdown = async move {
+        shutdown.await;
+        hub.shutdown();
+    };
     mcp::connections::serve(listener, router(state), limits, shutdown).await;
     retention.abort();
     if let Some(task) = metrics {

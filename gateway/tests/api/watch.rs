@@ -529,3 +529,27 @@ async fn a_token_revoked_by_the_cli_makes_stream_holders_reverify() {
     assert!(matches!(bumped, Ok(Ok(()))), "{bumped:?}");
     drop(running);
 }
+
+#[tokio::test]
+async fn graceful_shutdown_ends_every_stream_with_its_reason() {
+    let (_dir, db) = fresh_database().await;
+    let settings = gateway::config::ServeSettings::with_listen("127.0.0.1:0".parse().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = gateway::app::spawn(settings, &db, async move {
+        let _ = stopped.await;
+    })
+    .await
+    .expect("gateway starts");
+    let state = running.state.clone();
+    let mut stream = state.watch.open(&Principal::Anonymous).unwrap();
+    stream
+        .subscribe(&state, gateway::watch::uri::MANIFEST_URI)
+        .await
+        .unwrap();
+    stop.send(()).unwrap();
+    let ended = tokio::time::timeout(Duration::from_secs(5), stream.next()).await;
+    assert!(
+        matches!(ended, Ok(Err(gateway::watch::EndReason::Shutdown))),
+        "{ended:?}"
+    );
+}
