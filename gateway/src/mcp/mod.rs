@@ -757,6 +757,12 @@ pub async fn get(
             return unauthorized(&rejection, &metadata);
         }
     };
+    if let Principal::Authenticated(grant) = &principal
+        && let Err(retry) = state.principal_limiter.check(&grant.subject)
+    {
+        metrics::counter!(crate::metrics::RATE_LIMITED, "limit" => "principal").increment(1);
+        return too_many_requests(retry);
+    }
     match state.sessions.touch(id).await {
         Ok(None) => rpc_error(&RpcError::SessionNotFound, None),
         Ok(Some(_)) => legacy_watch::stream(&state, &headers, &principal, id).await,

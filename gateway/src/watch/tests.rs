@@ -180,3 +180,13 @@ async fn list_changes_reach_the_streams_that_want_them_and_revocations_bump() {
     revocations.changed().await.unwrap();
     assert_ne!(*revocations.borrow(), before);
 }
+
+/// The transports hold a stream across awaits in their response bodies:
+/// it and its futures must be `Send` (checked when this compiles).
+#[allow(dead_code, reason = "a compile-time check; never called")]
+fn streams_and_their_futures_are_send(stream: &mut Stream, state: &crate::state::AppState) {
+    fn send<T: Send>(_: T) {}
+    send(stream.subscribe(state, "dealeragent://manifest"));
+    send(stream.next());
+    send(Arc::new(Hub::new(Limits::default())));
+}

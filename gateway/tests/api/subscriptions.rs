@@ -184,6 +184,7 @@ async fn listen_acknowledges_first_keeps_alive_and_ends_with_its_result_on_shutd
         "{:?}",
         asked.elapsed()
     );
+    eprintln!("shutdown ended the stream after {:?}", asked.elapsed());
 }
 
 #[tokio::test]
@@ -255,6 +256,27 @@ async fn listen_refusals_and_caps_are_in_words_and_never_echo() {
             .as_str()
             .unwrap()
             .contains("more than 256 URIs")
+    );
+
+    // The AAP endpoints are tools only: no listen there.
+    let body = json!({"jsonrpc": "2.0", "id": 8, "method": "subscriptions/listen",
+        "params": {"_meta": meta(), "notifications": {"resourcesListChanged": true}}});
+    let (status, answer) = json_of(
+        reqwest::Client::new()
+            .post(format!("{base}/aap/{LAKESHORE}/mcp"))
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", MODERN)
+            .header("mcp-method", "subscriptions/listen")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, &answer["error"]["code"]),
+        (404, &json!(-32601)),
+        "{answer}"
     );
 
     // Header and _meta mistakes get the answers any request gets.
@@ -485,6 +507,7 @@ async fn a_legacy_session_subscribes_and_its_get_stream_hears_a_cli_import() {
     assert!(matches!(sse.read(Duration::from_secs(5)).await, Read::Block(b) if b.starts_with(':')));
 
     // A real import (LC1003 sold) reaches the stream.
+    let imported = Instant::now();
     import(&db, &lakeshore_without(&dir, "sold.csv", &["LC1003"]));
     let until = Instant::now() + Duration::from_secs(20);
     let notice = loop {
@@ -495,6 +518,7 @@ async fn a_legacy_session_subscribes_and_its_get_stream_hears_a_cli_import() {
             break notice;
         }
     };
+    eprintln!("the import was notified after {:?}", imported.elapsed());
     assert_eq!(
         notice["method"], "notifications/resources/updated",
         "{notice}"

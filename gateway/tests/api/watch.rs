@@ -371,3 +371,185 @@ async fn a_dealers_file_import_notifies_dealer_changed_and_the_list_change_to_wh
     );
     drop(running);
 }
+
+/// A fake dealer system answering `status` for every VIN, observed now.
+async fn fake_dealer_system(status: &'static str) -> u16 {
+    let app = axum::Router::new().route(
+        "/avail/{vin}",
+        axum::routing::get(
+            move |axum::extract::Path(vin): axum::extract::Path<String>| async move {
+                axum::Json(serde_json::json!({
+                    "vin": vin,
+                    "status": status,
+                    "observed_at": Utc::now().to_rfc3339(),
+                }))
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    port
+}
+
+#[tokio::test]
+async fn a_live_observation_that_changes_the_shown_status_notifies_availability_changed() {
+    const ORG: &str = "org.avail-motors";
+    const LIVE: &str = "roof.avail-live";
+    let port = fake_dealer_system("sold").await;
+    let (dir, db) = fresh_database().await;
+    let store = gateway::store::open(&db).await.unwrap();
+    let now = Utc::now();
+    let dealers = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/availability/dealers.yaml"),
+    )
+    .unwrap()
+    .replace("__PORT__", &port.to_string());
+    let catalog = gateway::catalog::Catalog::load().unwrap();
+    let orgs = gateway::dealers::parse(
+        &catalog,
+        "dealers.yaml",
+        dealers.as_bytes(),
+        "dealers-file:test",
+        now,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    store.upsert_organizations(&orgs).await.unwrap();
+    // The feed asserts `available`; the dealer system says sold.
+    let vehicles: Vec<_> = (0..2)
+        .map(|i| crate::common::test_vehicle(ORG, LIVE, &format!("veh.{i:03}.l"), "1LVEA", i, now))
+        .collect();
+    store
+        .create_snapshot(
+            ORG,
+            LIVE,
+            &crate::common::test_source("live.csv", now),
+            &vehicles,
+        )
+        .await
+        .unwrap();
+    let settings = gateway::config::ServeSettings::with_listen("127.0.0.1:0".parse().unwrap());
+    let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = gateway::app::spawn(settings, &db, async move {
+        let _ = stopped.await;
+    })
+    .await
+    .expect("gateway starts");
+    let state = running.state.clone();
+    let mut stream = state.watch.open(&Principal::Anonymous).unwrap();
+    let checked = format!("dealeragent://organization/{ORG}/rooftop/{LIVE}/vehicle/veh.000.l");
+    let unchecked = format!("dealeragent://organization/{ORG}/rooftop/{LIVE}/vehicle/veh.001.l");
+    stream.subscribe(&state, &checked).await.unwrap();
+    stream.subscribe(&state, &unchecked).await.unwrap();
+
+    let app = crate::common::TestApp::attach(&format!("http://{}", running.addr));
+    let result = app
+        .call_tool(
+            "dealeragent.inventory.verify_availability",
+            serde_json::json!({"organization_id": ORG, "rooftop_id": LIVE, "vehicle_id": "veh.000.l"}),
+        )
+        .await;
+    assert_eq!(
+        result["structuredContent"]["availability"]["status"], "sold",
+        "{result}"
+    );
+    let seen = collect(&mut stream, Duration::from_secs(5), |got| !got.is_empty()).await;
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0].0, checked);
+    assert_eq!(seen[0].1, vec!["availability_changed"]);
+    // A reused observation changes nothing: no second notice.
+    app.call_tool(
+        "dealeragent.inventory.verify_availability",
+        serde_json::json!({"organization_id": ORG, "rooftop_id": LIVE, "vehicle_id": "veh.000.l"}),
+    )
+    .await;
+    let again = collect(&mut stream, Duration::from_millis(1500), |got| {
+        !got.is_empty()
+    })
+    .await;
+    assert!(again.is_empty(), "{again:?}");
+    drop(dir);
+    drop(running);
+}
+
+#[tokio::test]
+async fn a_token_revoked_by_the_cli_makes_stream_holders_reverify() {
+    let (_dir, db) = fresh_database().await;
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../demo/dealers.yaml");
+    let out = run_cli(&db, &["import", "dealers", &demo.display().to_string()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = run_cli(
+        &db,
+        &[
+            "token",
+            "create",
+            "--subject",
+            "agent:watcher",
+            "--organization",
+            LAKESHORE,
+            "--group",
+            "--scopes",
+            "dealeragent:inventory:read",
+            "--purpose",
+            "watch test",
+            "--expires-in",
+            "1d",
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let created: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let token_id = created["token_id"].as_str().unwrap().to_owned();
+    let settings = gateway::config::ServeSettings::with_listen("127.0.0.1:0".parse().unwrap());
+    let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = gateway::app::spawn(settings, &db, async move {
+        let _ = stopped.await;
+    })
+    .await
+    .expect("gateway starts");
+    let state = running.state.clone();
+    let mut stream = state.watch.open(&Principal::Anonymous).unwrap();
+    stream
+        .subscribe(&state, &format!("dealeragent://organization/{LAKESHORE}"))
+        .await
+        .unwrap();
+    let mut revocations = state.watch.revocations();
+    revocations.borrow_and_update();
+    let out = run_cli(&db, &["token", "revoke", &token_id]);
+    assert!(out.status.success(), "{}", text(&out));
+    // PostgreSQL: the revocation's notification; SQLite (no feed): the
+    // periodic re-verification while a stream listens.
+    let bumped = tokio::time::timeout(
+        gateway::watch::sources::REVERIFY + Duration::from_secs(2),
+        revocations.changed(),
+    )
+    .await;
+    assert!(matches!(bumped, Ok(Ok(()))), "{bumped:?}");
+    drop(running);
+}
+
+#[tokio::test]
+async fn graceful_shutdown_ends_every_stream_with_its_reason() {
+    let (_dir, db) = fresh_database().await;
+    let settings = gateway::config::ServeSettings::with_listen("127.0.0.1:0".parse().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = gateway::app::spawn(settings, &db, async move {
+        let _ = stopped.await;
+    })
+    .await
+    .expect("gateway starts");
+    let state = running.state.clone();
+    let mut stream = state.watch.open(&Principal::Anonymous).unwrap();
+    stream
+        .subscribe(&state, gateway::watch::uri::MANIFEST_URI)
+        .await
+        .unwrap();
+    stop.send(()).unwrap();
+    let ended = tokio::time::timeout(Duration::from_secs(5), stream.next()).await;
+    assert!(
+        matches!(ended, Ok(Err(gateway::watch::EndReason::Shutdown))),
+        "{ended:?}"
+    );
+}
