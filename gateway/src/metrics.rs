@@ -124,6 +124,26 @@ fn describe() {
         IMPORTS,
         "Imports run by the CLI on this store (dry runs excluded), by kind (inventory, programs, dealers) and outcome (imported, invalid, refused, removal_guard); read from the store, so every replica reports the same totals"
     );
+    describe_gauge!(
+        SUBSCRIPTIONS,
+        "Resource subscriptions held by this replica's change hub, over every open stream (docs/mcp.md \"Subscriptions\")"
+    );
+    describe_gauge!(
+        SUBSCRIPTION_STREAMS,
+        "Open notification streams on this replica (subscriptions/listen and legacy GET streams)"
+    );
+    describe_counter!(
+        NOTIFICATIONS_QUEUED,
+        "Notifications queued for a stream, by kind (updated, list_changed)"
+    );
+    describe_counter!(
+        NOTIFICATIONS_DROPPED,
+        "Notifications not delivered because their stream was ended, by reason (slow_consumer, ...)"
+    );
+    describe_counter!(
+        STREAMS_ENDED,
+        "Notification streams ended by the server, by reason (slow_consumer, credential_revoked, credential_expired, shutdown)"
+    );
     describe_gauge!(BUILD_INFO, "Always 1; the labels name the build");
     describe_gauge!(
         SCRAPE_ERRORS,
@@ -143,6 +163,10 @@ pub const SNAPSHOT_VEHICLES: &str = "dealer_gateway_snapshot_vehicles";
 pub const BREAKER: &str = "dealer_gateway_availability_breaker_state";
 pub const BREAKER_FAILURES: &str = "dealer_gateway_availability_breaker_failures";
 pub const IMPORTS: &str = "dealer_gateway_imports_total";
+// The change hub's series are named where they are recorded.
+use crate::watch::metric::{
+    NOTIFICATIONS_DROPPED, NOTIFICATIONS_QUEUED, STREAMS_ENDED, SUBSCRIPTION_STREAMS, SUBSCRIPTIONS,
+};
 pub const BUILD_INFO: &str = "dealer_gateway_build_info";
 pub const SCRAPE_ERRORS: &str = "dealer_gateway_scrape_error";
 
@@ -377,7 +401,7 @@ pub fn count_method(method: &str, tool: Option<&str>, outcome: &str, started: In
 /// The MCP methods this gateway answers keep their names as labels; any
 /// other string a caller sent becomes `other` (no echo, bounded labels).
 pub fn known_method(method: &str) -> &'static str {
-    const KNOWN: [&str; 13] = [
+    const KNOWN: [&str; 16] = [
         "initialize",
         "ping",
         "server/discover",
@@ -389,6 +413,9 @@ pub fn known_method(method: &str) -> &'static str {
         "prompts/list",
         "prompts/get",
         "completion/complete",
+        "subscriptions/listen",
+        "resources/subscribe",
+        "resources/unsubscribe",
         "notifications/initialized",
         "notifications/cancelled",
     ];

@@ -256,5 +256,15 @@ impl Hub {
     }
 }
 
+/// The names of the hub's metrics (described in `crate::metrics`, listed in
+/// docs/operations.md "Metrics").
+pub mod metric {
+    pub const SUBSCRIPTIONS: &str = "dealer_gateway_subscriptions";
+    pub const SUBSCRIPTION_STREAMS: &str = "dealer_gateway_subscription_streams";
+    pub const NOTIFICATIONS_QUEUED: &str = "dealer_gateway_notifications_queued_total";
+    pub const NOTIFICATIONS_DROPPED: &str = "dealer_gateway_notifications_dropped_total";
+    pub const STREAMS_ENDED: &str = "dealer_gateway_subscription_streams_ended_total";
+}
+
 #[cfg(test)]
 mod tests;

@@ -62,11 +62,10 @@ impl Shared {
         queue.notices = VecDeque::new();
         drop(queue);
         if dropped > 0 {
-            metrics::counter!("dealer_gateway_notifications_dropped_total", "reason" => reason.as_str())
+            metrics::counter!(super::metric::NOTIFICATIONS_DROPPED, "reason" => reason.as_str())
                 .increment(dropped as u64);
         }
-        metrics::counter!("dealer_gateway_subscription_streams_ended_total", "reason" => reason.as_str())
-            .increment(1);
+        metrics::counter!(super::metric::STREAMS_ENDED, "reason" => reason.as_str()).increment(1);
         self.ready.notify_one();
         true
     }
@@ -145,8 +144,8 @@ impl Registry {
     }
 
     fn gauges(&self) {
-        metrics::gauge!("dealer_gateway_subscriptions").set(self.subscriptions as f64);
-        metrics::gauge!("dealer_gateway_subscription_streams").set(self.streams.len() as f64);
+        metrics::gauge!(super::metric::SUBSCRIPTIONS).set(self.subscriptions as f64);
+        metrics::gauge!(super::metric::SUBSCRIPTION_STREAMS).set(self.streams.len() as f64);
     }
 
     /// Hold `uri` for stream `id` (already authorized). Idempotent.
@@ -297,12 +296,12 @@ impl Registry {
             match entry.shared.push(notice.clone(), capacity) {
                 Ok(true) => {
                     queued += 1;
-                    metrics::counter!("dealer_gateway_notifications_queued_total", "kind" => notice.kind())
+                    metrics::counter!(super::metric::NOTIFICATIONS_QUEUED, "kind" => notice.kind())
                         .increment(1);
                 }
                 Ok(false) => {}
                 Err(()) => {
-                    metrics::counter!("dealer_gateway_notifications_dropped_total", "reason" => EndReason::SlowConsumer.as_str())
+                    metrics::counter!(super::metric::NOTIFICATIONS_DROPPED, "reason" => EndReason::SlowConsumer.as_str())
                         .increment(1);
                     entry.shared.end(EndReason::SlowConsumer);
                 }
