@@ -44,16 +44,18 @@ pub const UNCHANGED_META: &str = "dealergateway/unchanged";
 /// an old version never matches a new one by accident).
 const PREFIX: &str = "cv1-";
 
-/// Members whose value changes on every request while the data does not
-/// (module doc). Written as serde_json writes a key: a quoted name then a
-/// colon, which cannot occur inside a JSON string (a quote there is escaped).
-const VOLATILE: &[&str] = &[
-    "\"trace_id\":",
-    "\"transformed_at\":",
-    "\"age_as_of\":",
-    "\"next_cursor\":",
-    "\"as_of\":",
-];
+/// Timestamp members whose value is the moment of the request or of the
+/// evaluation, not of the data (module doc). Written as serde_json writes a
+/// key: a quoted name then a colon, which cannot occur inside a JSON string
+/// (a quote there is escaped).
+const VOLATILE_TIMES: &[&str] = &["\"transformed_at\":", "\"age_as_of\":", "\"as_of\":"];
+/// Members of a result's top level, written after its content (the trace
+/// id last, the page before it), whose value changes on every request.
+const VOLATILE_TAIL: &[&str] = &["\"trace_id\":", "\"next_cursor\":"];
+/// How far from the end of the text [`VOLATILE_TAIL`] members are looked
+/// for: they follow the content, and only the small members of the result
+/// (page, provenance, freshness) are written after them.
+const TAIL_BYTES: usize = 8 * 1024;
 /// `observed_at` of a freshness or source that observed nothing (module doc).
 const OBSERVED_AT: &str = "\"observed_at\":";
 /// What follows an `observed_at` of an `unknown` freshness (its members
@@ -67,24 +69,21 @@ const NOW_SOURCES: &[&str] = &[
     // when the evaluation was made (disclosure::programs).
     "\"source_name\":\"dealer-agent-gateway incentive programs\",\"authority\":\"dealer_asserted\",",
 ];
+/// The longest timestamp value this crate writes, quotes included
+/// (`"2026-01-02T03:04:05.123456789Z"` is 32 bytes).
+const MAX_TIMESTAMP: usize = 40;
 
 /// The version of a tool result: its structured content (JSON text as the
 /// tool pipeline wrote it) and the tool's own `_meta` additions (the
 /// availability band of docs/availability.md), which the caller sees too.
 pub fn of_tool(structured: &str, meta: Option<&Value>) -> String {
-    let mut kept = stripped(structured);
-    if let Some(meta) = meta {
-        // A byte that never occurs in UTF-8 separates the two parts.
-        kept.push(0xFF);
-        // Writing a `Value` into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut kept, meta);
-    }
-    encode(&kept)
+    let extra = meta.and_then(|m| serde_json::to_vec(m).ok());
+    encode(digest_of(structured, extra.as_deref()))
 }
 
 /// The version of a resource read: the text of its one `contents` entry.
 pub fn of_text(text: &str) -> String {
-    encode(&stripped(text))
+    encode(digest_of(text, None))
 }
 
 /// The version the caller says it holds, if any.
@@ -121,49 +120,71 @@ pub fn unchanged_schema() -> Value {
 }
 
 /// `"cv1-"` and 22 base64url characters of the 128-bit digest.
-fn encode(bytes: &[u8]) -> String {
-    let digest = digest128(bytes);
+fn encode(digest: [u8; 16]) -> String {
     let mut out = String::with_capacity(PREFIX.len() + 22);
     out.push_str(PREFIX);
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode_string(digest, &mut out);
     out
 }
 
-/// `text` without the values of the volatile members.
-fn stripped(text: &str) -> Vec<u8> {
+/// The digest of `text` without the values of the volatile members, then
+/// of `extra`.
+///
+/// Found without a pass per member (docs/benchmarks.md "Content
+/// versions"): every volatile timestamp is a UTC timestamp, so one
+/// `memchr` pass for `Z` finds them all, and each `Z"` is checked against
+/// the key before its value; the trace id and the page cursor are top-level
+/// members after the content, looked for in the text's tail. The text between
+/// the dropped values is hashed in place, never copied.
+fn digest_of(text: &str, extra: Option<&[u8]>) -> [u8; 16] {
     let bytes = text.as_bytes();
     let mut drop: Vec<(usize, usize)> = Vec::new();
-    for key in VOLATILE {
-        for at in memchr::memmem::find_iter(bytes, key.as_bytes()) {
-            let start = at + key.len();
+    for z in memchr::memchr_iter(b'Z', bytes) {
+        if bytes.get(z + 1) != Some(&b'"') {
+            continue;
+        }
+        let window = z.saturating_sub(MAX_TIMESTAMP);
+        let Some(open) = memchr::memrchr(b'"', &bytes[window..z]).map(|i| window + i) else {
+            continue;
+        };
+        let before = &bytes[..open];
+        let end = z + 2;
+        let volatile = VOLATILE_TIMES
+            .iter()
+            .any(|k| before.ends_with(k.as_bytes()))
+            || (before.ends_with(OBSERVED_AT.as_bytes())
+                && (bytes[end..].starts_with(UNKNOWN_STATE.as_bytes())
+                    || NOW_SOURCES.iter().any(|s| {
+                        before[..before.len() - OBSERVED_AT.len()].ends_with(s.as_bytes())
+                    })));
+        if volatile {
+            drop.push((open, end));
+        }
+    }
+    let tail = bytes.len().saturating_sub(TAIL_BYTES);
+    for key in VOLATILE_TAIL {
+        // Forward (the vectorised search; the reverse one is not), the last.
+        if let Some(at) = memchr::memmem::find_iter(&bytes[tail..], key.as_bytes()).last() {
+            let start = tail + at + key.len();
             drop.push((start, value_end(bytes, start)));
         }
     }
-    for at in memchr::memmem::find_iter(bytes, OBSERVED_AT.as_bytes()) {
-        let start = at + OBSERVED_AT.len();
-        let end = value_end(bytes, start);
-        let now = bytes[end..].starts_with(UNKNOWN_STATE.as_bytes())
-            || NOW_SOURCES
-                .iter()
-                .any(|s| bytes[..at].ends_with(s.as_bytes()));
-        if now {
-            drop.push((start, end));
-        }
-    }
-    if drop.is_empty() {
-        return bytes.to_vec();
-    }
     drop.sort_unstable();
-    let mut kept = Vec::with_capacity(bytes.len());
+    let mut digest = Digest::new();
     let mut from = 0;
     for (start, end) in drop {
         if start >= from {
-            kept.extend_from_slice(&bytes[from..start]);
+            digest.update(&bytes[from..start]);
             from = end;
         }
     }
-    kept.extend_from_slice(&bytes[from..]);
-    kept
+    digest.update(&bytes[from..]);
+    if let Some(extra) = extra {
+        // A byte that never occurs in UTF-8 separates the two parts.
+        digest.update(&[0xFF]);
+        digest.update(extra);
+    }
+    digest.finish()
 }
 
 /// Where the JSON value starting at `start` ends: after a string's
@@ -201,11 +222,12 @@ fn value_end(bytes: &[u8], start: usize) -> usize {
 
 /// The index after the closing quote of a string whose text starts at `i`.
 fn string_end(bytes: &[u8], mut i: usize) -> usize {
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\\' => i += 2,
-            b'"' => return i + 1,
-            _ => i += 1,
+    while let Some(j) = bytes.get(i..).and_then(|b| memchr::memchr2(b'"', b'\\', b)) {
+        i += j;
+        if bytes[i] == b'\\' {
+            i += 2;
+        } else {
+            return i + 1;
         }
     }
     bytes.len()
@@ -229,37 +251,76 @@ fn fold(a: u64, b: u64) -> u64 {
     lo ^ hi
 }
 
-/// Two multiply-fold lanes over 16-byte blocks, each lane taking both
-/// words in a different order, finished with the length: 16 bytes.
-fn digest128(bytes: &[u8]) -> [u8; 16] {
-    let word = |b: &[u8]| {
-        let mut w = [0u8; 8];
-        w[..b.len()].copy_from_slice(b);
-        u64::from_le_bytes(w)
-    };
-    let (mut a, mut b) = (K[0], K[1]);
-    let mut blocks = bytes.chunks_exact(16);
-    for block in &mut blocks {
-        let (w0, w1) = (word(&block[..8]), word(&block[8..]));
-        a = fold(w0 ^ a ^ K[2], w1 ^ K[3]);
-        b = fold(w1 ^ b ^ K[3], w0 ^ K[2]);
+/// The `i`-th little-endian word of a 32-byte block.
+fn word(block: &[u8; BLOCK], i: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&block[8 * i..8 * i + 8]);
+    u64::from_le_bytes(w)
+}
+
+const BLOCK: usize = 32;
+
+/// Two multiply-fold lanes over 32-byte blocks (one multiplication per 16
+/// bytes), fed piece by piece, finished with the length and mixed across
+/// the lanes: 16 bytes.
+struct Digest {
+    a: u64,
+    b: u64,
+    len: u64,
+    buf: [u8; BLOCK],
+    n: usize,
+}
+
+impl Digest {
+    fn new() -> Self {
+        Digest {
+            a: K[0],
+            b: K[1],
+            len: 0,
+            buf: [0; BLOCK],
+            n: 0,
+        }
     }
-    let rest = blocks.remainder();
-    let (w0, w1) = (
-        word(&rest[..rest.len().min(8)]),
-        word(rest.get(8..).unwrap_or_default()),
-    );
-    let len = bytes.len() as u64;
-    a = fold(w0 ^ a ^ K[2], w1 ^ len ^ K[3]);
-    b = fold(w1 ^ b ^ K[3], w0 ^ len ^ K[2]);
-    // Finish: each lane mixed with the other, so every input bit reaches
-    // every output bit.
-    let x = fold(a ^ K[0], b ^ K[1]);
-    let y = fold(b ^ K[2], a ^ K[3] ^ len);
-    let mut out = [0u8; 16];
-    out[..8].copy_from_slice(&x.to_le_bytes());
-    out[8..].copy_from_slice(&y.to_le_bytes());
-    out
+
+    fn block(&mut self, block: &[u8; BLOCK]) {
+        self.a = fold(word(block, 0) ^ self.a ^ K[2], word(block, 1) ^ K[3]);
+        self.b = fold(word(block, 2) ^ self.b ^ K[3], word(block, 3) ^ K[2]);
+    }
+
+    fn update(&mut self, mut data: &[u8]) {
+        self.len += data.len() as u64;
+        if self.n > 0 {
+            let take = (BLOCK - self.n).min(data.len());
+            self.buf[self.n..self.n + take].copy_from_slice(&data[..take]);
+            self.n += take;
+            data = &data[take..];
+            if self.n < BLOCK {
+                return;
+            }
+            let buf = self.buf;
+            self.block(&buf);
+            self.n = 0;
+        }
+        let (blocks, rest) = data.as_chunks::<BLOCK>();
+        for block in blocks {
+            self.block(block);
+        }
+        self.buf[..rest.len()].copy_from_slice(rest);
+        self.n = rest.len();
+    }
+
+    fn finish(mut self) -> [u8; 16] {
+        self.buf[self.n..].fill(0);
+        let (buf, len) = (self.buf, self.len);
+        let a = fold(word(&buf, 0) ^ self.a ^ K[2], word(&buf, 1) ^ len ^ K[3]);
+        let b = fold(word(&buf, 2) ^ self.b ^ K[3], word(&buf, 3) ^ len ^ K[2]);
+        let x = fold(a ^ K[0], b ^ K[1]);
+        let y = fold(b ^ K[2], a ^ K[3] ^ len);
+        let mut out = [0u8; 16];
+        out[..8].copy_from_slice(&x.to_le_bytes());
+        out[8..].copy_from_slice(&y.to_le_bytes());
+        out
+    }
 }
 
 #[cfg(test)]

@@ -126,3 +126,33 @@ fn the_unchanged_answer_matches_its_schema() {
     assert_eq!(requested(&json!({"_meta": {IF_NONE_MATCH_META: 1}})), None);
     assert_eq!(requested(&json!({})), None);
 }
+
+/// The text around a dropped value is hashed piece by piece: whatever the
+/// alignment, the digest is that of the text with the value cut out.
+#[test]
+fn pieces_hash_like_the_whole() {
+    for pad in 0..70 {
+        let p = "x".repeat(pad);
+        let with = |v: &str| format!(r#"{{"p":"{p}","trace_id":"{v}","q":1}}"#);
+        let cut = format!(r#"{{"p":"{p}","trace_id":,"q":1}}"#);
+        assert_eq!(
+            of_text(&with("trace.1")),
+            of_text(&with("trace.22")),
+            "{pad}"
+        );
+        assert_eq!(of_text(&with("trace.1")), of_text(&cut), "{pad}");
+        assert_ne!(of_text(&with("t")), of_text(&format!("{cut} ")), "{pad}");
+    }
+}
+
+/// The trace id and the page are looked for in the text's tail only
+/// (module doc): one written before a long content is hashed, so the
+/// version then changes with it, never the other way round.
+#[test]
+fn the_tail_members_are_looked_for_near_the_end() {
+    let long = "y".repeat(TAIL_BYTES);
+    let early = |v: &str| format!(r#"{{"trace_id":"{v}","content":"{long}"}}"#);
+    assert_ne!(of_text(&early("trace.1")), of_text(&early("trace.2")));
+    let late = |v: &str| format!(r#"{{"content":"{long}","trace_id":"{v}"}}"#);
+    assert_eq!(of_text(&late("trace.1")), of_text(&late("trace.2")));
+}
