@@ -165,12 +165,15 @@ pub async fn read(
     }
 }
 
-const VEHICLE_TEMPLATE: &str =
+/// The vehicle resource's template: a grant must hold the scopes of the
+/// profile that declares it to read (or subscribe to) a vehicle.
+pub(crate) const VEHICLE_TEMPLATE: &str =
     "dealeragent://organization/{organization_id}/rooftop/{rooftop_id}/vehicle/{vehicle_id}";
 
 /// Does the caller hold the scopes of the catalog profile that declares
 /// `template`? Anonymous callers are governed by publication policy only.
-fn has_profile_scope(state: &AppState, principal: &Principal, template: &str) -> bool {
+/// A subscription is held to the same rule (`watch::authorize`).
+pub(crate) fn has_profile_scope(state: &AppState, principal: &Principal, template: &str) -> bool {
     let Some(grant) = principal.grant() else {
         return true;
     };

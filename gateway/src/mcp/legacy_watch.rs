@@ -29,8 +29,9 @@ use super::error::RpcError;
 use super::listen::{self, Follow, Step};
 use super::{Caller, json_response, rpc_error, session_store_failed};
 use crate::auth::Principal;
+use crate::resources::{VEHICLE_TEMPLATE, has_profile_scope};
 use crate::state::AppState;
-use crate::watch::authorize::{VEHICLE_TEMPLATE, has_profile_scope, may_read};
+use crate::watch::authorize::may_read;
 use crate::watch::uri::{Target, parse};
 use crate::watch::{Stream, WatchError};
 

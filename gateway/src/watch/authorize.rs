@@ -13,10 +13,7 @@ use crate::auth::Principal;
 use crate::directory::DirectorySnapshot;
 use crate::state::AppState;
 
-/// The vehicle resource's template, whose profile's scopes a grant must
-/// hold (the same rule as `resources.rs`).
-pub const VEHICLE_TEMPLATE: &str =
-    "dealeragent://organization/{organization_id}/rooftop/{rooftop_id}/vehicle/{vehicle_id}";
+use crate::resources::{VEHICLE_TEMPLATE, has_profile_scope};
 
 impl Stream {
     /// Authorize `uri` for this stream's principal like a read, then hold
@@ -65,20 +62,4 @@ pub fn may_read(directory: &DirectorySnapshot, principal: &Principal, target: &T
             })
         }
     }
-}
-
-/// Does the caller hold the scopes of the catalog profile that declares
-/// `template`? Anonymous callers are governed by publication policy only.
-/// (The rule of `resources.rs`, whose helper is private to that module.)
-pub fn has_profile_scope(state: &AppState, principal: &Principal, template: &str) -> bool {
-    let Some(grant) = principal.grant() else {
-        return true;
-    };
-    state
-        .catalog
-        .profiles
-        .iter()
-        .filter(|p| p.resources.iter().any(|r| r == template))
-        .flat_map(|p| &p.scopes)
-        .all(|scope| grant.has_scope(scope))
 }

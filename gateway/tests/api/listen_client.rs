@@ -31,14 +31,14 @@ pub(crate) fn listen_body(id: i64, uris: &[String], list_changed: bool) -> Value
     }})
 }
 
-/// Open a listen stream at `base` (`http://host:port`). `Err` when the
-/// server answered with anything but an event stream.
-pub(crate) async fn listen(
+/// POST a listen request `body` at `base` with the usual 2026-07-28
+/// headers (`Mcp-Method: subscriptions/listen`) and an optional bearer.
+pub(crate) async fn post_listen(
     http: &reqwest::Client,
     base: &str,
     token: Option<&str>,
     body: &Value,
-) -> Result<Listen, Refused> {
+) -> reqwest::Result<reqwest::Response> {
     let mut req = http
         .post(format!("{base}/mcp"))
         .header("content-type", "application/json")
@@ -49,10 +49,23 @@ pub(crate) async fn listen(
     if let Some(token) = token {
         req = req.bearer_auth(token);
     }
-    let mut resp = req.send().await.map_err(|e| Refused {
-        status: 0,
-        body: json!({"transport": e.to_string()}),
-    })?;
+    req.send().await
+}
+
+/// Open a listen stream at `base` (`http://host:port`). `Err` when the
+/// server answered with anything but an event stream.
+pub(crate) async fn listen(
+    http: &reqwest::Client,
+    base: &str,
+    token: Option<&str>,
+    body: &Value,
+) -> Result<Listen, Refused> {
+    let mut resp = post_listen(http, base, token, body)
+        .await
+        .map_err(|e| Refused {
+            status: 0,
+            body: json!({"transport": e.to_string()}),
+        })?;
     let status = resp.status().as_u16();
     let is_stream = resp
         .headers()

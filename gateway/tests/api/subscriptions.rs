@@ -88,17 +88,9 @@ async fn listen(
 ) -> reqwest::Response {
     let body = json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
         "params": {"_meta": meta(), "notifications": notifications}});
-    let mut request = reqwest::Client::new()
-        .post(format!("{base}/mcp"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", MODERN)
-        .header("mcp-method", "subscriptions/listen")
-        .body(body.to_string());
-    if let Some(token) = bearer {
-        request = request.bearer_auth(token);
-    }
-    request.send().await.expect("request sent")
+    crate::listen_client::post_listen(&reqwest::Client::new(), base, bearer, &body)
+        .await
+        .expect("request sent")
 }
 
 /// A refusal's status and JSON body (a stream instead fails the test

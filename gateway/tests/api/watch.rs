@@ -20,6 +20,19 @@ const MAPLECREST: &str = "org.maplecrest-motor-group";
 const CHICAGO: &str = "roof.lakeshore-chicago";
 const FLEET: &str = "roof.lakeshore-fleet-wholesale";
 
+/// The gateway on `db` in this process (the tests watch through its
+/// state); it shuts down when the sender is used or dropped.
+async fn start(db: &str) -> (gateway::app::Running, tokio::sync::oneshot::Sender<()>) {
+    let settings = gateway::config::ServeSettings::with_listen("127.0.0.1:0".parse().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = gateway::app::spawn(settings, db, async move {
+        let _ = stopped.await;
+    })
+    .await
+    .expect("gateway starts");
+    (running, stop)
+}
+
 fn fixture(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/inventory")
@@ -125,13 +138,7 @@ async fn a_cli_import_notifies_price_changed_and_removed_and_never_a_private_roo
     let gone = vehicle_id(&db, CHICAGO, "LC1003").await;
     let private = vehicle_id(&db, FLEET, "LC1001").await;
 
-    let settings = gateway::config::ServeSettings::with_listen("127.0.0.1:0".parse().unwrap());
-    let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = gateway::app::spawn(settings, &db, async move {
-        let _ = stopped.await;
-    })
-    .await
-    .expect("gateway starts");
+    let (running, _stop) = start(&db).await;
     let state = running.state.clone();
     let hub = state.watch.clone();
 
@@ -285,13 +292,7 @@ async fn a_dealers_file_import_notifies_dealer_changed_and_the_list_change_to_wh
         &["import", "dealers", &demo_path.display().to_string()],
     );
     assert!(out.status.success(), "{}", text(&out));
-    let settings = gateway::config::ServeSettings::with_listen("127.0.0.1:0".parse().unwrap());
-    let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = gateway::app::spawn(settings, &db, async move {
-        let _ = stopped.await;
-    })
-    .await
-    .expect("gateway starts");
+    let (running, _stop) = start(&db).await;
     let state = running.state.clone();
     let hub = state.watch.clone();
 
@@ -430,13 +431,7 @@ async fn a_live_observation_that_changes_the_shown_status_notifies_availability_
         )
         .await
         .unwrap();
-    let settings = gateway::config::ServeSettings::with_listen("127.0.0.1:0".parse().unwrap());
-    let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = gateway::app::spawn(settings, &db, async move {
-        let _ = stopped.await;
-    })
-    .await
-    .expect("gateway starts");
+    let (running, _stop) = start(&db).await;
     let state = running.state.clone();
     let mut stream = state.watch.open(&Principal::Anonymous).unwrap();
     let checked = format!("dealeragent://organization/{ORG}/rooftop/{LIVE}/vehicle/veh.000.l");
@@ -502,13 +497,7 @@ async fn a_token_revoked_by_the_cli_makes_stream_holders_reverify() {
     assert!(out.status.success(), "{}", text(&out));
     let created: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let token_id = created["token_id"].as_str().unwrap().to_owned();
-    let settings = gateway::config::ServeSettings::with_listen("127.0.0.1:0".parse().unwrap());
-    let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = gateway::app::spawn(settings, &db, async move {
-        let _ = stopped.await;
-    })
-    .await
-    .expect("gateway starts");
+    let (running, _stop) = start(&db).await;
     let state = running.state.clone();
     let mut stream = state.watch.open(&Principal::Anonymous).unwrap();
     stream
@@ -533,13 +522,7 @@ async fn a_token_revoked_by_the_cli_makes_stream_holders_reverify() {
 #[tokio::test]
 async fn graceful_shutdown_ends_every_stream_with_its_reason() {
     let (_dir, db) = fresh_database().await;
-    let settings = gateway::config::ServeSettings::with_listen("127.0.0.1:0".parse().unwrap());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = gateway::app::spawn(settings, &db, async move {
-        let _ = stopped.await;
-    })
-    .await
-    .expect("gateway starts");
+    let (running, stop) = start(&db).await;
     let state = running.state.clone();
     let mut stream = state.watch.open(&Principal::Anonymous).unwrap();
     stream
