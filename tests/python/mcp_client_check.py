@@ -27,10 +27,12 @@ import json
 import sys
 import traceback
 import urllib.parse
+import warnings
 from typing import Any
 
 import httpx2
 from mcp import Client
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import PromptReference, ResourceTemplateReference
 
@@ -227,6 +229,9 @@ async def run_mode(url: str, mode: str, wire: bool, report: Report, bearer: str 
             # --- prompts and completions (docs/mcp.md "Prompts and completions")
             await check_prompts_and_completions(client, p, report, org_ids)
 
+            # --- subscriptions (docs/mcp.md "Subscriptions"), through the SDK's own API
+            await check_subscriptions(client, p, report, org_ids, bearer is not None)
+
             # --- invalid arguments: a tool-level validation error, not a protocol error
             bad = {"bogus": 1}
             r = await client.call_tool(MANIFEST_TOOL, bad)
@@ -295,6 +300,53 @@ async def check_prompts_and_completions(client: Client, p: str, report: Report, 
         len(c.completion.values) >= 1 and c.completion.has_more is False,
         brief(c.model_dump(by_alias=True, exclude_none=True)),
     )
+
+
+# A vehicle of the partner-only rooftop: anonymous callers may not follow it.
+PRIVATE_VEHICLE_URI = (
+    "dealeragent://organization/org.lakeshore-auto-group/rooftop/roof.lakeshore-fleet-wholesale/vehicle/veh.any"
+)
+
+
+async def check_subscriptions(client: Client, p: str, report: Report, org_ids: list[str], has_bearer: bool) -> None:
+    """2026-07-28: `Client.listen` is acknowledged with the URIs held and ends cleanly; 2025-11-25:
+    `subscribe_resource` / `unsubscribe_resource` answer. Anonymously, a partner-only vehicle is
+    refused with -32602 in both eras (a bearer for that rooftop may follow it)."""
+    if not org_ids:
+        return
+    followed = [MANIFEST_URI, f"dealeragent://organization/{org_ids[0]}"]
+    if client.protocol_version == "2026-07-28":
+        async with client.listen(resource_subscriptions=followed, resources_list_changed=True) as sub:
+            honored = sub.honored
+            report.check(
+                f"{p} listen is acknowledged with the URIs it follows",
+                honored is not None and sorted(honored.resource_subscriptions or []) == sorted(followed),
+                brief(honored.model_dump(by_alias=True, exclude_none=True) if honored else None),
+            )
+        report.check(f"{p} listen ends when the client leaves it", True)
+        if not has_bearer:
+            try:
+                async with client.listen(resource_subscriptions=[PRIVATE_VEHICLE_URI]):
+                    report.check(f"{p} listen on a partner-only vehicle is refused", False, "acknowledged")
+            except MCPError as e:
+                report.check(f"{p} listen on a partner-only vehicle is refused with -32602", e.code == -32602, str(e))
+        return
+    with warnings.catch_warnings():
+        # The SDK marks resources/subscribe deprecated (removed in 2026-07-28); this era still has it.
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        for uri in followed:
+            await client.subscribe_resource(uri)
+            report.check(f"{p} resources/subscribe {uri} answers", True)
+        await client.unsubscribe_resource(followed[0])
+        report.check(f"{p} resources/unsubscribe {followed[0]} answers", True)
+        if not has_bearer:
+            try:
+                await client.subscribe_resource(PRIVATE_VEHICLE_URI)
+                report.check(f"{p} resources/subscribe on a partner-only vehicle is refused", False, "accepted")
+            except MCPError as e:
+                report.check(
+                    f"{p} resources/subscribe on a partner-only vehicle is refused with -32602", e.code == -32602, str(e)
+                )
 
 
 async def check_adapter_endpoint(
