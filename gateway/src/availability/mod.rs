@@ -327,16 +327,7 @@ impl AvailabilityService {
                 if let Err(e) = store.record_availability(&observation).await {
                     tracing::error!(error = %e, "storing an availability observation failed");
                 }
-                let previous = self.overlay(&key.0, &key.1);
-                let now = Utc::now();
-                let shown = |o: &AvailabilityObservation| {
-                    (band::band(Some(&observed(o)), now), o.status.clone())
-                };
-                if previous.as_ref().map(shown) != Some(shown(&observation)) {
-                    // Nobody listening is no error.
-                    let _ = self.changes.send((previous, observation.clone()));
-                }
-                self.remember(observation.clone());
+                self.learn(observation.clone());
                 Ok(LiveCheck {
                     observation: Some(observation),
                     checked_live: true,
@@ -377,6 +368,29 @@ impl AvailabilityService {
 
     /// Keep `o` as the vehicle's newest observation unless a newer one is
     /// already known.
+    /// A live observation made here or, through the store's change
+    /// notifications, by another replica (docs/operations.md "Replicas"):
+    /// kept as the vehicle's newest, and handed to the change hub when it
+    /// changes the band or status this replica showed. The replica that made
+    /// it hears its own notification too; by then it holds the observation,
+    /// so nothing is told twice.
+    pub fn learn(&self, observation: AvailabilityObservation) {
+        let previous = self.overlay(&observation.rooftop_id, &observation.vehicle_id);
+        if previous.as_ref().is_some_and(|p| {
+            (p.observed_at, p.checked_at) >= (observation.observed_at, observation.checked_at)
+        }) {
+            return;
+        }
+        let now = Utc::now();
+        let shown =
+            |o: &AvailabilityObservation| (band::band(Some(&observed(o)), now), o.status.clone());
+        if previous.as_ref().map(shown) != Some(shown(&observation)) {
+            // Nobody listening is no error.
+            let _ = self.changes.send((previous, observation.clone()));
+        }
+        self.remember(observation);
+    }
+
     fn remember(&self, o: AvailabilityObservation) {
         let mut latest = lock(&self.latest);
         let rooftop = latest.entry(o.rooftop_id.clone()).or_default();

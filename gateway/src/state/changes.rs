@@ -82,6 +82,9 @@ fn stale_of(batch: &[StoreChange]) -> Stale {
             // (auth::api_token::verify): a revocation is refused by the
             // very next request on any replica; nothing is cached to drop.
             StoreChange::TokenRevoked => {}
+            // Read from the store and learned one by one (`apply`); no cache
+            // is stale.
+            StoreChange::Availability { .. } => {}
             StoreChange::Resync => {
                 stale.directory = true;
                 stale.inventory = true;
@@ -105,6 +108,29 @@ async fn apply(state: &AppState, batch: &[StoreChange]) {
         .any(|c| matches!(c, StoreChange::TokenRevoked | StoreChange::Resync))
     {
         state.watch.revoked();
+    }
+    // Another replica's live availability check: learned here too, so this
+    // replica answers with it and tells its own subscribers
+    // (`AvailabilityService::learn`).
+    for change in batch {
+        if let StoreChange::Availability {
+            rooftop_id,
+            vehicle_id,
+            ..
+        } = change
+        {
+            match state
+                .store
+                .latest_availability(rooftop_id, vehicle_id)
+                .await
+            {
+                Ok(Some(observation)) => state.availability.learn(observation),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading another replica's availability observation failed");
+                }
+            }
+        }
     }
     let stale = stale_of(batch);
     if stale.programs {
@@ -168,6 +194,14 @@ mod tests {
             }
         );
         assert_eq!(stale_of(&[StoreChange::TokenRevoked]), Stale::default());
+        assert_eq!(
+            stale_of(&[StoreChange::Availability {
+                organization_id: org(),
+                rooftop_id: "roof.b".into(),
+                vehicle_id: "veh.c".into()
+            }]),
+            Stale::default()
+        );
         assert_eq!(
             stale_of(&[StoreChange::TokenRevoked, StoreChange::Resync]),
             Stale {

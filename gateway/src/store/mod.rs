@@ -181,6 +181,13 @@ pub enum StoreChange {
     Programs { organization_id: String },
     /// An API token was revoked.
     TokenRevoked,
+    /// A live availability observation of one vehicle was stored (by any
+    /// replica's availability check).
+    Availability {
+        organization_id: String,
+        rooftop_id: String,
+        vehicle_id: String,
+    },
     /// The listening connection was lost and re-established: notifications
     /// sent meanwhile are gone, so anything may have changed.
     Resync,
@@ -189,7 +196,21 @@ pub enum StoreChange {
 /// The PostgreSQL channel every change is sent on.
 pub const CHANGE_CHANNEL: &str = "dealer_gateway_changes";
 
+/// The channel of [`StoreChange::Availability`]: a channel of its own, so a
+/// replica of an older version (during a rolling upgrade), which does not
+/// listen to it, never reads these frequent notifications as an unknown
+/// kind and reloads everything for each.
+pub const OBSERVATION_CHANNEL: &str = "dealer_gateway_observations";
+
 impl StoreChange {
+    /// The `NOTIFY` channel this change is sent on.
+    pub fn channel(&self) -> &'static str {
+        match self {
+            Self::Availability { .. } => OBSERVATION_CHANNEL,
+            _ => CHANGE_CHANNEL,
+        }
+    }
+
     /// The metric label (and the payload prefix) of this change.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -197,18 +218,29 @@ impl StoreChange {
             Self::Inventory { .. } => "inventory",
             Self::Programs { .. } => "programs",
             Self::TokenRevoked => "token",
+            Self::Availability { .. } => "availability",
             Self::Resync => "resync",
         }
     }
 
-    /// The `NOTIFY` payload: `<kind>[:<organization_id>]` (organization ids
-    /// are identifiers, far below the 8000-byte payload limit). `Resync` is
-    /// never sent; it is what a listener reports itself.
+    /// The `NOTIFY` payload: `<kind>[:<organization_id>]`, for an
+    /// availability observation `availability:<organization_id>
+    /// <rooftop_id> <vehicle_id>` (identifiers hold no space; together far
+    /// below the 8000-byte payload limit). `Resync` is never sent; it is
+    /// what a listener reports itself.
     pub fn payload(&self) -> String {
         match self {
             Self::Inventory { organization_id } | Self::Programs { organization_id } => {
                 format!("{}:{organization_id}", self.kind())
             }
+            Self::Availability {
+                organization_id,
+                rooftop_id,
+                vehicle_id,
+            } => format!(
+                "{}:{organization_id} {rooftop_id} {vehicle_id}",
+                self.kind()
+            ),
             Self::Dealers | Self::TokenRevoked | Self::Resync => self.kind().to_owned(),
         }
     }
@@ -223,6 +255,18 @@ impl StoreChange {
             },
             Some(("programs", org)) if !org.is_empty() => Self::Programs {
                 organization_id: org.to_owned(),
+            },
+            Some(("availability", ids)) => match ids.split(' ').collect::<Vec<_>>()[..] {
+                [org, rooftop, vehicle]
+                    if !org.is_empty() && !rooftop.is_empty() && !vehicle.is_empty() =>
+                {
+                    Self::Availability {
+                        organization_id: org.to_owned(),
+                        rooftop_id: rooftop.to_owned(),
+                        vehicle_id: vehicle.to_owned(),
+                    }
+                }
+                _ => Self::Resync,
             },
             Some(_) => Self::Resync,
             None => match payload {

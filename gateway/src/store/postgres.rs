@@ -18,7 +18,7 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions, PgRo
 use sqlx::types::Json;
 
 use super::sql::{Dialect, RowLock, RowsAffected, SqlStore, Writers};
-use super::{CHANGE_CHANNEL, StoreChange, StoreError, embedded_migrator};
+use super::{CHANGE_CHANNEL, OBSERVATION_CHANNEL, StoreChange, StoreError, embedded_migrator};
 use crate::inventory::model::VehicleRecord;
 
 /// Migrations of this backend, embedded by `build.rs`.
@@ -187,7 +187,7 @@ impl Dialect for PostgresDialect {
     /// notifies nobody; docs/operations.md "Replicas").
     async fn notify(conn: &mut PgConnection, change: &StoreChange) -> Result<(), StoreError> {
         sqlx::query("select pg_notify($1, $2)")
-            .bind(CHANGE_CHANNEL)
+            .bind(change.channel())
             .bind(change.payload())
             .execute(&mut *conn)
             .await?;
@@ -247,7 +247,8 @@ impl Dialect for PostgresDialect {
     }
 }
 
-/// A `LISTEN` on [`CHANGE_CHANNEL`] over a connection of its own (a pool of
+/// A `LISTEN` on [`CHANGE_CHANNEL`] and [`OBSERVATION_CHANNEL`] over a
+/// connection of its own (a pool of
 /// one, as `PgListener::connect` makes, without naming the URL again).
 async fn change_listener(
     options: &PgConnectOptions,
@@ -261,7 +262,9 @@ async fn change_listener(
         .await?;
     let mut listener = sqlx::postgres::PgListener::connect_with(&pool).await?;
     listener.ignore_pool_close_event(true);
-    listener.listen(CHANGE_CHANNEL).await?;
+    listener
+        .listen_all([CHANGE_CHANNEL, OBSERVATION_CHANNEL])
+        .await?;
     Ok(listener)
 }
 

@@ -133,9 +133,10 @@ async fn run(
     }
 }
 
-/// A live availability observation (this replica's check) whose band or
-/// status differs from the previous one: `availability_changed` for the
-/// vehicle's URI. With no previous live observation, the feed's status in
+/// A live availability observation (this replica's check, or on
+/// PostgreSQL another replica's, learned through the store's notifications:
+/// `AvailabilityService::learn`) whose band or status differs from the
+/// previous one: `availability_changed` for the vehicle's URI. With no previous live observation, the feed's status in
 /// the current view is the previous one.
 async fn observed(state: &AppState, hub: &Hub, view: &InventoryView, change: &ObservedChange) {
     let (previous, now) = change;

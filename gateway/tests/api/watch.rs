@@ -438,6 +438,19 @@ async fn a_live_observation_that_changes_the_shown_status_notifies_availability_
     let unchecked = format!("dealeragent://organization/{ORG}/rooftop/{LIVE}/vehicle/veh.001.l");
     stream.subscribe(&state, &checked).await.unwrap();
     stream.subscribe(&state, &unchecked).await.unwrap();
+    // On PostgreSQL, a second replica: it learns of the first one's live
+    // check through the store's notifications and tells its own subscriber.
+    let mut other = if db.starts_with("postgres") {
+        let (other, other_stop) = start(&db).await;
+        let mut other_stream = other.state.watch.open(&Principal::Anonymous).unwrap();
+        other_stream
+            .subscribe(&other.state, &checked)
+            .await
+            .unwrap();
+        Some((other, other_stop, other_stream))
+    } else {
+        None
+    };
 
     let app = crate::common::TestApp::attach(&format!("http://{}", running.addr));
     let result = app
@@ -454,7 +467,18 @@ async fn a_live_observation_that_changes_the_shown_status_notifies_availability_
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!(seen[0].0, checked);
     assert_eq!(seen[0].1, vec!["availability_changed"]);
-    // A reused observation changes nothing: no second notice.
+    if let Some((_, _, other_stream)) = other.as_mut() {
+        let told = collect(other_stream, Duration::from_secs(5), |got| !got.is_empty()).await;
+        assert_eq!(
+            told.len(),
+            1,
+            "the other replica tells its subscriber: {told:?}"
+        );
+        assert_eq!(told[0].0, checked);
+        assert_eq!(told[0].1, vec!["availability_changed"]);
+    }
+    // A reused observation changes nothing, and the replica that made the
+    // observation hears its own notification without telling it twice.
     app.call_tool(
         "dealeragent.inventory.verify_availability",
         serde_json::json!({"organization_id": ORG, "rooftop_id": LIVE, "vehicle_id": "veh.000.l"}),
@@ -465,6 +489,7 @@ async fn a_live_observation_that_changes_the_shown_status_notifies_availability_
     })
     .await;
     assert!(again.is_empty(), "{again:?}");
+    drop(other);
     drop(dir);
     drop(running);
 }

@@ -749,6 +749,9 @@ impl Store {
         &self,
         observation: &AvailabilityObservation,
     ) -> Result<(), StoreError> {
+        // Every replica hears of it (its subscribers' `availability_changed`,
+        // docs/mcp.md "Subscriptions"), as of any other change.
+        let mut tx = D::begin_write(&self.pool).await?;
         sqlx::query(AssertSqlSafe(format!(
             "insert into availability_observations (observation_id, organization_id,
                  rooftop_id, vehicle_id, status, authority, observed_at, source, checked_at)
@@ -764,8 +767,15 @@ impl Store {
         .bind(D::time(observation.observed_at))
         .bind(json_text(&observation.source)?)
         .bind(D::time(observation.checked_at))
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
+        let change = StoreChange::Availability {
+            organization_id: observation.organization_id.clone(),
+            rooftop_id: observation.rooftop_id.clone(),
+            vehicle_id: observation.vehicle_id.clone(),
+        };
+        D::notify(&mut tx, &change).await?;
+        tx.commit().await?;
         Ok(())
     }
 

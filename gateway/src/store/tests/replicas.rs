@@ -226,10 +226,23 @@ pub(super) fn change_payloads_round_trip_and_unknown_ones_resync() {
             organization_id: org.clone(),
         },
         StoreChange::TokenRevoked,
+        StoreChange::Availability {
+            organization_id: org.clone(),
+            rooftop_id: "roof.lakeshore-chicago".into(),
+            vehicle_id: "veh.000fabd0645956feca90ba2d".into(),
+        },
         StoreChange::Resync,
     ] {
         assert_eq!(StoreChange::parse(&change.payload()), change);
     }
+    assert_eq!(
+        StoreChange::parse("availability:org.a roof.b"),
+        StoreChange::Resync
+    );
+    assert_eq!(
+        StoreChange::parse("availability:org.a  veh.c"),
+        StoreChange::Resync
+    );
     assert_eq!(StoreChange::parse("inventory:"), StoreChange::Resync);
     assert_eq!(StoreChange::parse("pricing:org.a"), StoreChange::Resync);
     assert_eq!(StoreChange::parse(""), StoreChange::Resync);
