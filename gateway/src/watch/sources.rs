@@ -223,7 +223,17 @@ fn directory_changes(
     now: &DirectorySnapshot,
     targets: &[Target],
 ) {
-    let version = now.loaded_at.timestamp_millis().to_string();
+    // The newest import among the organizations (stored, so the same on
+    // every replica), not when this replica read them.
+    let version = format!(
+        "dealers:{}",
+        now.organizations
+            .iter()
+            .map(|o| o.source.observed_at)
+            .max()
+            .unwrap_or(now.loaded_at)
+            .timestamp_millis()
+    );
     for change in detect::directory_changes(before, now, targets, &version) {
         deliver(hub, before, now, &change);
     }
