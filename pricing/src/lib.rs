@@ -30,6 +30,7 @@
 #![warn(missing_docs)]
 
 pub mod incentives;
+pub mod lint;
 pub mod money;
 mod program;
 pub mod rules;
