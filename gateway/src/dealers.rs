@@ -438,6 +438,7 @@ fn rooftop_pricing(
     RooftopPricing {
         required_dealer_charges,
         government_charge_estimates,
+        ..RooftopPricing::default()
     }
 }
 

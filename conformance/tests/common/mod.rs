@@ -272,6 +272,7 @@ fn vehicle(
         .expect("valid history reports"),
         certification_type: None,
         used_evidence: Default::default(),
+        claims: Default::default(),
         source: VehicleSource {
             source_name: format!("dap-csv:{rooftop}.csv"),
             source_record_id: Some(stock),

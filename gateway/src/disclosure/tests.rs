@@ -153,6 +153,7 @@ fn rooftop_pricing() -> RooftopPricing {
             }],
             assumptions: vec![],
         }],
+        ..RooftopPricing::default()
     }
 }
 

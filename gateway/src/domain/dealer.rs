@@ -53,6 +53,15 @@ pub struct RooftopPricing {
     /// Estimates by jurisdiction, most specific first when several match.
     #[serde(default)]
     pub government_charge_estimates: Vec<GovernmentChargeEstimate>,
+    /// Class of each rooftop default charge by `charge_id` (dealers file
+    /// `pricing.charge_classes`), read by the disclosure lint
+    /// (docs/lint.md); a charge not named is unclassified.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub charge_classes: std::collections::BTreeMap<String, pricing::lint::ChargeClass>,
+    /// Whether the rooftop's advertised prices include VAT (dealers file
+    /// `pricing.advertised_prices_include_vat`); `None` when not said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advertised_prices_include_vat: Option<bool>,
 }
 
 /// The dealer's configured estimate of government charges in one

@@ -6,8 +6,11 @@
 //! as zero, false or "included" (DAP Inventory CSV 0.1: an empty cell means
 //! unknown).
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 use pricing::Money;
+use pricing::lint::ChargeClass;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -164,7 +167,33 @@ pub struct VehicleRecord {
     /// before it existed, which read back as "nothing known".
     #[serde(default, skip_serializing_if = "UsedEvidence::is_empty")]
     pub used_evidence: UsedEvidence,
+    /// What the feed says about its charges' classes and an announced
+    /// price reduction, read by the disclosure lint (docs/lint.md).
+    /// Absent from records stored before it existed: nothing known.
+    #[serde(default, skip_serializing_if = "PricingClaims::is_empty")]
+    pub claims: PricingClaims,
     pub source: VehicleSource,
+}
+
+/// The feed's own claims about its pricing that DAP has no member for
+/// (docs/lint.md "What the feeds say"). Empty is "nothing said": an
+/// unclassified charge, no reduction announced.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PricingClaims {
+    /// Class of the vehicle's own required dealer charges by `charge_id`
+    /// (CSV `charge_classes_json`); a charge not named is unclassified.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub charge_classes: BTreeMap<String, ChargeClass>,
+    /// The earlier price the dealer shows next to the advertised price,
+    /// announcing a reduction (CSV `reference_price_minor`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_price: Option<Money>,
+}
+
+impl PricingClaims {
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
 }
 
 /// Used-vehicle evidence as the feed published it, already checked by

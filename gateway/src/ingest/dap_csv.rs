@@ -822,6 +822,7 @@ fn convert(
             reconditioning,
             certification_program,
         },
+        claims: Default::default(),
         source: VehicleSource {
             source_name: source.source_name.clone(),
             source_record_id: stock,

@@ -537,6 +537,7 @@ fn convert(
         // An export carries no title, inspection or reconditioning
         // evidence: all unknown.
         used_evidence: UsedEvidence::default(),
+        claims: Default::default(),
         source: VehicleSource {
             source_name: source.source_name.clone(),
             source_record_id: stock,

@@ -715,6 +715,7 @@ fn convert(
         history_reports: history_reports.unwrap_or_default(),
         certification_type,
         used_evidence,
+        claims: Default::default(),
         source: VehicleSource {
             source_name,
             source_record_id,

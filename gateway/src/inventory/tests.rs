@@ -73,6 +73,7 @@ fn car(rooftop: &str, n: usize) -> VehicleRecord {
         history_reports: vec![],
         certification_type: None,
         used_evidence: Default::default(),
+        claims: Default::default(),
         source: VehicleSource {
             source_name: format!("dap-csv:{rooftop}.csv"),
             source_record_id: Some(format!("S{n:04}")),

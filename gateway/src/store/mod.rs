@@ -295,6 +295,27 @@ pub struct LegacySessionRecord {
 }
 
 /// The persistence contract. Every method is all-or-nothing.
+/// One advertised price of a vehicle and the instant from which it was
+/// published (the snapshot that first carried it), until the next point.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PricePoint {
+    pub amount: pricing::Money,
+    pub from: DateTime<Utc>,
+}
+
+/// A vehicle's advertised-price history as the gateway stored it, for the
+/// disclosure lint's price-reduction rules (docs/lint.md).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PriceHistory {
+    /// Oldest first. The first point is the price in force at the
+    /// requested `since` when the history reaches back that far.
+    pub points: Vec<PricePoint>,
+    /// When the gateway's history of this vehicle begins (the first stored
+    /// snapshot that carried it, or the oldest point kept); `None` when it
+    /// has none. Before it, the price is unknown.
+    pub begins_at: Option<DateTime<Utc>>,
+}
+
 #[async_trait::async_trait]
 pub trait Store: Send + Sync + 'static {
     /// Cheap reachability check for `/readyz`.
@@ -467,6 +488,20 @@ pub trait Store: Send + Sync + 'static {
     /// many snapshots were deleted. The newest snapshot of a rooftop is never
     /// deleted.
     async fn prune_snapshots(&self, superseded_before: DateTime<Utc>) -> Result<u64, StoreError>;
+
+    /// The advertised prices of one vehicle from `since` on, oldest first
+    /// ([`PriceHistory`]). The default knows no history (every
+    /// price-reduction rule then answers `cannot_determine`).
+    async fn price_history(
+        &self,
+        organization_id: &str,
+        rooftop_id: &str,
+        vehicle_id: &str,
+        since: DateTime<Utc>,
+    ) -> Result<PriceHistory, StoreError> {
+        let _ = (organization_id, rooftop_id, vehicle_id, since);
+        Ok(PriceHistory::default())
+    }
 
     /// Store a new API token. Fails with [`StoreError::Query`] (writing
     /// nothing) when its organization is not stored, when it lists a rooftop

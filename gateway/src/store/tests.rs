@@ -409,6 +409,7 @@ fn vehicle(organization_id: &str, rooftop_id: &str, n: u32) -> VehicleRecord {
         history_reports: vec![],
         certification_type: (!even).then(|| "not_certified".into()),
         used_evidence: Default::default(),
+        claims: Default::default(),
         source: VehicleSource {
             source_name: "dap-csv:inventory.csv".into(),
             source_record_id: Some(format!("STK-{n}")),

@@ -56,6 +56,7 @@ fn vehicle(n: usize, odd: bool) -> VehicleRecord {
         history_reports: vec![],
         certification_type: None,
         used_evidence: Default::default(),
+        claims: Default::default(),
         source: VehicleSource {
             source_name: text(format!("dap-csv:roof-{n}.csv")),
             source_record_id: Some(format!("S{n:04}")),

@@ -119,6 +119,7 @@ fn north_pricing() -> RooftopPricing {
                 assumptions: vec!["Buyer registers the vehicle in Illinois.".into()],
             },
         ],
+        ..RooftopPricing::default()
     }
 }
 

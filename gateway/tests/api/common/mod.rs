@@ -543,6 +543,7 @@ pub fn test_vehicle(
         history_reports: vec![],
         certification_type: None,
         used_evidence: Default::default(),
+        claims: Default::default(),
         source: VehicleSource {
             source_name: format!("dap-csv:{rooftop_id}.csv"),
             source_record_id: Some(stock),
