@@ -66,6 +66,9 @@ pub mod feed_export;
 pub mod ingest;
 /// Vehicles: the domain model and its wire rendering.
 pub mod inventory;
+/// The disclosure lint, gateway side: facts of a published disclosure,
+/// the `dealergateway.disclosure-lint` block (docs/lint.md).
+pub mod lint;
 /// The DAP manifest, one object for tool and resource.
 pub mod manifest;
 /// The MCP endpoint, both eras.
