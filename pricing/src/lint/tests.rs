@@ -469,3 +469,32 @@ fn report_round_trips_through_its_wire_form() {
         assert_eq!(back, report);
     }
 }
+
+#[test]
+fn docs_explain_every_rule_and_count_them() {
+    let docs = include_str!("../../../docs/lint.md");
+    assert!(
+        docs.contains("not legal advice"),
+        "docs/lint.md says plainly it is not legal advice"
+    );
+    let rules = &catalogue().rules;
+    for rule in rules {
+        assert!(
+            docs.contains(&format!("**{}**", rule.id)),
+            "docs/lint.md does not explain {}",
+            rule.id
+        );
+    }
+    let places: BTreeSet<&str> = rules.iter().map(|r| r.jurisdiction.as_str()).collect();
+    let summary = format!(
+        "Catalogue version `{}`: {} rules, {} jurisdictions, {} confirmed.",
+        catalogue().version,
+        rules.len(),
+        places.len(),
+        rules.iter().filter(|r| r.confirmed).count()
+    );
+    assert!(
+        docs.contains(&summary),
+        "docs/lint.md should say: {summary}"
+    );
+}
