@@ -113,8 +113,24 @@ fn used(fact: impl Into<String>, value: Value, source: impl Into<String>) -> Fac
     }
 }
 
-/// The class in plain words (`documentation fee`).
-pub(super) fn class_words(class: ChargeClass) -> &'static str {
+/// Every charge class, in declaration order.
+pub const ALL_CLASSES: &[ChargeClass] = &[
+    ChargeClass::DocumentationFee,
+    ChargeClass::DealerAddOn,
+    ChargeClass::DeliveryTransfer,
+    ChargeClass::DealerPreparation,
+    ChargeClass::EmissionTest,
+    ChargeClass::Registration,
+    ChargeClass::ElectronicFiling,
+    ChargeClass::Tax,
+    ChargeClass::TireFee,
+    ChargeClass::Finance,
+    ChargeClass::Other,
+];
+
+/// The class in plain words (`documentation fee`), for reasons, the
+/// console and the CLI.
+pub fn class_words(class: ChargeClass) -> &'static str {
     match class {
         ChargeClass::DocumentationFee => "documentation fee",
         ChargeClass::DealerAddOn => "dealer add-on",
@@ -208,11 +224,25 @@ fn included_except(facts: &Facts, excluded: &[ChargeClass], uncertain: &[ChargeC
     }
     if let Some(first) = breaches.first() {
         let class = first.class.map_or("unclassified", class_words);
+        // Name the shorter list: what the price may leave out, or what it
+        // must include (the transfer and add-on rules leave out all but one).
+        let required: Vec<ChargeClass> = ALL_CLASSES
+            .iter()
+            .copied()
+            .filter(|c| !excluded.contains(c) && !uncertain.contains(c))
+            .collect();
+        let rule = if required.len() < excluded.len() {
+            format!(
+                "which must include every {} charge",
+                join_classes(&required)
+            )
+        } else {
+            format!("which may leave out only: {}", join_classes(excluded))
+        };
         return Outcome::fail(
             format!(
-                "The {class} charge {} is left out of the advertised price, which may leave out only: {}.",
-                first_and_more(&breaches),
-                join_classes(excluded)
+                "The {class} charge {} is left out of the advertised price, {rule}.",
+                first_and_more(&breaches)
             ),
             read,
         );

@@ -33,6 +33,7 @@ mod proptests;
 #[cfg(test)]
 mod tests;
 
+pub use engine::{ALL_CLASSES, class_words};
 pub use places::{CONDITIONS, EU_MEMBER_STATES, JURISDICTIONS};
 
 /// A fact that may be unknown. Serialized as the value, or the string

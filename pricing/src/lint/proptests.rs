@@ -5,19 +5,7 @@ use proptest::prelude::*;
 
 use super::*;
 
-const CLASSES: &[ChargeClass] = &[
-    ChargeClass::DocumentationFee,
-    ChargeClass::DealerAddOn,
-    ChargeClass::DeliveryTransfer,
-    ChargeClass::DealerPreparation,
-    ChargeClass::EmissionTest,
-    ChargeClass::Registration,
-    ChargeClass::ElectronicFiling,
-    ChargeClass::Tax,
-    ChargeClass::TireFee,
-    ChargeClass::Finance,
-    ChargeClass::Other,
-];
+const CLASSES: &[ChargeClass] = ALL_CLASSES;
 
 const CURRENCIES: &[&str] = &["USD", "CAD", "EUR", "GBP"];
 

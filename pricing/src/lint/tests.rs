@@ -498,3 +498,62 @@ fn docs_explain_every_rule_and_count_them() {
         "docs/lint.md should say: {summary}"
     );
 }
+
+#[test]
+fn all_classes_lists_every_class_once_and_the_docs_name_each() {
+    let docs = include_str!("../../../docs/lint.md");
+    let words: BTreeSet<String> = ALL_CLASSES
+        .iter()
+        .map(|c| {
+            serde_json::to_value(c)
+                .expect("serializes")
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(words.len(), ALL_CLASSES.len());
+    // An exhaustive match: a new class added without a place here breaks the build.
+    for class in ALL_CLASSES {
+        match class {
+            ChargeClass::DocumentationFee
+            | ChargeClass::DealerAddOn
+            | ChargeClass::DeliveryTransfer
+            | ChargeClass::DealerPreparation
+            | ChargeClass::EmissionTest
+            | ChargeClass::Registration
+            | ChargeClass::ElectronicFiling
+            | ChargeClass::Tax
+            | ChargeClass::TireFee
+            | ChargeClass::Finance
+            | ChargeClass::Other => {}
+        }
+    }
+    assert_eq!(ALL_CLASSES.len(), 11);
+    for word in &words {
+        assert!(
+            docs.contains(&format!("| `{word}` |")),
+            "docs/lint.md has no row for {word}"
+        );
+    }
+}
+
+#[test]
+fn a_single_required_class_is_named_as_what_the_price_must_include() {
+    let file = vector_file();
+    let vector = file
+        .vectors
+        .iter()
+        .find(|v| v.rule == "EU-CJEU-C-476-14-TRANSFER" && v.expect == Verdict::Fail)
+        .expect("fail vector");
+    let report = lint(catalogue(), &facts_of(&file, vector));
+    let result = report
+        .rules
+        .iter()
+        .find(|r| r.rule_id == vector.rule)
+        .expect("applies");
+    assert_eq!(
+        result.reason,
+        "The delivery or transfer charge \"Frais de mise à la route\" (890.00 EUR) is left out of the advertised price, which must include every delivery or transfer charge."
+    );
+}
