@@ -557,3 +557,46 @@ fn a_single_required_class_is_named_as_what_the_price_must_include() {
         "The delivery or transfer charge \"Frais de mise à la route\" (890.00 EUR) is left out of the advertised price, which must include every delivery or transfer charge."
     );
 }
+
+#[test]
+fn no_rule_passes_any_golden_vector_on_an_unknown_fact() {
+    let file = vector_file();
+    for vector in &file.vectors {
+        let facts = facts_of(&file, vector);
+        for result in lint(catalogue(), &facts).rules {
+            if result.verdict != Verdict::Pass {
+                continue;
+            }
+            let rule = rule(&result.rule_id);
+            for need in &rule.needs {
+                let unknown = match need.as_str() {
+                    "charges" => facts.charges == Known::Unknown,
+                    "price_includes_vat" => facts.price_includes_vat == Known::Unknown,
+                    "government_charges" => facts.government_charges == Known::Unknown,
+                    "reduction" => matches!(
+                        facts.reduction,
+                        Reduction::Announced {
+                            lowest_prior: Known::Unknown,
+                            ..
+                        }
+                    ),
+                    _ => false,
+                };
+                assert!(
+                    !unknown,
+                    "{} passed {} with {need} unknown",
+                    rule.id, vector.why
+                );
+            }
+            for used in &result.facts {
+                assert_ne!(
+                    used.value,
+                    serde_json::json!(UNKNOWN),
+                    "{}: {}",
+                    rule.id,
+                    used.fact
+                );
+            }
+        }
+    }
+}
