@@ -68,11 +68,13 @@ pub(super) fn evaluate(rule: &Rule, facts: &Facts) -> RuleResult {
             only_when_excluded,
         } => max_amount(facts, *class, currency, *max_minor, *only_when_excluded),
         Check::VatIncluded => vat_included(facts),
-        Check::VinPublished => published(facts, "vin_published", facts.vin_published, "VIN"),
+        Check::VinPublished => {
+            published(facts, "vin_published", facts.vin_published.clone(), "VIN")
+        }
         Check::OdometerPublished => published(
             facts,
             "odometer_published",
-            facts.odometer_published,
+            facts.odometer_published.clone(),
             "odometer reading",
         ),
         Check::GovernmentChargesStated => government_charges_stated(facts),
@@ -404,18 +406,24 @@ fn vat_included(facts: &Facts) -> Outcome {
     }
 }
 
-fn published(facts: &Facts, fact: &str, value: bool, what: &str) -> Outcome {
-    let read = vec![used(fact, json!(value), source_of(facts, fact, "vehicle"))];
-    if value {
-        Outcome::pass(
+fn published(facts: &Facts, fact: &str, value: Known<bool>, what: &str) -> Outcome {
+    let source = source_of(facts, fact, "vehicle");
+    match value {
+        Known::Known(true) => Outcome::pass(
             format!("The disclosure publishes the vehicle's {what}."),
-            read,
-        )
-    } else {
-        Outcome::fail(
+            vec![used(fact, json!(true), source)],
+        ),
+        Known::Known(false) => Outcome::fail(
             format!("The disclosure does not publish the vehicle's {what}."),
-            read,
-        )
+            vec![used(fact, json!(false), source)],
+        ),
+        // A gateway that cannot tell what its listing shows says so; the
+        // rule then cannot pass.
+        Known::Unknown => Outcome::unknown(
+            format!("Whether the vehicle's {what} is published is unknown."),
+            format!("Publish the vehicle's {what} in the feed."),
+            vec![used(fact, json!(super::UNKNOWN), source)],
+        ),
     }
 }
 

@@ -187,9 +187,9 @@ pub struct Facts {
     /// `advertised_prices_include_vat`).
     pub price_includes_vat: Known<bool>,
     /// Whether the disclosure identifies the vehicle by its VIN.
-    pub vin_published: bool,
+    pub vin_published: Known<bool>,
     /// Whether the odometer reading is published.
-    pub odometer_published: bool,
+    pub odometer_published: Known<bool>,
     /// An announced price reduction.
     pub reduction: Reduction,
     /// Provenance of the facts that are not per charge: keys

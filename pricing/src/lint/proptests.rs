@@ -109,8 +109,8 @@ fn facts_strategy() -> impl Strategy<Value = (usize, Facts)> {
                     },
                     government_charges: gov,
                     price_includes_vat: vat.map_or(Known::Unknown, Known::Known),
-                    vin_published: vin,
-                    odometer_published: odo,
+                    vin_published: Known::Known(vin),
+                    odometer_published: Known::Known(odo),
                     reduction,
                     sources: BTreeMap::new(),
                 };
@@ -178,8 +178,16 @@ fn unknown_variants(rule: &Rule, facts: &Facts) -> Vec<(String, Facts)> {
                 };
                 out.push(("lowest prior price unknown".to_owned(), f));
             }
-            // Booleans of the wire contract: never unknown.
-            "vin_published" | "odometer_published" => {}
+            "vin_published" => {
+                let mut f = facts.clone();
+                f.vin_published = Known::Unknown;
+                out.push(("VIN publication unknown".to_owned(), f));
+            }
+            "odometer_published" => {
+                let mut f = facts.clone();
+                f.odometer_published = Known::Unknown;
+                out.push(("odometer publication unknown".to_owned(), f));
+            }
             other => panic!("{}: a need the property does not know: {other}", rule.id),
         }
     }
