@@ -16,7 +16,7 @@ create table price_history (
     rooftop_id      text not null,
     vehicle_id      text collate "C" not null,
     valid_from      timestamptz not null,
-    amount_minor    bigint not null check (amount_minor >= 0),
+    amount_minor    bigint not null,
     currency        text not null,
     -- Serves a vehicle's history (in force at a time, then every later
     -- point) and pruning's "next point" lookup.

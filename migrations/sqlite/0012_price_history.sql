@@ -17,7 +17,7 @@ create table price_history (
     vehicle_id      text not null,
     -- RFC 3339, UTC, microseconds (fixed width: sorts as text).
     valid_from      text not null,
-    amount_minor    integer not null check (amount_minor >= 0),
+    amount_minor    integer not null,
     currency        text not null,
     -- Serves a vehicle's history (in force at a time, then every later
     -- point) and pruning's "next point" lookup.
