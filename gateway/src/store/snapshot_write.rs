@@ -62,6 +62,10 @@ pub struct StoredVehicle {
     pub vehicle_id: String,
     pub vin: Option<String>,
     pub stock_number: Option<String>,
+    /// The record's advertised price, carried beside its text so that the
+    /// price history point of an added vehicle never reads the text back
+    /// (docs/operations.md "Price history").
+    pub advertised_price: pricing::Money,
     pub doc: String,
 }
 
@@ -74,6 +78,7 @@ impl StoredVehicle {
             vehicle_id: record.vehicle_id.clone(),
             vin: record.vin.clone(),
             stock_number: record.stock_number.clone(),
+            advertised_price: record.advertised_price,
             doc: json_text(record)?,
         })
     }
@@ -87,6 +92,7 @@ impl StoredVehicle {
             vehicle_id: record.vehicle_id,
             vin: record.vin,
             stock_number: record.stock_number,
+            advertised_price: record.advertised_price,
             doc,
         })
     }
@@ -146,25 +152,11 @@ impl Pending {
         }
     }
 
-    /// The advertised price, read from the record or, for stored text, from
-    /// that one member of it (an added vehicle's whole record is not read
-    /// back for its price history point).
-    fn advertised_price(&self) -> Result<pricing::Money, StoreError> {
-        #[derive(serde::Deserialize)]
-        struct Price {
-            advertised_price: pricing::Money,
-        }
+    /// The advertised price (a stored vehicle carries it beside its text).
+    fn advertised_price(&self) -> pricing::Money {
         match self {
-            Self::Record(v) => Ok(v.advertised_price),
-            Self::Stored(v) => serde_json::from_str::<Price>(&v.doc)
-                .map(|p| p.advertised_price)
-                .map_err(|e| {
-                    StoreError::Query(format!(
-                        "vehicle '{}': its checked record cannot be read back ({e}); nothing \
-                         was imported",
-                        v.vehicle_id
-                    ))
-                }),
+            Self::Record(v) => v.advertised_price,
+            Self::Stored(v) => v.advertised_price,
         }
     }
 
@@ -684,9 +676,7 @@ async fn flush(
         let change = match before.get(v.vehicle_id()) {
             None => {
                 summary.vehicles_added += 1;
-                if !dry_run {
-                    point(v.vehicle_id(), v.advertised_price()?);
-                }
+                point(v.vehicle_id(), v.advertised_price());
                 Some((ChangeKind::Added, Vec::new()))
             }
             Some(old) => {
