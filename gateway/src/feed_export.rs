@@ -400,7 +400,9 @@ fn cells(record: &VehicleRecord, rooftop: &ExportRooftop) -> Result<Vec<String>,
             | Column::TitleJson
             | Column::InspectionJson
             | Column::ReconditioningJson
-            | Column::CertificationProgram => String::new(),
+            | Column::CertificationProgram
+            | Column::ChargeClassesJson
+            | Column::ReferencePriceMinor => String::new(),
         });
     }
     Ok(row)

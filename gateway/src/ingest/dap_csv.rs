@@ -7,9 +7,12 @@
 //! an error (a misspelt optional column would otherwise be dropped
 //! silently), and every rule of docs/inventory-feeds.md applies.
 
+use std::collections::HashSet;
+
 use pricing::Money;
 use serde_json::Value;
 
+use super::claims;
 use super::rules::{self, Cell, CellCache, Collector, Duplicates, Key, Transformations};
 use super::{Failure, FileSource, FormatResult, IngestContext, Progress, Sink};
 use crate::dap::{
@@ -17,7 +20,7 @@ use crate::dap::{
     Title,
 };
 use crate::inventory::model::{
-    Odometer, OdometerStatus, UsedEvidence, VehicleRecord, VehicleSource,
+    Odometer, OdometerStatus, PricingClaims, UsedEvidence, VehicleRecord, VehicleSource,
 };
 
 /// Every DAP Inventory CSV 0.1 column, in the order DAP lists them.
@@ -59,10 +62,12 @@ pub enum Column {
     InspectionJson,
     ReconditioningJson,
     CertificationProgram,
+    ChargeClassesJson,
+    ReferencePriceMinor,
 }
 
 impl Column {
-    pub const ALL: [Column; 34] = [
+    pub const ALL: [Column; 36] = [
         Self::OrganizationId,
         Self::RooftopId,
         Self::Vin,
@@ -97,6 +102,8 @@ impl Column {
         Self::InspectionJson,
         Self::ReconditioningJson,
         Self::CertificationProgram,
+        Self::ChargeClassesJson,
+        Self::ReferencePriceMinor,
     ];
 
     /// The header name.
@@ -136,6 +143,8 @@ impl Column {
             Self::InspectionJson => "inspection_json",
             Self::ReconditioningJson => "reconditioning_json",
             Self::CertificationProgram => "certification_program",
+            Self::ChargeClassesJson => "charge_classes_json",
+            Self::ReferencePriceMinor => "reference_price_minor",
         }
     }
 
@@ -756,6 +765,8 @@ fn convert(
     let reconditioning: Option<Reconditioning> =
         p.typed(line, C::ReconditioningJson.name(), reconditioning);
 
+    let claims = claims(row, charges.as_deref(), currency, price_minor, p);
+
     if p.len() != before {
         return None;
     }
@@ -822,7 +833,7 @@ fn convert(
             reconditioning,
             certification_program,
         },
-        claims: Default::default(),
+        claims,
         source: VehicleSource {
             source_name: source.source_name.clone(),
             source_record_id: stock,
@@ -832,6 +843,51 @@ fn convert(
             transformations: transformations.into_vec(),
         },
     })
+}
+
+/// The row's pricing claims (`charge_classes_json`, `reference_price_minor`;
+/// docs/inventory-feeds.md "Columns"), problems recorded in `p`. The
+/// classes' keys are checked against the row's charges when that cell is
+/// empty (no charge to classify) or valid; when it is invalid the row is
+/// refused for it already.
+fn claims(
+    row: &Row<'_>,
+    charges: Option<&[DealerCharge]>,
+    currency: Option<pricing::Currency>,
+    price_minor: Option<i64>,
+    p: &mut Collector,
+) -> PricingClaims {
+    use Column as C;
+    let line = row.line;
+    let mut out = PricingClaims::default();
+    if let Some(text) = row.opt(C::ChargeClassesJson) {
+        let ids: Option<HashSet<&str>> =
+            charges.map(|c| c.iter().map(|c| c.charge_id.as_str()).collect());
+        let row_charges = match (&ids, row.opt(C::RequiredDealerChargesJson)) {
+            (Some(ids), _) => claims::RowCharges::Ids(ids),
+            (None, None) => claims::RowCharges::Unknown,
+            (None, Some(_)) => claims::RowCharges::Refused,
+        };
+        let result = claims::charge_classes(text, row_charges);
+        match result {
+            Ok(classes) => out.charge_classes = classes,
+            Err(rules) => {
+                for r in rules {
+                    p.add(line, C::ChargeClassesJson.name(), r);
+                }
+            }
+        }
+    }
+    if let Some(cell) = row.opt(C::ReferencePriceMinor)
+        && let Some(price) = p.check(
+            line,
+            C::ReferencePriceMinor.name(),
+            claims::reference_price(cell, currency, price_minor),
+        )
+    {
+        out.reference_price = price;
+    }
+    out
 }
 
 /// The vehicle document's odometer status for a used-vehicle disclosure

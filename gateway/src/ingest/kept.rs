@@ -261,6 +261,8 @@ fn write_vehicle(out: &mut impl Write, v: &StoredVehicle) -> std::io::Result<()>
     write_text(out, Some(&v.vehicle_id))?;
     write_text(out, v.vin.as_deref())?;
     write_text(out, v.stock_number.as_deref())?;
+    out.write_all(&v.advertised_price.amount_minor().to_le_bytes())?;
+    write_text(out, Some(v.advertised_price.currency().code()))?;
     write_text(out, Some(&v.doc))
 }
 
@@ -268,12 +270,22 @@ fn read_vehicle(input: &mut impl Read) -> std::io::Result<StoredVehicle> {
     let required = |t: Option<String>| {
         t.ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidData, "a text is missing"))
     };
+    let organization_id = required(read_text(input)?)?;
+    let rooftop_id = required(read_text(input)?)?;
+    let vehicle_id = required(read_text(input)?)?;
+    let vin = read_text(input)?;
+    let stock_number = read_text(input)?;
+    let mut amount = [0u8; 8];
+    input.read_exact(&mut amount)?;
+    let currency = pricing::Currency::from_code(&required(read_text(input)?)?)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))?;
     Ok(StoredVehicle {
-        organization_id: required(read_text(input)?)?,
-        rooftop_id: required(read_text(input)?)?,
-        vehicle_id: required(read_text(input)?)?,
-        vin: read_text(input)?,
-        stock_number: read_text(input)?,
+        organization_id,
+        rooftop_id,
+        vehicle_id,
+        vin,
+        stock_number,
+        advertised_price: pricing::Money::from_minor(i64::from_le_bytes(amount), currency),
         doc: required(read_text(input)?)?,
     })
 }

@@ -24,6 +24,7 @@
 //! checks once instead ([`kept::check_and_keep`]): pass 1 also keeps each
 //! checked vehicle, as stored text, in a temporary file that pass 2 reads.
 
+pub mod claims;
 pub mod dap_csv;
 pub mod dealer_com;
 pub mod json;

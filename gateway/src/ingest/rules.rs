@@ -266,6 +266,12 @@ pub fn non_negative_integer(s: &str) -> Result<i64, String> {
 /// units it would be (docs/inventory-feeds.md "Money"); `currency` is the
 /// rooftop's, when known.
 pub fn minor_units(s: &str, currency: Option<Currency>) -> Result<i64, String> {
+    minor_units_of(s, currency, "advertised_price_minor")
+}
+
+/// [`minor_units`] for the money column `column` (its name is in the
+/// explanation of a decimal cell).
+pub fn minor_units_of(s: &str, currency: Option<Currency>, column: &str) -> Result<i64, String> {
     if let Ok(minor) = non_negative_integer(s) {
         return match money::out_of_range(minor, currency, money::Range::Safe) {
             None => Ok(minor),
@@ -283,7 +289,7 @@ pub fn minor_units(s: &str, currency: Option<Currency>) -> Result<i64, String> {
                     &n,
                     currency,
                     money::Range::Safe,
-                    "advertised_price_minor",
+                    column,
                 ))
             }
         }

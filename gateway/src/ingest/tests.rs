@@ -481,7 +481,7 @@ fn a_row_with_the_wrong_number_of_fields_is_reported() {
     let mut text = csv(&header(), &[row(&[])]);
     text.push_str("a,b,c\n");
     let r = parse_feed(FeedFormat::DapCsv, "t.csv", text.as_bytes(), &ctx(None));
-    one_problem(r, 3, "(row)", "has 3 fields but the header has 34");
+    one_problem(r, 3, "(row)", "has 3 fields but the header has 36");
 }
 
 #[test]
@@ -914,6 +914,8 @@ fn feed_memory() {
     );
 }
 
+/// The pricing claims columns read by the disclosure lint.
+mod claims;
 /// Used-vehicle evidence (profile dealeragent.used-vehicle.read/0.1).
 mod evidence;
 /// JSON vehicle records: conversion, the shared rules, problem positions.

@@ -490,8 +490,14 @@ pub trait Store: Send + Sync + 'static {
     async fn prune_snapshots(&self, superseded_before: DateTime<Utc>) -> Result<u64, StoreError>;
 
     /// The advertised prices of one vehicle from `since` on, oldest first
-    /// ([`PriceHistory`]). The default knows no history (every
-    /// price-reduction rule then answers `cannot_determine`).
+    /// ([`PriceHistory`]): the point in force at `since` (the latest that
+    /// began at or before it), then every later point, at most the newest
+    /// 10,000. The SQL backends keep it (migration 0012): the snapshot
+    /// writer records a point when a vehicle first appears in a rooftop's
+    /// snapshots and when its price differs from the previous snapshot's;
+    /// pruning keeps superseded points at least 90 days
+    /// (docs/operations.md "Price history"). The default knows no history
+    /// (every price-reduction rule then answers `cannot_determine`).
     async fn price_history(
         &self,
         organization_id: &str,

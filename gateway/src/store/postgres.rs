@@ -238,6 +238,38 @@ impl Dialect for PostgresDialect {
         Ok(())
     }
 
+    async fn insert_price_points(
+        conn: &mut PgConnection,
+        organization_id: &str,
+        rooftop_id: &str,
+        valid_from: DateTime<Utc>,
+        points: &[crate::store::snapshot_write::NewPricePoint],
+    ) -> Result<(), StoreError> {
+        let ids: Vec<&str> = points.iter().map(|p| p.vehicle_id.as_str()).collect();
+        let amounts: Vec<i64> = points.iter().map(|p| p.amount_minor).collect();
+        let currencies: Vec<&str> = points.iter().map(|p| p.currency).collect();
+        // One statement per batch: three arrays, unnested into rows. A
+        // second import within the same microsecond (never in practice)
+        // keeps the later price.
+        sqlx::query(
+            "insert into price_history (organization_id, rooftop_id, vehicle_id, valid_from,
+                 amount_minor, currency)
+             select $1, $2, t.vehicle_id, $3, t.amount_minor, t.currency
+             from unnest($4::text[], $5::bigint[], $6::text[]) as t (vehicle_id, amount_minor, currency)
+             on conflict (organization_id, rooftop_id, vehicle_id, valid_from)
+             do update set amount_minor = excluded.amount_minor, currency = excluded.currency",
+        )
+        .bind(organization_id)
+        .bind(rooftop_id)
+        .bind(valid_from)
+        .bind(ids)
+        .bind(amounts)
+        .bind(currencies)
+        .execute(&mut *conn)
+        .await?;
+        Ok(())
+    }
+
     /// A task holding its own `LISTEN` connection feeds the channel until
     /// the receiver is dropped.
     fn subscribe_changes(&self) -> Option<tokio::sync::mpsc::Receiver<StoreChange>> {

@@ -62,6 +62,10 @@ pub struct StoredVehicle {
     pub vehicle_id: String,
     pub vin: Option<String>,
     pub stock_number: Option<String>,
+    /// The record's advertised price, carried beside its text so that the
+    /// price history point of an added vehicle never reads the text back
+    /// (docs/operations.md "Price history").
+    pub advertised_price: pricing::Money,
     pub doc: String,
 }
 
@@ -74,6 +78,7 @@ impl StoredVehicle {
             vehicle_id: record.vehicle_id.clone(),
             vin: record.vin.clone(),
             stock_number: record.stock_number.clone(),
+            advertised_price: record.advertised_price,
             doc: json_text(record)?,
         })
     }
@@ -87,6 +92,7 @@ impl StoredVehicle {
             vehicle_id: record.vehicle_id,
             vin: record.vin,
             stock_number: record.stock_number,
+            advertised_price: record.advertised_price,
             doc,
         })
     }
@@ -143,6 +149,14 @@ impl Pending {
         match self {
             Self::Record(v) => v.stock_number.as_deref(),
             Self::Stored(v) => v.stock_number.as_deref(),
+        }
+    }
+
+    /// The advertised price (a stored vehicle carries it beside its text).
+    fn advertised_price(&self) -> pricing::Money {
+        match self {
+            Self::Record(v) => v.advertised_price,
+            Self::Stored(v) => v.advertised_price,
         }
     }
 
@@ -378,6 +392,28 @@ pub(super) trait SnapshotTx: Send {
         vehicle_count: u32,
         summary_text: &str,
     ) -> Result<(), StoreError>;
+
+    /// Record the price history points of a batch (docs/lint.md; the
+    /// `price_history` table of migration 0012): each vehicle's advertised
+    /// price in force from `valid_from`, the new snapshot's `created_at`.
+    /// In as few statements as the engine allows: never one per vehicle.
+    async fn insert_price_points(
+        &mut self,
+        organization_id: &str,
+        rooftop_id: &str,
+        valid_from: chrono::DateTime<chrono::Utc>,
+        points: &[NewPricePoint],
+    ) -> Result<(), StoreError>;
+}
+
+/// One price history point the writer records: a vehicle that first
+/// appears in (or comes back to) a rooftop's snapshots, or whose advertised
+/// price differs from the previous snapshot's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPricePoint {
+    pub vehicle_id: String,
+    pub amount_minor: i64,
+    pub currency: &'static str,
 }
 
 /// One rooftop's part of the write.
@@ -623,15 +659,32 @@ async fn flush(
         }
     };
     let summary = &mut write.snapshot.summary;
+    // Price history points (docs/lint.md): a new vehicle's price, and a
+    // price that differs from the previous snapshot's; an unchanged price
+    // writes nothing. Dry runs compute none.
+    let mut points = Vec::new();
+    let mut point = |vehicle_id: &str, price: pricing::Money| {
+        if !dry_run {
+            points.push(NewPricePoint {
+                vehicle_id: vehicle_id.to_owned(),
+                amount_minor: price.amount_minor(),
+                currency: price.currency().code(),
+            });
+        }
+    };
     for v in &batch {
         let change = match before.get(v.vehicle_id()) {
             None => {
                 summary.vehicles_added += 1;
+                point(v.vehicle_id(), v.advertised_price());
                 Some((ChangeKind::Added, Vec::new()))
             }
             Some(old) => {
                 write.seen_before += 1;
                 let new = v.record()?;
+                if old.advertised_price != new.advertised_price {
+                    point(v.vehicle_id(), new.advertised_price);
+                }
                 if old.facts_differ(&new) {
                     summary.vehicles_changed += 1;
                     // Named only when someone listens: it costs two
@@ -663,6 +716,15 @@ async fn flush(
             .collect::<Result<Vec<_>, _>>()?;
         tx.insert_vehicles(&write.snapshot.snapshot_id, &rows)
             .await?;
+        if !points.is_empty() {
+            tx.insert_price_points(
+                &write.snapshot.organization_id,
+                &write.snapshot.rooftop_id,
+                write.snapshot.created_at,
+                &points,
+            )
+            .await?;
+        }
     }
     write.pending = Vec::with_capacity(WRITE_BATCH);
     Ok(())

@@ -271,6 +271,37 @@ impl Dialect for SqliteDialect {
         Ok(())
     }
 
+    async fn insert_price_points(
+        conn: &mut SqliteConnection,
+        organization_id: &str,
+        rooftop_id: &str,
+        valid_from: DateTime<Utc>,
+        points: &[crate::store::snapshot_write::NewPricePoint],
+    ) -> Result<(), StoreError> {
+        // One statement per batch: the points travel as one JSON array of
+        // [vehicle_id, amount_minor, currency], unpacked by `json_each`. A
+        // second import within the same microsecond (never in practice)
+        // keeps the later price.
+        let rows: Vec<(&str, i64, &str)> = points
+            .iter()
+            .map(|p| (p.vehicle_id.as_str(), p.amount_minor, p.currency))
+            .collect();
+        sqlx::query(
+            "insert into price_history (organization_id, rooftop_id, vehicle_id, valid_from,
+                 amount_minor, currency)
+             select $1, $2, value ->> 0, $3, value ->> 1, value ->> 2 from json_each($4) where true
+             on conflict (organization_id, rooftop_id, vehicle_id, valid_from)
+             do update set amount_minor = excluded.amount_minor, currency = excluded.currency",
+        )
+        .bind(organization_id)
+        .bind(rooftop_id)
+        .bind(timestamp(valid_from))
+        .bind(json_text(&rows)?)
+        .execute(&mut *conn)
+        .await?;
+        Ok(())
+    }
+
     /// SQLite has no notification channel: every reader polls (its
     /// refresh intervals) — the fallback PostgreSQL replicas keep too.
     fn subscribe_changes(&self) -> Option<tokio::sync::mpsc::Receiver<StoreChange>> {

@@ -37,6 +37,9 @@ use tokens_audit::*;
 /// Incentive programs: revisions, withdrawals and the set check.
 mod programs;
 use programs::*;
+/// The advertised-price history read by the disclosure lint.
+mod price_history;
+use price_history::*;
 /// Replicas that agree (docs/operations.md "Replicas"): shared sessions and change notifications.
 mod replicas;
 use replicas::*;
@@ -108,6 +111,21 @@ impl TestDb {
         open(&self.url)
             .await
             .unwrap_or_else(|e| panic!("open {}: {e}", self.url))
+    }
+
+    /// Run one statement on the database itself, beside the store (to
+    /// set up what the store's own methods cannot, e.g. old rows).
+    async fn execute(&self, sql: &str) {
+        match &self.kind {
+            TestDbKind::Sqlite { .. } => {
+                let mut conn = sqlx::SqliteConnection::connect(&self.url).await.unwrap();
+                conn.execute(AssertSqlSafe(sql.to_owned())).await.unwrap();
+            }
+            TestDbKind::Postgres { .. } => {
+                let mut conn = sqlx::PgConnection::connect(&self.url).await.unwrap();
+                conn.execute(AssertSqlSafe(sql.to_owned())).await.unwrap();
+            }
+        }
     }
 
     /// Drop a PostgreSQL test database (SQLite cleans up on drop).
@@ -261,12 +279,14 @@ backend_suite! {
         streamed_write_names_each_change_and_the_removal_guard_refuses_whole,
         stored_vehicles_are_written_and_compared_as_their_records,
         refused_imports_are_kept_within_their_bound_and_every_import_is_counted,
+        price_history_records_first_prices_and_changes_only,
     ],
     db: [
         migrations_apply_and_reapply,
         secrets_are_stable_across_opens_and_racing_replicas,
         legacy_sessions_are_shared_bounded_and_expire,
         changes_reach_other_replicas_when_they_commit,
+        price_history_is_kept_90_days_after_it_was_superseded,
     ],
 }
 

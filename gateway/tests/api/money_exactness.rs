@@ -161,6 +161,32 @@ fn csv_price(literal: &str) -> Outcome {
     }
 }
 
+/// `reference_price_minor` (docs/inventory-feeds.md "Pricing claims") next
+/// to an advertised price of 0: it must be above it, so 0 is refused too.
+fn csv_reference(literal: &str) -> Outcome {
+    let text = format!(
+        "organization_id,rooftop_id,vin,stock_number,year,make,model,condition,listing_url,observed_at,advertised_price_minor,reference_price_minor\n\
+         {ORG},{CHICAGO},1HGCY2F50RA000101,LC1001,2024,Honda,Accord,new,https://chicago.example/LC1001,2020-01-01T00:00:00Z,0,{}\n",
+        csv_quote(literal),
+    );
+    match parse_feed(FeedFormat::DapCsv, "feed.csv", text.as_bytes(), &context()) {
+        Err(e) => Outcome::Refused(e.to_string()),
+        Ok(mut feed) => Outcome::Served(
+            feed.rooftops
+                .remove(0)
+                .vehicles
+                .remove(0)
+                .claims
+                .reference_price
+                .map(|p| p.amount_minor()),
+        ),
+    }
+}
+
+fn safe_above_zero(literal: &str) -> Option<i64> {
+    safe(literal).filter(|n| *n > 0)
+}
+
 fn csv_charge(literal: &str) -> Outcome {
     match dap_row("3429500", &charge_cell(literal), "[]") {
         Err(e) => Outcome::Refused(e),
@@ -359,6 +385,13 @@ fn fields() -> Vec<Field> {
             import: csv_price,
             expect: safe,
             names: "feed.csv:2: advertised_price_minor",
+        },
+        Field {
+            format: "dap-csv",
+            path: "reference_price_minor",
+            import: csv_reference,
+            expect: safe_above_zero,
+            names: "feed.csv:2: reference_price_minor",
         },
         Field {
             format: "dap-csv cell csvRequiredDealerCharges",

@@ -58,6 +58,7 @@ macro_rules! shared_sql {
 mod audit_log;
 mod imports;
 mod organizations;
+mod price_history;
 mod programs;
 mod sessions;
 mod snapshots;
@@ -189,6 +190,15 @@ pub trait Dialect: std::fmt::Debug + Clone + Send + Sync + 'static {
         conn: &mut Conn<Self>,
         snapshot_id: &str,
         batch: &[crate::store::snapshot_write::StoredVehicle],
+    ) -> Result<(), StoreError>;
+    /// Insert a batch's price history points, each in force from
+    /// `valid_from` ([`SnapshotTx::insert_price_points`]).
+    async fn insert_price_points(
+        conn: &mut Conn<Self>,
+        organization_id: &str,
+        rooftop_id: &str,
+        valid_from: DateTime<Utc>,
+        points: &[crate::store::snapshot_write::NewPricePoint],
     ) -> Result<(), StoreError>;
     /// [`Store::subscribe_changes`].
     fn subscribe_changes(&self) -> Option<tokio::sync::mpsc::Receiver<StoreChange>>;
@@ -465,8 +475,25 @@ impl Store {
         .execute(&mut *tx)
         .await?
         .rows_affected();
+        // Price history goes with the snapshots' pruning, but is kept at
+        // least PRICE_HISTORY_DAYS after it was superseded whatever the
+        // snapshots' retention (docs/operations.md "Price history").
+        let history_before = superseded_before
+            .min(Utc::now() - chrono::Duration::days(price_history::PRICE_HISTORY_DAYS));
+        Self::prune_price_history(&mut tx, history_before).await?;
         tx.commit().await?;
         Ok(deleted)
+    }
+
+    async fn price_history(
+        &self,
+        organization_id: &str,
+        rooftop_id: &str,
+        vehicle_id: &str,
+        since: DateTime<Utc>,
+    ) -> Result<super::PriceHistory, StoreError> {
+        self.read_price_history(organization_id, rooftop_id, vehicle_id, since)
+            .await
     }
 
     async fn create_api_token(&self, token: &ApiTokenRecord) -> Result<(), StoreError> {

@@ -214,4 +214,14 @@ where
         .await?;
         Ok(())
     }
+
+    async fn insert_price_points(
+        &mut self,
+        organization_id: &str,
+        rooftop_id: &str,
+        valid_from: DateTime<Utc>,
+        points: &[crate::store::snapshot_write::NewPricePoint],
+    ) -> Result<(), StoreError> {
+        D::insert_price_points(&mut self.0, organization_id, rooftop_id, valid_from, points).await
+    }
 }
