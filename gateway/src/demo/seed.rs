@@ -274,9 +274,12 @@ pub fn demo_feeds(
             .position(|k| k.rooftop_id == rooftop_id)
             .unwrap_or(KNOWN_DEMO_ROOFTOPS.len())
     };
-    let mut ordered: Vec<&(String, String, String, String)> = rooftops.iter().collect();
-    ordered.sort_by_key(|(_, rooftop_id, _, _)| position(rooftop_id));
-    for (i, (organization_id, rooftop_id, currency, unit)) in ordered.into_iter().enumerate() {
+    let mut ordered: Vec<(usize, &(String, String, String, String))> =
+        rooftops.iter().enumerate().collect();
+    ordered.sort_by_key(|(_, (_, rooftop_id, _, _))| position(rooftop_id));
+    for (i, (given, (organization_id, rooftop_id, currency, unit))) in
+        ordered.into_iter().enumerate()
+    {
         let mut rng = Rng::new(mix(seed ^ 0x0DE3_0F33_D5A1_7E11) ^ mix(i as u64 + 1));
         let known = KNOWN_DEMO_ROOFTOPS
             .iter()
@@ -325,9 +328,11 @@ pub fn demo_feeds(
         };
         let bytes = feed.write(Vec::with_capacity(count * 1600))?;
         first_index += count as u64;
-        feeds.push((format!("{rooftop_id}.csv"), bytes));
+        feeds.push((given, (format!("{rooftop_id}.csv"), bytes)));
     }
-    Ok(feeds)
+    // Returned in the order given.
+    feeds.sort_by_key(|(given, _)| *given);
+    Ok(feeds.into_iter().map(|(_, feed)| feed).collect())
 }
 
 /// Where the demo's deliberate oddities go: 2–3 stale rows, one each
