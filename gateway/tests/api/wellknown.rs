@@ -426,10 +426,10 @@ async fn rooftops_that_disagree_state_their_charges_per_row_not_as_a_default() {
         assert_eq!(charges, json!(disclosed), "{rooftop} {vehicle_id}");
         assert!(!disclosed.is_empty(), "every demo rooftop configures a fee");
     }
-    assert_eq!(seen.len(), 3, "every public rooftop has rows: {seen:?}");
+    assert_eq!(seen.len(), 4, "every public rooftop has rows: {seen:?}");
 }
 
-/// The demo has two public organizations: without a configured choice
+/// The demo has three public organizations: without a configured choice
 /// there is no single organization to publish, and the 404 says so.
 #[tokio::test]
 async fn several_public_organizations_and_no_choice_answer_a_precise_404() {
