@@ -726,7 +726,7 @@ async fn demo_seed_writes_through_the_whole_set_check() {
     assert_eq!(
         gateway::demo::seed::PROGRAM_FILES.len(),
         2,
-        "both American groups' files"
+        "Lakeshore's and Maple Crest's files"
     );
     let mut vehicles = 0;
     for org in &orgs {
