@@ -170,6 +170,11 @@ pub(super) fn charges<'a>(
     if rng.chance(40) {
         return None;
     }
+    // Rooftops whose charges are all in their dealers-file settings list
+    // none of their own: the settings' charges then apply to every row.
+    if roof.id.charges_in_settings {
+        return Some(Vec::new());
+    }
     let included = roof.fees_included != rng.chance(120);
     let canada = roof.id.country == Some("CA");
     let charge = |charge_id, name, major, payee, included, taxable_status| DealerCharge {
@@ -217,6 +222,25 @@ pub(super) fn charges<'a>(
         ));
     }
     Some(out)
+}
+
+/// `charge_classes_json`: the class of each charge [`charges`] lists, by
+/// `charge_id` (docs/lint.md "Charge classes").
+pub(super) fn charge_classes(
+    charges: &[DealerCharge<'_>],
+) -> std::collections::BTreeMap<&'static str, &'static str> {
+    charges
+        .iter()
+        .map(|c| {
+            let class = match c.charge_id {
+                "doc-fee" | "admin-fee" => "documentation_fee",
+                "freight-pdi" => "delivery_transfer",
+                "e-filing-fee" => "electronic_filing",
+                _ => "other",
+            };
+            (c.charge_id, class)
+        })
+        .collect()
 }
 
 /// `conditional_adjustments_json`: manufacturer offers on some new units

@@ -240,6 +240,8 @@ pub(super) struct KnownRooftop {
     pub(super) make: &'static str,
     pub(super) host: &'static str,
     pub(super) subdivision: &'static str,
+    /// Its rows list no charges of their own (the dealers file's apply).
+    pub(super) charges_in_settings: bool,
 }
 
 pub(super) const KNOWN_DEMO_ROOFTOPS: &[KnownRooftop] = &[
@@ -248,36 +250,74 @@ pub(super) const KNOWN_DEMO_ROOFTOPS: &[KnownRooftop] = &[
         make: "Honda",
         host: "chicago.lakeshoreauto.example",
         subdivision: "US-IL",
+        charges_in_settings: false,
     },
     KnownRooftop {
         rooftop_id: "roof.lakeshore-grand-rapids",
         make: "Ford",
         host: "grandrapids.lakeshoreauto.example",
         subdivision: "US-MI",
+        charges_in_settings: false,
     },
     KnownRooftop {
         rooftop_id: "roof.lakeshore-lakewood",
         make: "Subaru",
         host: "lakewood.lakeshoreauto.example",
         subdivision: "US-CO",
+        charges_in_settings: false,
     },
     KnownRooftop {
         rooftop_id: "roof.lakeshore-fleet-wholesale",
         make: "Chevrolet",
         host: "fleet.lakeshoreauto.example",
         subdivision: "US-IL",
+        charges_in_settings: false,
     },
     KnownRooftop {
         rooftop_id: "roof.maplecrest-toronto",
         make: "Toyota",
         host: "toronto.maplecrestmotors.example",
         subdivision: "CA-ON",
+        charges_in_settings: false,
     },
     KnownRooftop {
         rooftop_id: "roof.maplecrest-burnaby",
         make: "Hyundai",
         host: "burnaby.maplecrestmotors.example",
         subdivision: "CA-BC",
+        charges_in_settings: false,
+    },
+    // Added with the disclosure lint (docs/lint.md "The demo"): one rooftop
+    // per country the catalogue covers, each with a failure its manager can
+    // fix in the dealers file. Listed after the first six so their
+    // inventory is drawn after theirs and leaves it as it was.
+    KnownRooftop {
+        rooftop_id: "roof.lakeshore-sacramento",
+        make: "Toyota",
+        host: "sacramento.lakeshoreauto.example",
+        subdivision: "US-CA",
+        charges_in_settings: true,
+    },
+    KnownRooftop {
+        rooftop_id: "roof.maplecrest-montreal",
+        make: "Honda",
+        host: "montreal.maplecrestmotors.example",
+        subdivision: "CA-QC",
+        charges_in_settings: true,
+    },
+    KnownRooftop {
+        rooftop_id: "roof.northsea-hamburg",
+        make: "BMW",
+        host: "hamburg.northseamotors.example",
+        subdivision: "DE-HH",
+        charges_in_settings: true,
+    },
+    KnownRooftop {
+        rooftop_id: "roof.northsea-manchester",
+        make: "Ford",
+        host: "manchester.northseamotors.example",
+        subdivision: "GB-MAN",
+        charges_in_settings: true,
     },
 ];
 

@@ -92,6 +92,7 @@ struct FeedRow<'a> {
     inspection_json: JsonCell<'a>,
     reconditioning_json: JsonCell<'a>,
     certification_program: &'a str,
+    charge_classes_json: JsonCell<'a>,
 }
 
 /// Buffers reused from row to row.
@@ -106,6 +107,7 @@ struct Scratch {
     title: Vec<u8>,
     inspection: Vec<u8>,
     reconditioning: Vec<u8>,
+    classes: Vec<u8>,
     offers: OfferScratch,
 }
 
@@ -306,6 +308,13 @@ impl FeedJob<'_> {
         // Disclosure columns.
         let charges = cells::charges(rng, roof, condition, m);
         json_into(&mut s.charges, charges.as_ref())?;
+        // Every charge the row lists is classified (docs/lint.md); drawn
+        // from nothing random, so the other cells stay as they were.
+        let classes = charges
+            .as_deref()
+            .filter(|c| !c.is_empty())
+            .map(cells::charge_classes);
+        json_into(&mut s.classes, classes.as_ref())?;
         let adjustments = cells::adjustments(rng, roof, self.clock, condition, m, &mut s.offers);
         json_into(&mut s.adjustments, adjustments.as_ref())?;
         let government_charges_status = if rng.chance(50) { "" } else { "unknown" };
@@ -418,6 +427,7 @@ impl FeedJob<'_> {
             inspection_json: JsonCell(&s.inspection),
             reconditioning_json: JsonCell(&s.reconditioning),
             certification_program: &certification_program,
+            charge_classes_json: JsonCell(&s.classes),
         };
         csv.serialize(row)?;
         Ok(())

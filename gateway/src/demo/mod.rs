@@ -105,7 +105,7 @@ pub enum DemoError {
 
 /// The columns of every generated feed, in order: the DAP Inventory CSV 0.1
 /// required columns, then the disclosure columns, then the optional ones.
-pub const CSV_COLUMNS: [&str; 34] = [
+pub const CSV_COLUMNS: [&str; 35] = [
     "organization_id",
     "rooftop_id",
     "vin",
@@ -140,6 +140,7 @@ pub const CSV_COLUMNS: [&str; 34] = [
     "inspection_json",
     "reconditioning_json",
     "certification_program",
+    "charge_classes_json",
 ];
 
 /// Most rooftops one bundle may have.

@@ -91,6 +91,7 @@ impl BenchPlan {
                         host,
                         franchise,
                         stale_per_mille: 10,
+                        charges_in_settings: false,
                     },
                     &mut rng,
                     year,

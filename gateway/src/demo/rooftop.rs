@@ -69,6 +69,9 @@ pub(super) struct RooftopIdentity {
     pub(super) franchise: &'static str,
     /// Share of rows (per mille) observed hours ago (stale).
     pub(super) stale_per_mille: u64,
+    /// The rows list no charges of their own: the rooftop's dealers-file
+    /// charges apply (the demo's lint examples, docs/lint.md).
+    pub(super) charges_in_settings: bool,
 }
 
 /// A rooftop with its derived pricing policy and model lists.

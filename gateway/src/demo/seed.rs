@@ -265,7 +265,21 @@ pub fn demo_feeds(
     let vins = VinSpace::new(seed);
     let mut first_index = 0u64;
     let mut feeds = Vec::with_capacity(rooftops.len());
-    for (i, (organization_id, rooftop_id, currency, unit)) in rooftops.iter().enumerate() {
+    // Drawn in the order of KNOWN_DEMO_ROOFTOPS (others after, in file
+    // order): a rooftop added to the demo later never changes the inventory
+    // of those before it, wherever the dealers file lists it.
+    let position = |rooftop_id: &str| {
+        KNOWN_DEMO_ROOFTOPS
+            .iter()
+            .position(|k| k.rooftop_id == rooftop_id)
+            .unwrap_or(KNOWN_DEMO_ROOFTOPS.len())
+    };
+    let mut ordered: Vec<(usize, &(String, String, String, String))> =
+        rooftops.iter().enumerate().collect();
+    ordered.sort_by_key(|(_, (_, rooftop_id, _, _))| position(rooftop_id));
+    for (i, (given, (organization_id, rooftop_id, currency, unit))) in
+        ordered.into_iter().enumerate()
+    {
         let mut rng = Rng::new(mix(seed ^ 0x0DE3_0F33_D5A1_7E11) ^ mix(i as u64 + 1));
         let known = KNOWN_DEMO_ROOFTOPS
             .iter()
@@ -279,7 +293,11 @@ pub fn demo_feeds(
         let country = match currency.as_str() {
             "USD" => Some("US"),
             "CAD" => Some("CA"),
-            _ => None,
+            _ => known.and_then(|k| match k.subdivision.split('-').next() {
+                Some("DE") => Some("DE"),
+                Some("GB") => Some("GB"),
+                _ => None,
+            }),
         };
         let roof = FeedRooftop::new(
             RooftopIdentity {
@@ -292,6 +310,7 @@ pub fn demo_feeds(
                 host,
                 franchise,
                 stale_per_mille: 0,
+                charges_in_settings: known.is_some_and(|k| k.charges_in_settings),
             },
             &mut rng,
             clock.year,
@@ -309,9 +328,11 @@ pub fn demo_feeds(
         };
         let bytes = feed.write(Vec::with_capacity(count * 1600))?;
         first_index += count as u64;
-        feeds.push((format!("{rooftop_id}.csv"), bytes));
+        feeds.push((given, (format!("{rooftop_id}.csv"), bytes)));
     }
-    Ok(feeds)
+    // Returned in the order given.
+    feeds.sort_by_key(|(given, _)| *given);
+    Ok(feeds.into_iter().map(|(_, feed)| feed).collect())
 }
 
 /// Where the demo's deliberate oddities go: 2–3 stale rows, one each

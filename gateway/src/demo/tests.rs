@@ -446,8 +446,9 @@ fn json_cells_match_the_pricing_schema() {
 #[test]
 fn demo_feeds_cover_the_demo() {
     let rooftops = demo_rooftops();
-    // Five published rooftops plus the partner-only fleet rooftop.
-    assert_eq!(rooftops.len(), 6);
+    // Nine published rooftops (one per country of the lint catalogue among
+    // them) plus the partner-only fleet rooftop.
+    assert_eq!(rooftops.len(), 10);
     let n = now();
     let feeds = demo_feeds(&rooftops, 2026, n).unwrap();
     assert_eq!(feeds.len(), rooftops.len());
@@ -504,9 +505,20 @@ fn prices_are_plausible_integer_minor_units() {
     let feeds = demo_feeds(&demo_rooftops(), 9, now()).unwrap();
     for (_, bytes) in &feeds {
         for row in rows_of(bytes) {
-            let price: i64 = row["advertised_price_minor"].parse().unwrap();
-            // Whole currency units: USD and CAD have 2 decimals.
-            assert_eq!(price % 100, 0);
+            let raw: i64 = row["advertised_price_minor"].parse().unwrap();
+            // Whole currency units: USD, CAD, EUR and GBP have 2 decimals.
+            assert_eq!(raw % 100, 0);
+            // The European rooftops' prices, in US dollars, meet the same
+            // bounds (the generator converts at these rates).
+            let rate = match row["currency"].as_str() {
+                "EUR" | "GBP" => super::data::USD_RATES_PER_MILLE
+                    .iter()
+                    .find(|(code, _)| *code == row["currency"])
+                    .map(|(_, rate)| *rate)
+                    .unwrap(),
+                _ => 1000,
+            };
+            let price = raw * 1000 / rate;
             assert!((350_000..=15_000_000).contains(&price), "{price}");
             if row["condition"] == "new" {
                 assert!(price >= 1_900_000, "new {} at {price}", row["model"]);
@@ -669,9 +681,11 @@ fn imported_digest(dealers: &[u8], feeds: &[(String, Vec<u8>)], now: DateTime<Ut
 /// same records as the hand-written writer it replaced: these digests
 /// were computed with that writer (commit ad78038) for a fixed `now`. The
 /// served demo's digest was recomputed when it gained its used units with
-/// complete, partial and conflicting evidence; the
-/// generated bundle's is still the writer's, since generated rows carry no
-/// such evidence.
+/// complete, partial and conflicting evidence. Both were recomputed when
+/// every generated charge gained its class (`charge_classes_json`, read
+/// by the disclosure lint) and the served demo its four lint-example
+/// rooftops (docs/lint.md "The demo"); the rows of the first six
+/// rooftops are otherwise unchanged (`demo_feeds_keep_the_first_six`).
 #[test]
 fn imported_records_match_the_generator_before_the_split() {
     let dir = TempDir::new("digest");
@@ -692,8 +706,8 @@ fn imported_records_match_the_generator_before_the_split() {
     assert_eq!(
         (generated.as_str(), served.as_str()),
         (
-            "dab4b7e94854c34f22f90c3c8f990d2bd5fd6aa304bcbf5fc9e5a1b4a2f2ad58",
-            "4716dfc41d27c0e79c97f3d7fe883e4303312ddd66d0f0b7473346634e139503"
+            "e6c2820c569039461948982f5d64d901aef08cfdd8793843ab58985c6e33a193",
+            "2f32322fd19522be9c33e4711634963d7d5acae605a4497435e1195874a31d09"
         )
     );
 }
@@ -716,4 +730,22 @@ fn speed() {
     let elapsed = started.elapsed();
     let bytes: u64 = s.files.iter().map(|f| fs::metadata(f).unwrap().len()).sum();
     println!("100000 vehicles, 100 rooftops: {elapsed:?}, {bytes} bytes");
+}
+
+/// The lint-example rooftops were added without changing a row of the
+/// first six: their feeds are the same with and without the new ones.
+#[test]
+fn demo_feeds_keep_the_first_six() {
+    let all = demo_rooftops();
+    let first: Vec<_> = all
+        .iter()
+        .filter(|r| KNOWN_DEMO_ROOFTOPS[..6].iter().any(|k| k.rooftop_id == r.1))
+        .cloned()
+        .collect();
+    assert_eq!(first.len(), 6);
+    let alone = demo_feeds(&first, 2026, now()).unwrap();
+    let together = demo_feeds(&all, 2026, now()).unwrap();
+    for feed in &alone {
+        assert!(together.contains(feed), "{} changed", feed.0);
+    }
 }

@@ -166,7 +166,7 @@ async fn completion_offers_only_what_the_caller_may_see() {
         json!({}),
     )
     .await;
-    assert_eq!(orgs, [LAKESHORE, MAPLECREST]);
+    assert_eq!(orgs, [LAKESHORE, MAPLECREST, "org.northsea-motor-group"]);
     let roofs = complete(
         &app,
         None,
@@ -197,7 +197,11 @@ async fn completion_offers_only_what_the_caller_may_see() {
     .await;
     assert_eq!(
         maple,
-        ["roof.maplecrest-burnaby", "roof.maplecrest-toronto"]
+        [
+            "roof.maplecrest-burnaby",
+            "roof.maplecrest-montreal",
+            "roof.maplecrest-toronto"
+        ]
     );
     // Makes in stock at the visible rooftops of the chosen organization.
     let makes = complete(

@@ -382,10 +382,11 @@ async fn rooftops_that_disagree_state_their_charges_per_row_not_as_a_default() {
         BTreeSet::from([
             "roof.lakeshore-chicago",
             "roof.lakeshore-grand-rapids",
-            "roof.lakeshore-lakewood"
+            "roof.lakeshore-lakewood",
+            "roof.lakeshore-sacramento"
         ])
     );
-    // The largest inventory SLA of the three (Lakewood's 1800 s).
+    // The largest inventory SLA of the four (Lakewood's 1800 s).
     assert_eq!(doc["published_feed"]["freshness_sla_seconds"], json!(1800));
 
     let feed = get_ok(&app, &format!("/feeds/{LAKESHORE}/inventory.csv")).await;
@@ -425,10 +426,10 @@ async fn rooftops_that_disagree_state_their_charges_per_row_not_as_a_default() {
         assert_eq!(charges, json!(disclosed), "{rooftop} {vehicle_id}");
         assert!(!disclosed.is_empty(), "every demo rooftop configures a fee");
     }
-    assert_eq!(seen.len(), 3, "every public rooftop has rows: {seen:?}");
+    assert_eq!(seen.len(), 4, "every public rooftop has rows: {seen:?}");
 }
 
-/// The demo has two public organizations: without a configured choice
+/// The demo has three public organizations: without a configured choice
 /// there is no single organization to publish, and the 404 says so.
 #[tokio::test]
 async fn several_public_organizations_and_no_choice_answer_a_precise_404() {
@@ -642,7 +643,8 @@ async fn import(
 }
 
 /// The published vehicle `original` as the feed carries it: DAP's CSV has
-/// a smaller status enum, no column for this gateway's own evidence, and
+/// a smaller status enum, no column for this gateway's own evidence nor
+/// for the feed's charge classes and reference price (docs/lint.md), and
 /// each row carries the charges the gateway discloses (the rooftop's,
 /// overridden by the vehicle's own by charge_id).
 fn as_exported(original: &VehicleRecord, rooftop_charges: &[DealerCharge]) -> VehicleRecord {
@@ -667,6 +669,7 @@ fn as_exported(original: &VehicleRecord, rooftop_charges: &[DealerCharge]) -> Ve
         v.history_report_status = None;
     }
     v.used_evidence = Default::default();
+    v.claims = Default::default();
     if let Some(o) = v.odometer.as_mut() {
         o.status = None;
     }
