@@ -294,7 +294,6 @@ pub struct LegacySessionRecord {
     pub last_seen: DateTime<Utc>,
 }
 
-/// The persistence contract. Every method is all-or-nothing.
 /// One advertised price of a vehicle and the instant from which it was
 /// published (the snapshot that first carried it), until the next point.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -316,6 +315,7 @@ pub struct PriceHistory {
     pub begins_at: Option<DateTime<Utc>>,
 }
 
+/// The persistence contract. Every method is all-or-nothing.
 #[async_trait::async_trait]
 pub trait Store: Send + Sync + 'static {
     /// Cheap reachability check for `/readyz`.
