@@ -271,8 +271,10 @@ pub fn facts(
         charges,
         government_charges,
         price_includes_vat,
-        vin_published: record.vin.is_some(),
-        odometer_published: record.odometer.is_some(),
+        // What the gateway publishes is known: the feed's VIN and odometer
+        // reading, or nothing (docs/lint.md).
+        vin_published: Known::Known(record.vin.is_some()),
+        odometer_published: Known::Known(record.odometer.is_some()),
         reduction,
         sources,
     }

@@ -26,6 +26,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::Money;
 
+mod engine;
+mod places;
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
+mod tests;
+
+pub use engine::{ALL_CLASSES, class_words};
+pub use places::{CONDITIONS, EU_MEMBER_STATES, JURISDICTIONS};
+
 /// A fact that may be unknown. Serialized as the value, or the string
 /// `"unknown"` (unknown is never written as zero, false or "none").
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -177,9 +187,9 @@ pub struct Facts {
     /// `advertised_prices_include_vat`).
     pub price_includes_vat: Known<bool>,
     /// Whether the disclosure identifies the vehicle by its VIN.
-    pub vin_published: bool,
+    pub vin_published: Known<bool>,
     /// Whether the odometer reading is published.
-    pub odometer_published: bool,
+    pub odometer_published: Known<bool>,
     /// An announced price reduction.
     pub reduction: Reduction,
     /// Provenance of the facts that are not per charge: keys
@@ -316,6 +326,10 @@ pub struct Rule {
     pub check: Check,
     /// What the operator changes to pass.
     pub fix: String,
+    /// Addresses of the texts read to write (and, when `confirmed`, to
+    /// confirm) the rule (docs/lint.md "How a rule is confirmed").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
 }
 
 /// The rule catalogue.
@@ -327,24 +341,55 @@ pub struct Catalogue {
     pub rules: Vec<Rule>,
 }
 
-/// The catalogue shipped with this build (`pricing/lint/catalogue.json`).
+/// The catalogue shipped with this build (`pricing/lint/catalogue.json`),
+/// parsed once. The file is embedded at compile time and validated by the
+/// tests (`lint::tests::catalogue_*`); should it ever fail to parse, the
+/// catalogue is empty, which lints every disclosure `cannot_determine`
+/// (never a false pass, never a panic).
 pub fn catalogue() -> &'static Catalogue {
-    // Placeholder until the engine lands: an empty catalogue.
-    static EMPTY: std::sync::LazyLock<Catalogue> = std::sync::LazyLock::new(|| Catalogue {
-        version: String::new(),
-        rules: Vec::new(),
+    static CATALOGUE: std::sync::LazyLock<Catalogue> = std::sync::LazyLock::new(|| {
+        serde_json::from_str(CATALOGUE_JSON).unwrap_or_else(|_| Catalogue {
+            version: String::new(),
+            rules: Vec::new(),
+        })
     });
-    &EMPTY
+    &CATALOGUE
 }
 
+/// The embedded catalogue text.
+const CATALOGUE_JSON: &str = include_str!("../../lint/catalogue.json");
+
 /// Lint `facts` against every rule of `catalogue` that applies at their
-/// place, condition and date.
-pub fn lint(_catalogue: &Catalogue, facts: &Facts) -> Report {
-    // Placeholder until the engine lands: nothing checked is no pass.
+/// place, condition and date (docs/lint.md "Verdicts").
+pub fn lint(catalogue: &Catalogue, facts: &Facts) -> Report {
+    let rules: Vec<RuleResult> = catalogue
+        .rules
+        .iter()
+        .filter(|rule| places::applies(rule, facts))
+        .map(|rule| engine::evaluate(rule, facts))
+        .collect();
     Report {
-        catalogue_version: String::new(),
+        catalogue_version: catalogue.version.clone(),
         place: facts.place.clone(),
-        result: Verdict::CannotDetermine,
-        rules: Vec::new(),
+        result: overall(&rules),
+        rules,
     }
+}
+
+/// The disclosure's overall verdict, as documented on [`Report::result`]:
+/// an unconfirmed rule's fail never fails the disclosure on its own.
+fn overall(rules: &[RuleResult]) -> Verdict {
+    if rules.is_empty() {
+        return Verdict::CannotDetermine;
+    }
+    if rules
+        .iter()
+        .any(|r| r.confirmed && r.verdict == Verdict::Fail)
+    {
+        return Verdict::Fail;
+    }
+    if rules.iter().any(|r| r.verdict != Verdict::Pass) {
+        return Verdict::CannotDetermine;
+    }
+    Verdict::Pass
 }
