@@ -4,8 +4,8 @@
 //! rooftop's own jurisdiction (the console's fix list says the same).
 //!
 //! Computed on scrape, and only for a rooftop whose inputs changed since
-//! the last one: its snapshot version, its dealers file (the
-//! organization's source digest) or the catalogue version. The lint runs
+//! the last one: its snapshot version, its settings from the dealers file
+//! (address, pricing, the file's provenance) or the catalogue version. The lint runs
 //! on a blocking thread (`spawn_blocking`), never on the async workers;
 //! one refresh at a time (a second scrape waits, then finds the cache
 //! fresh). Memory: one entry per rooftop of the directory, one count per
@@ -32,7 +32,10 @@ use crate::state::AppState;
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Key {
     snapshot_version: i64,
-    dealers_digest: String,
+    /// Of what the facts read from the dealers file: the rooftop's
+    /// address (its place) and pricing settings, and the organization's
+    /// source (provenance).
+    settings: u64,
     catalogue_version: String,
 }
 
@@ -75,7 +78,7 @@ pub async fn observe(state: &AppState, directory: &Arc<DirectorySnapshot>, view:
             seen.push(id.clone());
             let key = Key {
                 snapshot_version: inventory.latest.version(),
-                dealers_digest: organization.source.content_digest.clone(),
+                settings: fingerprint(organization, rooftop),
                 catalogue_version: catalogue_version.clone(),
             };
             if cache.get(&id).is_some_and(|e| e.key == key) {
@@ -146,6 +149,22 @@ pub async fn observe(state: &AppState, directory: &Arc<DirectorySnapshot>, view:
         }
         keep
     });
+}
+
+fn fingerprint(
+    organization: &crate::domain::dealer::OrganizationRecord,
+    rooftop: &crate::domain::dealer::RooftopRecord,
+) -> u64 {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_string(&(
+        &rooftop.dap.address,
+        &rooftop.settings.pricing,
+        &organization.source,
+    ))
+    .unwrap_or_default()
+    .hash(&mut hasher);
+    hasher.finish()
 }
 
 fn index_len(view: &InventoryView, rooftop: &str) -> usize {
