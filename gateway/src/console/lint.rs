@@ -99,7 +99,7 @@ pub fn overview(rooftop_id: &str, lint: &RooftopLint) -> Markup {
         .filter(|r| r.failing == 0 && r.cannot_determine > 0)
         .collect();
     html! {
-        h2 id="lint" { "Advertised-price law: fix these first" }
+        h2 id="lint" { "Advertised-price law" }
         p.notice { (crate::lint::NOTICE) " The rules and their citations are explained in docs/lint.md." }
         @if lint.vehicles == 0 {
             p { "No vehicle was checked." }
