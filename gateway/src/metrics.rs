@@ -148,7 +148,7 @@ fn describe() {
     );
     describe_gauge!(
         LINT_FAILING,
-        "Vehicles of a rooftop whose published disclosure fails a confirmed rule of the disclosure lint, by rule (docs/lint.md), for a buyer in the rooftop's own jurisdiction; every confirmed rule that applies there has a series, 0 included; recomputed when the rooftop's snapshot, its dealers file or the rule catalogue changes"
+        "Vehicles of a rooftop whose published disclosure fails a confirmed rule of the disclosure lint, by rule (docs/lint.md), for a buyer in the rooftop's own jurisdiction; every confirmed rule that applies there has a series, 0 included; recomputed in the background after the rooftop's snapshot, its dealers file settings or the rule catalogue change (until then the previous counts)"
     );
     describe_gauge!(BUILD_INFO, "Always 1; the labels name the build");
     describe_gauge!(
@@ -325,7 +325,7 @@ async fn observe_state(state: &AppState) -> bool {
     let Ok(view) = state.inventory.view(&directory).await else {
         return false;
     };
-    lint::observe(state, &directory, &view).await;
+    lint::observe(state, &directory, &view);
     let now = Utc::now();
     for organization in &directory.organizations {
         for rooftop in &organization.rooftops {

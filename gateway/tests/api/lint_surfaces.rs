@@ -357,8 +357,15 @@ async fn the_metric_counts_failing_vehicles_per_rule_and_drops_to_zero_when_fixe
         s.directory_refresh_seconds = 1;
     })
     .await;
-    let gauge = failing_gauge(&app).await;
     let key = |rooftop: &str, rule: &str| (rooftop.to_owned(), rule.to_owned());
+    // A scrape never waits for the lint: the counts follow in the background.
+    let counted = crate::common::poll_until(std::time::Duration::from_secs(20), || async {
+        let g = failing_gauge(&app).await;
+        g.contains_key(&key(GERMANY, DE_TOTAL)) && g.contains_key(&key(CALIFORNIA, CA_11713_B))
+    })
+    .await;
+    let gauge = failing_gauge(&app).await;
+    assert!(counted, "{gauge:?}");
     assert_eq!(gauge.get(&key(GERMANY, DE_TOTAL)), Some(&2.0), "{gauge:?}");
     // Only confirmed rules are counted; every one that applies has a
     // series, 0 included.
@@ -386,7 +393,7 @@ async fn the_metric_counts_failing_vehicles_per_rule_and_drops_to_zero_when_fixe
         .await
         .expect("fixed");
     store.close().await;
-    let fixed = crate::common::poll_until(std::time::Duration::from_secs(10), || async {
+    let fixed = crate::common::poll_until(std::time::Duration::from_secs(20), || async {
         failing_gauge(&app).await.get(&key(GERMANY, DE_TOTAL)) == Some(&0.0)
     })
     .await;
