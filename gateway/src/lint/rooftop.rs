@@ -268,9 +268,17 @@ pub struct Rooftop<'a> {
 
 /// The disclosure the tool builds for `record` (the same builder, for a
 /// buyer at `jurisdiction`), without programs: no fact of the lint reads
-/// the conditional adjustments, and the band only scores.
+/// the conditional adjustments. The band is the feed record's own (the
+/// tool's `stored_band` without a live observation, which only scores).
 pub fn document(at: &Rooftop<'_>, record: &VehicleRecord) -> PricingDisclosure {
-    let band = crate::tools::get_disclosure::stored_band(record, false, None, at.now);
+    let band = crate::availability::band::band(
+        Some(&crate::availability::Observed {
+            status: &record.availability_status,
+            authority: &record.source.authority,
+            observed_at: record.source.observed_at,
+        }),
+        at.now,
+    );
     crate::disclosure::build(&crate::disclosure::Inputs {
         record,
         pricing: &at.rooftop.settings.pricing,
