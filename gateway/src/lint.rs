@@ -5,6 +5,7 @@
 //! `dealergateway.disclosure-lint` block. The tool, the console, the CLI
 //! and the metric all come through here, so they say the same thing.
 
+pub mod rooftop;
 #[cfg(test)]
 mod tests;
 

@@ -35,6 +35,8 @@ use crate::availability::BreakerState;
 use crate::state::AppState;
 use crate::store::{ImportKind, ImportOutcome};
 
+mod lint;
+
 /// Upper bounds (seconds) of the latency histograms: a cached tool answer
 /// takes well under a millisecond, an upstream availability check up to its
 /// timeout (seconds).
@@ -144,6 +146,10 @@ fn describe() {
         STREAMS_ENDED,
         "Notification streams ended by the server, by reason (slow_consumer, credential_revoked, credential_expired, shutdown)"
     );
+    describe_gauge!(
+        LINT_FAILING,
+        "Vehicles of a rooftop whose published disclosure fails a confirmed rule of the disclosure lint, by rule (docs/lint.md), for a buyer in the rooftop's own jurisdiction; every confirmed rule that applies there has a series, 0 included; recomputed in the background after the rooftop's snapshot, its dealers file settings or the rule catalogue change (until then the previous counts)"
+    );
     describe_gauge!(BUILD_INFO, "Always 1; the labels name the build");
     describe_gauge!(
         SCRAPE_ERRORS,
@@ -167,6 +173,7 @@ pub const IMPORTS: &str = "dealer_gateway_imports_total";
 use crate::watch::metric::{
     NOTIFICATIONS_DROPPED, NOTIFICATIONS_QUEUED, STREAMS_ENDED, SUBSCRIPTION_STREAMS, SUBSCRIPTIONS,
 };
+pub const LINT_FAILING: &str = "dealer_gateway_disclosure_lint_failing_vehicles";
 pub const BUILD_INFO: &str = "dealer_gateway_build_info";
 pub const SCRAPE_ERRORS: &str = "dealer_gateway_scrape_error";
 
@@ -181,9 +188,9 @@ pub enum Audience<'a> {
 
 /// Labels whose values name no tenant: catalog tool and MCP method names,
 /// outcome codes, histogram bounds, fixed words.
-const TENANT_FREE_LABELS: [&str; 11] = [
+const TENANT_FREE_LABELS: [&str; 12] = [
     "method", "tool", "outcome", "le", "quantile", "version", "reason", "limit", "status", "kind",
-    "result",
+    "result", "rule",
 ];
 
 /// [`render`] for `audience`: everything for the operator; for a grant,
@@ -318,6 +325,7 @@ async fn observe_state(state: &AppState) -> bool {
     let Ok(view) = state.inventory.view(&directory).await else {
         return false;
     };
+    lint::observe(state, &directory, &view);
     let now = Utc::now();
     for organization in &directory.organizations {
         for rooftop in &organization.rooftops {

@@ -1,7 +1,7 @@
 //! The arguments of every command, as clap parses them: `serve`, `stdio`
 //! (MCP over stdin/stdout), `migrate`, `import dealers|inventory|bundle|programs`,
 //! `demo generate`, `token create|list|revoke`, `audit export`,
-//! `programs list|withdraw`, `preview` and `completions`.
+//! `programs list|withdraw`, `lint rooftop|feed`, `preview` and `completions`.
 
 use std::path::PathBuf;
 
@@ -133,6 +133,15 @@ pub enum Command {
         /// agents receive it, after the summary.
         #[arg(long)]
         json: bool,
+    },
+    /// The disclosure lint (docs/lint.md): check what a rooftop publishes,
+    /// or an inventory feed before it is imported, against the
+    /// advertised-price rules where the buyer is. Exit 1 when any confirmed
+    /// rule fails, 0 otherwise, 2 on bad input. A check of published data,
+    /// not legal advice.
+    Lint {
+        #[command(subcommand)]
+        what: LintCommand,
     },
     /// Which shard serves each organization of the store
     /// (docs/operations.md "Shards"), from the same --shards and
@@ -282,6 +291,48 @@ pub enum AuditCommand {
         /// e.g. 2026-11-29T00:00:00Z).
         #[arg(long)]
         since: String,
+    },
+}
+
+/// What every `lint` command asks besides its subject.
+#[derive(Debug, Clone, Args)]
+pub struct LintArgs {
+    /// The organization that owns the rooftop.
+    #[arg(long)]
+    pub organization: String,
+    /// The rooftop whose settings (charges, classes, VAT) apply.
+    #[arg(long)]
+    pub rooftop: String,
+    /// The buyer's jurisdiction, an ISO 3166 code such as US-CA, CA-ON, DE
+    /// or GB (default: the rooftop's own).
+    #[arg(long, value_name = "CC[-SUB]")]
+    pub jurisdiction: Option<String>,
+    /// Print every vehicle's report as one JSON document instead of the
+    /// summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LintCommand {
+    /// Lint the rooftop's newest imported inventory snapshot, each vehicle's
+    /// disclosure as the disclosure tool builds it.
+    Rooftop {
+        #[command(flatten)]
+        args: LintArgs,
+    },
+    /// Lint an inventory feed BEFORE it is imported: parsed and checked by
+    /// the import's own code, linted with the rooftop's stored settings,
+    /// nothing written. A feed with import problems is reported with them
+    /// (exit 2).
+    Feed {
+        /// The feed (.csv or .json).
+        file: PathBuf,
+        #[command(flatten)]
+        args: LintArgs,
+        /// The feed's format, when its file name does not say.
+        #[arg(long, value_enum)]
+        format: Option<FeedFormatArg>,
     },
 }
 

@@ -9,6 +9,7 @@
 //! - [`tokens`]: `token create|list|revoke`;
 //! - [`audit`]: `audit export`;
 //! - [`demo`]: `demo generate`;
+//! - [`lint`]: `lint rooftop|feed` (docs/lint.md);
 //! - `preview` and `completions`, one call each, here.
 
 use std::process::ExitCode;
@@ -23,14 +24,15 @@ mod audit;
 mod config_file;
 mod demo;
 mod import;
+mod lint;
 mod programs;
 mod serve;
 mod shards;
 mod tokens;
 
 pub use args::{
-    AuditCommand, Cli, Command, DemoCommand, FeedFormatArg, ImportCommand, ProgramsCommand,
-    RemovalGuardArgs, ShardsArgs, StdioSettings, TokenCommand, completions,
+    AuditCommand, Cli, Command, DemoCommand, FeedFormatArg, ImportCommand, LintArgs, LintCommand,
+    ProgramsCommand, RemovalGuardArgs, ShardsArgs, StdioSettings, TokenCommand, completions,
 };
 pub use config_file::with_config_file;
 
@@ -48,6 +50,9 @@ const LOG_TARGET: &str = "gateway::run";
 enum Failure {
     Gateway(Error),
     BadInput(String),
+    /// The command ran and reported findings on stdout (a `lint` whose
+    /// confirmed rule fails): exit 1, nothing more on stderr.
+    Findings,
 }
 
 impl<E: Into<Error>> From<E> for Failure {
@@ -111,6 +116,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Audit { what } => audit::run(db, what).await,
         Command::Programs { what } => programs::run(db, what).await,
         Command::Shards(args) => shards::run(db, *args).await,
+        Command::Lint { what } => lint::run(db, what).await,
         Command::Preview {
             organization,
             rooftop,
@@ -154,6 +160,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
+        Err(Failure::Findings) => ExitCode::FAILURE,
     }
 }
 
@@ -162,6 +169,7 @@ fn failure_text(failure: &Failure) -> String {
     match failure {
         Failure::Gateway(e) => e.to_string(),
         Failure::BadInput(report) => report.lines().next().unwrap_or_default().to_owned(),
+        Failure::Findings => "findings reported".to_owned(),
     }
 }
 

@@ -70,6 +70,9 @@ pub struct RooftopScores {
     pub vehicles: Vec<VehicleScore>,
     /// DAP error codes of disclosures that could not be built.
     pub failures: Vec<String>,
+    /// The disclosure lint of the same disclosures, at the same buyer's
+    /// place (docs/console.md "Fix list").
+    pub lint: crate::lint::rooftop::RooftopLint,
 }
 
 /// One cached rooftop: when it was computed, from which snapshot version.
@@ -241,9 +244,17 @@ impl ScoreCache {
             jurisdiction: jurisdiction.clone(),
             ..RooftopScores::default()
         };
+        let mut lint = crate::lint::rooftop::Aggregator::new(crate::lint::rooftop::EXAMPLES);
         if let Some(inventory) = inventory {
             let ctx = signed.context(state);
             let index = &inventory.latest;
+            let linted_at = crate::lint::rooftop::Rooftop {
+                organization: rooftop.organization(),
+                rooftop: rooftop.record(),
+                snapshot_version: index.version(),
+                jurisdiction: jurisdiction.as_ref(),
+                now: chrono::Utc::now(),
+            };
             for row in 0..index.len() {
                 let record = index.record(row);
                 let args = crate::tools::args::DisclosureArgs {
@@ -259,6 +270,21 @@ impl ScoreCache {
                 match get_disclosure::disclosure(&ctx, &args).await {
                     Ok(built) => {
                         let doc = &built.document;
+                        // A history the store cannot read is no history:
+                        // the reduction rules then cannot determine.
+                        let history =
+                            crate::lint::history(state.store.as_ref(), &record, linted_at.now)
+                                .await
+                                .ok()
+                                .flatten();
+                        if let Some((_, report, _)) = crate::lint::rooftop::vehicle(
+                            &linted_at,
+                            &record,
+                            doc,
+                            history.as_ref(),
+                        ) {
+                            lint.add(&crate::lint::rooftop::VehicleRef::of(&record), &report);
+                        }
                         let listed: Vec<&ConditionalAdjustment> = doc
                             .conditional_adjustments
                             .iter()
@@ -278,6 +304,7 @@ impl ScoreCache {
                 }
             }
         }
+        scores.lint = lint.finish();
         let scores = Arc::new(scores);
         self.inner
             .lock()

@@ -24,6 +24,7 @@
 
 mod aggregate;
 mod html;
+mod lint;
 mod overview;
 mod records;
 pub mod session;

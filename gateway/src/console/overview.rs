@@ -94,9 +94,14 @@ async fn render(
                 }
             }
         }
+        // Law failures before the completeness fixes (docs/console.md
+        // "Fix list"): what breaks advertised-price law comes first.
         @match &scores {
-            Err(scope) => div.error role="alert" { p { "Completeness scores need the scope " code { (scope) } " (the disclosure tool's own); your grant does not carry it." } },
-            Ok(scores) => (completeness(rooftop.id(), scores)),
+            Err(scope) => div.error role="alert" { p { "Completeness scores and the disclosure lint need the scope " code { (scope) } " (the disclosure tool's own); your grant does not carry it." } },
+            Ok(scores) => {
+                (super::lint::overview(rooftop.id(), &scores.lint))
+                (completeness(rooftop.id(), scores))
+            },
         }
     };
     page(

@@ -321,6 +321,10 @@ pub async fn vehicle(
         let _ = get_disclosure::concise(&mut document);
         serde_json::to_value(&document).unwrap_or(Value::Null)
     });
+    let lint = match &disclosure {
+        Ok(d) => vehicle_lint(&state, &rooftop, &vehicle_id, jurisdiction.as_ref(), d).await,
+        Err(_) => None,
+    };
     let fixes = aggregate::rooftop_fixes(&rooftop, jurisdiction.as_ref());
     let base = format!("/console/rooftop/{}", encode(rooftop.id()));
     let title = match &record {
@@ -342,6 +346,7 @@ pub async fn vehicle(
             Err(error) => (h::tool_error("The disclosure tool refused", error)),
             Ok(d) => (disclosure_section(&d.document, &fixes)),
         }
+        @if let Some(report) = &lint { (super::lint::vehicle(report)) }
         @match &record {
             Err(error) => (h::tool_error("The vehicle tool refused", error)),
             Ok(v) => (record_section(v)),
@@ -351,6 +356,39 @@ pub async fn vehicle(
         @if let Ok(v) = &record { (h::raw_json("Vehicle (dealeragent.inventory.get_vehicle), as the agent receives it", "raw-vehicle", v)) }
     };
     page(&signed, &title, &nav(rooftop.id(), "Vehicles"), &body)
+}
+
+/// The lint of the disclosure the page shows (docs/lint.md): the record
+/// as the inventory view holds it (newest snapshot, else the withdrawn
+/// ones in their grace period), at the same buyer's place. `None` when
+/// the record cannot be found again (a snapshot replaced in between).
+async fn vehicle_lint(
+    state: &Arc<AppState>,
+    rooftop: &super::Rooftop,
+    vehicle_id: &str,
+    jurisdiction: Option<&Value>,
+    built: &crate::disclosure::Disclosure,
+) -> Option<pricing::lint::Report> {
+    let view = state.inventory.view(rooftop.directory()).await.ok()?;
+    let inventory = view.rooftop(rooftop.id())?;
+    let (index, row) = [Some(&inventory.latest), inventory.withdrawn.as_ref()]
+        .into_iter()
+        .flatten()
+        .find_map(|i| i.find_vehicle_id(vehicle_id).map(|row| (i, row)))?;
+    let record = index.record(row);
+    let at = crate::lint::rooftop::Rooftop {
+        organization: rooftop.organization(),
+        rooftop: rooftop.record(),
+        snapshot_version: index.version(),
+        jurisdiction,
+        now: chrono::Utc::now(),
+    };
+    let history = crate::lint::history(state.store.as_ref(), &record, at.now)
+        .await
+        .ok()
+        .flatten();
+    crate::lint::rooftop::vehicle(&at, &record, &built.document, history.as_ref())
+        .map(|(_, report, _)| report)
 }
 
 fn disclosure_section(d: &PricingDisclosure, fixes: &crate::preview::Fixes<'_>) -> Markup {

@@ -59,7 +59,7 @@ pub(super) async fn import_bundle(
                 let outcome = match &failure {
                     Failure::BadInput(_) | Failure::Gateway(Error::OperatorFile(_)) => "invalid",
                     Failure::Gateway(Error::Store(store::StoreError::Query(_))) => "refused",
-                    Failure::Gateway(_) => "failed",
+                    Failure::Gateway(_) | Failure::Findings => "failed",
                 };
                 out.value(&serde_json::json!({
                     "file": dealers_name,
