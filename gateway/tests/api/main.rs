@@ -30,6 +30,7 @@ mod import_stall;
 mod import_trust;
 mod index_images;
 mod inventory_search;
+mod lint_disclosure;
 mod listen_client;
 mod mcp_fuzz;
 mod mcp_legacy;
