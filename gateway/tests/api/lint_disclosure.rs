@@ -238,7 +238,30 @@ async fn the_full_block_reports_the_facts_as_fed_with_their_sources() {
         facts["sources"]["rooftop_settings"],
         fx.settings_source.as_str()
     );
-    // A rule that reads the unclassified charge never passes.
+    assert_etch_never_passes(b);
+    // For a buyer in California (rules apply there once the catalogue has
+    // any): the unclassified charge left out of the price keeps the
+    // disclosure from passing.
+    let mut request = args(a);
+    request["detail"] = json!("full");
+    request["jurisdiction"] = json!({"country": "US", "subdivision": "US-CA"});
+    let doc = disclose(&fx.app, request).await;
+    let b = block(&doc);
+    assert_block_invariants(b, true);
+    assert_eq!(b["facts"]["charges"], facts["charges"]);
+    assert_etch_never_passes(b);
+    if pricing::lint::catalogue()
+        .rules
+        .iter()
+        .any(|r| r.jurisdiction == "US-CA")
+    {
+        assert!(!b["rules"].as_array().unwrap().is_empty(), "{b}");
+        assert_ne!(b["result"], "pass", "{b}");
+    }
+}
+
+/// A rule that reads the unclassified charge never passes.
+fn assert_etch_never_passes(b: &Value) {
     for r in b["rules"].as_array().unwrap() {
         let reads_etch = r["facts"]
             .as_array()
@@ -256,6 +279,9 @@ async fn an_announced_reduction_without_history_is_unknown_never_a_pass() {
     let fx = setup().await;
     let mut request = args(&fx.vehicles[1]);
     request["detail"] = json!("full");
+    // Germany: where a reduction must show the lowest price of the prior
+    // 30 days (PAngV section 11), once the catalogue has that rule.
+    request["jurisdiction"] = json!({"country": "DE"});
     let doc = disclose(&fx.app, request).await;
     let b = block(&doc);
     assert_block_invariants(b, true);
@@ -264,6 +290,7 @@ async fn an_announced_reduction_without_history_is_unknown_never_a_pass() {
         json!({"announced": "yes", "reference_price": usd(3_499_500),
                "lowest_prior": "unknown", "days": 30})
     );
+    let mut read = 0;
     for r in b["rules"].as_array().unwrap() {
         let reads_reduction = r["facts"]
             .as_array()
@@ -271,8 +298,17 @@ async fn an_announced_reduction_without_history_is_unknown_never_a_pass() {
             .flatten()
             .any(|f| f["fact"].as_str().unwrap_or("").starts_with("reduction"));
         if reads_reduction {
-            assert_ne!(r["verdict"], "pass", "{r}");
+            read += 1;
+            assert_eq!(r["verdict"], "cannot_determine", "{r}");
         }
+    }
+    let has_rule = pricing::lint::catalogue().rules.iter().any(|r| {
+        matches!(r.check, pricing::lint::Check::PriorPriceIsLowest { .. })
+            && ["DE", "EU"].contains(&r.jurisdiction.as_str())
+    });
+    if has_rule {
+        assert!(read > 0, "no rule read the announced reduction: {b}");
+        assert_ne!(b["result"], "pass", "{b}");
     }
 }
 
