@@ -328,12 +328,18 @@ async fn a_lint_that_says_pass_where_the_engine_does_not_fails_the_lint_check() 
         .await
         .expect("the suite runs");
     let (result, reason) = common::result_of(&clean.report, "DAPC-LINT-001");
-    assert_eq!(result, "passed", "DAPC-LINT-001 without the fault: {reason}");
+    assert_eq!(
+        result, "passed",
+        "DAPC-LINT-001 without the fault: {reason}"
+    );
     let url = proxy(&fx, Fault::LintSaysPass).await;
     let broken = run_suite(&fx.options(&url, Some("DAPC-LINT")))
         .await
         .expect("the suite runs through the proxy");
     let (result, reason) = common::result_of(&broken.report, "DAPC-LINT-001");
-    assert_eq!(result, "failed", "DAPC-LINT-001 with LintSaysPass: {reason}");
+    assert_eq!(
+        result, "failed",
+        "DAPC-LINT-001 with LintSaysPass: {reason}"
+    );
     assert!(reason.contains("pass"), "{reason}");
 }

@@ -78,7 +78,11 @@ fn unknown(value: &Value) -> bool {
 /// whether the engine was re-run (same catalogue version).
 pub fn problems_of(block: &Value, at: &str) -> (Vec<String>, bool) {
     let mut problems = Vec::new();
-    if block.get("notice").and_then(Value::as_str).is_none_or(str::is_empty) {
+    if block
+        .get("notice")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
         problems.push(format!("{at}: no notice"));
     }
     let facts: Facts = match serde_json::from_value(block.get("facts").cloned().unwrap_or_default())
@@ -212,7 +216,11 @@ async fn lint_agrees(cx: &Ctx) -> Result<Outcome, ClientError> {
         .and_then(|d| d["extensions"][EXTENSION]["place"]["country"].as_str())
         .unwrap_or_default()
         .to_owned();
-    let elsewhere = ELSEWHERE.iter().find(|c| **c != country).copied().unwrap_or("GB");
+    let elsewhere = ELSEWHERE
+        .iter()
+        .find(|c| **c != country)
+        .copied()
+        .unwrap_or("GB");
     let ex = call(first, Some(json!({"country": elsewhere}))).await?;
     let at = format!("vehicle {} for a buyer in {elsewhere}", first.vehicle_id);
     match ex.tool_ok().and_then(|d| d["extensions"].get(EXTENSION)) {
@@ -221,8 +229,7 @@ async fn lint_agrees(cx: &Ctx) -> Result<Outcome, ClientError> {
             problems.push(format!("{at}: no lint block"));
         }
         Some(block) => {
-            if block["jurisdiction_source"] != "request" || block["place"]["country"] != elsewhere
-            {
+            if block["jurisdiction_source"] != "request" || block["place"]["country"] != elsewhere {
                 o.saw_first(&ex);
                 problems.push(format!(
                     "{at}: the block is not for the requested jurisdiction"
@@ -288,7 +295,10 @@ mod tests {
             CannotDetermine
         );
         assert_eq!(
-            documented_result(&[rule(CannotDetermine, true, json!(1)), rule(Fail, true, json!(1))]),
+            documented_result(&[
+                rule(CannotDetermine, true, json!(1)),
+                rule(Fail, true, json!(1))
+            ]),
             Fail
         );
     }
@@ -334,6 +344,11 @@ mod tests {
         assert!(p.iter().any(|p| p.contains("result pass")), "{p:?}");
         let mut silent = good.clone();
         silent.as_object_mut().unwrap().remove("notice");
-        assert!(problems_of(&silent, "x").0.iter().any(|p| p.contains("notice")));
+        assert!(
+            problems_of(&silent, "x")
+                .0
+                .iter()
+                .any(|p| p.contains("notice"))
+        );
     }
 }

@@ -393,15 +393,16 @@ async fn lint_block(
     let record = &target.record;
     // The request schema requires a country in a jurisdiction; one
     // without is linted where the rooftop is, and says so.
-    let (place, source) = lint::place(args.jurisdiction.as_ref(), &rooftop.dap).unwrap_or_else(|| {
-        (
-            Place {
-                country: rooftop.dap.address.country.clone(),
-                subdivision: rooftop.dap.address.subdivision(),
-            },
-            PlaceSource::Rooftop,
-        )
-    });
+    let (place, source) =
+        lint::place(args.jurisdiction.as_ref(), &rooftop.dap).unwrap_or_else(|| {
+            (
+                Place {
+                    country: rooftop.dap.address.country.clone(),
+                    subdivision: rooftop.dap.address.subdivision(),
+                },
+                PlaceSource::Rooftop,
+            )
+        });
     let (history, history_failed) = match lint::history(ctx.store(), record, now).await {
         Ok(history) => (history, false),
         Err(_) => {

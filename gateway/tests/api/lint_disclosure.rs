@@ -13,7 +13,9 @@
 
 use crate::common;
 
-use crate::common::{TestApp, fresh_database, spawn_on, test_source, test_vehicle, tool_error_code};
+use crate::common::{
+    TestApp, fresh_database, spawn_on, test_source, test_vehicle, tool_error_code,
+};
 use chrono::{SubsecRound as _, Utc};
 use gateway::inventory::model::VehicleRecord;
 use gateway::store::RooftopPricing;
@@ -107,7 +109,10 @@ async fn setup() -> Fixture {
         pricing::Currency::USD,
     ));
     let p = test_vehicle(ORG, PRIVATE, "veh.p.p", "3PRVT", 1, now);
-    for (rooftop, vehicles) in [(NORTH, vec![a.clone(), b.clone()]), (PRIVATE, vec![p.clone()])] {
+    for (rooftop, vehicles) in [
+        (NORTH, vec![a.clone(), b.clone()]),
+        (PRIVATE, vec![p.clone()]),
+    ] {
         store
             .create_snapshot(
                 ORG,
@@ -173,7 +178,10 @@ fn assert_block_invariants(b: &Value, full: bool) {
         serde_json::from_value(b["facts"].clone()).expect("the block's facts parse");
     let expected = pricing::lint::lint(pricing::lint::catalogue(), &facts);
     let reported: pricing::lint::Report = serde_json::from_value(b.clone()).expect("a report");
-    assert_eq!(reported.rules, expected.rules, "the engine re-run disagrees");
+    assert_eq!(
+        reported.rules, expected.rules,
+        "the engine re-run disagrees"
+    );
     assert_eq!(reported.result, expected.result);
     for r in &reported.rules {
         if r.verdict == pricing::lint::Verdict::Pass {
@@ -357,7 +365,10 @@ async fn the_buyers_jurisdiction_decides_the_place_and_the_cache_never_mixes_pla
     assert_eq!(c["place"], f["place"]);
     assert_eq!(c["result"], f["result"]);
     assert_eq!(c["catalogue_version"], f["catalogue_version"]);
-    assert_eq!(f["facts"]["place"], json!({"country": "CA", "subdivision": "CA-ON"}));
+    assert_eq!(
+        f["facts"]["place"],
+        json!({"country": "CA", "subdivision": "CA-ON"})
+    );
     let not_passed = f["rules"]
         .as_array()
         .unwrap()
@@ -386,7 +397,10 @@ async fn the_concise_block_is_small_and_smaller_than_the_full_one() {
     // Per rule that did not pass, at most a reason's worth; the fixed part
     // (place, notice, result, version, count) well under half a kilobyte.
     let rules = block(&concise)["rules"].as_array().unwrap().len();
-    assert!(c <= 400 + 400 * rules, "concise block {c} bytes for {rules} rules");
+    assert!(
+        c <= 400 + 400 * rules,
+        "concise block {c} bytes for {rules} rules"
+    );
 }
 
 /// A tool call with `Authorization: Bearer <token>`; the `result` object.
@@ -419,7 +433,10 @@ async fn a_caller_who_may_not_read_the_disclosure_learns_nothing_of_its_lint() {
     let result = fx.app.call_tool(TOOL, private.clone()).await;
     assert_eq!(tool_error_code(&result).as_deref(), Some(NOT_FOUND));
     let text = result.to_string();
-    assert!(!text.contains(BLOCK) && !text.contains("jurisdiction_source"), "{text}");
+    assert!(
+        !text.contains(BLOCK) && !text.contains("jurisdiction_source"),
+        "{text}"
+    );
     // A grant for another rooftop: not found either.
     let store = gateway::store::open(&fx.app.database_url)
         .await
