@@ -403,24 +403,41 @@ async fn lint_block(
                 PlaceSource::Rooftop,
             )
         });
-    let (history, history_failed) = match lint::history(ctx.store(), record, now).await {
-        Ok(history) => (history, false),
-        Err(_) => {
-            tracing::warn!(
-                trace.id = %ctx.trace_id,
-                tool.name = NAME,
-                "price history unavailable for the disclosure lint"
-            );
-            (None, true)
-        }
-    };
+    let history = lint::history(ctx.store(), record, now).await;
+    if history.is_err() {
+        tracing::warn!(
+            trace.id = %ctx.trace_id,
+            tool.name = NAME,
+            "price history unavailable for the disclosure lint"
+        );
+    }
     let subject = lint::Subject {
         record,
         pricing: &rooftop.settings.pricing,
         document,
         config_source: Some(&org.source),
     };
-    let mut facts = lint::facts(subject, place, history.as_ref(), now);
+    linted(
+        subject,
+        (place, source),
+        history.as_ref().map(Option::as_ref),
+        now,
+        full,
+    )
+}
+
+/// The block of `subject` at `place` once its price history was read (or
+/// could not be: then the lowest prior price stays unknown and the price
+/// history's source says why).
+fn linted(
+    subject: lint::Subject<'_>,
+    (place, source): (Place, PlaceSource),
+    history: Result<Option<&crate::store::PriceHistory>, &crate::store::StoreError>,
+    now: DateTime<Utc>,
+    full: bool,
+) -> Linted {
+    let history_failed = history.is_err();
+    let mut facts = lint::facts(subject, place, history.ok().flatten(), now);
     if history_failed {
         facts
             .sources
@@ -600,6 +617,84 @@ mod tests {
                 "rules_passed": 2,
             })
         );
+    }
+
+    /// A price history the store cannot read leaves the lowest prior price
+    /// unknown and says why; the block is still made (never a 500), and the
+    /// document is not kept (`history_failed`).
+    #[test]
+    fn a_failed_price_history_leaves_the_reduction_unknown_and_says_why() {
+        use chrono::TimeZone;
+        use pricing::lint::{Known, Place, Reduction};
+        let now = chrono::Utc.with_ymd_and_hms(2026, 12, 4, 12, 0, 0).unwrap();
+        let mut record: crate::domain::vehicle::VehicleRecord =
+            serde_json::from_value(serde_json::json!({
+                "vehicle_id": "veh.a", "organization_id": "org.a", "rooftop_id": "roof.a",
+                "vin": "WVWZZZ00000000001", "stock_number": "A1", "year": 2024,
+                "make": "VW", "model": "Golf", "trim": null, "condition": "used",
+                "vehicle_type": null, "body_style": null, "exterior_color": null,
+                "interior_color": null, "odometer": null, "powertrain": null,
+                "features": [], "media": [], "listing_url": null, "window_sticker_url": null,
+                "advertised_price": {"amount_minor": 2_000_000, "currency": "EUR"},
+                "required_dealer_charges": null, "conditional_adjustments": null,
+                "government_charges_status": null, "availability_status": "available",
+                "stocked_at": null, "first_public_listing_at": null,
+                "history_report_status": null, "history_reports": [],
+                "certification_type": null,
+                "source": {"source_name": "dap-csv:a.csv", "source_record_id": "A1",
+                           "authority": "dealer_asserted",
+                           "content_digest": format!("sha256:{}", "ab".repeat(32)),
+                           "observed_at": "2026-12-04T11:55:00Z", "transformations": []},
+            }))
+            .expect("a vehicle record");
+        let reference = pricing::Money::from_minor(2_200_000, pricing::Currency::EUR);
+        record.claims.reference_price = Some(reference);
+        let pricing = crate::store::RooftopPricing::default();
+        let built = crate::disclosure::build(&crate::disclosure::Inputs {
+            record: &record,
+            pricing: &pricing,
+            config_source: None,
+            inventory_sla_seconds: 3600,
+            withdrawn: false,
+            snapshot_version: 1,
+            band: crate::availability::Band::Asserted,
+            jurisdiction: None,
+            payment_mode: None,
+            programs: None,
+            now,
+        });
+        let subject = crate::lint::Subject {
+            record: &record,
+            pricing: &pricing,
+            document: &built.document,
+            config_source: None,
+        };
+        let place = (
+            Place {
+                country: "DE".into(),
+                subdivision: None,
+            },
+            crate::lint::PlaceSource::Request,
+        );
+        let error = crate::store::StoreError::Unavailable("down".into());
+        let out = super::linted(subject, place.clone(), Err(&error), now, true);
+        assert!(out.history_failed);
+        let facts: pricing::lint::Facts =
+            serde_json::from_value(out.block["facts"].clone()).expect("facts");
+        assert_eq!(
+            facts.reduction,
+            Reduction::Announced {
+                reference_price: reference,
+                lowest_prior: Known::Unknown,
+                days: 30,
+            }
+        );
+        assert_eq!(facts.sources["price_history"], super::HISTORY_UNAVAILABLE);
+        assert!(!out.block.to_string().contains("down"), "no store detail");
+        // Read, even if empty: kept, and the source is the history's own.
+        let out = super::linted(subject, place, Ok(None), now, false);
+        assert!(!out.history_failed);
+        assert!(out.block.get("facts").is_none());
     }
 
     /// A kept document is never served past the day its lint was made for.
