@@ -42,6 +42,9 @@ enum Fault {
     /// A real vehicle without a used-vehicle disclosure (a new one) answers
     /// another error than an absent one: its existence shows.
     RevealExisting,
+    /// The disclosure lint says `pass` overall and for every rule, whatever
+    /// the engine says on the facts it reports.
+    LintSaysPass,
 }
 
 struct Proxy {
@@ -107,7 +110,8 @@ async fn forward(State(p): State<Arc<Proxy>>, headers: HeaderMap, body: Bytes) -
         | Fault::PageOnlyFreshness
         | Fault::CollapseConflict
         | Fault::UnauthorizedSummary
-        | Fault::RevealExisting => {}
+        | Fault::RevealExisting
+        | Fault::LintSaysPass => {}
     }
     let answer = match p
         .http
@@ -198,6 +202,19 @@ async fn forward(State(p): State<Arc<Proxy>>, headers: HeaderMap, body: Bytes) -
                 }
             });
         }
+        Fault::LintSaysPass if tool == "dealeragent.pricing.get_disclosure" => {
+            edit_tool_result(&mut reply, |sc| {
+                if let Some(lint) = sc
+                    .get_mut("extensions")
+                    .and_then(|e| e.get_mut("dealergateway.disclosure-lint"))
+                {
+                    lint["result"] = json!("pass");
+                    for r in lint["rules"].as_array_mut().into_iter().flatten() {
+                        r["verdict"] = json!("pass");
+                    }
+                }
+            });
+        }
         Fault::UpgradeStale
         | Fault::UnknownAsZero
         | Fault::LeakPartner
@@ -205,7 +222,8 @@ async fn forward(State(p): State<Arc<Proxy>>, headers: HeaderMap, body: Bytes) -
         | Fault::PageOnlyFreshness
         | Fault::CollapseConflict
         | Fault::UnauthorizedSummary
-        | Fault::RevealExisting => {}
+        | Fault::RevealExisting
+        | Fault::LintSaysPass => {}
     }
     (status, back, reply.to_string()).into_response()
 }
@@ -299,4 +317,29 @@ async fn a_leaked_foreign_used_vehicle_fails_used_vehicle_isolation() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_vehicle_told_apart_from_an_absent_one_fails_the_used_vehicle_checks() {
     caught(Fault::RevealExisting, "DAPC-UVP", "DAPC-UVP-004").await;
+}
+
+/// An optional check fails like a required one, without making the run
+/// unclaimable on its own: the lint is the gateway's extension, not DAP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lint_that_says_pass_where_the_engine_does_not_fails_the_lint_check() {
+    let fx = common::setup().await;
+    let clean = run_suite(&fx.options(&fx.app.url, Some("DAPC-LINT")))
+        .await
+        .expect("the suite runs");
+    let (result, reason) = common::result_of(&clean.report, "DAPC-LINT-001");
+    assert_eq!(
+        result, "passed",
+        "DAPC-LINT-001 without the fault: {reason}"
+    );
+    let url = proxy(&fx, Fault::LintSaysPass).await;
+    let broken = run_suite(&fx.options(&url, Some("DAPC-LINT")))
+        .await
+        .expect("the suite runs through the proxy");
+    let (result, reason) = common::result_of(&broken.report, "DAPC-LINT-001");
+    assert_eq!(
+        result, "failed",
+        "DAPC-LINT-001 with LintSaysPass: {reason}"
+    );
+    assert!(reason.contains("pass"), "{reason}");
 }

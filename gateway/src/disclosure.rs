@@ -869,6 +869,8 @@ pub fn build(inputs: &Inputs<'_>) -> Disclosure {
                     .map(|text| OffersExtension::Text(Arc::from(text))),
             }),
         provenance: None,
+        // Written by the tool, which reads the price history (async).
+        lint: None,
     };
     if let Some(all) = full_transformations {
         extensions.provenance = Some(ProvenanceExtension {

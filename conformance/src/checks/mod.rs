@@ -13,6 +13,7 @@ pub mod availability;
 pub mod cursor;
 pub mod freshness;
 pub mod isolation;
+pub mod lint;
 pub mod manifest;
 pub mod mcp;
 pub mod pricing;
@@ -91,7 +92,7 @@ fn advertises(cx: &Ctx, profile: &str) -> bool {
 /// Every check in run order. The schema group runs last: it validates
 /// every tool output the other groups obtained.
 pub fn all() -> Vec<&'static Check> {
-    let groups: [&'static [Check]; 10] = [
+    let groups: [&'static [Check]; 11] = [
         mcp::CHECKS,
         manifest::CHECKS,
         isolation::CHECKS,
@@ -101,6 +102,7 @@ pub fn all() -> Vec<&'static Check> {
         availability::CHECKS,
         redaction::CHECKS,
         used_vehicle::CHECKS,
+        lint::CHECKS,
         schema::CHECKS,
     ];
     groups.iter().flat_map(|g| g.iter()).collect()

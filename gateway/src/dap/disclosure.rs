@@ -21,7 +21,8 @@
 //! stays byte-identical (its JSON text is cached and compared) while its
 //! data is typed once. The extension bag stays open (DAP 13): the offer
 //! evaluation under `dealergateway.offers` is the pricing crate's, kept as
-//! JSON.
+//! JSON, and so is the disclosure lint under
+//! `dealergateway.disclosure-lint` (the gateway's `lint` module writes it).
 
 use std::sync::Arc;
 
@@ -248,11 +249,21 @@ pub struct DisclosureExtensions {
         skip_serializing_if = "Option::is_none"
     )]
     pub provenance: Option<ProvenanceExtension>,
+    /// The disclosure lint for the buyer's jurisdiction, else the
+    /// rooftop's (docs/lint.md; docs/pricing.md "The disclosure lint"):
+    /// the `dealergateway.disclosure-lint` block written by the tool,
+    /// concise or full like the offers extension. Last, so a document
+    /// without it is byte for byte what it was.
+    #[serde(
+        rename = "dealergateway.disclosure-lint",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub lint: Option<Value>,
 }
 
 impl DisclosureExtensions {
     pub fn is_empty(&self) -> bool {
-        self.offers.is_none() && self.provenance.is_none()
+        self.offers.is_none() && self.provenance.is_none() && self.lint.is_none()
     }
 }
 

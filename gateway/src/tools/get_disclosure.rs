@@ -7,11 +7,18 @@
 //! before the vehicle is looked up. The availability band comes from stored
 //! observations only (the feed record, or a newer check already made);
 //! a disclosure never triggers a live availability check.
+//!
+//! Every disclosure carries the disclosure lint for the buyer's
+//! jurisdiction, else the rooftop's, under
+//! `extensions["dealergateway.disclosure-lint"]` (docs/lint.md,
+//! docs/pricing.md "The disclosure lint"): concise by default (what did not
+//! pass, with the reason), the whole report with the facts in full detail.
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
-use serde_json::Value;
+use chrono::{DateTime, Duration, Utc};
+use pricing::lint::{Place, Report, Verdict};
+use serde_json::{Value, json};
 
 use super::args::{Detail, DisclosureArgs};
 use super::target;
@@ -22,6 +29,7 @@ use crate::disclosure::cache::{Document, DocumentKey, EvaluationKey};
 use crate::disclosure::{self, Inputs};
 use crate::inventory::model::VehicleRecord;
 use crate::inventory::render;
+use crate::lint::{self, PlaceSource};
 use crate::offers::OrgPrograms;
 
 pub const NAME: &str = "dealeragent.pricing.get_disclosure";
@@ -88,7 +96,7 @@ impl super::Tool for GetDisclosure {
             full_offers,
             concise_offers,
             unchanged_until,
-        } = build(ctx, &prologue, &args).await?;
+        } = build(ctx, &prologue, &args, detail == Detail::Full).await?;
         // The concise extension keeps what decides the answer and names the
         // rest (docs/pricing.md section 5); made once per evaluation, and the
         // document once, which the cache then serves. The full evaluation
@@ -134,8 +142,9 @@ impl super::Tool for GetDisclosure {
 
 /// The typed disclosure the tool answers `args` with, for an in-process
 /// reader such as the console: the same tenancy, inputs and builder, so
-/// it is exactly what an agent is sent (the offer evaluation in its
-/// extension in full), read without serializing and parsing it again.
+/// it is exactly what an agent is sent (the offer evaluation and the lint
+/// in their extensions in full), read without serializing and parsing it
+/// again.
 /// The caller has checked the tool's scope, as [`super::invoke`] does.
 pub async fn disclosure(
     ctx: &ToolContext,
@@ -146,7 +155,7 @@ pub async fn disclosure(
         mut disclosure,
         full_offers,
         ..
-    } = build(ctx, &prologue, args).await?;
+    } = build(ctx, &prologue, args, true).await?;
     if let Some(full) = full_offers.and_then(|f| f.text()) {
         with_offers(&mut disclosure.document, full);
     }
@@ -222,6 +231,7 @@ async fn build(
     ctx: &ToolContext,
     prologue: &Prologue,
     args: &DisclosureArgs,
+    full_lint: bool,
 ) -> Result<Built, ToolError> {
     let Prologue {
         target,
@@ -313,7 +323,22 @@ async fn build(
         programs,
         now,
     };
-    let built = disclosure::build(&inputs);
+    let mut built = disclosure::build(&inputs);
+    // The lint reads the document as built (what is published) and is
+    // validated with it below: the extension bag admits it (DAP 13).
+    let linted = lint_block(ctx, target, args, &built.document, now, full_lint).await;
+    built
+        .document
+        .extensions
+        .get_or_insert_with(Default::default)
+        .lint = Some(linted.block);
+    // Its facts are of `now`'s date (rules take effect on a day), and a
+    // price history that could not be read is read again next time.
+    unchanged_until = unchanged_until.min(if linted.history_failed {
+        now
+    } else {
+        lint_until(now)
+    });
     if let Some(valid_until) = built
         .document
         .freshness
@@ -339,6 +364,133 @@ async fn build(
         concise_offers,
         unchanged_until,
     })
+}
+
+/// A lint block and whether the price history it needed could not be read.
+struct Linted {
+    block: Value,
+    history_failed: bool,
+}
+
+/// The source named for the price history when the store failed: the
+/// lowest prior price stays unknown and the rules that need it say so
+/// (never a 500; docs/lint.md "Price reductions").
+pub const HISTORY_UNAVAILABLE: &str =
+    "gateway price history (unavailable: the store could not be read)";
+
+/// The `dealergateway.disclosure-lint` block of `document` for the buyer's
+/// jurisdiction in `args`, else the rooftop's: the whole report with its
+/// facts when `full`, else [`concise_block`].
+async fn lint_block(
+    ctx: &ToolContext,
+    target: &target::VehicleTarget,
+    args: &DisclosureArgs,
+    document: &PricingDisclosure,
+    now: DateTime<Utc>,
+    full: bool,
+) -> Linted {
+    let (org, rooftop) = (target.tenant.organization(), target.tenant.rooftop());
+    let record = &target.record;
+    // The request schema requires a country in a jurisdiction; one
+    // without is linted where the rooftop is, and says so.
+    let (place, source) =
+        lint::place(args.jurisdiction.as_ref(), &rooftop.dap).unwrap_or_else(|| {
+            (
+                Place {
+                    country: rooftop.dap.address.country.clone(),
+                    subdivision: rooftop.dap.address.subdivision(),
+                },
+                PlaceSource::Rooftop,
+            )
+        });
+    let history = lint::history(ctx.store(), record, now).await;
+    if history.is_err() {
+        tracing::warn!(
+            trace.id = %ctx.trace_id,
+            tool.name = NAME,
+            "price history unavailable for the disclosure lint"
+        );
+    }
+    let subject = lint::Subject {
+        record,
+        pricing: &rooftop.settings.pricing,
+        document,
+        config_source: Some(&org.source),
+    };
+    linted(
+        subject,
+        (place, source),
+        history.as_ref().map(Option::as_ref),
+        now,
+        full,
+    )
+}
+
+/// The block of `subject` at `place` once its price history was read (or
+/// could not be: then the lowest prior price stays unknown and the price
+/// history's source says why).
+fn linted(
+    subject: lint::Subject<'_>,
+    (place, source): (Place, PlaceSource),
+    history: Result<Option<&crate::store::PriceHistory>, &crate::store::StoreError>,
+    now: DateTime<Utc>,
+    full: bool,
+) -> Linted {
+    let history_failed = history.is_err();
+    let mut facts = lint::facts(subject, place, history.ok().flatten(), now);
+    if history_failed {
+        facts
+            .sources
+            .insert("price_history".to_owned(), HISTORY_UNAVAILABLE.to_owned());
+    }
+    let report = lint::report(&facts);
+    let block = if full {
+        lint::block(&report, &facts, source, true)
+    } else {
+        concise_block(&report, source)
+    };
+    Linted {
+        block,
+        history_failed,
+    }
+}
+
+/// The concise lint block, the default an agent reads (docs/agents.md
+/// budgets): the result, the place and where it came from, the notice,
+/// the catalogue version and, per rule that did not pass, its id, verdict,
+/// whether it is confirmed and the reason; the rules that passed only
+/// counted. The citations, fixes and facts are in `detail: "full"`.
+pub fn concise_block(report: &Report, source: PlaceSource) -> Value {
+    let not_passed: Vec<Value> = report
+        .rules
+        .iter()
+        .filter(|r| r.verdict != Verdict::Pass)
+        .map(|r| {
+            json!({
+                "rule_id": r.rule_id,
+                "verdict": r.verdict,
+                "confirmed": r.confirmed,
+                "reason": r.reason,
+            })
+        })
+        .collect();
+    let passed = report.rules.len() - not_passed.len();
+    json!({
+        "result": report.result,
+        "place": report.place,
+        "jurisdiction_source": source.as_str(),
+        "notice": lint::NOTICE,
+        "catalogue_version": report.catalogue_version,
+        "rules": not_passed,
+        "rules_passed": passed,
+    })
+}
+
+/// Until when a lint made at `now` holds: the next UTC midnight, when its
+/// `as_of` date (and with it the rules in force) changes.
+pub fn lint_until(now: DateTime<Utc>) -> DateTime<Utc> {
+    let tomorrow = now.date_naive() + Duration::days(1);
+    tomorrow.and_time(chrono::NaiveTime::MIN).and_utc()
 }
 
 /// Writes the concise offers extension of `document` in place of the
@@ -411,6 +563,153 @@ mod tests {
                 .prop_map(|m| Value::Object(m.into_iter().collect())),
             ]
         })
+    }
+
+    fn rule(id: &str, verdict: pricing::lint::Verdict) -> pricing::lint::RuleResult {
+        pricing::lint::RuleResult {
+            rule_id: id.into(),
+            verdict,
+            confirmed: true,
+            citation: "Test Code s. 1".into(),
+            reason: format!("{id} reason"),
+            fix: Some("fix it".into()),
+            facts: vec![pricing::lint::FactUsed {
+                fact: "charges".into(),
+                value: Value::from("unknown"),
+                source: "feed".into(),
+            }],
+        }
+    }
+
+    /// The concise block names only what did not pass, without citation,
+    /// fix or facts, and counts the rest (docs/agents.md budgets).
+    #[test]
+    fn the_concise_lint_block_keeps_what_did_not_pass() {
+        use pricing::lint::{Place, Report, Verdict};
+        let report = Report {
+            catalogue_version: "2026-12-01".into(),
+            place: Place {
+                country: "US".into(),
+                subdivision: Some("US-CA".into()),
+            },
+            result: Verdict::Fail,
+            rules: vec![
+                rule("A", Verdict::Pass),
+                rule("B", Verdict::Fail),
+                rule("C", Verdict::CannotDetermine),
+                rule("D", Verdict::Pass),
+            ],
+        };
+        let block = super::concise_block(&report, crate::lint::PlaceSource::Request);
+        assert_eq!(
+            block,
+            serde_json::json!({
+                "result": "fail",
+                "place": {"country": "US", "subdivision": "US-CA"},
+                "jurisdiction_source": "request",
+                "notice": crate::lint::NOTICE,
+                "catalogue_version": "2026-12-01",
+                "rules": [
+                    {"rule_id": "B", "verdict": "fail", "confirmed": true, "reason": "B reason"},
+                    {"rule_id": "C", "verdict": "cannot_determine", "confirmed": true,
+                     "reason": "C reason"},
+                ],
+                "rules_passed": 2,
+            })
+        );
+    }
+
+    /// A price history the store cannot read leaves the lowest prior price
+    /// unknown and says why; the block is still made (never a 500), and the
+    /// document is not kept (`history_failed`).
+    #[test]
+    fn a_failed_price_history_leaves_the_reduction_unknown_and_says_why() {
+        use chrono::TimeZone;
+        use pricing::lint::{Known, Place, Reduction};
+        let now = chrono::Utc.with_ymd_and_hms(2026, 12, 4, 12, 0, 0).unwrap();
+        let mut record: crate::domain::vehicle::VehicleRecord =
+            serde_json::from_value(serde_json::json!({
+                "vehicle_id": "veh.a", "organization_id": "org.a", "rooftop_id": "roof.a",
+                "vin": "WVWZZZ00000000001", "stock_number": "A1", "year": 2024,
+                "make": "VW", "model": "Golf", "trim": null, "condition": "used",
+                "vehicle_type": null, "body_style": null, "exterior_color": null,
+                "interior_color": null, "odometer": null, "powertrain": null,
+                "features": [], "media": [], "listing_url": null, "window_sticker_url": null,
+                "advertised_price": {"amount_minor": 2_000_000, "currency": "EUR"},
+                "required_dealer_charges": null, "conditional_adjustments": null,
+                "government_charges_status": null, "availability_status": "available",
+                "stocked_at": null, "first_public_listing_at": null,
+                "history_report_status": null, "history_reports": [],
+                "certification_type": null,
+                "source": {"source_name": "dap-csv:a.csv", "source_record_id": "A1",
+                           "authority": "dealer_asserted",
+                           "content_digest": format!("sha256:{}", "ab".repeat(32)),
+                           "observed_at": "2026-12-04T11:55:00Z", "transformations": []},
+            }))
+            .expect("a vehicle record");
+        let reference = pricing::Money::from_minor(2_200_000, pricing::Currency::EUR);
+        record.claims.reference_price = Some(reference);
+        let pricing = crate::store::RooftopPricing::default();
+        let built = crate::disclosure::build(&crate::disclosure::Inputs {
+            record: &record,
+            pricing: &pricing,
+            config_source: None,
+            inventory_sla_seconds: 3600,
+            withdrawn: false,
+            snapshot_version: 1,
+            band: crate::availability::Band::Asserted,
+            jurisdiction: None,
+            payment_mode: None,
+            programs: None,
+            now,
+        });
+        let subject = crate::lint::Subject {
+            record: &record,
+            pricing: &pricing,
+            document: &built.document,
+            config_source: None,
+        };
+        let place = (
+            Place {
+                country: "DE".into(),
+                subdivision: None,
+            },
+            crate::lint::PlaceSource::Request,
+        );
+        let error = crate::store::StoreError::Unavailable("down".into());
+        let out = super::linted(subject, place.clone(), Err(&error), now, true);
+        assert!(out.history_failed);
+        let facts: pricing::lint::Facts =
+            serde_json::from_value(out.block["facts"].clone()).expect("facts");
+        assert_eq!(
+            facts.reduction,
+            Reduction::Announced {
+                reference_price: reference,
+                lowest_prior: Known::Unknown,
+                days: 30,
+            }
+        );
+        assert_eq!(facts.sources["price_history"], super::HISTORY_UNAVAILABLE);
+        assert!(!out.block.to_string().contains("down"), "no store detail");
+        // Read, even if empty: kept, and the source is the history's own.
+        let out = super::linted(subject, place, Ok(None), now, false);
+        assert!(!out.history_failed);
+        assert!(out.block.get("facts").is_none());
+    }
+
+    /// A kept document is never served past the day its lint was made for.
+    #[test]
+    fn a_lint_holds_until_the_next_utc_midnight() {
+        use chrono::TimeZone;
+        let now = chrono::Utc
+            .with_ymd_and_hms(2026, 12, 4, 23, 59, 59)
+            .unwrap();
+        let until = super::lint_until(now);
+        assert_eq!(
+            until,
+            chrono::Utc.with_ymd_and_hms(2026, 12, 5, 0, 0, 0).unwrap()
+        );
+        assert_eq!(super::lint_until(until), until + chrono::Duration::days(1));
     }
 
     proptest! {

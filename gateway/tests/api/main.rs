@@ -31,6 +31,7 @@ mod import_trust;
 mod index_images;
 mod inventory_search;
 mod lint_demo;
+mod lint_disclosure;
 mod lint_surfaces;
 mod listen_client;
 mod mcp_fuzz;

@@ -196,6 +196,16 @@ fn disclosure(full: bool) -> PricingDisclosure {
             provenance: Some(ProvenanceExtension {
                 transformations: vec!["program loyalty revision 2".into()],
             }),
+            // The extension bag admits the lint block as it admits the
+            // offers evaluation (DAP 13).
+            lint: Some(json!({
+                "catalogue_version": "2026-12-01",
+                "place": {"country": "US", "subdivision": "US-CA"},
+                "result": "cannot_determine",
+                "rules": [],
+                "notice": crate::lint::NOTICE,
+                "jurisdiction_source": "rooftop",
+            })),
         }),
     }
 }
@@ -302,9 +312,18 @@ fn the_offer_evaluation_is_written_as_serialized() {
         .unwrap()
         .into();
     d.extensions.as_mut().unwrap().offers = Some(OffersExtension::Text(raw));
+    // The lint block is written last, after the members a document had
+    // before it.
+    let lint = d.extensions.as_mut().unwrap().lint.take();
     let text = serde_json::to_string(&d).unwrap();
     assert!(
         text.ends_with(r#""extensions":{"dealergateway.offers":{"b":1,"a":[2]},"dealergateway.provenance":{"transformations":["program loyalty revision 2"]}}}"#),
+        "{text}"
+    );
+    d.extensions.as_mut().unwrap().lint = lint;
+    let text = serde_json::to_string(&d).unwrap();
+    assert!(
+        text.contains(r#""dealergateway.provenance":{"transformations":["program loyalty revision 2"]},"dealergateway.disclosure-lint":{"#),
         "{text}"
     );
 }
