@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::common::{TestApp, poll_until, run_cli, spawn, text, tool_error_code};
+use crate::common::{TestApp, poll_until, run_cli, spawn_with, text, tool_error_code};
 
 /// (organization, rooftop, the fact that fails: a charge left out of the
 /// price, or the prices' VAT).
@@ -84,7 +84,8 @@ fn failing_on(block: &Value, fact: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn each_countrys_demo_failure_is_fixed_in_the_dealers_file() {
-    let app = spawn().await;
+    // The dealers file is re-read every second (another process imports it).
+    let app = spawn_with(|s| s.directory_refresh_seconds = 1).await;
     let mut vehicles = Vec::new();
     for &(org, rooftop, charge) in EXAMPLES {
         let vehicle = new_vehicle(&app, org, rooftop).await;
