@@ -274,8 +274,7 @@ pub fn demo_feeds(
             .position(|k| k.rooftop_id == rooftop_id)
             .unwrap_or(KNOWN_DEMO_ROOFTOPS.len())
     };
-    let mut ordered: Vec<(usize, &(String, String, String, String))> =
-        rooftops.iter().enumerate().collect();
+    let mut ordered: Vec<_> = rooftops.iter().enumerate().collect();
     ordered.sort_by_key(|(_, (_, rooftop_id, _, _))| position(rooftop_id));
     for (i, (given, (organization_id, rooftop_id, currency, unit))) in
         ordered.into_iter().enumerate()
