@@ -115,6 +115,15 @@ fn used(fact: impl Into<String>, value: Value, source: impl Into<String>) -> Fac
     }
 }
 
+/// A fact of one charge (`charges.<id>.<member>`), from the charge's source.
+fn charge_fact(charge: &Charge, member: &str, value: Value) -> FactUsed {
+    used(
+        format!("charges.{}.{member}", charge.charge_id),
+        value,
+        &charge.source,
+    )
+}
+
 /// Every charge class, in declaration order.
 pub const ALL_CLASSES: &[ChargeClass] = &[
     ChargeClass::DocumentationFee,
@@ -204,19 +213,15 @@ fn included_except(facts: &Facts, excluded: &[ChargeClass], uncertain: &[ChargeC
     let mut unclassified: Vec<&Charge> = Vec::new();
     let mut unsettled: Vec<&Charge> = Vec::new();
     for charge in charges {
-        read.push(used(
-            format!("charges.{}.included_in_advertised_price", charge.charge_id),
+        read.push(charge_fact(
+            charge,
+            "included_in_advertised_price",
             json!(charge.included_in_advertised_price),
-            &charge.source,
         ));
         if charge.included_in_advertised_price {
             continue;
         }
-        read.push(used(
-            format!("charges.{}.class", charge.charge_id),
-            class_value(charge.class),
-            &charge.source,
-        ));
+        read.push(charge_fact(charge, "class", class_value(charge.class)));
         match charge.class {
             None => unclassified.push(charge),
             Some(class) if excluded.contains(&class) => {}
@@ -311,28 +316,20 @@ fn max_amount(
     let mut foreign: Vec<&Charge> = Vec::new();
     for charge in charges {
         if only_when_excluded {
-            read.push(used(
-                format!("charges.{}.included_in_advertised_price", charge.charge_id),
+            read.push(charge_fact(
+                charge,
+                "included_in_advertised_price",
                 json!(charge.included_in_advertised_price),
-                &charge.source,
             ));
             if charge.included_in_advertised_price {
                 continue;
             }
         }
-        read.push(used(
-            format!("charges.{}.class", charge.charge_id),
-            class_value(charge.class),
-            &charge.source,
-        ));
+        read.push(charge_fact(charge, "class", class_value(charge.class)));
         match charge.class {
             None => unclassified.push(charge),
             Some(k) if k == class => {
-                read.push(used(
-                    format!("charges.{}.amount", charge.charge_id),
-                    json!(charge.amount),
-                    &charge.source,
-                ));
+                read.push(charge_fact(charge, "amount", json!(charge.amount)));
                 match charge.amount.checked_cmp(cap) {
                     Ok(std::cmp::Ordering::Greater) => over.push(charge),
                     Ok(_) => {}
