@@ -330,7 +330,7 @@ mod tests {
         settings.sharding = settings_pinned();
         let state = crate::mcp::stdio::prepare(settings, &url).await.unwrap();
         let directory = state.directory.snapshot().await.unwrap();
-        assert_eq!(directory.organizations.len(), 2, "the directory is whole");
+        assert_eq!(directory.organizations.len(), 3, "the directory is whole");
         let view = state.inventory.view(&directory).await.unwrap();
         assert!(!view.rooftops.is_empty());
         for rooftop in view.rooftops.values() {

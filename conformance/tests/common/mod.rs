@@ -151,16 +151,22 @@ pub async fn test_database_url(dir: &std::path::Path) -> String {
     }
 }
 
-/// The demo dealers with Burnaby made partner-only (its block is the last
-/// in the file, so its publication setting is the last one).
+/// The demo dealers with Burnaby made partner-only (the first publication
+/// setting after its `rooftop_id` is its own).
 fn dealers_yaml() -> String {
     let demo = gateway::app::DEMO_DEALERS;
     let needle = "anonymous_reads: true";
-    let at = demo.rfind(needle).expect("demo has a published rooftop");
     let burnaby = demo
         .find("rooftop_id: roof.maplecrest-burnaby")
         .expect("burnaby");
-    assert!(at > burnaby, "the last publication setting is Burnaby's");
+    let at = burnaby
+        + demo[burnaby..]
+            .find(needle)
+            .expect("Burnaby is published in the demo");
+    let next_rooftop = demo[burnaby + 1..]
+        .find("- rooftop_id:")
+        .map_or(demo.len(), |i| burnaby + 1 + i);
+    assert!(at < next_rooftop, "the publication setting is Burnaby's");
     format!(
         "{}anonymous_reads: false{}",
         &demo[..at],
