@@ -62,6 +62,10 @@ pub mod domain;
 pub mod errors;
 /// The published DAP Inventory CSV feed of an organization (`/feeds/{organization_id}/inventory.csv`).
 pub mod feed_export;
+/// Test-only: the MCP conformance fixture (docs/conformance.md, "The MCP conformance
+/// fixture"); never in the release binary.
+#[cfg(feature = "conformance-fixture")]
+pub mod fixture;
 /// Inventory feeds (DAP CSV, Dealer.com CSV, JSON): parse, validate, convert.
 pub mod ingest;
 /// Vehicles: the domain model and its wire rendering.

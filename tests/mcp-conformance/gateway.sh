@@ -3,6 +3,8 @@
 # Sourced by scripts/mcp-conformance and scripts/mcp-python-client-check.
 #
 #   gateway_ensure_binary                      GATEWAY_BIN as given, else builds the debug binary
+#   fixture_ensure_binary                      FIXTURE_BIN as given, else builds the conformance
+#                                              fixture (feature conformance-fixture; docs/conformance.md)
 #   gateway_start NAME [extra serve args...]   sets GW_URL (…/mcp), GW_BASE, GW_PID, GW_DIR
 #   gateway_stop                               SIGTERM, expects a graceful exit within 15 s
 #
@@ -20,6 +22,18 @@ gateway_ensure_binary() {
   fi
   if [[ ! -x "$GATEWAY_BIN" ]]; then
     echo "no gateway binary at $GATEWAY_BIN" >&2
+    return 1
+  fi
+}
+
+fixture_ensure_binary() {
+  if [[ -z "${FIXTURE_BIN:-}" ]]; then
+    # Its own binary: building it never rebuilds or overwrites dealer-gateway.
+    cargo build -q -p gateway --features conformance-fixture --bin dealer-gateway-conformance-fixture || return 1
+    FIXTURE_BIN=${CARGO_TARGET_DIR:-target}/debug/dealer-gateway-conformance-fixture
+  fi
+  if [[ ! -x "$FIXTURE_BIN" ]]; then
+    echo "no conformance fixture binary at $FIXTURE_BIN" >&2
     return 1
   fi
 }

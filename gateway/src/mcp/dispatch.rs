@@ -119,6 +119,10 @@ pub async fn dispatch(
     let started = std::time::Instant::now();
     let mut tool = None;
     let result = route(state, call, caller, &mut tool).await;
+    // The fixture adds its tools, resources, prompts and capabilities to
+    // the product's lists (docs/conformance.md).
+    #[cfg(feature = "conformance-fixture")]
+    let result = result.map(|r| crate::fixture::amend(state, call, r));
     let outcome = match &result {
         Ok(r) => r.code.map_or("ok", |c| c.as_str()).to_owned(),
         Err(e) => format!("jsonrpc.{}", e.code()),
@@ -419,7 +423,7 @@ pub fn tool_list(state: &AppState) -> Vec<Value> {
 
 /// How long clients may reuse the `tools/list` of `/mcp` (MCP caching):
 /// the catalog is fixed for the life of the process.
-const TOOL_LIST_TTL_MS: u64 = 3_600_000;
+pub(crate) const TOOL_LIST_TTL_MS: u64 = 3_600_000;
 
 /// The `tools/list` result of `/mcp` before it is rendered: the slow
 /// construction the cache renders once, and the one its tests compare the

@@ -18,7 +18,7 @@
 pub mod aap;
 mod completion;
 pub mod connections;
-mod dispatch;
+pub(crate) mod dispatch;
 pub mod error;
 pub mod headers;
 mod legacy_watch;
@@ -288,7 +288,7 @@ pub(crate) fn json_response(status: StatusCode, body: &Value, session: Option<&s
     )
 }
 
-fn bytes_response(status: StatusCode, body: Vec<u8>, session: Option<&str>) -> Response {
+pub(crate) fn bytes_response(status: StatusCode, body: Vec<u8>, session: Option<&str>) -> Response {
     let mut response = (status, body).into_response();
     let h = response.headers_mut();
     h.insert(
@@ -413,7 +413,10 @@ async fn handle_message(
             && (message.contains_key("result") || message.contains_key("error")) =>
         {
             // A client's response to a server request (legacy transport);
-            // this server never sends requests, so there is nothing to match.
+            // the product never sends requests, so there is nothing to match
+            // (the conformance fixture does: docs/conformance.md).
+            #[cfg(feature = "conformance-fixture")]
+            crate::fixture::client_response(headers, &message);
             return accepted();
         }
         None => {
@@ -499,6 +502,15 @@ async fn handle_message(
             "MCP-Protocol-Version differs from the version negotiated for this session".into(),
         );
         return rpc_error(&error, Some(&id));
+    }
+    #[cfg(feature = "conformance-fixture")]
+    if let Some(response) = crate::fixture::respond(
+        state,
+        &crate::fixture::Incoming::legacy(&id, &method, &params, headers, &session_id, endpoint),
+    )
+    .await
+    {
+        return response;
     }
     // Subscriptions belong to the session (docs/mcp.md "Subscriptions"), so
     // they are served here, where the session is known.
@@ -596,12 +608,15 @@ async fn initialize(state: &AppState, id: &Value, params: &Value, endpoint: &End
             return json_response(status, &body, None);
         }
     };
+    let capabilities = dispatch::capabilities_of(endpoint);
+    #[cfg(feature = "conformance-fixture")]
+    let capabilities = crate::fixture::session_opened(&session_id, params, endpoint, capabilities);
     let body = json!({
         "jsonrpc": "2.0",
         "id": id,
         "result": {
             "protocolVersion": LEGACY_REVISION,
-            "capabilities": dispatch::capabilities_of(endpoint),
+            "capabilities": capabilities,
             "serverInfo": server_info(),
             "instructions": dispatch::instructions_of(endpoint),
         }
@@ -668,6 +683,10 @@ async fn modern(
         _ => None,
     };
     let name_applies = matches!(method, "tools/call" | "prompts/get" | "resources/read");
+    // The fixture's own methods name their target too (tasks: `taskId`).
+    #[cfg(feature = "conformance-fixture")]
+    let (name, name_applies) =
+        crate::fixture::mcp_name(method, params).map_or((name, name_applies), |n| (n, true));
     let checks = [
         headers::check(
             headers,
@@ -707,6 +726,15 @@ async fn modern(
             },
             Some(id),
         );
+    }
+    #[cfg(feature = "conformance-fixture")]
+    if let Some(response) = crate::fixture::respond(
+        state,
+        &crate::fixture::Incoming::modern(id, method, params, headers, endpoint),
+    )
+    .await
+    {
+        return response;
     }
     // 4. Dispatch. A listen answers with a stream of its own (the AAP
     // endpoints serve tools only: -32601 there, docs/mcp.md "Subscriptions").
@@ -765,6 +793,10 @@ pub async fn get(
     }
     match state.sessions.touch(id).await {
         Ok(None) => rpc_error(&RpcError::SessionNotFound, None),
+        #[cfg(feature = "conformance-fixture")]
+        Ok(Some(_)) if crate::fixture::resumes(&headers, id) => {
+            crate::fixture::resume(&headers, id)
+        }
         Ok(Some(_)) => legacy_watch::stream(&state, &headers, &principal, id).await,
         Err(e) => rpc_error(&session_store_failed(&e), None),
     }
