@@ -20,6 +20,8 @@ mod console_sessions;
 mod disclosure;
 mod discovery;
 mod errors_teach;
+#[cfg(feature = "conformance-fixture")]
+mod fixture_mrtr;
 mod get_vehicle;
 mod hardening;
 mod import_dealers;
