@@ -87,6 +87,7 @@ async fn an_input_required_round_trip_keeps_its_result_type_and_refuses_altered_
     )
     .await;
     assert_eq!(bare.error_code(), -32021, "{}", bare.raw);
+    assert_eq!(bare.status, 400);
     assert_eq!(
         bare.body["error"]["data"]["requiredCapabilities"],
         json!({"elicitation": {}})
@@ -115,6 +116,7 @@ async fn a_task_is_negotiated_per_request_and_routed_by_its_task_id() {
     )
     .await;
     assert_eq!(gated.error_code(), -32021, "{}", gated.raw);
+    assert_eq!(gated.status, 400);
     assert!(gated.body["error"]["data"]["requiredCapabilities"]["extensions"][TASKS].is_object());
 
     let call = json!({"name": "slow_compute", "arguments": {"seconds": 60}});
