@@ -563,6 +563,14 @@ async fn verifications_answered_stale_are_permitted_and_skip_the_availability_ch
     assert!(reason.contains("dealeragent.vehicle.stale"), "{reason}");
     let (result, reason, _) = through(&fx, Fault::VerifyStale, "DAPC-SCH-005").await;
     assert_eq!(result, "skipped", "{reason}");
+    // It gave up only after verifying further vehicles, within its bound.
+    assert!(
+        reason.contains(&format!(
+            "and {} further vehicles asked",
+            conformance::context::MAX_FURTHER_VERIFICATIONS
+        )),
+        "{reason}"
+    );
 }
 
 /// When the sampled vehicles all answer with a permitted error, the suite
