@@ -46,11 +46,14 @@ const CORS_REQUEST_HEADERS: [HeaderName; 9] = [
 /// session id (issued on `initialize`), the protocol version, the OAuth
 /// challenge of a 401 (RFC 9728 discovery) and the 429/503 retry delay.
 /// `Content-Type` and `Cache-Control` are CORS-safelisted already.
-const CORS_EXPOSED_HEADERS: [HeaderName; 4] = [
+const CORS_EXPOSED_HEADERS: [HeaderName; 5] = [
     HeaderName::from_static(mcp::headers::SESSION_ID),
     HeaderName::from_static(mcp::headers::PROTOCOL_VERSION),
     header::WWW_AUTHENTICATE,
     header::RETRY_AFTER,
+    // The validator of the Server Cards (SEP-2127 "CORS Requirements")
+    // and of the discovery documents and feeds.
+    header::ETAG,
 ];
 
 /// How long a browser may cache a preflight answer, so a browser client

@@ -256,14 +256,12 @@ fn card_response(
     }
     headers.insert(header::VARY, HeaderValue::from_static("Authorization"));
     if public {
-        // SEP-2127 "CORS Requirements": public read-only metadata.
+        // SEP-2127 "CORS Requirements": public read-only metadata, readable
+        // from any origin. The app's CORS layer names the exposed headers
+        // (ETag among them) and grants a listed origin by name.
         headers.insert(
             header::ACCESS_CONTROL_ALLOW_ORIGIN,
             HeaderValue::from_static("*"),
-        );
-        headers.insert(
-            header::ACCESS_CONTROL_EXPOSE_HEADERS,
-            HeaderValue::from_static("ETag"),
         );
     }
     r

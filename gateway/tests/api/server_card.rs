@@ -84,6 +84,21 @@ async fn the_mcp_card_names_the_endpoint_and_its_tools_list() {
     assert_eq!(ours["tools"], Value::Array(listed(&app).await), "{card}");
     let discover = app.modern("server/discover", json!({})).await;
     assert_eq!(ours["capabilities"], discover.result()["capabilities"]);
+    // Any origin may read it, and the ETag too (SEP-2127 "CORS
+    // Requirements"), however the gateway's CORS list is configured.
+    let browser = common::send(
+        app.http
+            .get(format!("{}/mcp/server-card", app.base()))
+            .header("origin", "https://agents.elsewhere.example"),
+    )
+    .await;
+    assert_eq!(browser.status, 200, "{}", browser.raw);
+    assert_eq!(header(&browser, "access-control-allow-origin"), "*");
+    assert!(
+        header(&browser, "access-control-expose-headers")
+            .to_ascii_lowercase()
+            .contains("etag")
+    );
     // Revalidation with the ETag: 304, no body.
     let etag = header(&reply, "etag").to_owned();
     let again = common::send(

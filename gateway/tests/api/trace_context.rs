@@ -37,12 +37,15 @@ fn traceparent(trace: &str) -> String {
     format!("00-{trace}-{PARENT}-01")
 }
 
+/// The `traceparent` and `tracestate` of one upstream call.
+type TraceHeaders = (Option<String>, Option<String>);
+
 /// The trace headers the fake dealer system saw, by VIN.
 #[derive(Default)]
-struct Seen(Mutex<HashMap<String, (Option<String>, Option<String>)>>);
+struct Seen(Mutex<HashMap<String, TraceHeaders>>);
 
 impl Seen {
-    fn of(&self, vin: &str) -> (Option<String>, Option<String>) {
+    fn of(&self, vin: &str) -> TraceHeaders {
         self.0
             .lock()
             .unwrap()
@@ -367,4 +370,56 @@ async fn legacy_sessions_and_http_headers_carry_the_trace_and_meta_wins() {
     let (tp, ts) = seen.of(vin(&live[5]));
     assert_eq!(sent(tp.as_deref()).0, legacy_trace);
     assert_eq!(ts.as_deref(), Some(STATE));
+}
+
+/// The stdio transport: `_meta` is the only carrier there.
+#[tokio::test]
+async fn stdio_takes_the_trace_from_meta() {
+    use std::io::Write as _;
+    let db = crate::common::test_database_url(&crate::common::temp_dir()).await;
+    let request = |id: i64, traceparent: &str| {
+        let mut m = meta();
+        m["traceparent"] = json!(traceparent);
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "dealeragent.inventory.get_vehicle",
+            "arguments": {"organization_id": crate::security::ORG,
+                          "rooftop_id": crate::security::CHICAGO, "vehicle_id": "veh.absent"},
+            "_meta": m}})
+    };
+    let input = format!(
+        "{}\n{}\n",
+        request(1, &traceparent(TRACE)),
+        request(2, INVALID)
+    );
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dealer-gateway"))
+        .arg("stdio")
+        .env("DEALER_GATEWAY_DATABASE_URL", &db)
+        .env("DEALER_GATEWAY_LOG", "warn")
+        .env_remove("DEALER_GATEWAY_STDIO_TOKEN")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("binary starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(input.as_bytes());
+    });
+    let out = child.wait_with_output().expect("binary runs");
+    writer.join().expect("writer");
+    assert!(out.status.success(), "{}", crate::common::text(&out));
+    let replies: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let trace_of = |id: i64| {
+        replies
+            .iter()
+            .find(|r| r["id"] == json!(id))
+            .and_then(|r| r["result"]["structuredContent"]["trace_id"].as_str())
+            .unwrap_or_else(|| panic!("no error for {id}: {replies:?}"))
+            .to_owned()
+    };
+    assert_eq!(trace_of(1), TRACE);
+    assert!(trace_of(2).starts_with("trace."), "{replies:?}");
 }
