@@ -86,6 +86,18 @@ pub fn router() -> Router<Arc<AppState>> {
 /// (`https://dealers.example.com` is `com.example.dealers`); an IP address
 /// is kept as written. Characters a card name cannot hold become `-`.
 pub fn namespace_of(public_url: &str) -> String {
+    let host = host_of(public_url);
+    if host.parse::<std::net::IpAddr>().is_ok() {
+        host
+    } else {
+        host.split('.').rev().collect::<Vec<_>>().join(".")
+    }
+}
+
+/// The lower-cased host of a public URL (no port, no brackets), with
+/// characters a card name cannot hold written `-`; `localhost` when
+/// nothing is left.
+fn host_of(public_url: &str) -> String {
     let rest = public_url
         .split_once("://")
         .map_or(public_url, |(_, rest)| rest);
@@ -99,13 +111,8 @@ pub fn namespace_of(public_url: &str) -> String {
     } else {
         host.split(':').next().unwrap_or(host)
     };
-    let host = host.to_ascii_lowercase();
-    let reversed = if host.parse::<std::net::IpAddr>().is_ok() {
-        host
-    } else {
-        host.split('.').rev().collect::<Vec<_>>().join(".")
-    };
-    let clean: String = reversed
+    let clean: String = host
+        .to_ascii_lowercase()
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '.' | '-') {
@@ -312,8 +319,9 @@ async fn serve_aap_card(
 /// endpoint published to anonymous callers (the same organizations the
 /// anonymous manifest names; a partner-only organization is never listed).
 async fn ai_catalog(State(state): State<Arc<AppState>>, request: HeaderMap) -> Response {
-    let namespace = namespace_of(&state.public_base);
-    let publisher = namespace.split('.').rev().collect::<Vec<_>>().join(".");
+    // AI Catalog identifiers are anchored on the publisher's domain:
+    // `urn:air:{publisher}:{namespace}:{name}`.
+    let publisher = host_of(&state.public_base);
     let mut entries = vec![json!({
         "identifier": format!("urn:air:{publisher}:mcp:dealer-agent-gateway"),
         "type": CARD_MEDIA_TYPE,
@@ -333,10 +341,24 @@ async fn ai_catalog(State(state): State<Arc<AppState>>, request: HeaderMap) -> R
             }
         }
         Err(e) => {
-            tracing::warn!(error = %e, "AI Catalog without AAP entries: the directory is unavailable");
-            let mut r = StatusCode::SERVICE_UNAVAILABLE.into_response();
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            tracing::warn!(error = %e, "AI Catalog unavailable: the directory is unavailable");
+            let body = json!({
+                "type": "urn:dealer-agent-gateway:problem:store-unavailable",
+                "title": "Temporarily unavailable",
+                "status": 503,
+                "detail": "The dealer directory is unavailable; retry shortly.",
+            });
+            let mut r = (
+                StatusCode::SERVICE_UNAVAILABLE,
+                serde_json::to_vec(&body).unwrap_or_default(),
+            )
+                .into_response();
+            let headers = r.headers_mut();
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/problem+json"),
+            );
+            headers.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
             return r;
         }
     }

@@ -197,6 +197,10 @@ async fn an_aap_card_is_served_like_its_endpoint_and_hidden_organizations_are_40
     // The AI Catalog lists /mcp and the public AAP endpoint only.
     let catalog = get(&app, "/.well-known/ai-catalog.json", None).await;
     assert_eq!(catalog.status, 200, "{}", catalog.raw);
+    assert_eq!(
+        catalog.body["entries"][0]["identifier"],
+        json!("urn:air:127.0.0.1:mcp:dealer-agent-gateway")
+    );
     let urls: Vec<&str> = catalog.body["entries"]
         .as_array()
         .expect("entries")
