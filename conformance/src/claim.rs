@@ -16,11 +16,13 @@
 //! server.
 
 mod cli;
+mod deviations;
 mod live;
 
 pub use cli::{
     ClaimArgs, JwksArgs, KeygenArgs, VerifyArgs, cmd_claim, cmd_jwks, cmd_keygen, cmd_verify,
 };
+pub use deviations::SCHEMA_DEVIATIONS;
 pub use live::verify_against_live;
 
 use std::collections::BTreeSet;
@@ -501,14 +503,24 @@ pub fn issue(input: &IssueInput<'_>) -> Result<Value, ClaimError> {
     check_text("claim id", &input.claim_id, 1, 200)?;
     let operator = input.operator.as_deref().unwrap_or(&input.issuer);
     check_text("--operator", operator, 1, 200)?;
-    if input.exceptions.len() > MAX_EXCEPTIONS {
-        return Err(ClaimError::InvalidInput {
-            option: "--exception",
-            rule: format!("at most {MAX_EXCEPTIONS} exceptions"),
-        });
-    }
+    // Our own deviations from the public claim schema come first; the
+    // issuer's follow (an issuer repeating one does not list it twice).
+    let mut exceptions: Vec<&str> = SCHEMA_DEVIATIONS.to_vec();
     for e in &input.exceptions {
         check_text("--exception", e, 1, 500)?;
+        if !exceptions.contains(&e.as_str()) {
+            exceptions.push(e);
+        }
+    }
+    if exceptions.len() > MAX_EXCEPTIONS {
+        return Err(ClaimError::InvalidInput {
+            option: "--exception",
+            rule: format!(
+                "at most {} exceptions besides the {} schema deviations every claim lists",
+                MAX_EXCEPTIONS - SCHEMA_DEVIATIONS.len(),
+                SCHEMA_DEVIATIONS.len()
+            ),
+        });
     }
 
     let derived = from_report(input.report, operator, &input.source_revision)?;
@@ -533,7 +545,7 @@ pub fn issue(input: &IssueInput<'_>) -> Result<Value, ClaimError> {
             "report_digest": sha256_digest(input.report_bytes),
             "report_uri": input.report_uri,
         },
-        "exceptions": input.exceptions,
+        "exceptions": exceptions,
         "issued_at": timestamp(now),
         "expires_at": timestamp(now + input.valid_for),
         "signer": {

@@ -26,6 +26,12 @@ pub const WALK_LIMIT: u64 = 10;
 const MAX_SAMPLES: usize = 12;
 /// Most stale or unknown vehicles among them.
 const MAX_STALE_SAMPLES: usize = 6;
+/// Most further vehicles verified when no sampled one answered with an
+/// availability result: a gateway may answer a listed vehicle with a
+/// structured error (DAP 0.1 section 8, e.g. `dealeragent.vehicle.stale`),
+/// and the availability schema check (DAPC-SCH-005) should not skip merely
+/// because the first few sampled vehicles did.
+pub const MAX_FURTHER_VERIFICATIONS: usize = 20;
 
 /// One tool output the suite obtained, for the schema checks.
 #[derive(Debug, Clone)]
@@ -109,6 +115,10 @@ pub struct Ctx {
     pub foreign: Option<HiddenRooftop>,
     pub walks: Vec<Walk>,
     pub samples: Vec<Sample>,
+    /// `verify_availability` of further vehicles (vehicle id, exchange),
+    /// asked only when no sample answered with a result, and stopped at
+    /// the first result (at most [`MAX_FURTHER_VERIFICATIONS`]).
+    pub further_verifications: Vec<(String, Exchange)>,
     /// Why fewer details than wanted were gathered, if so.
     pub notes: Vec<String>,
     observed: Mutex<Vec<Observed>>,
@@ -326,6 +336,7 @@ pub async fn discover(
         foreign: None,
         walks: Vec::new(),
         samples: Vec::new(),
+        further_verifications: Vec::new(),
         notes: Vec::new(),
         observed: Mutex::new(Vec::new()),
         nonce: uuid::Uuid::new_v4().simple().to_string()[..12].to_owned(),
@@ -350,6 +361,7 @@ pub async fn discover(
     }
     walk_all(&mut cx).await?;
     sample(&mut cx).await?;
+    verify_further(&mut cx).await?;
     Ok(cx)
 }
 
@@ -597,6 +609,60 @@ async fn sample(cx: &mut Ctx) -> Result<(), ClientError> {
         });
     }
     cx.samples = samples;
+    Ok(())
+}
+
+/// When no sampled vehicle's `verify_availability` answered with a
+/// result, verify further listed vehicles (bounded, in walk order) until
+/// one does, so the checks of availability results have one to look at.
+async fn verify_further(cx: &mut Ctx) -> Result<(), ClientError> {
+    let answered = cx
+        .samples
+        .iter()
+        .any(|s| s.verify.as_ref().and_then(Exchange::tool_ok).is_some());
+    if answered || cx.samples.is_empty() {
+        return Ok(());
+    }
+    let sampled: BTreeSet<&str> = cx.samples.iter().map(|s| s.vehicle_id.as_str()).collect();
+    let mut candidates: Vec<(Caller, String, String, String)> = Vec::new();
+    let mut seen = BTreeSet::new();
+    for w in &cx.walks {
+        for v in w.vehicles() {
+            let id = v.get("vehicle_id").and_then(Value::as_str).unwrap_or("");
+            let rooftop = v.get("rooftop_id").and_then(Value::as_str).unwrap_or("");
+            if id.is_empty() || sampled.contains(id) || !seen.insert(id.to_owned()) {
+                continue;
+            }
+            let caller = match &w.caller {
+                Caller::Anonymous => cx.reader_for(rooftop),
+                role => role.clone(),
+            };
+            candidates.push((
+                caller,
+                w.organization_id.clone(),
+                rooftop.to_owned(),
+                id.to_owned(),
+            ));
+        }
+    }
+    let mut further = Vec::new();
+    for (caller, org, rooftop, vehicle) in candidates.into_iter().take(MAX_FURTHER_VERIFICATIONS) {
+        let args = json!({"organization_id": org, "rooftop_id": rooftop, "vehicle_id": vehicle});
+        let ex = cx.call(&caller, VERIFY, args).await?;
+        let done = ex.tool_ok().is_some();
+        further.push((vehicle, ex));
+        if done {
+            break;
+        }
+    }
+    if !further.iter().any(|(_, ex)| ex.tool_ok().is_some()) {
+        cx.notes.push(format!(
+            "no verify_availability answered with a result: {} sampled and {} further vehicles asked",
+            cx.samples.len(),
+            further.len()
+        ));
+    }
+    cx.further_verifications = further;
     Ok(())
 }
 

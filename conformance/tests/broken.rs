@@ -5,16 +5,26 @@
 mod common;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use conformance::run::run_suite;
 use serde_json::{Value, json};
 
 const USED_DETAILS: &str = "dealeragent.inventory.get_used_vehicle_details";
+const VERIFY: &str = "dealeragent.inventory.verify_availability";
+const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+/// The request headers the redaction check puts canaries in.
+const CANARY_HEADERS: [&str; 4] = [
+    "authorization",
+    "mcp-name",
+    "mcp-method",
+    "mcp-protocol-version",
+];
 
 /// The one requirement a proxy breaks.
 #[derive(Debug, Clone, Copy)]
@@ -45,10 +55,40 @@ enum Fault {
     /// The disclosure lint says `pass` overall and for every rule, whatever
     /// the engine says on the facts it reports.
     LintSaysPass,
+    /// verify_availability results lose `availability.valid_until`.
+    VerifyWithoutValidUntil,
+    /// Permitted: every verify_availability result becomes the structured
+    /// error `dealeragent.vehicle.stale` (DAP 0.1 section 8).
+    VerifyStale,
+    /// Permitted: the first this-many verify_availability results become
+    /// `dealeragent.vehicle.stale`; later ones are answered.
+    VerifyStaleFirst(usize),
+    /// Permitted: error results' text block is prose, not the JSON of
+    /// structuredContent (a SHOULD of MCP, a MAY of DAP).
+    ProseErrorText,
+    /// Tool results lose structuredContent.
+    NoStructuredContent,
+    /// Permitted: a response that issues no Mcp-Session-Id does not expose
+    /// it to browsers.
+    StatelessExposesNoSession,
+    /// No response exposes Mcp-Session-Id, also the legacy initialize
+    /// that issues one.
+    SessionIdHidden,
+    /// A 2026-07-28 request whose `_meta` lacks clientInfo is refused
+    /// (-32602), as if clientInfo were required.
+    RequireClientInfo,
+    /// Responses repeat the request's MCP and Authorization headers in a
+    /// debugging header.
+    EchoHeaders,
+    /// Permitted: canary header values are replaced with working ones
+    /// before the gateway sees them, so the gateway serves the request.
+    AcceptCanaryHeaders,
 }
 
 struct Proxy {
     fault: Fault,
+    /// verify_availability results seen so far.
+    verifications: AtomicUsize,
     upstream: String,
     partner_rooftop: String,
     partner_token: String,
@@ -75,7 +115,56 @@ fn edit_tool_result(body: &mut Value, edit: impl FnOnce(&mut Value)) {
     }
 }
 
-async fn forward(State(p): State<Arc<Proxy>>, headers: HeaderMap, body: Bytes) -> Response {
+/// A DAP error object standing in for a tool result (valid against the
+/// DAP error schema).
+fn stale_error() -> Value {
+    json!({
+        "error_id": format!("err.proxy.{}", uuid::Uuid::new_v4().simple()),
+        "code": "dealeragent.vehicle.stale",
+        "message": "Fresh availability is required before this vehicle can be verified.",
+        "retryable": true,
+        "retry_after_ms": 1000,
+        "trace_id": format!("trace.proxy.{}", uuid::Uuid::new_v4().simple()),
+        "created_at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+    })
+}
+
+/// A tool result that succeeded becomes the isError result `error`.
+fn into_tool_error(body: &mut Value, error: Value) {
+    let Some(result) = body.get_mut("result") else {
+        return;
+    };
+    if result["isError"] == true || !result["structuredContent"].is_object() {
+        return;
+    }
+    result["isError"] = json!(true);
+    result["content"] = json!([{"type": "text", "text": error.to_string()}]);
+    result["structuredContent"] = error;
+}
+
+/// Whether `name` lists `header` (a comma-separated header list).
+fn lists(value: &str, header: &str) -> bool {
+    value
+        .split(',')
+        .any(|h| h.trim().eq_ignore_ascii_case(header))
+}
+
+/// `value` without `header` (a comma-separated header list).
+fn without(value: &str, header: &str) -> String {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|h| !h.eq_ignore_ascii_case(header))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+async fn forward(
+    State(p): State<Arc<Proxy>>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let tool = request["params"]["name"].as_str().unwrap_or("").to_owned();
     let args = request["params"]["arguments"].clone();
@@ -104,6 +193,40 @@ async fn forward(State(p): State<Arc<Proxy>>, headers: HeaderMap, body: Bytes) -
                 out.remove("authorization");
             }
         }
+        Fault::RequireClientInfo => {
+            let meta = &request["params"]["_meta"];
+            if meta.is_object() && meta.get(CLIENT_INFO).is_none() {
+                let refusal = json!({"jsonrpc": "2.0", "id": request["id"], "error": {
+                    "code": -32602, "message": "clientInfo is required"}});
+                return (
+                    StatusCode::BAD_REQUEST,
+                    [("content-type", "application/json")],
+                    refusal.to_string(),
+                )
+                    .into_response();
+            }
+        }
+        Fault::AcceptCanaryHeaders => {
+            let canary = |name: &str| {
+                headers
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .is_some_and(|v| v.contains("canary-"))
+            };
+            if canary("authorization") {
+                out.remove("authorization");
+            }
+            let body_method = request["method"].as_str().unwrap_or("").to_owned();
+            for (name, value) in [
+                ("mcp-name", tool.clone()),
+                ("mcp-method", body_method),
+                ("mcp-protocol-version", "2026-07-28".to_owned()),
+            ] {
+                if canary(name) {
+                    out.insert(name, HeaderValue::from_str(&value).expect("header"));
+                }
+            }
+        }
         Fault::UpgradeStale
         | Fault::UnknownAsZero
         | Fault::EchoArguments
@@ -111,11 +234,19 @@ async fn forward(State(p): State<Arc<Proxy>>, headers: HeaderMap, body: Bytes) -
         | Fault::CollapseConflict
         | Fault::UnauthorizedSummary
         | Fault::RevealExisting
-        | Fault::LintSaysPass => {}
+        | Fault::LintSaysPass
+        | Fault::VerifyWithoutValidUntil
+        | Fault::VerifyStale
+        | Fault::VerifyStaleFirst(_)
+        | Fault::ProseErrorText
+        | Fault::NoStructuredContent
+        | Fault::StatelessExposesNoSession
+        | Fault::SessionIdHidden
+        | Fault::EchoHeaders => {}
     }
     let answer = match p
         .http
-        .post(&p.upstream)
+        .request(method, &p.upstream)
         .headers(out)
         .body(body)
         .send()
@@ -130,6 +261,34 @@ async fn forward(State(p): State<Arc<Proxy>>, headers: HeaderMap, body: Bytes) -
         if !matches!(k.as_str(), "content-length" | "transfer-encoding") {
             back.insert(k.clone(), v.clone());
         }
+    }
+    match p.fault {
+        Fault::StatelessExposesNoSession | Fault::SessionIdHidden => {
+            let issues_session = back.contains_key("mcp-session-id");
+            let exposed = back
+                .get("access-control-expose-headers")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_owned();
+            let hide = matches!(p.fault, Fault::SessionIdHidden) || !issues_session;
+            if hide && lists(&exposed, "mcp-session-id") {
+                back.insert(
+                    "access-control-expose-headers",
+                    HeaderValue::from_str(&without(&exposed, "mcp-session-id")).expect("header"),
+                );
+            }
+        }
+        Fault::EchoHeaders => {
+            let sent: Vec<String> = CANARY_HEADERS
+                .iter()
+                .filter_map(|h| headers.get(*h).and_then(|v| v.to_str().ok()))
+                .map(str::to_owned)
+                .collect();
+            if let Ok(v) = HeaderValue::from_str(&sent.join(" | ")) {
+                back.insert("x-debug-request-headers", v);
+            }
+        }
+        _ => {}
     }
     let bytes = answer.bytes().await.unwrap_or_default();
     let Ok(mut reply) = serde_json::from_slice::<Value>(&bytes) else {
@@ -215,6 +374,28 @@ async fn forward(State(p): State<Arc<Proxy>>, headers: HeaderMap, body: Bytes) -
                 }
             });
         }
+        Fault::VerifyWithoutValidUntil if tool == VERIFY => {
+            edit_tool_result(&mut reply, |sc| {
+                if let Some(a) = sc["availability"].as_object_mut() {
+                    a.remove("valid_until");
+                }
+            });
+        }
+        Fault::VerifyStale if tool == VERIFY => into_tool_error(&mut reply, stale_error()),
+        Fault::VerifyStaleFirst(n) if tool == VERIFY => {
+            if p.verifications.fetch_add(1, Ordering::SeqCst) < n {
+                into_tool_error(&mut reply, stale_error());
+            }
+        }
+        Fault::ProseErrorText if reply["result"]["isError"] == true => {
+            reply["result"]["content"] = json!([{"type": "text",
+                "text": "The request could not be completed. See structuredContent for details."}]);
+        }
+        Fault::NoStructuredContent => {
+            if let Some(result) = reply.get_mut("result").and_then(Value::as_object_mut) {
+                result.remove("structuredContent");
+            }
+        }
         Fault::UpgradeStale
         | Fault::UnknownAsZero
         | Fault::LeakPartner
@@ -223,7 +404,16 @@ async fn forward(State(p): State<Arc<Proxy>>, headers: HeaderMap, body: Bytes) -
         | Fault::CollapseConflict
         | Fault::UnauthorizedSummary
         | Fault::RevealExisting
-        | Fault::LintSaysPass => {}
+        | Fault::LintSaysPass
+        | Fault::VerifyWithoutValidUntil
+        | Fault::VerifyStale
+        | Fault::VerifyStaleFirst(_)
+        | Fault::ProseErrorText
+        | Fault::StatelessExposesNoSession
+        | Fault::SessionIdHidden
+        | Fault::RequireClientInfo
+        | Fault::EchoHeaders
+        | Fault::AcceptCanaryHeaders => {}
     }
     (status, back, reply.to_string()).into_response()
 }
@@ -233,6 +423,7 @@ async fn forward(State(p): State<Arc<Proxy>>, headers: HeaderMap, body: Bytes) -
 async fn proxy(fx: &common::Fixture, fault: Fault) -> String {
     let state = Arc::new(Proxy {
         fault,
+        verifications: AtomicUsize::new(0),
         upstream: fx.app.url.clone(),
         partner_rooftop: common::FLEET.to_owned(),
         partner_token: fx.token("partner"),
@@ -342,4 +533,105 @@ async fn a_lint_that_says_pass_where_the_engine_does_not_fails_the_lint_check() 
         "DAPC-LINT-001 with LintSaysPass: {reason}"
     );
     assert!(reason.contains("pass"), "{reason}");
+}
+
+/// Run only `check` through a proxy with `fault`: its result and reason,
+/// and the whole report.
+async fn through(fx: &common::Fixture, fault: Fault, check: &str) -> (String, String, Value) {
+    let url = proxy(fx, fault).await;
+    let run = run_suite(&fx.options(&url, Some(check)))
+        .await
+        .expect("the suite runs through the proxy");
+    let (result, reason) = common::result_of(&run.report, check);
+    (result.to_owned(), reason.to_owned(), run.report)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_availability_result_without_valid_until_fails_the_availability_check() {
+    caught(Fault::VerifyWithoutValidUntil, "DAPC-AVL", "DAPC-AVL-001").await;
+}
+
+/// DAP 0.1 section 8 permits a structured error where freshness is
+/// insufficient: a gateway that answers every verification with
+/// `dealeragent.vehicle.stale` is not failed; with no result to judge, the
+/// check skips and says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verifications_answered_stale_are_permitted_and_skip_the_availability_check() {
+    let fx = common::setup().await;
+    let (result, reason, _) = through(&fx, Fault::VerifyStale, "DAPC-AVL-001").await;
+    assert_eq!(result, "skipped", "{reason}");
+    assert!(reason.contains("dealeragent.vehicle.stale"), "{reason}");
+    let (result, reason, _) = through(&fx, Fault::VerifyStale, "DAPC-SCH-005").await;
+    assert_eq!(result, "skipped", "{reason}");
+    // It gave up only after verifying further vehicles, within its bound.
+    assert!(
+        reason.contains(&format!(
+            "and {} further vehicles asked",
+            conformance::context::MAX_FURTHER_VERIFICATIONS
+        )),
+        "{reason}"
+    );
+}
+
+/// When the sampled vehicles all answer with a permitted error, the suite
+/// verifies further vehicles until one answers, so the availability
+/// result's completeness and schema are still judged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_suite_samples_further_until_a_verification_answers() {
+    let fx = common::setup().await;
+    // More than the suite samples: every sample answers stale.
+    let fault = Fault::VerifyStaleFirst(12);
+    let (result, reason, _) = through(&fx, fault, "DAPC-SCH-005").await;
+    assert_eq!(result, "passed", "{reason}");
+    let (result, reason, _) = through(&fx, fault, "DAPC-AVL-001").await;
+    assert_eq!(result, "passed", "{reason}");
+    assert!(reason.contains("12 dealeragent.vehicle.stale"), "{reason}");
+}
+
+/// A text block is a SHOULD (MCP) and a MAY (DAP): prose in it is noted,
+/// and the required check still passes; a result without
+/// structuredContent still fails it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prose_text_block_passes_and_a_missing_structured_content_fails() {
+    let fx = common::setup().await;
+    let (result, reason, report) = through(&fx, Fault::ProseErrorText, "DAPC-MCP-006").await;
+    assert_eq!(result, "passed", "{reason}");
+    assert!(reason.contains("advisory"), "{reason}");
+    assert!(reason.contains("not JSON"), "{reason}");
+    assert_eq!(report["summary"]["required_failed"], 0);
+    caught(Fault::NoStructuredContent, "DAPC-MCP-006", "DAPC-MCP-006").await;
+}
+
+/// Mcp-Session-Id matters to a browser only on an answer that issues one:
+/// a stateless answer need not expose it, a legacy initialize must.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_id_must_be_exposed_only_where_one_is_issued() {
+    let fx = common::setup().await;
+    let (result, reason, _) = through(&fx, Fault::StatelessExposesNoSession, "DAPC-MCP-012").await;
+    assert_eq!(result, "passed", "{reason}");
+    let (result, reason, _) = through(&fx, Fault::SessionIdHidden, "DAPC-MCP-012").await;
+    assert_eq!(result, "failed", "{reason}");
+    assert!(reason.contains("Mcp-Session-Id"), "{reason}");
+}
+
+/// MCP 2026-07-28: a server MUST NOT require clientInfo.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_that_requires_client_info_fails() {
+    caught(Fault::RequireClientInfo, "DAPC-MCP-013", "DAPC-MCP-013").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_echoed_canary_header_fails_redaction() {
+    caught(Fault::EchoHeaders, "DAPC-RED-002", "DAPC-RED-002").await;
+}
+
+/// Redaction only: a gateway that serves a request whose canary header it
+/// ignores passes, as long as nothing is echoed (accepting headers is
+/// DAPC-MCP-004's business).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_served_canary_header_that_is_not_echoed_passes_redaction() {
+    let fx = common::setup().await;
+    let (result, reason, _) = through(&fx, Fault::AcceptCanaryHeaders, "DAPC-RED-002").await;
+    assert_eq!(result, "passed", "{reason}");
+    assert!(reason.contains("served"), "{reason}");
 }

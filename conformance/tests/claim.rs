@@ -185,10 +185,13 @@ fn an_issued_claim_validates_and_pins_the_run() {
     assert_eq!(c["implementation"]["operator"], "Maplecrest Motor Group");
     assert_eq!(c["mcp_revisions"], json!(["2025-11-25", "2026-07-28"]));
     assert_eq!(c["profiles"].as_array().unwrap().len(), 4);
-    assert_eq!(
-        c["exceptions"],
-        json!(["Legacy 2025-11-25 sessions are served in memory only."])
-    );
+    // Our deviations from the public claim schema first, then the
+    // issuer's own.
+    let mut exceptions: Vec<Value> = claim::SCHEMA_DEVIATIONS.iter().map(|d| json!(d)).collect();
+    exceptions.push(json!(
+        "Legacy 2025-11-25 sessions are served in memory only."
+    ));
+    assert_eq!(c["exceptions"], Value::Array(exceptions));
     assert_eq!(c["signer"]["key_id"], KID);
     assert_eq!(c["signer"]["algorithm"], "ES256");
 
@@ -207,6 +210,50 @@ fn an_issued_claim_validates_and_pins_the_run() {
         signing_payload(c).unwrap()
     );
     assert_eq!(URL_SAFE_NO_PAD.decode(&parts[2]).unwrap().len(), 64);
+}
+
+/// A claim names every deliberate deviation from the public DAP claim
+/// schema in `exceptions`, whatever the issuer adds, and each member that
+/// deviates is one the claim really carries.
+#[test]
+fn a_claim_lists_every_deviation_from_the_public_claim_schema() {
+    let key = claim::generate_key().unwrap();
+    let report = passing_report();
+    let bytes = bytes_of(&report);
+    let mut no_exceptions = input(&report, &bytes, &key);
+    no_exceptions.exceptions = vec![];
+    let mut repeated = input(&report, &bytes, &key);
+    repeated.exceptions = vec![claim::SCHEMA_DEVIATIONS[0].to_owned()];
+    for given in [no_exceptions, repeated] {
+        let c = issue(&given).unwrap();
+        let listed: Vec<&str> = c["exceptions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_str().unwrap())
+            .collect();
+        assert_eq!(listed, claim::SCHEMA_DEVIATIONS);
+        assert!(
+            listed
+                .iter()
+                .any(|e| e.starts_with("implementation.scopes:"))
+        );
+        assert!(c["implementation"]["scopes"].is_array());
+        assert!(c["implementation"]["extensions"].is_array());
+        validate_schema(&c).unwrap();
+    }
+    // The deviations count against the schema's 32 exceptions.
+    let mut too_many = input(&report, &bytes, &key);
+    too_many.exceptions = (0..=32 - claim::SCHEMA_DEVIATIONS.len())
+        .map(|i| format!("deviation {i}"))
+        .collect();
+    assert!(matches!(
+        issue(&too_many),
+        Err(ClaimError::InvalidInput {
+            option: "--exception",
+            ..
+        })
+    ));
 }
 
 #[test]

@@ -46,11 +46,14 @@ const CORS_REQUEST_HEADERS: [HeaderName; 9] = [
 /// session id (issued on `initialize`), the protocol version, the OAuth
 /// challenge of a 401 (RFC 9728 discovery) and the 429/503 retry delay.
 /// `Content-Type` and `Cache-Control` are CORS-safelisted already.
-const CORS_EXPOSED_HEADERS: [HeaderName; 4] = [
+const CORS_EXPOSED_HEADERS: [HeaderName; 5] = [
     HeaderName::from_static(mcp::headers::SESSION_ID),
     HeaderName::from_static(mcp::headers::PROTOCOL_VERSION),
     header::WWW_AUTHENTICATE,
     header::RETRY_AFTER,
+    // The validator of the Server Cards (SEP-2127 "CORS Requirements")
+    // and of the discovery documents and feeds.
+    header::ETAG,
 ];
 
 /// How long a browser may cache a preflight answer, so a browser client
@@ -145,6 +148,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .merge(crate::console::router())
         // Discovery documents for agents (`wellknown`).
         .merge(crate::wellknown::router())
+        // Server Cards and the AI Catalog (`server_card`).
+        .merge(crate::server_card::router())
         .layer(axum::middleware::from_fn_with_state(
             timeout,
             request_deadline,
@@ -186,7 +191,8 @@ const PROBE_PATHS: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
 /// (never the query, which could carry a credential), status, duration,
 /// and what the MCP layers noted: the JSON-RPC method, the tool, the
 /// outcome code, the principal (`anonymous` or the grant's subject id;
-/// never a token) and the trace id the caller's error objects carry.
+/// never a token), the trace id the caller's error objects carry and the
+/// caller's span id when it sent a W3C Trace Context.
 async fn access_log(req: Request, next: Next) -> Response {
     let started = std::time::Instant::now();
     let http_method = req.method().clone();
@@ -232,6 +238,7 @@ async fn access_log(req: Request, next: Next) -> Response {
                 outcome = %outcome,
                 principal = %facts.principal.clone().unwrap_or_else(dash),
                 trace.id = %facts.trace_id.clone().unwrap_or_else(dash),
+                trace.parent_id = %facts.parent_id.clone().unwrap_or_else(dash),
                 "request"
             )
         };

@@ -7,12 +7,18 @@
 //! unchanged (the digest and the JWS cover exactly those bytes) after
 //! checking, at start-up, that it is a claim at all and that it describes
 //! this build: it validates against `conformance/claim.schema.json`, is
-//! `active` and unexpired, and pins exactly the DAP tools, resources and
-//! profiles this gateway serves (DAP 14: a claim pins the exact inventory).
-//! A claim that does not is refused with the reason, so a stale claim is
-//! never published after an upgrade. The signature is the verifier's
+//! `active` and unexpired, its signed payload is the claim it is attached
+//! to, and it pins exactly the DAP tools, resources and profiles this
+//! gateway serves (DAP 14: a claim pins the exact inventory). A claim that
+//! does not is refused with the reason, so a stale claim is never published
+//! after an upgrade. Whether the signature verifies is the verifier's
 //! business (`dap-conformance verify claim.json --jwks FILE`): the gateway
-//! holds no trusted key for it.
+//! holds no trusted key for it. But the payload needs no key: the JWS in
+//! `signer.signature` embeds the canonical claim without
+//! `signer.signature` (docs/conformance.md), so a claim edited after
+//! signing (an inventory patched by hand to pass the check below) is
+//! refused at start-up, naming the members that differ, instead of being
+//! published with a signature that can never verify.
 //!
 //! Without a configured claim the gateway says so plainly: the claim URI
 //! answers 404 with a notice that no claim is published, and the manifest
@@ -94,6 +100,10 @@ pub enum ClaimFileError {
         "conformance claim {path}: does not validate against conformance/claim.schema.json: {problems}"
     )]
     Schema { path: String, problems: String },
+    #[error(
+        "conformance claim {path}: the payload signed in signer.signature is not this claim: {differences}"
+    )]
+    Payload { path: String, differences: String },
     #[error("conformance claim {path}: expired at {expires_at}")]
     Expired { path: String, expires_at: String },
     #[error("conformance claim {path}: it does not describe this gateway: {differences}")]
@@ -146,6 +156,7 @@ fn expires_at(claim: &Value) -> Option<DateTime<Utc>> {
 #[derive(Debug)]
 pub enum ClaimProblem {
     Schema(String),
+    Payload(String),
     Expired(String),
     Mismatch(String),
     SchemaBroken(String),
@@ -156,6 +167,7 @@ impl ClaimProblem {
         let path = path.to_owned();
         match self {
             Self::Schema(problems) => ClaimFileError::Schema { path, problems },
+            Self::Payload(differences) => ClaimFileError::Payload { path, differences },
             Self::Expired(expires_at) => ClaimFileError::Expired { path, expires_at },
             Self::Mismatch(differences) => ClaimFileError::Mismatch { path, differences },
             Self::SchemaBroken(e) => ClaimFileError::SchemaBroken(e),
@@ -163,8 +175,8 @@ impl ClaimProblem {
     }
 }
 
-/// Check a parsed claim: schema, expiry, and that its tools, resources and
-/// profiles are exactly this build's DAP ones.
+/// Check a parsed claim: schema, signed payload, expiry, and that its
+/// tools, resources and profiles are exactly this build's DAP ones.
 pub fn check(claim: &Value, catalog: &Catalog, now: DateTime<Utc>) -> Result<(), ClaimProblem> {
     let validator = VALIDATOR
         .as_ref()
@@ -181,6 +193,7 @@ pub fn check(claim: &Value, catalog: &Catalog, now: DateTime<Utc>) -> Result<(),
     if !problems.is_empty() {
         return Err(ClaimProblem::Schema(problems.join("; ")));
     }
+    signed_payload_matches(claim)?;
     match expires_at(claim) {
         Some(t) if t > now => {}
         _ => {
@@ -240,5 +253,74 @@ pub fn check(claim: &Value, catalog: &Catalog, now: DateTime<Utc>) -> Result<(),
         Ok(())
     } else {
         Err(ClaimProblem::Mismatch(differences.join("; ")))
+    }
+}
+
+/// Most differing members named in a payload error.
+const MAX_NAMED_DIFFERENCES: usize = 10;
+
+/// The claim's JWS payload (the middle part of `signer.signature`, which
+/// the schema requires to be a compact JWS) equals the claim without
+/// `signer.signature`. Compared as JSON values: the issuer signs the RFC
+/// 8785 canonical bytes, and equal values have equal canonical forms, so
+/// no canonicalizer is needed to find a difference.
+fn signed_payload_matches(claim: &Value) -> Result<(), ClaimProblem> {
+    use base64::Engine as _;
+    let jws = claim["signer"]["signature"].as_str().unwrap_or_default();
+    let payload = jws.split('.').nth(1).unwrap_or_default();
+    let signed: Value = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .ok_or_else(|| {
+            ClaimProblem::Payload("its payload is not base64url-encoded JSON".to_owned())
+        })?;
+    let mut unsigned = claim.clone();
+    if let Some(signer) = unsigned.get_mut("signer").and_then(Value::as_object_mut) {
+        signer.remove("signature");
+    }
+    let mut differences = Vec::new();
+    differing_members("", &signed, &unsigned, &mut differences);
+    if differences.is_empty() {
+        return Ok(());
+    }
+    let more = differences.len().saturating_sub(MAX_NAMED_DIFFERENCES);
+    differences.truncate(MAX_NAMED_DIFFERENCES);
+    let mut named = format!(
+        "differing member(s) {} (signed value vs. claim body)",
+        differences.join(", ")
+    );
+    if more > 0 {
+        named.push_str(&format!(" and {more} more"));
+    }
+    Err(ClaimProblem::Payload(named))
+}
+
+/// Dotted paths of the members where `signed` and `claim` differ; arrays
+/// and scalars are compared whole (a claim's arrays are sets of names).
+fn differing_members(path: &str, signed: &Value, claim: &Value, out: &mut Vec<String>) {
+    if signed == claim {
+        return;
+    }
+    match (signed, claim) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            for key in keys {
+                let child = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
+                match (a.get(key), b.get(key)) {
+                    (Some(x), Some(y)) => differing_members(&child, x, y, out),
+                    _ => out.push(child),
+                }
+            }
+        }
+        _ => out.push(if path.is_empty() {
+            "(the whole claim)".to_owned()
+        } else {
+            path.to_owned()
+        }),
     }
 }

@@ -10,7 +10,8 @@
 //!
 //! 1. [`domain`] (the records every layer shares; imports nothing of ours),
 //!    [`dap`] (the DAP wire vocabulary), [`catalog`], and the leaves
-//!    [`ratelimit`], [`telemetry`], [`progress`], [`content_version`].
+//!    [`ratelimit`], [`telemetry`], [`trace_context`], [`progress`],
+//!    [`content_version`].
 //! 2. [`report`] (the problem reporter of every operator file), [`store`]
 //!    (the only SQL), [`claim`].
 //! 3. [`auth`], [`directory`], [`dealers`].
@@ -23,7 +24,8 @@
 //!    [`metrics`].
 //! 9. [`mcp`] (the transport: `/mcp` and the AAP endpoint per
 //!    organization), [`console`], [`resources`], [`manifest`], [`preview`].
-//! 10. [`wellknown`], [`app`] (routes, start-up, shutdown).
+//! 10. [`wellknown`], [`server_card`], [`app`] (routes, start-up,
+//!     shutdown).
 //! 11. The command line ([`cli`]) on top.
 
 /// Routes, start-up and graceful shutdown.
@@ -92,6 +94,9 @@ pub mod ratelimit;
 pub mod report;
 /// MCP resources over the reserved `dealeragent://` URIs.
 pub mod resources;
+/// MCP Server Cards of `/mcp` and of each AAP endpoint, the AI Catalog,
+/// and the MCP Registry's `server.json`.
+pub mod server_card;
 /// Organization-sharded replicas: which organizations a replica serves.
 pub mod shards;
 /// The state every request shares (below transport, tools and resources).
@@ -102,6 +107,9 @@ pub mod store;
 pub mod telemetry;
 /// One module per tool.
 pub mod tools;
+/// The W3C Trace Context of one request (`_meta` or HTTP headers), or a
+/// trace of our own.
+pub mod trace_context;
 /// The per-replica change hub: subscriptions, bounded notice queues,
 /// change detection (docs/mcp.md "Subscriptions").
 pub mod watch;

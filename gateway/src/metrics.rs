@@ -369,6 +369,9 @@ pub struct RequestFacts {
     /// `anonymous` or the grant's subject id; never a credential.
     pub principal: Option<String>,
     pub trace_id: Option<String>,
+    /// The caller's span id, when it sent a W3C Trace Context
+    /// (docs/operations.md "Tracing").
+    pub parent_id: Option<String>,
 }
 
 tokio::task_local! {

@@ -218,12 +218,12 @@ fn publication_organization<'a>(
 }
 
 /// A strong ETag of a document's bytes.
-fn etag_of(bytes: &[u8]) -> String {
+pub(crate) fn etag_of(bytes: &[u8]) -> String {
     format!("\"{}\"", hex::encode(&Sha256::digest(bytes)[..16]))
 }
 
 /// `If-None-Match` names `etag` (or `*`): answer 304.
-fn not_modified(request: &HeaderMap, etag: &str) -> bool {
+pub(crate) fn not_modified(request: &HeaderMap, etag: &str) -> bool {
     request
         .get_all(header::IF_NONE_MATCH)
         .iter()

@@ -15,9 +15,9 @@ pub const CHECKS: &[Check] = &[
         id: "DAPC-AVL-001",
         group: G,
         title: "verify_availability states status, authority, times and verification need",
-        section: "DAP 0.1 inventory.availability",
+        section: "DAP 0.1 section 8 (inventory.availability); errors",
         keyword: "MUST",
-        text: "each answer states status, authority_status, observed_at, valid_until (after observed_at) and whether human verification is required",
+        text: "each result states status, authority_status, observed_at, valid_until (after observed_at) and whether human verification is required; a structured error DAP permits (stale, unavailable, upstream, rate limit, authorization) is no result and is accepted; skipped when no sampled vehicle answered with a result",
         required: true,
         roles: &[],
         run: |cx| Box::pin(complete_answer(cx)),
@@ -46,11 +46,63 @@ pub const CHECKS: &[Check] = &[
     },
 ];
 
+/// The DAP error codes a gateway may answer `verify_availability` with for
+/// a vehicle it listed. DAP 0.1 section 8: "if authority or freshness is
+/// insufficient, the gateway MUST return an explicit unknown/stale result
+/// or a structured error, never infer availability"; the error registry
+/// (error.schema.json, errors.md) names the ones that fit: fresh
+/// availability is required (`vehicle.stale`), the vehicle is
+/// authoritatively unavailable, the authoritative system is down, the
+/// caller is throttled, and the authorization failures (a gateway may
+/// verify only for an authenticated caller or a narrower grant than the
+/// one that may search). Any other code for a listed vehicle is a fault.
+pub const PERMITTED_VERIFY_ERRORS: &[&str] = &[
+    "dealeragent.vehicle.stale",
+    "dealeragent.vehicle.unavailable",
+    "dealeragent.upstream.unavailable",
+    "dealeragent.rate_limited",
+    "dealeragent.auth.required",
+    "dealeragent.auth.invalid",
+    "dealeragent.scope.insufficient",
+    "dealeragent.tenant.forbidden",
+];
+
+/// Every `verify_availability` the context asked about a listed vehicle:
+/// the samples', then the further ones asked when no sample answered with
+/// a result.
 fn verifications(cx: &Ctx) -> Vec<(&str, &Exchange)> {
     cx.samples
         .iter()
         .filter_map(|s| s.verify.as_ref().map(|ex| (s.vehicle_id.as_str(), ex)))
+        .chain(
+            cx.further_verifications
+                .iter()
+                .map(|(vehicle, ex)| (vehicle.as_str(), ex)),
+        )
         .collect()
+}
+
+/// What is missing from one availability result (empty when complete).
+fn incomplete(out: &Value) -> Vec<String> {
+    let a = out.get("availability").cloned().unwrap_or(Value::Null);
+    let mut bad = Vec::new();
+    for member in ["status", "authority_status"] {
+        if a.get(member).and_then(Value::as_str).is_none() {
+            bad.push(format!("availability.{member} missing"));
+        }
+    }
+    if !a
+        .get("human_verification_required")
+        .is_some_and(Value::is_boolean)
+    {
+        bad.push("availability.human_verification_required missing".to_owned());
+    }
+    match (time_of(&a, "observed_at"), time_of(&a, "valid_until")) {
+        (Some(observed), Some(until)) if until > observed => {}
+        (Some(_), Some(_)) => bad.push("valid_until is not after observed_at".to_owned()),
+        _ => bad.push("observed_at or valid_until missing".to_owned()),
+    }
+    bad
 }
 
 async fn complete_answer(cx: &Ctx) -> Result<Outcome, ClientError> {
@@ -61,48 +113,52 @@ async fn complete_answer(cx: &Ctx) -> Result<Outcome, ClientError> {
     }
     let mut problems = Vec::new();
     let mut answered = 0usize;
-    for (vehicle, ex) in list {
-        if ex.dap_code() == Some("dealeragent.rate_limited") {
-            continue;
-        }
+    // Permitted structured errors, by code (DAP 0.1 section 8).
+    let mut refused: std::collections::BTreeMap<&str, usize> = Default::default();
+    for (vehicle, ex) in &list {
         let Some(out) = ex.tool_ok() else {
-            o.saw_first(ex);
-            problems.push(format!(
-                "{vehicle}: verify_availability failed ({:?})",
-                ex.dap_code()
-            ));
+            match ex.dap_code() {
+                Some(code) if ex.is_tool_error() && PERMITTED_VERIFY_ERRORS.contains(&code) => {
+                    *refused.entry(code).or_default() += 1;
+                }
+                code => {
+                    o.saw_first(ex);
+                    problems.push(format!(
+                        "{vehicle}: verify_availability failed with {code:?}, which is neither a result nor a structured error DAP permits here"
+                    ));
+                }
+            }
             continue;
         };
         answered += 1;
-        let a = out.get("availability").cloned().unwrap_or(Value::Null);
-        let mut bad = Vec::new();
-        for member in ["status", "authority_status"] {
-            if a.get(member).and_then(Value::as_str).is_none() {
-                bad.push(format!("availability.{member} missing"));
-            }
-        }
-        if !a
-            .get("human_verification_required")
-            .is_some_and(Value::is_boolean)
-        {
-            bad.push("availability.human_verification_required missing".to_owned());
-        }
-        match (time_of(&a, "observed_at"), time_of(&a, "valid_until")) {
-            (Some(observed), Some(until)) if until > observed => {}
-            (Some(_), Some(_)) => bad.push("valid_until is not after observed_at".to_owned()),
-            _ => bad.push("observed_at or valid_until missing".to_owned()),
-        }
+        let bad = incomplete(out);
         if !bad.is_empty() {
             o.saw_first(ex);
             problems.push(format!("{vehicle}: {}", bad.join(", ")));
         }
     }
+    let errors = refused
+        .iter()
+        .map(|(code, n)| format!("{n} {code}"))
+        .collect::<Vec<_>>()
+        .join(", ");
     if answered == 0 && problems.is_empty() {
-        return Ok(o.skip(
-            "every verification was rate limited (raise the gateway's anonymous quota or supply the inventory role)",
-        ));
+        let hint = if refused.keys().all(|c| *c == "dealeragent.rate_limited") {
+            " (raise the gateway's anonymous quota or supply the inventory role)"
+        } else {
+            ""
+        };
+        return Ok(o.skip(format!(
+            "no sampled vehicle answered with an availability result ({} asked; permitted structured errors: {errors}){hint}",
+            list.len()
+        )));
     }
-    Ok(o.conclude(&problems, format!("{answered} answers complete")))
+    let ok = if refused.is_empty() {
+        format!("{answered} answers complete")
+    } else {
+        format!("{answered} answers complete; permitted structured errors: {errors}")
+    };
+    Ok(o.conclude(&problems, ok))
 }
 
 /// The policy document named by the manifest, as text.

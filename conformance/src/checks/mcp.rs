@@ -70,10 +70,10 @@ pub const CHECKS: &[Check] = &[
     Check {
         id: "DAPC-MCP-006",
         group: G,
-        title: "tool results carry structuredContent equal to their text block",
-        section: "MCP 2026-07-28 tools/call; DAP 0.1 MCP binding",
+        title: "tool results carry structuredContent (a JSON text block is advisory)",
+        section: "DAP 0.1 section 4 (MCP binding); MCP 2026-07-28 tools/call (structured content)",
         keyword: "MUST",
-        text: "every tools/call result has structuredContent and a text content block that parses to the same JSON",
+        text: "every tools/call result, success and error, has an object structuredContent; a text content block serializing the same JSON is only a SHOULD (MCP) and a MAY (DAP), so its absence or difference is noted, never failed",
         required: true,
         roles: &[],
         run: |cx| Box::pin(structured_content(cx)),
@@ -139,10 +139,21 @@ pub const CHECKS: &[Check] = &[
         title: "an allowed browser origin gets a working CORS preflight",
         section: "MCP 2026-07-28 Streamable HTTP; Fetch (CORS)",
         keyword: "SHOULD",
-        text: "for an allowed origin (--origin) the preflight succeeds allowing POST and the MCP request headers, and responses name the origin and expose Mcp-Session-Id",
+        text: "for an allowed origin (--origin) the preflight succeeds allowing POST and the MCP request headers, and responses name the origin; a response that issues an Mcp-Session-Id (a legacy initialize) exposes it, a stateless one need not",
         required: false,
         roles: &[],
         run: |cx| Box::pin(allowed_origin(cx)),
+    },
+    Check {
+        id: "DAPC-MCP-013",
+        group: G,
+        title: "requests without clientInfo are served",
+        section: "MCP 2026-07-28 per-request metadata (io.modelcontextprotocol/clientInfo)",
+        keyword: "MUST NOT",
+        text: "a 2026-07-28 request whose _meta lacks io.modelcontextprotocol/clientInfo (server/discover, tools/list, tools/call) is served like one that has it: the server MUST NOT require it; a legacy initialize without clientInfo is tried when 2025-11-25 is served and only noted (the 2025-11-25 schema makes the client send it)",
+        required: true,
+        roles: &[],
+        run: |cx| Box::pin(client_info_optional(cx)),
     },
 ];
 
@@ -273,14 +284,43 @@ async fn allowed_origin(cx: &Ctx) -> Result<Outcome, ClientError> {
             post.header("access-control-allow-origin")
         ));
     }
-    let exposed = post
-        .header("access-control-expose-headers")
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    if !exposed.contains("mcp-session-id") {
-        problems.push("Mcp-Session-Id is not exposed to the browser".into());
+    // Mcp-Session-Id matters to a browser only on an answer that issues
+    // one: 2026-07-28 is stateless, so only a legacy initialize (when
+    // 2025-11-25 is served) must expose it (Fetch: a response header the
+    // script may read is one named in Access-Control-Expose-Headers).
+    let mut ok = "preflight and request carry the CORS grant".to_owned();
+    if legacy_served(cx) {
+        let body = json!({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
+            "protocolVersion": LEGACY, "capabilities": {},
+            "clientInfo": {"name": "dap-conformance", "version": crate::version::SUITE_VERSION}}});
+        let init = cx
+            .client
+            .post_raw(
+                &Caller::Anonymous,
+                &[
+                    ("origin", origin),
+                    ("accept", "application/json, text/event-stream"),
+                ],
+                &body.to_string(),
+            )
+            .await?;
+        o.saw(&init);
+        let exposed = init
+            .header("access-control-expose-headers")
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        if init.header("mcp-session-id").is_some() {
+            if !exposed.contains("mcp-session-id") && !exposed.contains('*') {
+                problems.push(
+                    "a legacy initialize issues an Mcp-Session-Id that is not exposed to the browser"
+                        .into(),
+                );
+            } else {
+                ok.push_str("; the legacy session id is exposed");
+            }
+        }
     }
-    Ok(o.conclude(&problems, "preflight and request carry the CORS grant"))
+    Ok(o.conclude(&problems, ok))
 }
 
 async fn discover(cx: &Ctx) -> Result<Outcome, ClientError> {
@@ -505,6 +545,7 @@ async fn legacy_session(cx: &Ctx) -> Result<Outcome, ClientError> {
 async fn structured_content(cx: &Ctx) -> Result<Outcome, ClientError> {
     let mut o = Outcome::new();
     let mut problems = Vec::new();
+    let mut advisories: Vec<&str> = Vec::new();
     let mut exchanges = Vec::new();
     if let Some(ex) = &cx.manifest_exchange {
         exchanges.push(ex.clone());
@@ -536,17 +577,34 @@ async fn structured_content(cx: &Ctx) -> Result<Outcome, ClientError> {
                     .and_then(|b| b.get("text"))
                     .and_then(Value::as_str)
             });
+        if !structured.is_object() {
+            problems.push("structuredContent is not a JSON object".into());
+            continue;
+        }
+        // DAP 0.1 section 4: "a text serialization MAY accompany it for
+        // legacy clients, but clients MUST treat the structured content as
+        // authoritative"; MCP: the serialized JSON in a text block is a
+        // SHOULD. So a text block that is prose, or absent, is a note.
         match text.map(serde_json::from_str::<Value>) {
             Some(Ok(parsed)) if &parsed == structured => {}
-            Some(Ok(_)) => problems.push("the text block differs from structuredContent".into()),
-            Some(Err(_)) => problems.push("the text block is not JSON".into()),
-            None => problems.push("no text content block".into()),
+            Some(Ok(_)) => advisories.push("a text block differs from structuredContent"),
+            Some(Err(_)) => advisories.push("a text block is not JSON"),
+            None => advisories.push("a result has no text block"),
         }
     }
-    Ok(o.conclude(
-        &problems,
-        format!("{} results checked (success and error)", exchanges.len()),
-    ))
+    let mut ok = format!(
+        "{} results checked (success and error) carry structuredContent",
+        exchanges.len()
+    );
+    advisories.sort_unstable();
+    advisories.dedup();
+    if !advisories.is_empty() {
+        ok.push_str(&format!(
+            "; advisory (MCP SHOULD, not required): {}",
+            advisories.join("; ")
+        ));
+    }
+    Ok(o.conclude(&problems, ok))
 }
 
 async fn result_type(cx: &Ctx) -> Result<Outcome, ClientError> {
@@ -735,4 +793,79 @@ async fn error_matches_output_schema(cx: &Ctx) -> Result<Outcome, ClientError> {
         }
     }
     Ok(o.conclude(&problems, format!("{} tools' errors conform", tools.len())))
+}
+
+/// `_meta` with only the two members MCP 2026-07-28 requires.
+fn meta_without_client_info(version: &str) -> Value {
+    let mut meta = meta_for(version);
+    if let Some(m) = meta.as_object_mut() {
+        m.remove("io.modelcontextprotocol/clientInfo");
+    }
+    meta
+}
+
+async fn client_info_optional(cx: &Ctx) -> Result<Outcome, ClientError> {
+    let mut o = Outcome::new();
+    let mut problems = Vec::new();
+    let manifest_tool = crate::context::GET_MANIFEST;
+    let requests = [
+        ("server/discover", None, json!({})),
+        ("tools/list", None, json!({})),
+        (
+            "tools/call",
+            Some(manifest_tool),
+            json!({"name": manifest_tool, "arguments": {}}),
+        ),
+    ];
+    for (i, (method, name, mut params)) in requests.into_iter().enumerate() {
+        params["_meta"] = meta_without_client_info(MODERN);
+        let body = json!({"jsonrpc": "2.0", "id": i + 1, "method": method, "params": params});
+        let mut headers = vec![
+            ("accept", "application/json, text/event-stream"),
+            ("mcp-protocol-version", MODERN),
+            ("mcp-method", method),
+        ];
+        if let Some(name) = name {
+            headers.push(("mcp-name", name));
+        }
+        let ex = cx
+            .client
+            .post_raw(&Caller::Anonymous, &headers, &body.to_string())
+            .await?;
+        let served = ex.status == 200 && ex.result().is_some() && !ex.is_tool_error();
+        if served {
+            o.saw(&ex);
+        } else {
+            o.saw_first(&ex);
+            problems.push(format!(
+                "{method} without clientInfo: HTTP {} code {:?}, expected a result",
+                ex.status,
+                ex.error_code()
+            ));
+        }
+    }
+    let mut ok = "discover, tools/list and tools/call are served without clientInfo".to_owned();
+    if legacy_served(cx) {
+        let body = json!({"jsonrpc": "2.0", "id": 9, "method": "initialize", "params": {
+            "protocolVersion": LEGACY, "capabilities": {}}});
+        let init = cx
+            .client
+            .post_raw(
+                &Caller::Anonymous,
+                &[("accept", "application/json, text/event-stream")],
+                &body.to_string(),
+            )
+            .await?;
+        o.saw(&init);
+        if init.status == 200 && init.result().is_some() {
+            ok.push_str("; a legacy initialize without clientInfo is served too");
+        } else {
+            ok.push_str(&format!(
+                "; note: a legacy initialize without clientInfo got HTTP {} code {:?} (permitted: the 2025-11-25 schema requires the client to send clientInfo)",
+                init.status,
+                init.error_code()
+            ));
+        }
+    }
+    Ok(o.conclude(&problems, ok))
 }

@@ -29,7 +29,7 @@ pub const CHECKS: &[Check] = &[
         title: "request headers are never echoed",
         section: "DAP 0.1 errors (redaction); MCP 2026-07-28 standard headers",
         keyword: "MUST NOT",
-        text: "canary values in Authorization, Mcp-Name, Mcp-Method and MCP-Protocol-Version appear in no response",
+        text: "canary values in Authorization, Mcp-Name, Mcp-Method and MCP-Protocol-Version appear in no response body or header, whether the gateway refuses or serves the request",
         required: true,
         roles: &[],
         run: |cx| Box::pin(headers_not_echoed(cx)),
@@ -142,6 +142,7 @@ async fn arguments_not_echoed(cx: &Ctx) -> Result<Outcome, ClientError> {
 async fn headers_not_echoed(cx: &Ctx) -> Result<Outcome, ClientError> {
     let mut o = Outcome::new();
     let mut problems = Vec::new();
+    let mut answers = Vec::new();
     let (org, _) = aim(cx);
     let body = |id: i64| {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
@@ -183,11 +184,21 @@ async fn headers_not_echoed(cx: &Ctx) -> Result<Outcome, ClientError> {
         } else {
             o.saw(&ex);
         }
-        if ex.status == 200 && !ex.is_tool_error() && ex.result().is_some() {
-            problems.push(format!("a canary {header} was accepted"));
-        }
+        // Redaction only: whether a canary header is refused or ignored
+        // is the header checks' business (DAPC-MCP-004 for Mcp-Method and
+        // the version, the isolation group for credentials), so a gateway
+        // that answers either way passes here as long as nothing echoes.
+        let answer = if ex.status == 200 && ex.result().is_some() && !ex.is_tool_error() {
+            "served"
+        } else {
+            "refused"
+        };
+        answers.push(format!("{header} {answer}"));
     }
-    Ok(o.conclude(&problems, "no header value echoed"))
+    Ok(o.conclude(
+        &problems,
+        format!("no header value echoed ({})", answers.join(", ")),
+    ))
 }
 
 async fn errors_are_dap(cx: &Ctx) -> Result<Outcome, ClientError> {

@@ -112,7 +112,17 @@ async fn kind(cx: &Ctx, kind: Kind) -> Result<Outcome, ClientError> {
         .filter(|x| !x.is_error && Kind::of_tool(&x.tool) == Some(kind))
         .collect();
     if outputs.is_empty() {
-        return Ok(o.skip(format!("no successful {} was obtained", kind.label())));
+        let mut reason = format!("no successful {} was obtained", kind.label());
+        if kind == Kind::Availability {
+            // The context verified further vehicles before giving up
+            // (context::MAX_FURTHER_VERIFICATIONS): say how many were asked.
+            let sampled = cx.samples.iter().filter(|s| s.verify.is_some()).count();
+            reason.push_str(&format!(
+                " ({sampled} sampled and {} further vehicles asked)",
+                cx.further_verifications.len()
+            ));
+        }
+        return Ok(o.skip(reason));
     }
     let mut problems = Vec::new();
     for x in &outputs {

@@ -97,19 +97,23 @@ impl SourceClient {
         let url = fill_template(&source.url_template, target)?;
         let timeout = Duration::from_millis(u64::from(source.timeout_ms));
         let exchange = async {
-            let mut response = self
-                .http
-                .get(&url)
-                .header("accept", "application/json")
-                .send()
-                .await
-                .map_err(|e| {
-                    if e.is_timeout() {
-                        CheckFailure::Timeout
-                    } else {
-                        CheckFailure::Transport(e.without_url().to_string())
-                    }
-                })?;
+            let mut request = self.http.get(&url).header("accept", "application/json");
+            // The request's trace goes upstream as a child span of ours,
+            // with the caller's tracestate untouched (docs/availability.md,
+            // docs/operations.md "Tracing").
+            if let Some(trace) = crate::trace_context::current() {
+                request = request.header("traceparent", trace.child_traceparent());
+                if let Some(state) = trace.tracestate() {
+                    request = request.header("tracestate", state);
+                }
+            }
+            let mut response = request.send().await.map_err(|e| {
+                if e.is_timeout() {
+                    CheckFailure::Timeout
+                } else {
+                    CheckFailure::Transport(e.without_url().to_string())
+                }
+            })?;
             if response.status() == reqwest::StatusCode::NOT_FOUND {
                 return Err(CheckFailure::NoRecord);
             }

@@ -149,6 +149,12 @@ pub enum Command {
     /// with --nginx the `map` blocks that route /mcp by
     /// Mcp-Param-Organization and /aap/{organization_id}/ by path.
     Shards(Box<ShardsArgs>),
+    /// Publishing metadata for the MCP Registry (docs/mcp.md "Server
+    /// Cards and server.json").
+    Registry {
+        #[command(subcommand)]
+        what: RegistryCommand,
+    },
     /// Print a shell completion script on stdout, e.g.
     /// `dealer-gateway completions bash > /etc/bash_completion.d/dealer-gateway`.
     Completions {
@@ -280,6 +286,25 @@ pub enum ProgramsCommand {
         /// Check and report what would be withdrawn, but write nothing.
         #[arg(long)]
         dry_run: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RegistryCommand {
+    /// Print the MCP Registry `server.json` (schema 2025-12-11) of this
+    /// gateway published at --public-url, generated from the catalog: one
+    /// streamable-HTTP remote (`/mcp`), the tools and revisions under the
+    /// publisher-provided `_meta`. Reads no store.
+    ServerJson {
+        /// The public base URL (`https://host[:port]`; a trailing `/mcp`
+        /// is accepted).
+        #[arg(long, value_name = "URL")]
+        public_url: String,
+        /// The registry name (`namespace/server`, e.g.
+        /// `com.example/dealer-gateway`); by default the URL's host
+        /// reversed, then `/dealer-agent-gateway`.
+        #[arg(long)]
+        name: Option<String>,
     },
 }
 

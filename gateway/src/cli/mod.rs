@@ -26,13 +26,15 @@ mod demo;
 mod import;
 mod lint;
 mod programs;
+mod registry;
 mod serve;
 mod shards;
 mod tokens;
 
 pub use args::{
     AuditCommand, Cli, Command, DemoCommand, FeedFormatArg, ImportCommand, LintArgs, LintCommand,
-    ProgramsCommand, RemovalGuardArgs, ShardsArgs, StdioSettings, TokenCommand, completions,
+    ProgramsCommand, RegistryCommand, RemovalGuardArgs, ShardsArgs, StdioSettings, TokenCommand,
+    completions,
 };
 pub use config_file::with_config_file;
 
@@ -117,6 +119,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Programs { what } => programs::run(db, what).await,
         Command::Shards(args) => shards::run(db, *args).await,
         Command::Lint { what } => lint::run(db, what).await,
+        Command::Registry { what } => registry::run(what),
         Command::Preview {
             organization,
             rooftop,

@@ -171,6 +171,53 @@ pub(super) async fn resolve(
     })
 }
 
+/// The caller of a read about the AAP endpoint of the raw segment `raw`
+/// (its Server Card, `crate::server_card`), authorized as a POST to the
+/// endpoint is: the address limit, the credential (a token may name the
+/// endpoint as its resource), the principal limit, then [`resolve`]. The
+/// refusals are the endpoint's own: 400 for a segment that is not an
+/// identifier, 404 for an organization absent or hidden from the caller.
+pub(crate) async fn authorize(
+    state: &AppState,
+    peer: SocketAddr,
+    uri: &Uri,
+    headers: &HeaderMap,
+    raw: &str,
+) -> Result<(String, Principal), Response> {
+    if !crate::store::audit::is_identifier(raw) {
+        return Err(refusal(&RpcError::InvalidEndpoint));
+    }
+    if let Err(retry) = state.ip_limiter.check(&peer.ip()) {
+        metrics::counter!(crate::metrics::RATE_LIMITED, "limit" => "address").increment(1);
+        return Err(super::too_many_requests(retry));
+    }
+    let endpoint_resource = resource(state, raw);
+    let principal =
+        crate::auth::verify::authenticate_at(state, headers, uri.query(), Some(&endpoint_resource))
+            .await
+            .map_err(|rejection| super::unauthorized(&rejection, &metadata_url(state, raw)))?;
+    if let Principal::Authenticated(grant) = &principal
+        && let Err(retry) = state.principal_limiter.check(&grant.subject)
+    {
+        metrics::counter!(crate::metrics::RATE_LIMITED, "limit" => "principal").increment(1);
+        return Err(super::too_many_requests(retry));
+    }
+    match resolve(state, &principal, raw).await {
+        Ok(Endpoint::Aap { organization_id }) => Ok((organization_id, principal)),
+        Ok(Endpoint::Dap) => Err(refusal(&RpcError::EndpointNotFound)),
+        Err(error) => Err(refusal(&error)),
+    }
+}
+
+/// Whether anonymous callers may see `organization_id` (one public
+/// rooftop), so a document about it may be cached publicly.
+pub(crate) async fn anonymously_visible(state: &AppState, organization_id: &str) -> bool {
+    state.directory.snapshot().await.is_ok_and(|d| {
+        d.organization(organization_id)
+            .is_some_and(|org| !Principal::Anonymous.visible_rooftops(org).is_empty())
+    })
+}
+
 /// Is `tool` one of the AAP binding's tools (the catalog's AAP profile)?
 pub fn is_aap_tool(tool: &Tool) -> bool {
     tool.profile == aap_map::PROFILE

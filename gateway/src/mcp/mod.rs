@@ -40,9 +40,10 @@ use serde_json::{Map, Value, json};
 
 use crate::auth::{Principal, verify};
 use crate::state::AppState;
+use crate::trace_context::{Carrier, TraceContext};
 use error::RpcError;
 
-pub use dispatch::{capabilities, server_info, tool_list};
+pub use dispatch::{capabilities, capabilities_of, server_info, tool_list};
 pub use headers::host_without_port;
 pub use revision::{
     INITIALIZE_REVISIONS, LEGACY_REVISION, MODERN_REVISION, PER_REQUEST_REVISIONS,
@@ -466,8 +467,14 @@ async fn handle_message(
         };
     };
 
-    let trace_id = format!("trace.{}", uuid::Uuid::new_v4());
-    crate::metrics::note(|f| f.trace_id = Some(trace_id.clone()));
+    // The caller's W3C Trace Context, when valid, names the trace
+    // (docs/mcp.md "Trace context"); else a trace of our own.
+    let trace = trace_of(&params, headers);
+    let trace_id = trace.id().to_owned();
+    crate::metrics::note(|f| {
+        f.trace_id = Some(trace_id.clone());
+        f.parent_id = trace.parent_id().map(str::to_owned);
+    });
     // The principal comes from the transport's credential alone; nothing in
     // `_meta` changes it.
 
@@ -477,6 +484,7 @@ async fn handle_message(
             method: &method,
             params: &params,
             trace_id: &trace_id,
+            trace: &trace,
         };
         return modern(state, headers, &request, caller, endpoint).await;
     }
@@ -527,7 +535,8 @@ async fn handle_message(
         params: &params,
         trace_id: &trace_id,
     };
-    match dispatch::dispatch(state, &request, caller).await {
+    let dispatched = dispatch::dispatch(state, &request, caller);
+    match crate::trace_context::scope(trace, dispatched).await {
         Ok(result) => {
             let body = dispatch::decorate(Era::Legacy, result).into_envelope(&id);
             bytes_response(StatusCode::OK, body, None)
@@ -539,6 +548,29 @@ async fn handle_message(
         }
         Err(e) => rpc_error(&e, Some(&id)),
     }
+}
+
+/// The trace of a request: `_meta` first, then the HTTP `traceparent` and
+/// `tracestate` headers (docs/mcp.md "Trace context"). A repeated
+/// `traceparent` header is ambiguous and ignored; repeated `tracestate`
+/// headers are one list (W3C Trace Context).
+fn trace_of(params: &Value, headers: &HeaderMap) -> TraceContext {
+    let mut parents = headers.get_all("traceparent").iter();
+    let traceparent = match (parents.next(), parents.next()) {
+        (Some(one), None) => one.to_str().ok(),
+        _ => None,
+    };
+    let states: Option<Vec<&str>> = headers
+        .get_all("tracestate")
+        .iter()
+        .map(|v| v.to_str().ok())
+        .collect();
+    let tracestate = states.filter(|s| !s.is_empty()).map(|s| s.join(","));
+    let header = Carrier {
+        traceparent,
+        tracestate: tracestate.as_deref(),
+    };
+    TraceContext::of_request(Carrier::of_meta(params), header)
 }
 
 fn accepted() -> Response {
@@ -631,6 +663,7 @@ struct Request<'a> {
     method: &'a str,
     params: &'a Value,
     trace_id: &'a str,
+    trace: &'a TraceContext,
 }
 
 async fn modern(
@@ -645,6 +678,7 @@ async fn modern(
         method,
         params,
         trace_id,
+        trace,
     } = *request;
     let strict = state.settings.strict_mcp_headers;
     // 1. Required per-request _meta (-32602).
@@ -748,7 +782,8 @@ async fn modern(
         params,
         trace_id,
     };
-    match dispatch::dispatch(state, &call, caller).await {
+    let dispatched = dispatch::dispatch(state, &call, caller);
+    match crate::trace_context::scope(trace.clone(), dispatched).await {
         Ok(result) => {
             let body = dispatch::decorate(Era::Modern, result).into_envelope(id);
             bytes_response(StatusCode::OK, body, None)

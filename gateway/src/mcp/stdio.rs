@@ -422,7 +422,13 @@ async fn request(
         principal,
         client_ip: CLIENT_IP,
     };
-    let trace_id = format!("trace.{}", uuid::Uuid::new_v4());
+    // Over stdio the trace context can only come in `_meta` (docs/mcp.md
+    // "Trace context").
+    let trace = crate::trace_context::TraceContext::of_request(
+        crate::trace_context::Carrier::of_meta(params),
+        crate::trace_context::Carrier::default(),
+    );
+    let trace_id = trace.id().to_owned();
     let limit = Duration::from_secs(state.settings.request_timeout_seconds.max(1));
     // The stdio transport is the operator's `/mcp`: the DAP tools (the AAP
     // binding is served per organization over HTTP, `mcp::aap`).
@@ -433,7 +439,8 @@ async fn request(
         params,
         trace_id: &trace_id,
     };
-    let outcome = tokio::time::timeout(limit, dispatch::dispatch(state, &call, &caller))
+    let dispatched = crate::trace_context::scope(trace, dispatch::dispatch(state, &call, &caller));
+    let outcome = tokio::time::timeout(limit, dispatched)
         .await
         .map_err(|_| {
             RpcError::Unavailable(format!(

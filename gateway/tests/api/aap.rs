@@ -1556,11 +1556,11 @@ async fn mcp_serves_dap_tools_only_and_points_aap_calls_to_their_endpoint() {
     );
 }
 
-const PRIVATE_ORG: &str = "org.quiet-private-motors";
+pub(crate) const PRIVATE_ORG: &str = "org.quiet-private-motors";
 
 /// A public organization and a private one (its only rooftop closed to
 /// anonymous readers), as a dealers file.
-const PRIVATE_DEALERS: &str = r#"
+pub(crate) const PRIVATE_DEALERS: &str = r#"
 organizations:
   - organization_id: org.open-street-motors
     name: Open Street Motors

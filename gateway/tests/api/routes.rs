@@ -117,10 +117,33 @@ fn digest(bytes: &[u8]) -> String {
 }
 
 /// A claim for what `manifest` serves, valid against
-/// conformance/claim.schema.json. The gateway checks shape, expiry and
-/// inventory, not the signature (it holds no key for it: `dap-conformance
-/// verify` does), so a well-formed compact JWS stands in here.
+/// conformance/claim.schema.json. The gateway checks shape, the signed
+/// payload, expiry and inventory, not the signature (it holds no key for
+/// it: `dap-conformance verify` does), so a compact JWS whose payload is
+/// the claim and whose signature part is a stand-in is used here.
 fn claim_for(manifest: &Value, expires_at: &str) -> Value {
+    signed(unsigned_claim_for(manifest, expires_at))
+}
+
+/// `claim` with `signer.signature` set to a compact JWS whose payload is
+/// the claim without `signer.signature` (what `dap-conformance claim`
+/// signs) and whose signature part is a stand-in.
+fn signed(mut claim: Value) -> Value {
+    use base64::Engine as _;
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+    if let Some(signer) = claim["signer"].as_object_mut() {
+        signer.remove("signature");
+    }
+    let payload = b64(&serde_json::to_vec(&claim).unwrap());
+    claim["signer"]["signature"] = json!(format!(
+        "{}.{payload}.{}",
+        b64(br#"{"alg":"ES256","kid":"k1"}"#),
+        b64(b"stand-in")
+    ));
+    claim
+}
+
+fn unsigned_claim_for(manifest: &Value, expires_at: &str) -> Value {
     let profiles: Vec<&Value> = manifest["capabilities"]
         .as_array()
         .unwrap()
@@ -164,8 +187,7 @@ fn claim_for(manifest: &Value, expires_at: &str) -> Value {
         "exceptions": [],
         "issued_at": "2026-01-01T00:00:00Z",
         "expires_at": expires_at,
-        "signer": {"organization": "Test operator", "key_id": "k1", "algorithm": "ES256",
-                   "signature": "eyJhbGciOiJFUzI1NiJ9.e30.c2ln"}
+        "signer": {"organization": "Test operator", "key_id": "k1", "algorithm": "ES256"}
     })
 }
 
@@ -208,6 +230,7 @@ async fn a_claim_that_does_not_describe_this_gateway_is_refused_at_start_up() {
         .as_array_mut()
         .unwrap()
         .retain(|t| t != "dealeragent.pricing.get_disclosure");
+    let missing_tool = signed(missing_tool);
     // A real DAP profile this read-only gateway never serves (the consented
     // handoff writes leads); the used-vehicle profile played this part
     // until the gateway served it.
@@ -216,6 +239,7 @@ async fn a_claim_that_does_not_describe_this_gateway_is_refused_at_start_up() {
         .as_array_mut()
         .unwrap()
         .push(json!("dealeragent.handoff/0.1"));
+    let extra_profile = signed(extra_profile);
     let mut unsigned = claim_for(&served, "2999-01-01T00:00:00Z");
     unsigned["signer"]
         .as_object_mut()
@@ -250,6 +274,63 @@ async fn a_claim_that_does_not_describe_this_gateway_is_refused_at_start_up() {
         };
         assert!(err.contains(expected), "{name}: {err}");
         assert!(err.contains("conformance claim"), "{name}: {err}");
+    }
+}
+
+/// `serve --conformance-claim`: a claim edited after it was signed (its
+/// body no longer the payload its JWS carries) is refused at start-up,
+/// without any key, by an error naming each member that differs; even
+/// when the edit makes the inventory match this build.
+#[tokio::test]
+async fn a_claim_whose_signed_payload_differs_from_its_body_is_refused_at_start_up() {
+    let probe = spawn().await;
+    let served = manifest(&probe).await;
+    let dir = common::temp_dir();
+    // Signed for an older build without get_disclosure, then patched by
+    // hand to list it (and to extend its life) without re-signing.
+    let mut older = unsigned_claim_for(&served, "2999-01-01T00:00:00Z");
+    older["implementation"]["tools"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|t| t != "dealeragent.pricing.get_disclosure");
+    older["expires_at"] = json!("2027-01-01T00:00:00Z");
+    let mut patched = signed(older);
+    patched["implementation"]["tools"] =
+        claim_for(&served, "2999-01-01T00:00:00Z")["implementation"]["tools"].clone();
+    patched["expires_at"] = json!("2999-01-01T00:00:00Z");
+    // A JWS whose payload is no JSON at all.
+    let mut garbled = claim_for(&served, "2999-01-01T00:00:00Z");
+    garbled["signer"]["signature"] = json!("eyJhbGciOiJFUzI1NiJ9.bm90LWpzb24.c2ln");
+    let cases = [
+        (
+            "patched",
+            patched,
+            vec!["implementation.tools", "expires_at"],
+        ),
+        ("garbled", garbled, vec!["not base64url-encoded JSON"]),
+    ];
+    for (name, claim, expected) in cases {
+        let path = dir.join(format!("{name}.json"));
+        std::fs::write(&path, serde_json::to_vec_pretty(&claim).unwrap()).unwrap();
+        let mut settings =
+            gateway::config::ServeSettings::with_listen("127.0.0.1:0".parse().unwrap());
+        settings.conformance_claim = Some(path);
+        std::fs::create_dir_all(dir.join(name)).unwrap();
+        let url = common::test_database_url(&dir.join(name)).await;
+        let err = match gateway::app::spawn(settings, &url, std::future::pending()).await {
+            Ok(_) => panic!("{name}: a claim whose signed payload differs was accepted"),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains("conformance claim"), "{name}: {err}");
+        assert!(
+            err.contains("the payload signed in signer.signature is not this claim"),
+            "{name}: {err}"
+        );
+        for member in expected {
+            assert!(err.contains(member), "{name}: {member} not named in {err}");
+        }
+        // Only the edited members are named.
+        assert!(!err.contains("claim_id"), "{name}: {err}");
     }
 }
 
