@@ -752,6 +752,11 @@ async fn modern(
             return rpc_error(&e, Some(id));
         }
     }
+    // The `Mcp-Param-*` headers a fixture tool declares, under the same policy.
+    #[cfg(feature = "conformance-fixture")]
+    if let Err(e) = crate::fixture::check_param_headers(headers, method, name, params, strict) {
+        return rpc_error(&e, Some(id));
+    }
     // 3. Version support (-32022).
     if !PER_REQUEST_REVISIONS.contains(&version) {
         return rpc_error(
