@@ -8,6 +8,7 @@ use clap::Parser;
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let cli = gateway::cli::Cli::parse();
+    gateway::fixture::install();
     gateway::telemetry::init(&cli.log);
     gateway::cli::run(cli).await
 }

@@ -119,10 +119,6 @@ pub async fn dispatch(
     let started = std::time::Instant::now();
     let mut tool = None;
     let result = route(state, call, caller, &mut tool).await;
-    // The fixture adds its tools, resources, prompts and capabilities to
-    // the product's lists (docs/conformance.md).
-    #[cfg(feature = "conformance-fixture")]
-    let result = result.map(|r| crate::fixture::amend(state, call, r));
     let outcome = match &result {
         Ok(r) => r.code.map_or("ok", |c| c.as_str()).to_owned(),
         Err(e) => format!("jsonrpc.{}", e.code()),

@@ -20,6 +20,7 @@ mod completion;
 pub mod connections;
 pub(crate) mod dispatch;
 pub mod error;
+pub(crate) mod extension;
 pub mod headers;
 mod legacy_watch;
 mod listen;
@@ -416,8 +417,9 @@ async fn handle_message(
             // A client's response to a server request (legacy transport);
             // the product never sends requests, so there is nothing to match
             // (the conformance fixture does: docs/conformance.md).
-            #[cfg(feature = "conformance-fixture")]
-            crate::fixture::client_response(headers, &message);
+            if let Some(extension) = extension::installed() {
+                extension.client_response(headers, &message);
+            }
             return accepted();
         }
         None => {
@@ -511,14 +513,12 @@ async fn handle_message(
         );
         return rpc_error(&error, Some(&id));
     }
-    #[cfg(feature = "conformance-fixture")]
-    if let Some(response) = crate::fixture::respond(
-        state,
-        &crate::fixture::Incoming::legacy(&id, &method, &params, headers, &session_id, endpoint),
-    )
-    .await
-    {
-        return response;
+    if let Some(extension) = extension::installed() {
+        let incoming =
+            extension::Incoming::legacy(&id, &method, &params, headers, &session_id, endpoint);
+        if let Some(response) = extension.respond(state, &incoming).await {
+            return response;
+        }
     }
     // Subscriptions belong to the session (docs/mcp.md "Subscriptions"), so
     // they are served here, where the session is known.
@@ -535,7 +535,7 @@ async fn handle_message(
         params: &params,
         trace_id: &trace_id,
     };
-    let dispatched = dispatch::dispatch(state, &request, caller);
+    let dispatched = dispatch_http(state, &request, caller);
     match crate::trace_context::scope(trace, dispatched).await {
         Ok(result) => {
             let body = dispatch::decorate(Era::Legacy, result).into_envelope(&id);
@@ -571,6 +571,22 @@ fn trace_of(params: &Value, headers: &HeaderMap) -> TraceContext {
         tracestate: tracestate.as_deref(),
     };
     TraceContext::of_request(Carrier::of_meta(params), header)
+}
+
+/// [`dispatch::dispatch`] for the HTTP transport, whose answers an
+/// installed extension may amend (the conformance fixture adds its tools,
+/// resources, prompts and capabilities to the product's lists,
+/// docs/conformance.md; the product installs none).
+async fn dispatch_http(
+    state: &Arc<AppState>,
+    call: &dispatch::Call<'_>,
+    caller: &Caller,
+) -> Result<dispatch::MethodResult, RpcError> {
+    let result = dispatch::dispatch(state, call, caller).await;
+    match extension::installed() {
+        Some(extension) => result.map(|r| extension.amend(state, call, r)),
+        None => result,
+    }
 }
 
 fn accepted() -> Response {
@@ -640,9 +656,10 @@ async fn initialize(state: &AppState, id: &Value, params: &Value, endpoint: &End
             return json_response(status, &body, None);
         }
     };
-    let capabilities = dispatch::capabilities_of(endpoint);
-    #[cfg(feature = "conformance-fixture")]
-    let capabilities = crate::fixture::session_opened(&session_id, params, endpoint, capabilities);
+    let mut capabilities = dispatch::capabilities_of(endpoint);
+    if let Some(extension) = extension::installed() {
+        capabilities = extension.session_opened(&session_id, params, endpoint, capabilities);
+    }
     let body = json!({
         "jsonrpc": "2.0",
         "id": id,
@@ -717,10 +734,11 @@ async fn modern(
         _ => None,
     };
     let name_applies = matches!(method, "tools/call" | "prompts/get" | "resources/read");
-    // The fixture's own methods name their target too (tasks: `taskId`).
-    #[cfg(feature = "conformance-fixture")]
-    let (name, name_applies) =
-        crate::fixture::mcp_name(method, params).map_or((name, name_applies), |n| (n, true));
+    // An extension's own methods name their target too (the fixture's
+    // tasks: `taskId`).
+    let (name, name_applies) = extension::installed()
+        .and_then(|extension| extension.mcp_name(method, params))
+        .map_or((name, name_applies), |n| (n, true));
     let checks = [
         headers::check(
             headers,
@@ -752,9 +770,11 @@ async fn modern(
             return rpc_error(&e, Some(id));
         }
     }
-    // The `Mcp-Param-*` headers a fixture tool declares, under the same policy.
-    #[cfg(feature = "conformance-fixture")]
-    if let Err(e) = crate::fixture::check_param_headers(headers, method, name, params, strict) {
+    // The `Mcp-Param-*` headers an extension's tool declares, under the
+    // same policy.
+    if let Some(extension) = extension::installed()
+        && let Err(e) = extension.check_param_headers(headers, method, name, params, strict)
+    {
         return rpc_error(&e, Some(id));
     }
     // 3. Version support (-32022).
@@ -766,14 +786,11 @@ async fn modern(
             Some(id),
         );
     }
-    #[cfg(feature = "conformance-fixture")]
-    if let Some(response) = crate::fixture::respond(
-        state,
-        &crate::fixture::Incoming::modern(id, method, params, headers, endpoint),
-    )
-    .await
-    {
-        return response;
+    if let Some(extension) = extension::installed() {
+        let incoming = extension::Incoming::modern(id, method, params, headers, endpoint);
+        if let Some(response) = extension.respond(state, &incoming).await {
+            return response;
+        }
     }
     // 4. Dispatch. A listen answers with a stream of its own (the AAP
     // endpoints serve tools only: -32601 there, docs/mcp.md "Subscriptions").
@@ -787,7 +804,7 @@ async fn modern(
         params,
         trace_id,
     };
-    let dispatched = dispatch::dispatch(state, &call, caller);
+    let dispatched = dispatch_http(state, &call, caller);
     match crate::trace_context::scope(trace.clone(), dispatched).await {
         Ok(result) => {
             let body = dispatch::decorate(Era::Modern, result).into_envelope(id);
@@ -833,11 +850,10 @@ pub async fn get(
     }
     match state.sessions.touch(id).await {
         Ok(None) => rpc_error(&RpcError::SessionNotFound, None),
-        #[cfg(feature = "conformance-fixture")]
-        Ok(Some(_)) if crate::fixture::resumes(&headers, id) => {
-            crate::fixture::resume(&headers, id)
-        }
-        Ok(Some(_)) => legacy_watch::stream(&state, &headers, &principal, id).await,
+        Ok(Some(_)) => match extension::installed().and_then(|e| e.resume(&headers, id)) {
+            Some(resumed) => resumed,
+            None => legacy_watch::stream(&state, &headers, &principal, id).await,
+        },
         Err(e) => rpc_error(&session_store_failed(&e), None),
     }
 }

@@ -8,6 +8,12 @@ use serde_json::{Value, json};
 
 use crate::common::{MODERN, Reply, TestApp, meta, spawn};
 
+/// A gateway with the fixture installed, as the fixture binary serves it.
+async fn spawn_fixture() -> TestApp {
+    gateway::fixture::install();
+    spawn().await
+}
+
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 
 /// A modern request declaring `capabilities`, with the standard headers
@@ -39,7 +45,7 @@ fn with_tasks() -> Value {
 
 #[tokio::test]
 async fn an_input_required_round_trip_keeps_its_result_type_and_refuses_altered_state() {
-    let app = spawn().await;
+    let app = spawn_fixture().await;
     let tool = "test_input_required_result_request_state";
     let caps = json!({"elicitation": {}});
     let r1 = post(
@@ -96,7 +102,7 @@ async fn an_input_required_round_trip_keeps_its_result_type_and_refuses_altered_
 
 #[tokio::test]
 async fn a_task_is_negotiated_per_request_and_routed_by_its_task_id() {
-    let app = spawn().await;
+    let app = spawn_fixture().await;
     let discover = post(&app, "server/discover", None, json!({}), json!({})).await;
     let capabilities = &discover.result()["capabilities"];
     assert!(
@@ -176,7 +182,7 @@ async fn a_task_is_negotiated_per_request_and_routed_by_its_task_id() {
 
 #[tokio::test]
 async fn the_2025_11_25_era_neither_lists_nor_serves_them() {
-    let app = spawn().await;
+    let app = spawn_fixture().await;
     // 2026-07-28 lists them (and the prompt) ...
     let modern = app.modern("tools/list", json!({})).await;
     let modern_names: Vec<&str> = modern.result()["tools"]
