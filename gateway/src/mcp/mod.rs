@@ -23,7 +23,7 @@ pub mod error;
 pub(crate) mod extension;
 pub mod headers;
 mod legacy_watch;
-mod listen;
+pub(crate) mod listen;
 pub mod prompts;
 pub mod rendered;
 pub mod revision;
