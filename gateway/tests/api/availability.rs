@@ -130,14 +130,9 @@ struct Fixture {
     asserted: Vec<VehicleRecord>,
 }
 
-/// LIVE: 8 vehicles (VIN prefix 1LVEA); FEED: 3 (index 1 observed 30 h
-/// ago, index 2 sold); PRIVATE: 1; ASSERTED: 1. Every feed row asserts
-/// `available` unless said otherwise.
-async fn setup(adjust: impl FnOnce(&mut ServeSettings)) -> Fixture {
-    let now = Utc::now().trunc_subsecs(0);
-    let (fake, port) = start_fake().await;
-    let (dir, url) = fresh_database().await;
-    let store = gateway::store::open(&url).await.expect("store opens");
+/// The availability fixtures' dealers file (tests/fixtures/availability/dealers.yaml),
+/// its live sources answering on `port`, into `store`.
+pub(crate) async fn upsert_fixture_dealers(store: &dyn Store, port: u16, now: DateTime<Utc>) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/availability/dealers.yaml");
     let text = std::fs::read_to_string(path)
@@ -153,6 +148,17 @@ async fn setup(adjust: impl FnOnce(&mut ServeSettings)) -> Fixture {
     )
     .unwrap_or_else(|e| panic!("{e}"));
     store.upsert_organizations(&orgs).await.unwrap();
+}
+
+/// LIVE: 8 vehicles (VIN prefix 1LVEA); FEED: 3 (index 1 observed 30 h
+/// ago, index 2 sold); PRIVATE: 1; ASSERTED: 1. Every feed row asserts
+/// `available` unless said otherwise.
+async fn setup(adjust: impl FnOnce(&mut ServeSettings)) -> Fixture {
+    let now = Utc::now().trunc_subsecs(0);
+    let (fake, port) = start_fake().await;
+    let (dir, url) = fresh_database().await;
+    let store = gateway::store::open(&url).await.expect("store opens");
+    upsert_fixture_dealers(&*store, port, now).await;
 
     let live: Vec<VehicleRecord> = (0..8)
         .map(|i| test_vehicle(ORG, LIVE, &format!("veh.{i:03}.l"), "1LVEA", i, now))

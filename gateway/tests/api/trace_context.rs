@@ -96,21 +96,7 @@ async fn fixture() -> (
     let now = Utc::now().trunc_subsecs(0);
     let (dir, url) = fresh_database().await;
     let store = gateway::store::open(&url).await.expect("store opens");
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/availability/dealers.yaml");
-    let text = std::fs::read_to_string(path)
-        .unwrap()
-        .replace("__PORT__", &port.to_string());
-    let catalog = gateway::catalog::Catalog::load().unwrap();
-    let orgs = gateway::dealers::parse(
-        &catalog,
-        "dealers.yaml",
-        text.as_bytes(),
-        "dealers-file:test",
-        now,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    store.upsert_organizations(&orgs).await.unwrap();
+    crate::availability::upsert_fixture_dealers(&*store, port, now).await;
     let live: Vec<VehicleRecord> = (0..8)
         .map(|i| test_vehicle(ORG, LIVE, &format!("veh.{i:03}.t"), "1TRCE", i, now))
         .collect();
