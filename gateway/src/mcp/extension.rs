@@ -17,6 +17,7 @@
 // `Incoming`: only the seam's `None` checks are live in the product.
 #![cfg_attr(not(feature = "conformance-fixture"), allow(dead_code))]
 
+use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 
 use axum::http::{HeaderMap, header};
@@ -99,6 +100,19 @@ impl<'a> Incoming<'a> {
     }
 }
 
+/// What an extension adds to one `subscriptions/listen` stream.
+pub(crate) struct ListenExtra {
+    /// The members of `params.notifications` it honors, added to the
+    /// stream's acknowledgement (the honored subset of the filter).
+    pub honored: Map<String, Value>,
+    /// Its notification messages, in order; the transport tags each with
+    /// the subscription id (`listen::SUBSCRIPTION_ID`) before writing it.
+    pub notices: Notices,
+}
+
+/// The notification messages an extension adds to a listen stream.
+pub(crate) type Notices = Pin<Box<dyn futures_util::Stream<Item = Value> + Send>>;
+
 /// What an extension may do, each at one point of the transport.
 #[async_trait::async_trait]
 pub(crate) trait Extension: Send + Sync {
@@ -142,6 +156,16 @@ pub(crate) trait Extension: Send + Sync {
     /// The `GET` of live legacy session `session`, when the extension
     /// resumes one of its streams (`Last-Event-ID`); `None` otherwise.
     fn resume(&self, headers: &HeaderMap, session: &str) -> Option<Response>;
+
+    /// A `subscriptions/listen` was opened with `notifications` (the
+    /// product validated the object and serves its resource members):
+    /// the notifications the extension adds to that stream, e.g. the
+    /// `toolsListChanged` / `promptsListChanged` the product never sends.
+    /// `None` (the default) adds nothing.
+    fn listen(&self, notifications: &Map<String, Value>) -> Option<ListenExtra> {
+        let _ = notifications;
+        None
+    }
 }
 
 static INSTALLED: OnceLock<Box<dyn Extension>> = OnceLock::new();

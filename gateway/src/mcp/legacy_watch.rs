@@ -183,6 +183,9 @@ impl Session {
                     return Some(listen::event(&listen::notification(&notice, None)));
                 }
                 Ok(Step::KeepAlive) => return Some(Bytes::from_static(listen::KEEP_ALIVE)),
+                // Extensions add notices to listen streams only (this
+                // stream never carries an extension's stream).
+                Ok(Step::Extra(_)) => {}
                 Ok(Step::Tick) => {
                     if !self.reconcile().await {
                         return None;

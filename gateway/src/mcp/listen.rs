@@ -28,6 +28,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::error::RpcError;
+use super::extension::{self, ListenExtra, Notices};
 use super::{Caller, rpc_error};
 use crate::auth::{Principal, verify};
 use crate::state::AppState;
@@ -54,8 +55,9 @@ pub(crate) struct Filter {
 /// Validate `params.notifications`: an object; `resourceSubscriptions`, when
 /// present, an array of strings (duplicates count once) of at most `limit`
 /// URIs; `resourcesListChanged`, when present, a boolean. Other members
-/// (`toolsListChanged`, `promptsListChanged`) are accepted and not honored:
-/// this server never sends those notices. The words never echo the input.
+/// (`toolsListChanged`, `promptsListChanged`) are accepted and not honored
+/// by the product, which never sends those notices (an installed test
+/// extension may: [`extension::Extension::listen`]). The words never echo the input.
 pub(crate) fn filter(params: &Value, limit: usize) -> Result<Filter, RpcError> {
     let invalid = |m: &str| RpcError::InvalidParams(m.to_owned());
     let Some(notifications) = params.get("notifications").and_then(Value::as_object) else {
@@ -130,7 +132,15 @@ pub(crate) async fn listen(
     crate::metrics::count_method("subscriptions/listen", None, &outcome, started);
     crate::metrics::note(|f| f.outcome = Some(outcome));
     match answer {
-        Ok((stream, filter)) => respond(state, headers, id, stream, &filter),
+        Ok((stream, filter)) => {
+            // Asked only once the product accepted the listen; the product
+            // installs no extension, so its streams are what they were.
+            let extra = extension::installed().and_then(|e| {
+                let notifications = params.get("notifications").and_then(Value::as_object)?;
+                e.listen(notifications)
+            });
+            respond(state, headers, id, stream, &filter, extra)
+        }
         Err(e) => rpc_error(&e, Some(id)),
     }
 }
@@ -215,6 +225,26 @@ pub(crate) fn notification(notice: &Notice, id: Option<&Value>) -> Value {
     }
 }
 
+/// An extension's notification tagged with the subscription id, like the
+/// product's own (MCP 2026-07-28: every notice on a listen stream names
+/// the request that opened it).
+fn tagged(mut message: Value, id: &Value) -> Value {
+    if let Some(object) = message.as_object_mut() {
+        let params = object
+            .entry("params")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if let Some(params) = params.as_object_mut() {
+            let meta = params
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(serde_json::Map::new()));
+            if let Some(meta) = meta.as_object_mut() {
+                meta.insert(SUBSCRIPTION_ID.into(), id.clone());
+            }
+        }
+    }
+    message
+}
+
 /// The end frame of a listen stream.
 fn end_frame(id: &Value, reason: EndReason) -> Value {
     let message = match reason {
@@ -256,11 +286,16 @@ pub(crate) struct Follow {
     /// When set, [`Step::Tick`] about this often (the legacy GET stream
     /// re-reads its session's subscriptions).
     pub tick: Option<Duration>,
+    /// An installed extension's notifications for this stream
+    /// ([`extension::Extension::listen`]); never set in the product.
+    pub extra: Option<Notices>,
 }
 
 /// What [`Follow::next`] found to do.
 pub(crate) enum Step {
     Notice(Notice),
+    /// A notification message of an extension (untagged).
+    Extra(Value),
     KeepAlive,
     Tick,
 }
@@ -287,6 +322,7 @@ impl Follow {
             keep_alive,
             next_keep_alive: Instant::now() + keep_alive,
             tick: None,
+            extra: None,
         }
     }
 
@@ -310,11 +346,22 @@ impl Follow {
                     self.next_keep_alive = Instant::now() + self.keep_alive;
                     return next.map(Step::Notice);
                 }
+                // Inside this select, not around `next()`, so that an
+                // extension's notice never cancels a credential check
+                // half-way.
+                message = next_extra(&mut self.extra) => match message {
+                    Some(message) => {
+                        self.next_keep_alive = Instant::now() + self.keep_alive;
+                        return Ok(Step::Extra(message));
+                    }
+                    // The extension's stream ended: the product's goes on.
+                    None => self.extra = None,
+                },
                 changed = self.revocations.changed(), if watch_revocations => {
                     if changed.is_err() {
                         // The hub is gone: nothing more will be revoked here.
                         self.authorization = None;
-                    } else if self.revoked().await {
+                    } else if revoked(&self.state, self.authorization.as_ref()).await {
                         self.stream.end(EndReason::CredentialRevoked);
                     }
                 }
@@ -327,19 +374,31 @@ impl Follow {
             }
         }
     }
+}
 
-    /// Re-verify the credential on the same path a request takes
-    /// (`auth::verify`). A store outage is not a revocation: the stream
-    /// goes on and the next revocation checks again.
-    async fn revoked(&self) -> bool {
-        let Some(headers) = &self.authorization else {
-            return false;
-        };
-        match verify::authenticate(&self.state, headers, None).await {
-            Ok(Principal::Authenticated(_)) => false,
-            Ok(Principal::Anonymous) => true,
-            Err(rejection) => !rejection.unavailable,
-        }
+/// Re-verify the credential on the same path a request takes
+/// (`auth::verify`). A store outage is not a revocation: the stream goes
+/// on and the next revocation checks again. (It borrows the two fields it
+/// reads, not the whole [`Follow`], whose extension stream need not be
+/// `Sync`.)
+async fn revoked(state: &Arc<AppState>, authorization: Option<&HeaderMap>) -> bool {
+    let Some(headers) = authorization else {
+        return false;
+    };
+    match verify::authenticate(state, headers, None).await {
+        Ok(Principal::Authenticated(_)) => false,
+        Ok(Principal::Anonymous) => true,
+        Err(rejection) => !rejection.unavailable,
+    }
+}
+
+/// The next message of an extension's stream (`None` when it ended), or
+/// never without one.
+async fn next_extra(extra: &mut Option<Notices>) -> Option<Value> {
+    use futures_util::StreamExt as _;
+    match extra {
+        Some(notices) => notices.next().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -377,10 +436,17 @@ fn respond(
     id: &Value,
     stream: Stream,
     filter: &Filter,
+    extra: Option<ListenExtra>,
 ) -> Response {
-    let follow = Follow::new(state, headers, stream);
+    let mut follow = Follow::new(state, headers, stream);
     let id = id.clone();
-    let ack = acknowledgement(&id, filter);
+    let mut ack = acknowledgement(&id, filter);
+    if let Some(extra) = extra {
+        if let Some(honored) = ack["params"]["notifications"].as_object_mut() {
+            honored.extend(extra.honored);
+        }
+        follow.extra = Some(extra.notices);
+    }
     let frames = futures_util::stream::unfold(
         (follow, Phase::Ack(ack), id),
         |(mut follow, phase, id)| async move {
@@ -397,6 +463,10 @@ fn respond(
             match step {
                 Ok(Step::Notice(notice)) => {
                     let frame = event(&notification(&notice, Some(&id)));
+                    Some((Ok(frame), (follow, Phase::Running, id)))
+                }
+                Ok(Step::Extra(message)) => {
+                    let frame = event(&tagged(message, &id));
                     Some((Ok(frame), (follow, Phase::Running, id)))
                 }
                 Ok(Step::KeepAlive | Step::Tick) => Some((

@@ -21,6 +21,8 @@ mod disclosure;
 mod discovery;
 mod errors_teach;
 #[cfg(feature = "conformance-fixture")]
+mod fixture_list_changed;
+#[cfg(feature = "conformance-fixture")]
 mod fixture_mrtr;
 mod get_vehicle;
 mod hardening;
