@@ -535,8 +535,7 @@ async fn handle_message(
         params: &params,
         trace_id: &trace_id,
     };
-    let dispatched = dispatch_http(state, &request, caller);
-    match crate::trace_context::scope(trace, dispatched).await {
+    match dispatch_http(state, &request, caller, trace).await {
         Ok(result) => {
             let body = dispatch::decorate(Era::Legacy, result).into_envelope(&id);
             bytes_response(StatusCode::OK, body, None)
@@ -573,16 +572,23 @@ fn trace_of(params: &Value, headers: &HeaderMap) -> TraceContext {
     TraceContext::of_request(Carrier::of_meta(params), header)
 }
 
-/// [`dispatch::dispatch`] for the HTTP transport, whose answers an
-/// installed extension may amend (the conformance fixture adds its tools,
-/// resources, prompts and capabilities to the product's lists,
-/// docs/conformance.md; the product installs none).
+/// [`dispatch::dispatch`] for the HTTP transport, run in the request's
+/// trace context (`crate::trace_context`); an installed extension may
+/// amend its answers (the conformance fixture adds its tools, resources,
+/// prompts and capabilities to the product's lists, docs/conformance.md;
+/// the product installs none).
 async fn dispatch_http(
     state: &Arc<AppState>,
     call: &dispatch::Call<'_>,
     caller: &Caller,
+    trace: crate::trace_context::TraceContext,
 ) -> Result<dispatch::MethodResult, RpcError> {
-    let result = dispatch::dispatch(state, call, caller).await;
+    // The dispatch future (the tool and its store reads) is large; boxed,
+    // the request's future stays small, and the service layers that move
+    // it by value copy a pointer, not kilobytes (docs/benchmarks.md
+    // "Protocol parity": about 13,000 instructions of memcpy a request).
+    let result =
+        crate::trace_context::scope(trace, Box::pin(dispatch::dispatch(state, call, caller))).await;
     match extension::installed() {
         Some(extension) => result.map(|r| extension.amend(state, call, r)),
         None => result,
@@ -804,8 +810,7 @@ async fn modern(
         params,
         trace_id,
     };
-    let dispatched = dispatch_http(state, &call, caller);
-    match crate::trace_context::scope(trace.clone(), dispatched).await {
+    match dispatch_http(state, &call, caller, trace.clone()).await {
         Ok(result) => {
             let body = dispatch::decorate(Era::Modern, result).into_envelope(id);
             bytes_response(StatusCode::OK, body, None)
