@@ -180,17 +180,22 @@ async fn a_task_is_negotiated_per_request_and_routed_by_its_task_id() {
     assert_eq!(removed.error_code(), -32601, "{}", removed.raw);
 }
 
+/// The tool names of a `tools/list` reply.
+fn tool_names(listed: &Reply) -> Vec<&str> {
+    listed.result()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect()
+}
+
 #[tokio::test]
 async fn the_2025_11_25_era_neither_lists_nor_serves_them() {
     let app = spawn_fixture().await;
     // 2026-07-28 lists them (and the prompt) ...
     let modern = app.modern("tools/list", json!({})).await;
-    let modern_names: Vec<&str> = modern.result()["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
+    let modern_names = tool_names(&modern);
     for present in [
         "test_input_required_result_elicitation",
         "slow_compute",
@@ -211,12 +216,7 @@ async fn the_2025_11_25_era_neither_lists_nor_serves_them() {
     // ... 2025-11-25 does not.
     let session = app.initialize_legacy().await;
     let listed = app.legacy(&session, "tools/list", json!({})).await;
-    let names: Vec<&str> = listed.result()["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
+    let names = tool_names(&listed);
     for absent in [
         "test_input_required_result_elicitation",
         "slow_compute",
